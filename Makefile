@@ -1,0 +1,53 @@
+# Single entry point for a machine without ROS: `make demo` and `make test`.
+# Each target builds only what is missing: the venv when requirements change,
+# the colcon workspace when a file under src/ changes.
+SHELL := /bin/bash
+VENV ?= .venv
+export SAYPLAN_VENV := $(abspath $(VENV))
+WS := scripts/ws_env.sh
+VENV_STAMP := $(VENV)/.sayplan-deps
+BUILD_STAMP := install/.sayplan-build
+SRC_FILES := $(shell find src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
+PYTEST_ARGS ?=
+
+.PHONY: all demo test lint typecheck pytest build venv bench clean distclean
+
+all: build
+
+$(VENV_STAMP): requirements/ros.txt requirements/core.txt requirements/dev.txt scripts/bootstrap_venv.sh
+	bash scripts/bootstrap_venv.sh $(VENV)
+	touch $@
+
+venv: $(VENV_STAMP)
+
+$(BUILD_STAMP): $(VENV_STAMP) $(SRC_FILES) colcon.meta
+	bash scripts/colcon_build.sh
+	touch $@
+
+build: $(BUILD_STAMP)
+
+## The main job: the stack end to end on the bundled office environment.
+demo: build
+	$(WS) sayplan demo
+
+lint: build
+	$(WS) ruff check src test launch scripts
+	$(WS) ruff format --check src test launch scripts
+
+typecheck: build
+	$(WS) mypy
+
+pytest: build
+	$(WS) python -m pytest $(PYTEST_ARGS)
+
+## The whole test suite: linter, type checker, unit and ROS integration tests.
+test: lint typecheck pytest
+
+bench: build
+	$(WS) python scripts/bench_graph.py
+
+clean:
+	rm -rf build install log
+
+distclean: clean
+	rm -rf $(VENV)

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Run a command inside the workspace environment: the venv as ROS prefix plus the
+# colcon install space. Usage: scripts/ws_env.sh <command> [args...]
+set -euo pipefail
+
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="${SAYPLAN_VENV:-$here/.venv}"
+
+# shellcheck disable=SC1091
+source "$venv/bin/activate"
+export AMENT_PREFIX_PATH="$venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
+export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
+export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+# Keep DDS discovery on loopback: tests and the demo never leave this machine.
+export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
+if [ -f "$here/install/setup.bash" ]; then
+  # colcon's setup scripts read unset variables.
+  set +u
+  # shellcheck disable=SC1091
+  source "$here/install/setup.bash"
+  set -u
+fi
+exec "$@"

@@ -1,0 +1,344 @@
+"""Hierarchical 3D scene graph on networkx.
+
+Two networkx graphs share one node table: a tree (parent -> child, with the child's
+relation to its parent) for floors, rooms, workspaces, assets and objects, and an
+undirected navigation graph joining rooms and pose nodes. Keeping them apart makes
+the hierarchy checks and the path planner each look at only the edges they need.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import networkx as nx
+
+NODE_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "workspace", "asset", "object", "agent")
+
+#: Types that form the navigation layer (goto targets).
+NAV_TYPES: frozenset[str] = frozenset({"room", "pose"})
+
+#: Relation of a node to its hierarchy parent.
+CONTAINMENT_RELATIONS: frozenset[str] = frozenset({"ontop_of", "inside_of", "inside_hand"})
+HIERARCHY_RELATIONS: frozenset[str] = frozenset({"in"}) | CONTAINMENT_RELATIONS
+NAV_RELATION = "connected_to"
+
+#: Which parent types each node type may hang under.
+ALLOWED_PARENTS: dict[str, frozenset[str]] = {
+    "building": frozenset(),
+    "floor": frozenset({"building"}),
+    "room": frozenset({"floor", "building"}),
+    "pose": frozenset({"floor", "room", "building"}),
+    "workspace": frozenset({"room"}),
+    "asset": frozenset({"room", "workspace"}),
+    "object": frozenset({"asset", "workspace", "room", "object", "agent"}),
+    "agent": frozenset(),
+}
+
+#: States that exclude each other; setting one removes the others of its group.
+EXCLUSIVE_STATES: tuple[frozenset[str], ...] = (
+    frozenset({"open", "closed"}),
+    frozenset({"on", "off"}),
+    frozenset({"locked", "unlocked"}),
+)
+
+Position = tuple[float, float, float]
+
+
+class GraphError(ValueError):
+    """A scene graph operation or file was invalid; `node_id` names the culprit."""
+
+    def __init__(self, message: str, node_id: str | None = None) -> None:
+        super().__init__(message)
+        self.node_id = node_id
+
+
+class UnknownNodeError(GraphError, KeyError):
+    """A node id that is not in the graph, with the closest existing ids."""
+
+    def __init__(self, node_id: str, candidates: Iterable[str] = ()) -> None:
+        close = difflib.get_close_matches(node_id, list(candidates), n=1, cutoff=0.6)
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        super().__init__(f"node '{node_id}' does not exist{hint}", node_id)
+        self.suggestion = close[0] if close else None
+
+    def __str__(self) -> str:  # KeyError would quote the message
+        return str(self.args[0])
+
+
+@dataclass
+class Node:
+    """One scene-graph entity. Hierarchy and navigation edges live in SceneGraph."""
+
+    id: str
+    type: str
+    name: str = ""
+    states: list[str] = field(default_factory=list)
+    affordances: list[str] = field(default_factory=list)
+    attributes: dict[str, Any] = field(default_factory=dict)
+    position: Position | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise GraphError(f"node id must be a non-empty string, got {self.id!r}")
+        if self.type not in NODE_TYPES:
+            raise GraphError(
+                f"node '{self.id}' has unknown type '{self.type}' (expected one of {', '.join(NODE_TYPES)})",
+                self.id,
+            )
+        if not self.name:
+            self.name = self.id.replace("_", " ")
+
+
+class SceneGraph:
+    """A 3DSG: node table, hierarchy tree and navigation graph."""
+
+    def __init__(self, name: str = "") -> None:
+        self.name = name
+        self.nodes: dict[str, Node] = {}
+        self.tree: nx.DiGraph = nx.DiGraph()
+        self.nav: nx.Graph = nx.Graph()
+        self._by_type: dict[str, set[str]] = {t: set() for t in NODE_TYPES}
+
+    # ------------------------------------------------------------------ queries
+    def __contains__(self, node_id: object) -> bool:
+        return node_id in self.nodes
+
+    def __len__(self) -> int:
+        return len(self.nodes)
+
+    def node(self, node_id: str) -> Node:
+        try:
+            return self.nodes[node_id]
+        except KeyError:
+            raise UnknownNodeError(node_id, self.nodes) from None
+
+    def require(self, node_id: str) -> Node:
+        return self.node(node_id)
+
+    def ids_of_type(self, *types: str) -> list[str]:
+        out: list[str] = []
+        for t in types:
+            out.extend(sorted(self._by_type.get(t, ())))
+        return out
+
+    def count(self, node_type: str) -> int:
+        return len(self._by_type.get(node_type, ()))
+
+    def iter_nodes(self, *types: str) -> Iterator[Node]:
+        if not types:
+            yield from self.nodes.values()
+            return
+        for node_id in self.ids_of_type(*types):
+            yield self.nodes[node_id]
+
+    def parent(self, node_id: str) -> str | None:
+        preds = self.tree.pred[node_id] if node_id in self.tree else {}
+        for p in preds:
+            return str(p)
+        return None
+
+    def relation(self, node_id: str) -> str | None:
+        parent = self.parent(node_id)
+        if parent is None:
+            return None
+        return str(self.tree.edges[parent, node_id]["relation"])
+
+    def children(self, node_id: str) -> list[str]:
+        if node_id not in self.tree:
+            return []
+        return sorted(self.tree.succ[node_id])
+
+    def descendants(self, node_id: str) -> list[str]:
+        if node_id not in self.tree:
+            return []
+        return sorted(nx.descendants(self.tree, node_id))
+
+    def ancestors(self, node_id: str) -> list[str]:
+        """Parents from nearest to the root."""
+        out: list[str] = []
+        current = self.parent(node_id)
+        while current is not None:
+            out.append(current)
+            current = self.parent(current)
+        return out
+
+    def enclosing(self, node_id: str, node_type: str) -> str | None:
+        """The nearest ancestor (or the node itself) of a given type."""
+        if node_id in self.nodes and self.nodes[node_id].type == node_type:
+            return node_id
+        for anc in self.ancestors(node_id):
+            if self.nodes[anc].type == node_type:
+                return anc
+        return None
+
+    def room_of(self, node_id: str) -> str | None:
+        node = self.node(node_id)
+        if node.type == "agent":
+            loc = self.agent_location()
+            return self.room_of(loc) if loc else None
+        if node.type == "pose":
+            parent = self.parent(node_id)
+            return parent if parent and self.nodes[parent].type == "room" else None
+        chain = [node_id, *self.ancestors(node_id)]
+        for item in chain:
+            t = self.nodes[item].type
+            if t == "room":
+                return item
+            if t == "agent":
+                return self.room_of(item)
+        return None
+
+    def neighbours(self, node_id: str) -> list[str]:
+        if node_id not in self.nav:
+            return []
+        return sorted(self.nav.adj[node_id])
+
+    # ------------------------------------------------------------------ agent
+    @property
+    def agent_id(self) -> str | None:
+        agents = self._by_type["agent"]
+        return next(iter(sorted(agents))) if agents else None
+
+    def agent_location(self) -> str | None:
+        agent = self.agent_id
+        if agent is None:
+            return None
+        loc = self.nodes[agent].attributes.get("location")
+        return str(loc) if loc else None
+
+    def held_object(self) -> str | None:
+        agent = self.agent_id
+        if agent is None:
+            return None
+        kids = self.children(agent)
+        return kids[0] if kids else None
+
+    # ------------------------------------------------------------------ mutation
+    def add_node(self, node: Node, parent: str | None = None, relation: str = "in") -> Node:
+        if node.id in self.nodes:
+            raise GraphError(f"duplicate node id '{node.id}'", node.id)
+        self.nodes[node.id] = node
+        self._by_type[node.type].add(node.id)
+        self.tree.add_node(node.id)
+        if node.type in NAV_TYPES:
+            self.nav.add_node(node.id)
+        if parent is not None:
+            self.set_parent(node.id, parent, relation)
+        return node
+
+    def set_parent(self, node_id: str, parent: str, relation: str = "in") -> None:
+        """Move a node under a new parent, checking the hierarchy rules."""
+        node = self.node(node_id)
+        parent_node = self.node(parent)
+        check_parent(node, parent_node, relation)
+        if parent == node_id or parent in self.descendants(node_id):
+            raise GraphError(f"moving '{node_id}' under '{parent}' would create a cycle in the hierarchy", node_id)
+        old = self.parent(node_id)
+        if old is not None:
+            self.tree.remove_edge(old, node_id)
+        self.tree.add_edge(parent, node_id, relation=relation)
+
+    def remove_node(self, node_id: str) -> None:
+        node = self.node(node_id)
+        if self.children(node_id):
+            raise GraphError(
+                f"cannot remove '{node_id}': it still has children ({', '.join(self.children(node_id)[:5])})",
+                node_id,
+            )
+        del self.nodes[node_id]
+        self._by_type[node.type].discard(node_id)
+        self.tree.remove_node(node_id)
+        if node_id in self.nav:
+            self.nav.remove_node(node_id)
+
+    def connect(self, a: str, b: str, weight: float | None = None) -> None:
+        for end in (a, b):
+            if self.node(end).type not in NAV_TYPES:
+                raise GraphError(
+                    f"navigation edge {a}<->{b}: '{end}' is a {self.nodes[end].type}, "
+                    "only room and pose nodes are connected",
+                    end,
+                )
+        if a == b:
+            raise GraphError(f"navigation edge {a}<->{b} joins a node to itself", a)
+        attrs: dict[str, float] = {}
+        if weight is not None:
+            if weight < 0:
+                raise GraphError(f"navigation edge {a}<->{b} has a negative weight", a)
+            attrs["weight"] = float(weight)
+        self.nav.add_edge(a, b, **attrs)
+
+    def disconnect(self, a: str, b: str) -> None:
+        if not self.nav.has_edge(a, b):
+            raise GraphError(f"no navigation edge {a}<->{b}", a)
+        self.nav.remove_edge(a, b)
+
+    def set_states(self, node_id: str, states: Iterable[str]) -> None:
+        self.node(node_id).states = list(states)
+
+    def copy(self) -> SceneGraph:
+        out = SceneGraph(self.name)
+        out.nodes = {k: copy.deepcopy(v) for k, v in self.nodes.items()}
+        out.tree = self.tree.copy()
+        out.nav = self.nav.copy()
+        out._by_type = {k: set(v) for k, v in self._by_type.items()}
+        return out
+
+    def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:
+        """Induced subgraph of the chosen nodes plus their ancestors, so it stays a valid hierarchy."""
+        keep: set[str] = set()
+        for node_id in node_ids:
+            self.node(node_id)
+            keep.add(node_id)
+            keep.update(self.ancestors(node_id))
+        out = SceneGraph(self.name)
+        for node_id in sorted(keep, key=lambda n: len(self.ancestors(n))):
+            out.add_node(copy.deepcopy(self.nodes[node_id]))
+        for node_id in keep:
+            parent = self.parent(node_id)
+            if parent is not None and parent in keep:
+                out.tree.add_edge(parent, node_id, relation=self.relation(node_id))
+        for a, b, data in self.nav.edges(data=True):
+            if a in keep and b in keep:
+                out.nav.add_edge(a, b, **data)
+        return out
+
+
+def check_parent(node: Node, parent: Node, relation: str) -> None:
+    """Raise GraphError when `node` may not hang under `parent` with `relation`."""
+    allowed = ALLOWED_PARENTS[node.type]
+    if parent.type not in allowed:
+        expected = ", ".join(sorted(allowed)) or "nothing (it is a top-level node)"
+        raise GraphError(
+            f"node '{node.id}' ({node.type}) cannot be placed under '{parent.id}' ({parent.type}); "
+            f"a {node.type} belongs under: {expected}",
+            node.id,
+        )
+    if relation not in HIERARCHY_RELATIONS:
+        raise GraphError(f"node '{node.id}' has unknown relation '{relation}' to '{parent.id}'", node.id)
+    if node.type == "object":
+        if relation not in CONTAINMENT_RELATIONS and parent.type != "room":
+            raise GraphError(
+                f"object '{node.id}' must be ontop_of, inside_of or inside_hand its parent '{parent.id}', "
+                f"not '{relation}'",
+                node.id,
+            )
+        if (relation == "inside_hand") != (parent.type == "agent"):
+            raise GraphError(f"object '{node.id}': inside_hand is the relation to the agent and only to it", node.id)
+    elif relation != "in":
+        raise GraphError(f"node '{node.id}' ({node.type}) can only be 'in' its parent, not '{relation}'", node.id)
+
+
+def with_state(states: Iterable[str], new_state: str) -> list[str]:
+    """Set a state, dropping the states it excludes (open removes closed)."""
+    out = list(states)
+    for group in EXCLUSIVE_STATES:
+        if new_state in group:
+            out = [s for s in out if s not in group]
+    if new_state not in out:
+        out.append(new_state)
+    return out

@@ -1,0 +1,224 @@
+"""The project's native JSON format for scene graphs: lossless and validated on load.
+
+A file is rejected as a whole with a GraphError naming the offending node: the
+graph is built in a fresh object and only returned once every check has passed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sayplan_core.graph.model import (
+    HIERARCHY_RELATIONS,
+    NAV_RELATION,
+    NAV_TYPES,
+    NODE_TYPES,
+    GraphError,
+    Node,
+    SceneGraph,
+    check_parent,
+)
+
+FORMAT_NAME = "sayplan-3dsg"
+FORMAT_VERSION = 1
+_NODE_KEYS = {"id", "type", "name", "states", "affordances", "attributes", "position"}
+_EDGE_KEYS = {"source", "target", "relation", "weight"}
+
+
+def graph_to_dict(graph: SceneGraph) -> dict[str, Any]:
+    nodes: list[dict[str, Any]] = []
+    for node in sorted(graph.nodes.values(), key=lambda n: (NODE_TYPES.index(n.type), n.id)):
+        item: dict[str, Any] = {"id": node.id, "type": node.type}
+        if node.name != node.id.replace("_", " "):
+            item["name"] = node.name
+        if node.states:
+            item["states"] = list(node.states)
+        if node.affordances:
+            item["affordances"] = list(node.affordances)
+        if node.attributes:
+            item["attributes"] = dict(node.attributes)
+        if node.position is not None:
+            item["position"] = [round(float(v), 4) for v in node.position]
+        nodes.append(item)
+    edges: list[dict[str, Any]] = []
+    for parent, child, data in sorted(graph.tree.edges(data=True)):
+        edges.append({"source": child, "relation": data["relation"], "target": parent})
+    for a, b, data in sorted((min(a, b), max(a, b), d) for a, b, d in graph.nav.edges(data=True)):
+        edge: dict[str, Any] = {"source": a, "relation": NAV_RELATION, "target": b}
+        if "weight" in data:
+            edge["weight"] = data["weight"]
+        edges.append(edge)
+    return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": graph.name, "nodes": nodes, "edges": edges}
+
+
+def dumps(graph: SceneGraph, indent: int | None = 1) -> str:
+    return json.dumps(graph_to_dict(graph), indent=indent, sort_keys=False)
+
+
+def save(graph: SceneGraph, path: str | Path) -> None:
+    Path(path).write_text(dumps(graph) + "\n", encoding="utf-8")
+
+
+def load(path: str | Path) -> SceneGraph:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise GraphError(f"cannot read scene graph file {path}: {exc.strerror or exc}") from exc
+    return loads(text, source=str(path))
+
+
+def loads(text: str, source: str = "<string>") -> SceneGraph:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    return graph_from_dict(data, source=source)
+
+
+def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, (list, tuple)) or len(raw) not in (2, 3):
+        raise GraphError(f"node '{node_id}': position must be [x, y] or [x, y, z], got {raw!r}", node_id)
+    try:
+        values = [float(v) for v in raw]
+    except (TypeError, ValueError):
+        raise GraphError(f"node '{node_id}': position must hold numbers, got {raw!r}", node_id) from None
+    if not all(math.isfinite(v) for v in values):
+        raise GraphError(f"node '{node_id}': position must be finite, got {raw!r}", node_id)
+    if len(values) == 2:
+        values.append(0.0)
+    return (values[0], values[1], values[2])
+
+
+def _str_list(raw: Any, what: str, node_id: str) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(v, str) for v in raw):
+        raise GraphError(f"node '{node_id}': {what} must be a list of strings, got {raw!r}", node_id)
+    return list(raw)
+
+
+def node_from_dict(item: Any, index: int = 0) -> Node:
+    if not isinstance(item, Mapping):
+        raise GraphError(f"nodes[{index}] must be an object, got {type(item).__name__}")
+    node_id = item.get("id")
+    if not isinstance(node_id, str) or not node_id.strip():
+        raise GraphError(f"nodes[{index}] has no valid 'id' (got {node_id!r})")
+    unknown = set(item) - _NODE_KEYS
+    if unknown:
+        raise GraphError(f"node '{node_id}' has unknown field(s): {', '.join(sorted(unknown))}", node_id)
+    attributes = item.get("attributes") or {}
+    if not isinstance(attributes, Mapping):
+        raise GraphError(f"node '{node_id}': attributes must be an object, got {attributes!r}", node_id)
+    name = item.get("name", "")
+    if not isinstance(name, str):
+        raise GraphError(f"node '{node_id}': name must be a string", node_id)
+    return Node(
+        id=node_id,
+        type=str(item.get("type")),
+        name=name,
+        states=_str_list(item.get("states"), "states", node_id),
+        affordances=_str_list(item.get("affordances"), "affordances", node_id),
+        attributes=dict(attributes),
+        position=_parse_position(item.get("position"), node_id),
+    )
+
+
+def graph_from_dict(data: Any, source: str = "<dict>") -> SceneGraph:
+    """Build and validate a graph; raises GraphError and returns nothing half-built."""
+    if not isinstance(data, Mapping):
+        raise GraphError(f"{source}: a scene graph file must hold a JSON object")
+    fmt = data.get("format", FORMAT_NAME)
+    if fmt != FORMAT_NAME:
+        raise GraphError(f"{source}: format is '{fmt}', expected '{FORMAT_NAME}' (use an importer for other formats)")
+    version = data.get("version", FORMAT_VERSION)
+    if version != FORMAT_VERSION:
+        raise GraphError(f"{source}: format version {version} is not supported (this build reads {FORMAT_VERSION})")
+    raw_nodes = data.get("nodes")
+    raw_edges = data.get("edges", [])
+    if not isinstance(raw_nodes, list):
+        raise GraphError(f"{source}: 'nodes' must be a list")
+    if not isinstance(raw_edges, list):
+        raise GraphError(f"{source}: 'edges' must be a list")
+
+    graph = SceneGraph(str(data.get("name", "")))
+    for index, item in enumerate(raw_nodes):
+        graph.add_node(node_from_dict(item, index))
+
+    parents: dict[str, tuple[str, str]] = {}
+    nav_edges: list[tuple[str, str, float | None]] = []
+    for index, edge in enumerate(raw_edges):
+        if not isinstance(edge, Mapping):
+            raise GraphError(f"{source}: edges[{index}] must be an object")
+        unknown = set(edge) - _EDGE_KEYS
+        if unknown:
+            raise GraphError(f"{source}: edges[{index}] has unknown field(s): {', '.join(sorted(unknown))}")
+        src, dst, rel = edge.get("source"), edge.get("target"), edge.get("relation")
+        for end in (src, dst):
+            if not isinstance(end, str) or end not in graph:
+                raise GraphError(f"edge {src} -{rel}-> {dst} refers to node '{end}', which does not exist", str(end))
+        assert isinstance(src, str) and isinstance(dst, str)
+        if rel == NAV_RELATION:
+            weight = edge.get("weight")
+            if weight is not None and (not isinstance(weight, (int, float)) or weight < 0):
+                raise GraphError(f"edge {src}<->{dst}: weight must be a non-negative number", src)
+            nav_edges.append((src, dst, None if weight is None else float(weight)))
+            continue
+        if rel not in HIERARCHY_RELATIONS:
+            raise GraphError(f"edge {src} -{rel}-> {dst}: unknown relation '{rel}'", src)
+        if src in parents:
+            other, other_rel = parents[src]
+            raise GraphError(
+                f"node '{src}' has two parents: {other_rel} '{other}' and {rel} '{dst}'; "
+                "a node can only be in one place",
+                src,
+            )
+        parents[src] = (dst, str(rel))
+
+    _check_acyclic(parents)
+    for child, (parent, rel) in parents.items():
+        check_parent(graph.nodes[child], graph.nodes[parent], rel)
+        graph.tree.add_edge(parent, child, relation=rel)
+    for a, b, weight in nav_edges:
+        graph.connect(a, b, weight)
+    validate(graph)
+    return graph
+
+
+def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
+    done: set[str] = set()
+    for start in parents:
+        path: list[str] = []
+        seen: set[str] = set()
+        current: str | None = start
+        while current is not None and current not in done:
+            if current in seen:
+                cycle = path[path.index(current) :] + [current]
+                raise GraphError(f"cycle in the hierarchy: {' -> '.join(cycle)}", current)
+            seen.add(current)
+            path.append(current)
+            current = parents[current][0] if current in parents else None
+        done.update(path)
+
+
+def validate(graph: SceneGraph) -> None:
+    """Whole-graph rules that single edges cannot check."""
+    agents = graph.ids_of_type("agent")
+    if len(agents) > 1:
+        raise GraphError(f"more than one agent node: {', '.join(agents)}", agents[1])
+    for agent in agents:
+        loc = graph.nodes[agent].attributes.get("location")
+        if loc is not None:
+            if loc not in graph:
+                raise GraphError(f"agent '{agent}' is at '{loc}', which does not exist", agent)
+            if graph.nodes[loc].type not in NAV_TYPES:
+                raise GraphError(f"agent '{agent}' is at '{loc}', which is not a room or pose", agent)
+        held = graph.children(agent)
+        if len(held) > 1:
+            raise GraphError(f"agent '{agent}' holds more than one object: {', '.join(held)}", agent)

@@ -1,0 +1,25 @@
+"""sayplan_core: an ament_python package that is also pip-installable on its own."""
+
+from setuptools import find_packages, setup
+
+package_name = "sayplan_core"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    package_data={package_name: ["py.typed", "envs/data/*.yaml", "envs/data/*.json", "sim/action_sets/*.yaml"]},
+    include_package_data=True,
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+    ],
+    python_requires=">=3.10",
+    install_requires=["networkx>=3.0", "numpy>=1.24", "PyYAML>=6.0", "bpe-openai>=0.1.4"],
+    zip_safe=False,
+    maintainer="SayPlan ROS maintainers",
+    maintainer_email="maintainers@sayplan-ros.dev",
+    description="ROS-free core of the SayPlan stack: 3D scene graphs, simulator, path planning, LLM planners.",
+    license="Apache-2.0",
+    entry_points={"console_scripts": ["sayplan = sayplan_core.cli:main"]},
+)

@@ -1,0 +1,1 @@
+"""Thin rclpy nodes that expose sayplan_core over ROS 2."""

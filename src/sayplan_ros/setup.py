@@ -1,0 +1,32 @@
+"""sayplan_ros: rclpy nodes over sayplan_core."""
+
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "sayplan_ros"
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
+        ("share/" + package_name + "/config", glob("config/*.yaml")),
+    ],
+    install_requires=["setuptools"],
+    zip_safe=False,
+    maintainer="SayPlan ROS maintainers",
+    maintainer_email="maintainers@sayplan-ros.dev",
+    description="Thin rclpy nodes that expose sayplan_core over ROS 2.",
+    license="Apache-2.0",
+    entry_points={
+        "console_scripts": [
+            "scene_graph_server = sayplan_ros.scene_graph_server:main",
+            "path_planner = sayplan_ros.path_planner_node:main",
+            "sayplan_stack = sayplan_ros.stack:main",
+        ],
+    },
+)
