@@ -102,6 +102,7 @@ class SceneGraph:
         self.tree: nx.DiGraph = nx.DiGraph()
         self.nav: nx.Graph = nx.Graph()
         self._by_type: dict[str, set[str]] = {t: set() for t in NODE_TYPES}
+        self._components: dict[str, int] | None = None
 
     # ------------------------------------------------------------------ queries
     def __contains__(self, node_id: object) -> bool:
@@ -124,6 +125,10 @@ class SceneGraph:
         for t in types:
             out.extend(sorted(self._by_type.get(t, ())))
         return out
+
+    def type_index(self, node_type: str) -> frozenset[str] | set[str]:
+        """The live id set of a type (read-only by contract, no copy, no sort)."""
+        return self._by_type.get(node_type, set())
 
     def count(self, node_type: str) -> int:
         return len(self._by_type.get(node_type, ()))
@@ -192,6 +197,15 @@ class SceneGraph:
                 return self.room_of(item)
         return None
 
+    def nav_component(self, node_id: str) -> int:
+        """Index of the connected navigation component (cached until the nav layer changes)."""
+        if self._components is None:
+            self._components = {}
+            for index, members in enumerate(nx.connected_components(self.nav)):
+                for member in members:
+                    self._components[member] = index
+        return self._components.get(node_id, -1)
+
     def neighbours(self, node_id: str) -> list[str]:
         if node_id not in self.nav:
             return []
@@ -226,6 +240,7 @@ class SceneGraph:
         self.tree.add_node(node.id)
         if node.type in NAV_TYPES:
             self.nav.add_node(node.id)
+            self._components = None
         if parent is not None:
             self.set_parent(node.id, parent, relation)
         return node
@@ -254,6 +269,7 @@ class SceneGraph:
         self.tree.remove_node(node_id)
         if node_id in self.nav:
             self.nav.remove_node(node_id)
+            self._components = None
 
     def connect(self, a: str, b: str, weight: float | None = None) -> None:
         for end in (a, b):
@@ -271,11 +287,13 @@ class SceneGraph:
                 raise GraphError(f"navigation edge {a}<->{b} has a negative weight", a)
             attrs["weight"] = float(weight)
         self.nav.add_edge(a, b, **attrs)
+        self._components = None
 
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
         self.nav.remove_edge(a, b)
+        self._components = None
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
         self.node(node_id).states = list(states)
@@ -286,6 +304,7 @@ class SceneGraph:
         out.tree = self.tree.copy()
         out.nav = self.nav.copy()
         out._by_type = {k: set(v) for k, v in self._by_type.items()}
+        out._components = self._components
         return out
 
     def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:

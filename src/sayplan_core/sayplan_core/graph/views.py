@@ -1,0 +1,104 @@
+"""Planner views of a scene graph: SayPlan's collapse / expand / contract with memory.
+
+A view never copies the graph: it is the set of expanded nodes over a shared
+graph, so collapsing a 100k-node building costs nothing and expanding a room
+costs only that room's contents.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.text import to_prompt_text
+
+#: Levels shown when collapsed: the navigation layer plus the agent (SayPlan appendix K).
+COLLAPSED_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "agent")
+#: Only floors (and the agent) when the building is collapsed to its very top.
+TOP_ONLY_TYPES: tuple[str, ...] = ("building", "floor", "agent")
+EXPANDABLE_TYPES: frozenset[str] = frozenset({"building", "floor", "room", "workspace", "asset"})
+
+
+class GraphView:
+    """The part of the graph a planner currently sees, plus its search memory."""
+
+    def __init__(self, graph: SceneGraph, top_only: bool = False) -> None:
+        self.graph = graph
+        self.base_types = TOP_ONLY_TYPES if top_only else COLLAPSED_TYPES
+        self.expanded: list[str] = []
+        #: Every node ever expanded, in order (SayPlan's "Memory").
+        self.memory: list[str] = []
+
+    def collapse(self) -> GraphView:
+        self.expanded = []
+        return self
+
+    def expand(self, node_id: str) -> list[str]:
+        """Reveal what is below a node; returns the newly visible ids."""
+        node = self.graph.node(node_id)
+        if node.type not in EXPANDABLE_TYPES:
+            raise GraphError(
+                f"cannot expand '{node_id}': it is a {node.type}; "
+                f"expand one of: {', '.join(sorted(EXPANDABLE_TYPES))}",
+                node_id,
+            )
+        if node_id not in self.visible_ids():
+            raise GraphError(f"cannot expand '{node_id}': it is not visible yet; expand its parent first", node_id)
+        before = self.visible_ids()
+        if node_id not in self.expanded:
+            self.expanded.append(node_id)
+        if node_id not in self.memory:
+            self.memory.append(node_id)
+        return sorted(self.visible_ids() - before)
+
+    def contract(self, node_id: str) -> list[str]:
+        """Hide what is below a node again; the memory keeps it."""
+        self.graph.node(node_id)
+        if node_id not in self.expanded:
+            raise GraphError(f"cannot contract '{node_id}': it is not expanded", node_id)
+        before = self.visible_ids()
+        self.expanded.remove(node_id)
+        return sorted(before - self.visible_ids())
+
+    def visible_ids(self) -> set[str]:
+        graph = self.graph
+        visible: set[str] = set()
+        for t in self.base_types:
+            visible.update(graph.type_index(t))
+        for node_id in self.expanded:
+            if node_id not in graph:
+                continue
+            if graph.nodes[node_id].type in ("building", "floor"):
+                visible.update(c for c in graph.children(node_id) if graph.nodes[c].type in ("room", "pose"))
+            else:
+                visible.update(graph.descendants(node_id))
+        held = graph.held_object()
+        if held:
+            visible.add(held)
+        return visible
+
+    def is_expanded(self, node_id: str) -> bool:
+        return node_id in self.expanded
+
+    def expandable_ids(self) -> list[str]:
+        """Visible nodes that would reveal something if expanded."""
+        graph = self.graph
+        out = []
+        for node_id in self.visible_ids():
+            if graph.nodes[node_id].type in EXPANDABLE_TYPES and graph.children(node_id):
+                out.append(node_id)
+        return sorted(out)
+
+    def text(self, with_positions: bool = False) -> str:
+        return to_prompt_text(self.graph, self.visible_ids(), with_positions)
+
+    def subgraph(self) -> SceneGraph:
+        return self.graph.subgraph(self.visible_ids())
+
+
+def collapse(graph: SceneGraph, top_only: bool = False) -> GraphView:
+    return GraphView(graph, top_only=top_only)
+
+
+def induced_subgraph(graph: SceneGraph, node_ids: Iterable[str]) -> SceneGraph:
+    return graph.subgraph(node_ids)

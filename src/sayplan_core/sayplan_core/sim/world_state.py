@@ -1,0 +1,120 @@
+"""The mutable part of the world during a forward simulation.
+
+A copy-on-write overlay over a SceneGraph: only nodes a plan touches are copied,
+so verifying a 50-step plan on a 100k-node building does not copy the building.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sayplan_core.graph.model import SceneGraph
+
+#: Called by look_on/look_inside: (state, asset, relation) -> ids of nodes revealed.
+RevealHook = Callable[["WorldState", str, str], list[str]]
+
+
+@dataclass
+class WorldState:
+    graph: SceneGraph
+    strict_navigation: bool = False
+    reveal_hook: RevealHook | None = None
+    location: str | None = None
+    holding: str | None = None
+    accessed: str | None = None
+    finished: bool = False
+    _placement: dict[str, tuple[str, str]] = field(default_factory=dict)
+    _states: dict[str, list[str]] = field(default_factory=dict)
+    revealed: list[str] = field(default_factory=list)
+
+    @classmethod
+    def from_graph(
+        cls, graph: SceneGraph, strict_navigation: bool = False, reveal_hook: RevealHook | None = None
+    ) -> WorldState:
+        return cls(
+            graph=graph,
+            strict_navigation=strict_navigation,
+            reveal_hook=reveal_hook,
+            location=graph.agent_location(),
+            holding=graph.held_object(),
+        )
+
+    # --------------------------------------------------------------- reads
+    def parent(self, node_id: str) -> str | None:
+        if node_id in self._placement:
+            return self._placement[node_id][0]
+        return self.graph.parent(node_id)
+
+    def relation(self, node_id: str) -> str | None:
+        if node_id in self._placement:
+            return self._placement[node_id][1]
+        return self.graph.relation(node_id)
+
+    def states(self, node_id: str) -> list[str]:
+        if node_id in self._states:
+            return self._states[node_id]
+        return self.graph.nodes[node_id].states
+
+    def node_type(self, node_id: str) -> str:
+        return self.graph.nodes[node_id].type
+
+    def ancestors(self, node_id: str) -> list[str]:
+        out: list[str] = []
+        current = self.parent(node_id)
+        while current is not None:
+            out.append(current)
+            current = self.parent(current)
+        return out
+
+    def room_of(self, node_id: str) -> str | None:
+        if self.node_type(node_id) == "agent" or node_id == self.holding:
+            return self.agent_room()
+        for item in [node_id, *self.ancestors(node_id)]:
+            t = self.node_type(item)
+            if t == "room":
+                return item
+            if t == "agent":
+                return self.agent_room()
+        return None
+
+    def agent_room(self) -> str | None:
+        if self.location is None:
+            return None
+        if self.node_type(self.location) == "room":
+            return self.location
+        return self.graph.room_of(self.location)
+
+    def support_of(self, node_id: str) -> str | None:
+        """The asset or workspace an object rests on or in (through nested objects)."""
+        for item in self.ancestors(node_id):
+            if self.node_type(item) in ("asset", "workspace"):
+                return item
+        return None
+
+    # --------------------------------------------------------------- writes
+    def set_states(self, node_id: str, states: list[str]) -> None:
+        self._states[node_id] = list(states)
+
+    def move(self, node_id: str, parent: str, relation: str) -> None:
+        self._placement[node_id] = (parent, relation)
+
+    def changed_nodes(self) -> set[str]:
+        out = set(self._states) | set(self._placement)
+        return {n for n in out if n in self.graph.nodes}
+
+    def apply_to(self, graph: SceneGraph | None = None) -> SceneGraph:
+        """A new graph with this state's changes applied (the input is not touched)."""
+        out = (graph or self.graph).copy()
+        for node_id, states in self._states.items():
+            out.nodes[node_id].states = list(states)
+        for node_id, (parent, relation) in self._placement.items():
+            out.set_parent(node_id, parent, relation)
+        agent = out.agent_id
+        if agent is not None:
+            attrs = copy.deepcopy(out.nodes[agent].attributes)
+            if self.location is not None:
+                attrs["location"] = self.location
+            out.nodes[agent].attributes = attrs
+        return out
