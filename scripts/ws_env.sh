@@ -19,5 +19,7 @@ if [ -f "$here/install/setup.bash" ]; then
   # shellcheck disable=SC1091
   source "$here/install/setup.bash"
   set -u
+  # ament_python puts console scripts in lib/<pkg> (for `ros2 run`); expose the CLI too.
+  export PATH="$here/install/sayplan_core/lib/sayplan_core:$here/install/sayplan_ros/lib/sayplan_ros:$PATH"
 fi
 exec "$@"

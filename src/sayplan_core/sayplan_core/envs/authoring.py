@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from itertools import pairwise
 from typing import Any
 
 from sayplan_core.graph.model import GraphError, SceneGraph
@@ -73,7 +74,7 @@ def env_from_authoring(data: Mapping[str, Any], source: str = "<env>") -> SceneG
         hops = chain.split() if isinstance(chain, str) else list(chain)
         if len(hops) < 2:
             raise GraphError(f"{source}: link '{chain}' needs at least two nodes")
-        for a, b in zip(hops, hops[1:]):
+        for a, b in pairwise(hops):
             edges.append({"source": a, "relation": "connected_to", "target": b})
 
     for room_id, assets in (data.get("assets") or {}).items():

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import dataclass
+from itertools import pairwise
 
 from sayplan_core.graph.model import Node, SceneGraph
 
@@ -90,7 +91,7 @@ def generate_building(spec: BuildingSpec) -> SceneGraph:
         g.add_node(Node(stair_id, "pose", position=(-ROOM_SPACING, 0.0, z)), floor_id)
         g.connect(stair_id, f"pose_f{f}_0")
         stairs.append(stair_id)
-    for a, b in zip(stairs, stairs[1:]):
-        g.connect(a, b, weight=FLOOR_HEIGHT * 2)
+    for lower, upper in pairwise(stairs):
+        g.connect(lower, upper, weight=FLOOR_HEIGHT * 2)
     g.add_node(Node("agent", "agent", attributes={"location": "stairs_f0"}))
     return g

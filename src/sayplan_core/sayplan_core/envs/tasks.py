@@ -34,14 +34,13 @@ class SearchGoal:
         return [*self.any, *self.all]
 
     def satisfied_by(self, found: Iterable[str]) -> bool:
+        """`found` is the planner's answer: the node ids it reports (empty = "nothing found")."""
         found_set = set(found)
         if self.none:
-            return not (found_set & set(self.nodes()))
+            return not found_set
         if self.all and not set(self.all) <= found_set:
             return False
-        if self.any and len(found_set & set(self.any)) < self.count:
-            return False
-        return True
+        return not (self.any and len(found_set & set(self.any)) < self.count)
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -134,7 +135,10 @@ def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str 
             if node_type == "agent":
                 agent_id = node_id
                 agent_location = item.get("location")
-                fields["attributes"] = {**fields["attributes"], **({"location": agent_location} if agent_location else {})}
+                fields["attributes"] = {
+                    **fields["attributes"],
+                    **({"location": agent_location} if agent_location else {}),
+                }
             b.node(node_id, node_type, **fields)
             if node_type in ("asset",) and isinstance(item.get("room"), str):
                 b.child(node_id, "in", item["room"])
@@ -357,7 +361,7 @@ def _link_rooms_by_floor(
         for room_id, _ in members:
             b.link(room_id, hub)
         hubs.append(hub)
-    for a, c in zip(hubs, hubs[1:]):
+    for a, c in pairwise(hubs):
         b.link(a, c)
 
 

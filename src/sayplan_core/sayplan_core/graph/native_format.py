@@ -199,7 +199,7 @@ def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
         current: str | None = start
         while current is not None and current not in done:
             if current in seen:
-                cycle = path[path.index(current) :] + [current]
+                cycle = [*path[path.index(current) :], current]
                 raise GraphError(f"cycle in the hierarchy: {' -> '.join(cycle)}", current)
             seen.add(current)
             path.append(current)

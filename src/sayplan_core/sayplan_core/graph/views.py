@@ -38,8 +38,7 @@ class GraphView:
         node = self.graph.node(node_id)
         if node.type not in EXPANDABLE_TYPES:
             raise GraphError(
-                f"cannot expand '{node_id}': it is a {node.type}; "
-                f"expand one of: {', '.join(sorted(EXPANDABLE_TYPES))}",
+                f"cannot expand '{node_id}': it is a {node.type}; expand one of: {', '.join(sorted(EXPANDABLE_TYPES))}",
                 node_id,
             )
         if node_id not in self.visible_ids():

@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import pairwise
 
 import networkx as nx
 
@@ -88,9 +89,11 @@ class PathPlanner:
         return PathResult([str(n) for n in nodes], float(cost))
 
     def _cost(self, nodes: list[str]) -> float:
-        return sum(self.edge_cost(a, b, self.graph.nav.edges[a, b]) for a, b in zip(nodes, nodes[1:]))
+        return sum(self.edge_cost(a, b, self.graph.nav.edges[a, b]) for a, b in pairwise(nodes))
 
-    def expand_plan(self, plan: Iterable[PlanStep], start: str | None = None, method: str = "dijkstra") -> list[PlanStep]:
+    def expand_plan(
+        self, plan: Iterable[PlanStep], start: str | None = None, method: str = "dijkstra"
+    ) -> list[PlanStep]:
         """Replace each goto(target) by the hops of the shortest path from the current location."""
         here = start if start is not None else self.graph.agent_location()
         out: list[PlanStep] = []

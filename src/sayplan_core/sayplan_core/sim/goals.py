@@ -163,9 +163,12 @@ def node_signature(graph: SceneGraph, node_id: str) -> tuple[Any, ...]:
 def changed_nodes(before: SceneGraph, after: SceneGraph) -> set[str]:
     out = set()
     for node_id in after.nodes:
-        if node_id in before.nodes and after.nodes[node_id].type in ("object", "asset", "workspace"):
-            if node_signature(before, node_id) != node_signature(after, node_id):
-                out.add(node_id)
+        if (
+            node_id in before.nodes
+            and after.nodes[node_id].type in ("object", "asset", "workspace")
+            and node_signature(before, node_id) != node_signature(after, node_id)
+        ):
+            out.add(node_id)
     return out
 
 

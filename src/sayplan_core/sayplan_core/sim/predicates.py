@@ -182,11 +182,12 @@ def place_held(state: WorldState, target: str, mode: Any) -> None:
     """Put the held object down: on the accessed asset (SayPlan) or on/in the target (LookPlanGraph)."""
     held = state.holding
     assert held is not None
+    where: str
     if mode in ("ontop_of", "inside_of"):
         where, relation = target, str(mode)
     else:
+        assert state.accessed is not None
         where = state.accessed
-        assert where is not None
         inside = _container_like(state, where) and "closed" not in state.states(where)
         relation = "inside_of" if inside else "ontop_of"
     state.move(held, where, relation)

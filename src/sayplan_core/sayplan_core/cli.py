@@ -1,0 +1,225 @@
+"""`sayplan` command line: inspect and convert graphs, verify plans, plan paths, run the demo.
+
+Errors are one line on stderr and a non-zero exit; `--json` prints machine-readable output.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from sayplan_core.envs import list_envs, load_env
+from sayplan_core.graph import native_format
+from sayplan_core.graph.importers import import_graph
+from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
+from sayplan_core.graph.views import collapse
+from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.sim.action_set import ActionSetError
+from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
+from sayplan_core.sim.simulator import verify_plan
+
+EXIT_USAGE = 2
+EXIT_FAILED = 1
+
+
+class CliError(Exception):
+    """A user-facing error: printed as one line, exit code 2."""
+
+
+def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
+    print(json.dumps(payload, indent=1) if args.json else text)
+
+
+def _load(env: str) -> SceneGraph:
+    return load_env(env)
+
+
+def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, Any]:
+    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed."""
+    from sayplan_core.graph.text import node_record
+
+    rows: dict[str, dict[str, float]] = {}
+    for node_type in ("room", "pose", "asset", "object", "agent"):
+        ids = graph.ids_of_type(node_type)
+        if not ids:
+            continue
+        total = sum(count_tokens(json.dumps(node_record(graph, n), separators=(",", ":")), encoding) for n in ids)
+        rows[node_type] = {"count": len(ids), "tokens": total, "average": round(total / len(ids), 2)}
+    full_text = to_prompt_text(graph)
+    collapsed_text = collapse(graph).text()
+    full = count_tokens(full_text, encoding)
+    collapsed = count_tokens(collapsed_text, encoding)
+    return {
+        "env": graph.name,
+        "encoding": encoding,
+        "groups": rows,
+        "full_tokens": full,
+        "collapsed_tokens": collapsed,
+        "reduction_percent": round(100.0 * (1 - collapsed / full), 1) if full else 0.0,
+    }
+
+
+# ----------------------------------------------------------------------------- commands
+def cmd_env_list(args: argparse.Namespace) -> int:
+    _emit(args, {"envs": list_envs()}, "\n".join(list_envs()))
+    return 0
+
+
+def cmd_env_show(args: argparse.Namespace) -> int:
+    graph = _load(args.env)
+    counts = {t: graph.count(t) for t in ("floor", "room", "pose", "workspace", "asset", "object", "agent")}
+    if args.collapsed:
+        text = collapse(graph).text()
+    elif args.native:
+        text = native_format.dumps(graph)
+    else:
+        text = to_prompt_text(graph)
+    payload = {"name": graph.name, "counts": counts, "nav_edges": graph.nav.number_of_edges()}
+    lines = [f"{graph.name}: " + ", ".join(f"{v} {k}s" for k, v in counts.items() if v)]
+    lines.append(f"agent at {graph.agent_location()}, {graph.nav.number_of_edges()} navigation edges")
+    if args.text:
+        lines.append(text)
+        payload["text"] = text
+    _emit(args, payload, "\n".join(lines))
+    return 0
+
+
+def cmd_env_tokens(args: argparse.Namespace) -> int:
+    table = token_table(_load(args.env), args.encoding)
+    lines = [f"{table['env']} ({table['encoding']})", f"{'entity':<8} {'count':>6} {'tokens':>8} {'avg':>7}"]
+    for name, row in table["groups"].items():
+        lines.append(f"{name:<8} {row['count']:>6} {row['tokens']:>8} {row['average']:>7}")
+    lines.append(f"full graph {table['full_tokens']} tokens, collapsed {table['collapsed_tokens']} tokens")
+    lines.append(f"reduction {table['reduction_percent']}%")
+    _emit(args, table, "\n".join(lines))
+    return 0
+
+
+def cmd_env_import(args: argparse.Namespace) -> int:
+    graph = import_graph(args.source, args.format)
+    out = Path(args.output)
+    native_format.save(graph, out)
+    msg = f"imported {len(graph)} nodes from {args.source} into {out}"
+    _emit(args, {"nodes": len(graph), "output": str(out)}, msg)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    graph = _load(args.env)
+    raw: Any
+    if args.plan == "-":
+        raw = sys.stdin.read()
+    elif Path(args.plan).exists():
+        text = Path(args.plan).read_text(encoding="utf-8")
+        try:
+            raw = json.loads(text)
+        except json.JSONDecodeError:
+            raw = text
+    else:
+        raw = args.plan
+    steps = parse_plan(raw)
+    if args.expand:
+        steps = PathPlanner(graph, goto_action="go_to" if args.action_set == "lookplangraph" else "goto").expand_plan(
+            steps
+        )
+    result = verify_plan(graph, steps, args.action_set, strict_navigation=args.strict)
+    payload = {
+        "success": result.success,
+        "failed_step": result.failed_step,
+        "feedback": result.feedback,
+        "plan": [s.to_dict() for s in steps],
+    }
+    if result.success:
+        text = f"plan verified ({len(steps)} steps): {format_plan(steps)}"
+    else:
+        text = f"step {result.failed_step} {result.step}: {result.feedback}"
+    _emit(args, payload, text)
+    return 0 if result.success else EXIT_FAILED
+
+
+def cmd_path(args: argparse.Namespace) -> int:
+    graph = _load(args.env)
+    start = args.start or graph.agent_location()
+    if start is None:
+        raise CliError("no --from given and the graph's agent has no location")
+    result = PathPlanner(graph).shortest_path(start, args.goal, args.method)
+    payload = {"nodes": result.nodes, "cost": round(result.cost, 3)}
+    _emit(args, payload, f"{' > '.join(result.nodes)}  ({result.cost:.1f} m)")
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sayplan_core.demo import run_demo
+
+    return run_demo(env=args.env, task_id=args.task)
+
+
+# ----------------------------------------------------------------------------- parser
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
+    parser.add_argument("--json", action="store_true", help="machine-readable output")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    env = sub.add_parser("env", help="inspect and convert scene graphs").add_subparsers(dest="env_cmd", required=True)
+    p = env.add_parser("list", help="bundled environments")
+    p.set_defaults(func=cmd_env_list)
+    p = env.add_parser("show", help="summary of an environment (and its text with --text)")
+    p.add_argument("env", help="bundled env name or graph file")
+    p.add_argument("--text", action="store_true", help="print the graph text")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--collapsed", action="store_true", help="with --text: the collapsed view")
+    view.add_argument("--native", action="store_true", help="with --text: native JSON")
+    p.set_defaults(func=cmd_env_show)
+    p = env.add_parser("tokens", help="token table: full vs collapsed graph (SayPlan tables 4/5)")
+    p.add_argument("env")
+    p.add_argument("--encoding", choices=SUPPORTED_ENCODINGS, default="cl100k_base")
+    p.set_defaults(func=cmd_env_tokens)
+    p = env.add_parser("import", help="convert SayPlan / GRASIF JSON or Stanford 3DSG .npz to native JSON")
+    p.add_argument("source")
+    p.add_argument("output")
+    p.add_argument("--format", choices=("auto", "native", "sayplan", "grasif", "stanford"), default="auto")
+    p.set_defaults(func=cmd_env_import)
+
+    p = sub.add_parser("verify", help="run the scene-graph simulator on a plan")
+    p.add_argument("--env", required=True)
+    p.add_argument("--plan", required=True, help="plan file (JSON list or text), '-' for stdin, or the plan itself")
+    p.add_argument("--action-set", default="sayplan", help="sayplan, lookplangraph or a YAML file")
+    p.add_argument("--expand", action="store_true", help="fill in navigation with the path planner first")
+    p.add_argument("--strict", action="store_true", help="each goto must move to an adjacent node")
+    p.set_defaults(func=cmd_verify)
+
+    p = sub.add_parser("path", help="shortest path between two room/pose nodes")
+    p.add_argument("--env", required=True)
+    p.add_argument("--from", dest="start", default=None, help="start node (default: the agent's location)")
+    p.add_argument("--to", dest="goal", required=True)
+    p.add_argument("--method", choices=("dijkstra", "astar"), default="dijkstra")
+    p.set_defaults(func=cmd_path)
+
+    p = sub.add_parser("demo", help="the main job end to end on the bundled office")
+    p.add_argument("--env", default="office")
+    p.add_argument("--task", default="office-lh-05", help="task id from the bundled task set")
+    p.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.func(args))
+    except (GraphError, PlanFormatError, ActionSetError, CliError, ValueError) as exc:
+        print(f"sayplan: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("sayplan: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())
