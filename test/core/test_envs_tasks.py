@@ -1,0 +1,111 @@
+"""Bundled environments and the 90 SayPlan tasks: every task fits its env, planning tasks are solvable."""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from sayplan_core.envs import load_env
+from sayplan_core.envs.generator import BuildingSpec, generate_building, spec_for_size
+from sayplan_core.envs.tasks import SearchGoal, Task, TaskFileError, apply_setup, check_task_nodes, load_tasks
+from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict
+from sayplan_core.nav import PathPlanner
+from sayplan_core.sim import check_goals, verify_plan
+
+TASKS = load_tasks()
+ENVS = {name: load_env(name) for name in ("office", "home")}
+
+
+def test_environment_sizes_follow_the_paper() -> None:
+    office, home = ENVS["office"], ENVS["home"]
+    assert office.count("room") == 37
+    assert 140 <= office.count("asset") + office.count("object") <= 180
+    assert home.count("room") == 28 and home.count("floor") == 3
+    assert 100 <= home.count("asset") + home.count("object") <= 125
+    for graph in ENVS.values():
+        components = {graph.nav_component(n) for n in graph.nav.nodes}
+        assert len(components) == 1, "every room must be reachable"
+
+
+def test_ninety_tasks_in_four_families() -> None:
+    assert len(TASKS) == 90
+    families = Counter(t.family for t in TASKS)
+    assert families == {"simple_search": 30, "complex_search": 30, "simple_planning": 15, "long_horizon": 15}
+    assert sum(1 for t in TASKS if t.checkable) >= 88
+
+
+@pytest.mark.parametrize("task", TASKS, ids=lambda t: t.id)
+def test_task_names_only_existing_nodes(task: Task) -> None:
+    assert check_task_nodes(ENVS[task.env], task) == []
+
+
+PLANNING = [t for t in TASKS if t.reference_plan]
+
+
+@pytest.mark.parametrize("task", PLANNING, ids=lambda t: t.id)
+def test_reference_plan_is_feasible_and_meets_the_goal(task: Task) -> None:
+    graph = apply_setup(ENVS[task.env], task)
+    full = PathPlanner(graph).expand_plan(task.reference_plan)
+    result = verify_plan(graph, full, strict_navigation=True)
+    assert result.success, f"{task.id}: step {result.failed_step}: {result.feedback}"
+    if task.predicates:
+        report = check_goals(result.final_graph(), task.predicates)
+        assert report.success, f"{task.id}: {report.summary()}"
+
+
+@pytest.mark.parametrize("task", [t for t in TASKS if t.predicates], ids=lambda t: t.id)
+def test_planning_goal_is_not_already_met(task: Task) -> None:
+    """A goal that holds before any action would make the task meaningless."""
+    assert not check_goals(apply_setup(ENVS[task.env], task), task.predicates).success
+
+
+def test_search_goal_scoring() -> None:
+    assert SearchGoal(any=("a", "b")).satisfied_by(["b", "z"])
+    assert not SearchGoal(any=("a", "b"), count=2).satisfied_by(["b"])
+    assert SearchGoal(all=("a", "b")).satisfied_by(["a", "b", "c"])
+    assert SearchGoal(none=True).satisfied_by([]) and not SearchGoal(none=True).satisfied_by(["x"])
+
+
+def test_setup_applies_to_a_copy() -> None:
+    task = next(t for t in TASKS if t.id == "office-sp-15")
+    graph = ENVS["office"]
+    prepared = apply_setup(graph, task)
+    assert prepared.held_object() == "empty_coffee_cup"
+    assert graph.held_object() is None
+
+
+def test_bad_task_file(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.yaml"
+    bad.write_text("tasks:\n  - {id: t1, env: office, family: cooking, instruction: x}\n")
+    with pytest.raises(TaskFileError, match="task t1: family must be one of"):
+        load_tasks(bad)
+    bad.write_text("tasks:\n  - {id: t2, env: office, family: simple_planning, instruction: x, goal: null}\n")
+    with pytest.raises(TaskFileError, match="needs a 'note'"):
+        load_tasks(bad)
+
+
+def test_unknown_env_is_a_clear_error() -> None:
+    with pytest.raises(GraphError, match="unknown environment 'hospital'"):
+        load_env("hospital")
+
+
+@pytest.mark.parametrize("size", [1000, 10000])
+def test_generator_is_seeded_valid_and_sized(size: int) -> None:
+    spec = spec_for_size(size, seed=7)
+    graph = generate_building(spec)
+    assert 0.8 * size <= len(graph) <= 1.2 * size
+    again = generate_building(spec)
+    assert graph_to_dict(graph) == graph_to_dict(again)
+    assert len(graph_from_dict(graph_to_dict(graph))) == len(graph)
+    assert len({graph.nav_component(n) for n in graph.nav.nodes}) == 1
+
+
+def test_generated_containers_block_contents() -> None:
+    graph = generate_building(BuildingSpec(floors=1, rooms_per_floor=4, seed=1))
+    closed = next(n for n in graph.iter_nodes("asset") if "closed" in n.states and graph.children(n.id))
+    room = graph.room_of(closed.id)
+    item = graph.children(closed.id)[0]
+    result = verify_plan(graph, f"goto({room}) > access({closed.id}) > pickup({item})")
+    assert result.feedback == f"cannot pickup({item}): it is inside {closed.id}, which is closed"

@@ -1,0 +1,86 @@
+"""Planner views (collapse / expand / contract with memory), prompt text and token counts."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from sayplan_core.cli import token_table
+from sayplan_core.envs import load_env
+from sayplan_core.graph import GraphError
+from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.graph.tokens import count_tokens, encoding_for_model
+from sayplan_core.graph.views import collapse
+
+
+def test_collapse_shows_only_the_navigation_layer() -> None:
+    graph = load_env("office")
+    view = collapse(graph)
+    types = {graph.nodes[n].type for n in view.visible_ids()}
+    assert types == {"floor", "room", "pose", "agent"}
+
+
+def test_expand_contract_and_memory() -> None:
+    graph = load_env("office")
+    view = collapse(graph)
+    revealed = view.expand("kitchen")
+    assert "fridge" in revealed and "orange" in revealed
+    assert any(a["id"] == "fridge" for a in json.loads(view.text())["nodes"]["asset"])
+    view.expand("nikos_office")
+    hidden = view.contract("kitchen")
+    assert "fridge" in hidden and "fridge" not in view.visible_ids()
+    assert view.memory == ["kitchen", "nikos_office"]
+    assert view.expanded == ["nikos_office"]
+
+
+def test_expand_errors_name_the_node() -> None:
+    view = collapse(load_env("office"))
+    with pytest.raises(GraphError, match="cannot expand 'orange': it is a object"):
+        view.expand("orange")
+    with pytest.raises(GraphError, match="not visible"):
+        view.expand("fridge")
+    with pytest.raises(GraphError, match="does not exist; did you mean 'kitchen'"):
+        view.expand("kichen")
+    with pytest.raises(GraphError, match="not expanded"):
+        view.contract("kitchen")
+
+
+def test_top_only_collapse_then_floor_expansion() -> None:
+    graph = load_env("home")
+    view = collapse(graph, top_only=True)
+    assert {graph.nodes[n].type for n in view.visible_ids()} == {"floor", "agent"}
+    revealed = view.expand("basement")
+    assert "bedroom5" in revealed and "downstairs1" in revealed
+    assert "bed1" not in view.visible_ids()
+
+
+def test_prompt_text_is_compact_json_with_states() -> None:
+    graph = load_env("office")
+    data = json.loads(to_prompt_text(graph, ["kitchen", "fridge", "orange", "agent"]))
+    fridge = data["nodes"]["asset"][0]
+    assert fridge == {
+        "id": "fridge",
+        "room": "kitchen",
+        "states": ["closed"],
+        "affordances": ["open", "close", "release"],
+    }
+    assert data["nodes"]["object"][0]["state"] == "ontop_of(kitchen_bench)"
+    assert "kitchen<->fridge" in data["links"]
+
+
+def test_token_counts_use_real_tokenizers() -> None:
+    assert count_tokens("hello world") == 2
+    assert count_tokens("hello world", "o200k_base") == 2
+    with pytest.raises(ValueError, match="unknown tokenizer"):
+        count_tokens("x", "p99k")
+    assert encoding_for_model("gpt-4o-mini") == "o200k_base"
+    assert encoding_for_model("gpt-4") == "cl100k_base"
+
+
+@pytest.mark.parametrize("env", ["office", "home"])
+def test_collapsed_graph_is_much_smaller(env: str) -> None:
+    table = token_table(load_env(env))
+    assert table["collapsed_tokens"] < table["full_tokens"]
+    assert table["reduction_percent"] > 40
+    assert set(table["groups"]) >= {"room", "asset", "object", "agent"}
