@@ -21,6 +21,7 @@ from sayplan_core.graph.model import (
     Node,
     SceneGraph,
     check_parent,
+    gc_paused,
 )
 
 FORMAT_NAME = "sayplan-3dsg"
@@ -73,11 +74,12 @@ def load(path: str | Path) -> SceneGraph:
 
 
 def loads(text: str, source: str = "<string>") -> SceneGraph:
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-    return graph_from_dict(data, source=source)
+    with gc_paused():
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+        return graph_from_dict(data, source=source)
 
 
 def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None:
@@ -89,7 +91,7 @@ def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None
         values = [float(v) for v in raw]
     except (TypeError, ValueError):
         raise GraphError(f"node '{node_id}': position must hold numbers, got {raw!r}", node_id) from None
-    if not all(math.isfinite(v) for v in values):
+    if not math.isfinite(sum(values)):
         raise GraphError(f"node '{node_id}': position must be finite, got {raw!r}", node_id)
     if len(values) == 2:
         values.append(0.0)
@@ -132,6 +134,11 @@ def node_from_dict(item: Any, index: int = 0) -> Node:
 
 def graph_from_dict(data: Any, source: str = "<dict>") -> SceneGraph:
     """Build and validate a graph; raises GraphError and returns nothing half-built."""
+    with gc_paused():
+        return _graph_from_dict(data, source)
+
+
+def _graph_from_dict(data: Any, source: str) -> SceneGraph:
     if not isinstance(data, Mapping):
         raise GraphError(f"{source}: a scene graph file must hold a JSON object")
     fmt = data.get("format", FORMAT_NAME)

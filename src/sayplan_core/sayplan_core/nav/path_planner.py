@@ -8,7 +8,7 @@ the straight line, the Euclidean heuristic is consistent and A* stays optimal.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from itertools import pairwise
 
@@ -30,35 +30,42 @@ class PathResult:
     cost: float
 
 
-def _distance(graph: SceneGraph, a: str, b: str) -> float | None:
-    pa, pb = graph.nodes[a].position, graph.nodes[b].position
-    if pa is None or pb is None:
-        return None
-    return math.dist(pa, pb)
-
-
 class PathPlanner:
     """Dijkstra and A* between room/pose nodes; expands `goto(room)` into pose hops."""
 
     def __init__(self, graph: SceneGraph, goto_action: str = "goto") -> None:
         self.graph = graph
         self.goto_action = goto_action
-        self._all_positioned = all(graph.nodes[n].position is not None for n in graph.nav.nodes)
+        # Costs and positions are computed once per planner, not per edge relaxation.
+        self._positions = {n: graph.nodes[n].position for n in graph.nav.nodes}
+        self._all_positioned = all(p is not None for p in self._positions.values())
+        self._costs: dict[tuple[str, str], float] = {}
+        for a, b, data in graph.nav.edges(data=True):
+            cost = self._edge_cost(a, b, data)
+            self._costs[(a, b)] = self._costs[(b, a)] = cost
 
-    def edge_cost(self, a: str, b: str, data: dict[str, float]) -> float:
-        straight = _distance(self.graph, a, b)
+    def _edge_cost(self, a: str, b: str, data: dict[str, float]) -> float:
+        pa, pb = self._positions[a], self._positions[b]
         stored = data.get("weight")
-        if straight is None:
+        if pa is None or pb is None:
             return float(stored) if stored is not None else DEFAULT_EDGE_COST
+        straight = math.dist(pa, pb)
         return max(straight, float(stored)) if stored is not None else max(straight, 1e-6)
 
-    def _heuristic(self, goal: str) -> object:
+    def edge_cost(self, a: str, b: str, _data: object = None) -> float:
+        return self._costs[(a, b)]
+
+    def _heuristic(self, goal: str) -> Callable[[str, str], float] | None:
         if not self._all_positioned:
             return None
-        graph = self.graph
+        positions = self._positions
+        target = positions[goal]
+        assert target is not None
+        gx, gy, gz = target
 
         def h(u: str, _v: str) -> float:
-            return _distance(graph, u, goal) or 0.0
+            ux, uy, uz = positions[u]  # type: ignore[misc]
+            return math.sqrt((ux - gx) ** 2 + (uy - gy) ** 2 + (uz - gz) ** 2)
 
         return h
 
@@ -89,7 +96,7 @@ class PathPlanner:
         return PathResult([str(n) for n in nodes], float(cost))
 
     def _cost(self, nodes: list[str]) -> float:
-        return sum(self.edge_cost(a, b, self.graph.nav.edges[a, b]) for a, b in pairwise(nodes))
+        return sum(self._costs[(a, b)] for a, b in pairwise(nodes))
 
     def expand_plan(
         self, plan: Iterable[PlanStep], start: str | None = None, method: str = "dijkstra"

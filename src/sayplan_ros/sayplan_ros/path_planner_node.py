@@ -1,0 +1,100 @@
+"""path_planner: shortest paths between scene-graph nodes over the navigation layer.
+
+Follows the latched `scene_graph` topic and answers `plan_path` with the node
+sequence, the metric positions and the cost. A Nav2 `navigate_to_pose` bridge
+consumes `positions`; it lives with the robot backends.
+"""
+
+from __future__ import annotations
+
+import sys
+import threading
+from typing import Any
+
+import rclpy
+from geometry_msgs.msg import Point
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.node import Node
+
+from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
+from sayplan_interfaces.srv import PlanPath
+from sayplan_ros.conversions import msg_to_graph
+from sayplan_ros.qos import LATCHED_STATE_QOS
+
+METHODS = ("dijkstra", "astar")
+
+
+class PathPlannerNode(Node):
+    def __init__(self, node_name: str = "path_planner", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.declare_parameter(
+            "method", "dijkstra", ParameterDescriptor(description="Search algorithm: dijkstra or astar")
+        )
+        self._method = str(self.get_parameter("method").value)
+        if self._method not in METHODS:
+            raise ValueError(f"parameter 'method' must be one of {', '.join(METHODS)}, got '{self._method}'")
+        self._lock = threading.Lock()
+        self._graph: SceneGraph | None = None
+        self._version = 0
+        self.create_subscription(SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS)
+        self.create_service(PlanPath, "plan_path", self._on_plan_path)
+
+    @property
+    def version(self) -> int:
+        return self._version
+
+    def _on_graph(self, msg: SceneGraphMsg) -> None:
+        try:
+            graph = msg_to_graph(msg)
+        except (GraphError, ValueError) as exc:
+            self.get_logger().error(f"ignoring scene graph version {msg.version}: {exc}")
+            return
+        with self._lock:
+            self._graph, self._version = graph, int(msg.version)
+
+    def _on_plan_path(self, request: PlanPath.Request, response: PlanPath.Response) -> PlanPath.Response:
+        with self._lock:
+            graph = self._graph
+        if graph is None:
+            response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
+            return response
+        start = request.start or graph.agent_location()
+        if not start:
+            response.success, response.message = False, "no start given and the agent has no location"
+            return response
+        try:
+            result = PathPlanner(graph).shortest_path(start, request.goal, self._method)
+        except GraphError as exc:
+            response.success, response.message = False, str(exc)
+            return response
+        response.success = True
+        response.node_ids = result.nodes
+        response.cost = result.cost
+        response.positions = [
+            Point(x=p[0], y=p[1], z=p[2]) if p is not None else Point()
+            for p in (graph.nodes[n].position for n in result.nodes)
+        ]
+        response.message = f"{len(result.nodes)} nodes, {result.cost:.2f} m"
+        return response
+
+
+def main(args: list[str] | None = None) -> None:
+    rclpy.init(args=args)
+    node = None
+    code = 0
+    try:
+        node = PathPlannerNode()
+        rclpy.spin(node)
+    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
+        pass
+    except ValueError as exc:
+        print(f"path_planner: {exc}", file=sys.stderr)
+        code = 1
+    finally:
+        if node is not None:
+            node.destroy_node()
+        if rclpy.ok():
+            rclpy.shutdown()
+    sys.exit(code)

@@ -1,0 +1,81 @@
+"""In-process rclpy fixtures: each test gets its own context and ROS_DOMAIN_ID."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+from rclpy.executors import MultiThreadedExecutor  # noqa: E402
+
+# Spread domains over 1..100 so parallel runs on one machine rarely collide.
+_DOMAINS = itertools.count(1 + (os.getpid() * 7) % 60)
+
+
+class RosHarness:
+    """A context, an executor spinning in a background thread, and helpers to wait on DDS."""
+
+    def __init__(self, domain_id: int) -> None:
+        self.domain_id = domain_id
+        self.context = rclpy.Context()
+        rclpy.init(context=self.context, domain_id=domain_id)
+        self.executor = MultiThreadedExecutor(num_threads=4, context=self.context)
+        self._nodes: list[Any] = []
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self.executor.spin()
+        except Exception:  # the executor raises on shutdown in some distros
+            if self.context.ok():
+                raise
+
+    def add(self, node: Any) -> Any:
+        self._nodes.append(node)
+        self.executor.add_node(node)
+        return node
+
+    def node(self, name: str) -> Any:
+        return self.add(rclpy.create_node(name, context=self.context))
+
+    def call(self, client: Any, request: Any, timeout: float = 10.0) -> Any:
+        if not client.wait_for_service(timeout_sec=timeout):
+            raise AssertionError(f"service {client.srv_name} not available on domain {self.domain_id}")
+        future = client.call_async(request)
+        deadline = time.monotonic() + timeout
+        while not future.done():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no answer from {client.srv_name} within {timeout} s")
+            time.sleep(0.01)
+        return future.result()
+
+    @staticmethod
+    def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            time.sleep(0.02)
+
+    def close(self) -> None:
+        self.executor.shutdown(timeout_sec=2.0)
+        for node in self._nodes:
+            node.destroy_node()
+        self.context.try_shutdown()
+        self._thread.join(timeout=5.0)
+
+
+@pytest.fixture
+def ros() -> Iterator[RosHarness]:
+    harness = RosHarness(next(_DOMAINS) % 100 + 1)
+    try:
+        yield harness
+    finally:
+        harness.close()

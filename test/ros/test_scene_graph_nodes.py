@@ -1,0 +1,148 @@
+"""scene_graph_server and path_planner as real rclpy nodes, talked to over DDS."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from rclpy.parameter import Parameter
+
+from sayplan_core.envs import load_env
+from sayplan_core.graph.model import GraphError
+from sayplan_interfaces.msg import GraphUpdate, PlanStep, SceneGraphNode
+from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
+from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, PlanPath, VerifyPlan
+from sayplan_ros.conversions import msg_to_graph, node_to_msg
+from sayplan_ros.path_planner_node import PathPlannerNode
+from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.scene_graph_server import SceneGraphServer
+
+pytestmark = pytest.mark.ros
+
+
+def start_server(ros: Any, env: str = "office") -> SceneGraphServer:
+    server = SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("env", value=env)])
+    return ros.add(server)
+
+
+def latest_graph(ros: Any) -> list[SceneGraphMsg]:
+    received: list[SceneGraphMsg] = []
+    node = ros.node("graph_listener")
+    node.create_subscription(SceneGraphMsg, "scene_graph", received.append, LATCHED_STATE_QOS)
+    return received
+
+
+def move_orange_into(target: str, relation: str = "inside_of") -> GraphUpdate:
+    graph = load_env("office")
+    msg = node_to_msg(graph, "orange")
+    msg.parent, msg.relation = target, relation
+    update = GraphUpdate(source="test")
+    update.upsert = [msg]
+    return update
+
+
+def test_late_subscriber_gets_the_latched_graph(ros: Any) -> None:
+    start_server(ros)
+    received = latest_graph(ros)  # subscribes after the server published
+    ros.wait_for(lambda: bool(received), what="latched scene_graph")
+    msg = received[-1]
+    assert msg.version == 1 and msg.header.frame_id == "map"
+    graph = msg_to_graph(msg)
+    assert len(graph) == len(load_env("office"))
+    assert graph.parent("orange") == "kitchen_bench"
+
+
+def test_get_subgraph_and_unknown_node(ros: Any) -> None:
+    start_server(ros)
+    client = ros.node("client").create_client(GetSceneGraph, "get_scene_graph")
+    answer = ros.call(client, GetSceneGraph.Request(node_ids=["orange"]))
+    assert answer.success
+    assert sorted(n.id for n in answer.graph.nodes) == ["floor1", "kitchen", "kitchen_bench", "orange"]
+    answer = ros.call(client, GetSceneGraph.Request(node_ids=["ornage"]))
+    assert not answer.success and "did you mean 'orange'" in answer.message
+
+
+def test_update_bumps_the_version_and_republishes(ros: Any) -> None:
+    start_server(ros)
+    received = latest_graph(ros)
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=move_orange_into("fridge")))
+    assert answer.success and answer.version == 2, answer.message
+    ros.wait_for(lambda: bool(received) and received[-1].version == 2, what="version 2")
+    assert msg_to_graph(received[-1]).parent("orange") == "fridge"
+
+
+def test_malformed_update_is_refused_and_graph_kept(ros: Any) -> None:
+    server = start_server(ros)
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    bad_parent = move_orange_into("unicorn_shelf")
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=bad_parent))
+    assert not answer.success and answer.version == 1
+    assert "'unicorn_shelf', which does not exist" in answer.message
+    wrong_type = GraphUpdate(source="test")
+    wrong_type.upsert = [SceneGraphNode(id="mystery", type="spirit")]
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=wrong_type))
+    assert not answer.success and "unknown type 'spirit'" in answer.message
+    stale = move_orange_into("fridge")
+    stale.base_version = 7
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=stale))
+    assert not answer.success and "stale update" in answer.message
+    assert server.version == 1 and server.graph.parent("orange") == "kitchen_bench"
+
+
+def test_verify_plan_service(ros: Any) -> None:
+    start_server(ros)
+    client = ros.node("client").create_client(VerifyPlan, "verify_plan")
+    plan = [PlanStep(action="goto", target="kitchen"), PlanStep(action="pickup", target="carrot")]
+    answer = ros.call(client, VerifyPlan.Request(plan=plan))
+    assert not answer.success and answer.failed_step == 1
+    assert answer.feedback == (
+        "cannot pickup(carrot): carrot is in fridge, which has not been accessed; call access(fridge) first"
+    )
+    answer = ros.call(client, VerifyPlan.Request(plan=plan[:1], action_set="nope"))
+    assert not answer.success and "unknown action set" in answer.feedback
+
+
+def test_path_planner_follows_the_graph(ros: Any) -> None:
+    start_server(ros)
+    planner = ros.add(PathPlannerNode(context=ros.context))
+    ros.wait_for(lambda: planner.version == 1, what="path planner to receive the graph")
+    client = ros.node("client").create_client(PlanPath, "plan_path")
+    answer = ros.call(client, PlanPath.Request(goal="cafeteria"))
+    assert answer.success, answer.message
+    assert answer.node_ids[0] == "pose7" and answer.node_ids[-1] == "cafeteria"
+    assert len(answer.positions) == len(answer.node_ids) and answer.cost > 30
+    answer = ros.call(client, PlanPath.Request(start="kitchen", goal="fridge"))
+    assert not answer.success and "is a asset" in answer.message
+
+    updates = ros.node("updater").create_client(ApplyGraphUpdate, "apply_graph_update")
+    cut = GraphUpdate(source="test")
+    from sayplan_interfaces.msg import SceneGraphEdge
+
+    cut.disconnect = [SceneGraphEdge(source="cafeteria", target="pose13")]
+    assert ros.call(updates, ApplyGraphUpdate.Request(update=cut)).success
+    ros.wait_for(lambda: planner.version == 2, what="path planner to receive version 2")
+    answer = ros.call(client, PlanPath.Request(goal="cafeteria"))
+    assert not answer.success and "unreachable" in answer.message
+
+
+def test_bad_parameters_fail_clearly(ros: Any) -> None:
+    with pytest.raises(GraphError, match="unknown environment 'atlantis'"):
+        SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("env", value="atlantis")])
+    with pytest.raises(ValueError, match="'method' must be one of dijkstra, astar"):
+        PathPlannerNode(context=ros.context, parameter_overrides=[Parameter("method", value="bfs")])
+
+
+def test_every_config_parameter_is_declared(ros: Any) -> None:
+    import yaml
+    from test_launch import ROOT
+
+    config = yaml.safe_load((ROOT / "config" / "sayplan.yaml").read_text())
+    nodes = {"scene_graph_server": start_server(ros), "path_planner": ros.add(PathPlannerNode(context=ros.context))}
+    for name, node in nodes.items():
+        for key in config[name]["ros__parameters"]:
+            assert node.has_parameter(key), f"{name} does not declare '{key}'"
+            assert node.describe_parameter(key).description, f"{name}.{key} has no description"
