@@ -50,7 +50,8 @@ def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
         leftover = [c for c in out.children(node_id) if c not in removing]
         if leftover:
             raise GraphError(
-                f"cannot remove '{node_id}': it still has children not removed by this update ({', '.join(leftover[:5])})",
+                f"cannot remove '{node_id}': it still has children this update does not remove "
+                f"({', '.join(leftover[:5])})",
                 node_id,
             )
         out.remove_node(node_id)
