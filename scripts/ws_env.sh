@@ -6,11 +6,12 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 venv="${SAYPLAN_VENV:-$here/.venv}"
 
+if [ ! -f "$venv/setup.bash" ]; then
+  echo "ws_env: $venv is not set up; run 'make build' (or scripts/bootstrap_venv.sh) first" >&2
+  exit 1
+fi
 # shellcheck disable=SC1091
-source "$venv/bin/activate"
-export AMENT_PREFIX_PATH="$venv${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}"
-export CMAKE_PREFIX_PATH="$venv${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}"
-export RMW_IMPLEMENTATION="${RMW_IMPLEMENTATION:-rmw_fastrtps_cpp}"
+source "$venv/setup.bash"
 # Keep DDS discovery on loopback: tests and the demo never leave this machine.
 export ROS_AUTOMATIC_DISCOVERY_RANGE="${ROS_AUTOMATIC_DISCOVERY_RANGE:-LOCALHOST}"
 if [ -f "$here/install/setup.bash" ]; then
