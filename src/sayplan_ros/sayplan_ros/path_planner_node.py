@@ -7,11 +7,9 @@ consumes `positions`; it lives with the robot backends.
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
-import rclpy
 from geometry_msgs.msg import Point
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -22,6 +20,7 @@ from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import PlanPath
 from sayplan_ros.conversions import msg_to_graph
 from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.runner import run_nodes
 
 METHODS = ("dijkstra", "astar")
 
@@ -81,20 +80,4 @@ class PathPlannerNode(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = PathPlannerNode()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    except ValueError as exc:
-        print(f"path_planner: {exc}", file=sys.stderr)
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    sys.exit(code)
+    run_nodes("path_planner", lambda: [PathPlannerNode()], args)

@@ -7,11 +7,9 @@ and `verify_plan` (the scene-graph simulator on the live graph).
 
 from __future__ import annotations
 
-import sys
 import threading
 from typing import Any
 
-import rclpy
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
@@ -24,6 +22,7 @@ from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, VerifyPlan
 from sayplan_ros.conversions import graph_to_msg, msg_to_update, steps_from_msgs
 from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.runner import run_nodes
 
 
 class SceneGraphServer(Node):
@@ -117,20 +116,4 @@ class SceneGraphServer(Node):
 
 
 def main(args: list[str] | None = None) -> None:
-    rclpy.init(args=args)
-    node = None
-    code = 0
-    try:
-        node = SceneGraphServer()
-        rclpy.spin(node)
-    except (KeyboardInterrupt, rclpy.executors.ExternalShutdownException):
-        pass
-    except (GraphError, ValueError) as exc:
-        print(f"scene_graph_server: {exc}", file=sys.stderr)
-        code = 1
-    finally:
-        if node is not None:
-            node.destroy_node()
-        if rclpy.ok():
-            rclpy.shutdown()
-    sys.exit(code)
+    run_nodes("scene_graph_server", lambda: [SceneGraphServer()], args)

@@ -1,0 +1,66 @@
+"""The installed executables, run as separate processes and reached over DDS."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from sayplan_interfaces.srv import PlanPath
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[2]
+STACK = shutil.which("sayplan_stack")
+needs_stack = pytest.mark.skipif(STACK is None, reason="sayplan_stack is not on PATH: run through `make test`")
+
+
+def env_for(ros: Any) -> dict[str, str]:
+    return {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
+
+
+@needs_stack
+def test_stack_process_serves_paths(ros: Any) -> None:
+    assert STACK is not None
+    args = [
+        STACK,
+        "--ros-args",
+        "--params-file",
+        str(ROOT / "config" / "sayplan.yaml"),
+        "-p",
+        "path_planner:method:=astar",
+    ]
+    proc = subprocess.Popen(args, env=env_for(ros), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        client = ros.node("client").create_client(PlanPath, "plan_path")
+        answer = None
+        for _ in range(50):  # the planner answers "no scene graph yet" until the latched graph arrives
+            answer = ros.call(client, PlanPath.Request(start="kitchen", goal="cafeteria"), timeout=20.0)
+            if answer.success:
+                break
+            time.sleep(0.1)
+        assert answer is not None and answer.success, answer.message if answer else "no answer"
+        assert answer.node_ids == ["kitchen", "pose12", "pose13", "cafeteria"]
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=15)
+    assert proc.returncode == 0, out
+    assert "serving 'office'" in out
+
+
+@needs_stack
+def test_stack_process_rejects_bad_parameters(ros: Any) -> None:
+    assert STACK is not None
+    args = [STACK, "--ros-args", "-p", "scene_graph_server:env:=atlantis"]
+    done = subprocess.run(args, env=env_for(ros), capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        "sayplan_stack: unknown environment 'atlantis': not a bundled one (office, home) and no such file"
+    )
