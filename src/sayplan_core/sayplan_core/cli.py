@@ -19,7 +19,12 @@ from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
 from sayplan_core.graph.views import collapse
+from sayplan_core.llm.replay import RecordingBackend
+from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend
+from sayplan_core.llm.session import Budget
+from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
 from sayplan_core.sim.action_set import ActionSetError
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
@@ -154,6 +159,77 @@ def cmd_path(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_llm_arguments(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("LLM")
+    g.add_argument(
+        "--llm", default="auto", choices=BACKENDS, help="auto: OpenAI if a key is set, else Ollama, else local"
+    )
+    g.add_argument("--model", default="", help="model name (default per backend), or a .gguf path for --llm local")
+    g.add_argument("--base-url", default="", help="OpenAI-compatible or Ollama server URL")
+    g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM call")
+    g.add_argument("--retries", type=int, default=4, help="retries of a failed LLM call (bounded backoff)")
+    g.add_argument("--max-calls", type=int, default=40, help="LLM calls per task")
+    g.add_argument("--max-tokens", type=int, default=250_000, help="LLM tokens per task")
+    g.add_argument("--max-replans", type=int, default=5, help="replanning rounds (SayPlan: 5)")
+    g.add_argument("--record", default="", help="write the LLM transcript of the run to this file")
+    g.add_argument("--replay", default="", help="answer from a recorded transcript instead of an LLM")
+
+
+def llm_config(args: argparse.Namespace) -> LlmConfig:
+    return LlmConfig(
+        backend="replay" if args.replay else args.llm,
+        model=args.model,
+        base_url=args.base_url,
+        api_key_env=args.api_key_env,
+        temperature=args.temperature,
+        timeout_s=args.timeout,
+        retries=args.retries,
+        replay_path=args.replay,
+    )
+
+
+def planner_options(args: argparse.Namespace) -> PlannerOptions:
+    if args.max_calls < 1 or args.max_tokens < 1 or args.max_replans < 0:
+        raise CliError("--max-calls and --max-tokens must be positive and --max-replans not negative")
+    budget = Budget(max_calls=args.max_calls, max_tokens=args.max_tokens, max_transient_retries=args.retries)
+    return PlannerOptions(max_replans=args.max_replans, budget=budget, temperature=args.temperature)
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    graph = _load(args.env)
+    backend, note = make_backend(llm_config(args))
+    recorder = RecordingBackend(backend) if args.record else None
+    planner = make_planner(args.planner, recorder or backend, planner_options(args))
+    out = sys.stderr if args.json else sys.stdout
+    print(note, file=out, flush=True)
+
+    def show(p: Progress) -> None:
+        where = f" {p.node}" if p.node else ""
+        print(
+            f"[{p.stage:>7}]{where} round {p.replanning_round} | {p.tokens_used} tokens | {p.message}",
+            file=out,
+            flush=True,
+        )
+
+    try:
+        result = planner.plan(graph, args.instruction, on_progress=show)
+    finally:
+        if recorder is not None:
+            recorder.save(args.record)
+    if args.json:
+        print(json.dumps(result.to_dict(), indent=1))
+    else:
+        print(result.summary())
+        tokens = f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens"
+        print(f"{len(result.calls)} LLM calls, {tokens}")
+    if result.failure == "backend":
+        print(f"sayplan: error: {result.message}", file=sys.stderr)
+        return EXIT_USAGE
+    return 0 if result.success else EXIT_FAILED
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from sayplan_core.demo import run_demo
 
@@ -201,6 +277,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("dijkstra", "astar"), default="dijkstra")
     p.set_defaults(func=cmd_path)
 
+    p = sub.add_parser("plan", help="plan an instruction with an LLM planner and verify it")
+    p.add_argument("--env", required=True)
+    p.add_argument("--instruction", required=True)
+    p.add_argument("--planner", default="sayplan", choices=sorted(PLANNERS))
+    add_llm_arguments(p)
+    p.set_defaults(func=cmd_plan)
+
     p = sub.add_parser("demo", help="the main job end to end on the bundled office")
     p.add_argument("--env", default="office")
     p.add_argument("--task", default="office-lh-05", help="task id from the bundled task set")
@@ -213,7 +296,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (GraphError, PlanFormatError, ActionSetError, CliError, ValueError) as exc:
+    except (GraphError, PlanFormatError, ActionSetError, CliError, ValueError, LlmError) as exc:
         print(f"sayplan: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:

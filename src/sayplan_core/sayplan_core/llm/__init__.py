@@ -1,0 +1,1 @@
+"""LLM backends (OpenAI, Ollama, embedded llama.cpp), record/replay, and per-task sessions."""

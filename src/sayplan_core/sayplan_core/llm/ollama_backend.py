@@ -1,0 +1,64 @@
+"""Ollama's native /api/chat through the official `ollama` SDK (structured output via `format`)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
+
+DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+
+
+class OllamaBackend:
+    def __init__(self, model: str, base_url: str | None = None, timeout_s: float = 60.0) -> None:
+        import ollama
+
+        self._ollama = ollama
+        host = base_url or DEFAULT_OLLAMA_URL
+        self._client = ollama.Client(host=host, timeout=timeout_s)
+        self.info = BackendInfo("ollama", model, host)
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        import httpx
+
+        ollama = self._ollama
+        options: dict[str, Any] = {"temperature": request.temperature, "num_predict": request.max_tokens}
+        start = time.perf_counter()
+        try:
+            reply = self._client.chat(
+                model=self.info.model,
+                messages=request.messages,
+                format=request.schema if request.schema is not None else None,
+                options=options,
+            )
+        except ollama.ResponseError as exc:
+            status = int(getattr(exc, "status_code", 0) or 0)
+            if status == 429 or status >= 500:
+                raise LlmTransientError(f"http_{status}", str(exc.error)) from exc
+            raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {exc.error}") from exc
+        except httpx.TimeoutException as exc:
+            raise LlmTransientError("timeout", str(exc) or "request timed out") from exc
+        except (httpx.ConnectError, httpx.RemoteProtocolError, ConnectionError) as exc:
+            raise LlmTransientError("connection", str(exc)) from exc
+        latency = time.perf_counter() - start
+        message = reply.message
+        return LlmResponse(
+            text=(message.content or "") if message is not None else "",
+            prompt_tokens=int(reply.prompt_eval_count or 0),
+            completion_tokens=int(reply.eval_count or 0),
+            latency_s=latency,
+            model=str(reply.model or self.info.model),
+            finish_reason=str(reply.done_reason or "stop"),
+        )
+
+
+def ollama_answers(base_url: str | None = None, timeout_s: float = 1.5) -> bool:
+    """True when an Ollama server answers at base_url (used by `llm: auto`)."""
+    import httpx
+
+    try:
+        response = httpx.get(f"{(base_url or DEFAULT_OLLAMA_URL).rstrip('/')}/api/version", timeout=timeout_s)
+    except httpx.HTTPError:
+        return False
+    return response.status_code == 200

@@ -1,0 +1,70 @@
+"""OpenAI chat completions through the official SDK; any compatible server via base_url
+(vLLM, llama.cpp server, LM Studio, Ollama's /v1)."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
+
+
+class OpenAIBackend:
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout_s: float = 60.0,
+        strict_schema: bool = True,
+    ) -> None:
+        import openai
+
+        self._openai = openai
+        # Retries are ours (bounded, budgeted, logged), so the SDK's are off.
+        self._client = openai.OpenAI(
+            api_key=api_key or "not-needed", base_url=base_url or None, timeout=timeout_s, max_retries=0
+        )
+        self.strict_schema = strict_schema
+        self.info = BackendInfo("openai", model, base_url or "https://api.openai.com/v1")
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        openai = self._openai
+        kwargs: dict[str, Any] = {
+            "model": self.info.model,
+            "messages": request.messages,
+            "temperature": request.temperature,
+            "max_tokens": request.max_tokens,
+        }
+        if request.schema is not None:
+            kwargs["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": self.strict_schema},
+            }
+        start = time.perf_counter()
+        try:
+            completion = self._client.chat.completions.create(**kwargs)
+        except openai.APITimeoutError as exc:
+            raise LlmTransientError("timeout", str(exc)) from exc
+        except openai.APIConnectionError as exc:
+            raise LlmTransientError("connection", str(exc)) from exc
+        except openai.RateLimitError as exc:
+            raise LlmTransientError("http_429", str(exc)) from exc
+        except openai.InternalServerError as exc:
+            raise LlmTransientError(f"http_{exc.status_code}", str(exc)) from exc
+        except openai.APIStatusError as exc:
+            raise LlmFatalError(f"HTTP {exc.status_code} from {self.info.base_url}: {exc.message}") from exc
+        latency = time.perf_counter() - start
+        if not completion.choices:
+            raise LlmTransientError("empty_response", "the server returned no choices")
+        choice = completion.choices[0]
+        usage = completion.usage
+        return LlmResponse(
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            latency_s=latency,
+            model=completion.model or self.info.model,
+            finish_reason=str(choice.finish_reason or "stop"),
+            refusal=getattr(choice.message, "refusal", None),
+        )

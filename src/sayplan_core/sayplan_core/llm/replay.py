@@ -1,0 +1,127 @@
+"""Record any run to a JSON transcript and replay it deterministically.
+
+A transcript is {"format": "sayplan-transcript", "version": 1, "backend": ..., "calls": [...]}.
+Each call holds the request messages, the schema name, and either the response or
+the transient error the backend raised, so replay reproduces failures too.
+Replay checks that the run asks the same questions in the same order; a transcript
+written by hand may leave out "messages" to skip that check for a call.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from sayplan_core.llm.types import (
+    BackendInfo,
+    LlmBackend,
+    LlmFatalError,
+    LlmRequest,
+    LlmResponse,
+    LlmTransientError,
+)
+
+TRANSCRIPT_FORMAT = "sayplan-transcript"
+
+
+class ReplayMismatchError(LlmFatalError):
+    """The run diverged from the transcript (a different prompt, or more calls than recorded)."""
+
+
+class RecordingBackend:
+    """Wraps a backend and keeps every exchange for `save`."""
+
+    def __init__(self, inner: LlmBackend) -> None:
+        self.inner = inner
+        self.info = inner.info
+        self.calls: list[dict[str, Any]] = []
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        entry: dict[str, Any] = {"schema_name": request.schema_name, "messages": request.messages}
+        try:
+            response = self.inner.complete(request)
+        except LlmTransientError as exc:
+            entry["error"] = {"kind": exc.kind, "message": str(exc)}
+            self.calls.append(entry)
+            raise
+        entry["response"] = asdict(response)
+        self.calls.append(entry)
+        return response
+
+    def transcript(self) -> dict[str, Any]:
+        return {
+            "format": TRANSCRIPT_FORMAT,
+            "version": 1,
+            "backend": {"name": self.info.name, "model": self.info.model, "base_url": self.info.base_url},
+            "calls": self.calls,
+        }
+
+    def save(self, path: str | Path) -> None:
+        Path(path).write_text(json.dumps(self.transcript(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+class ReplayBackend:
+    """Answers from a transcript, in order."""
+
+    def __init__(self, transcript: dict[str, Any], source: str = "<transcript>", check_messages: bool = True) -> None:
+        if transcript.get("format") != TRANSCRIPT_FORMAT or not isinstance(transcript.get("calls"), list):
+            raise LlmFatalError(f"{source}: not a {TRANSCRIPT_FORMAT} file")
+        backend = transcript.get("backend") or {}
+        self.info = BackendInfo("replay", str(backend.get("model", "replay")), source)
+        self.calls: list[dict[str, Any]] = transcript["calls"]
+        self.source = source
+        self.check_messages = check_messages
+        self.position = 0
+
+    @classmethod
+    def from_file(cls, path: str | Path, check_messages: bool = True) -> ReplayBackend:
+        path = Path(path)
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise LlmFatalError(f"cannot read transcript {path}: {exc.strerror or exc}") from exc
+        except json.JSONDecodeError as exc:
+            raise LlmFatalError(f"transcript {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        return cls(data, str(path), check_messages)
+
+    @property
+    def exhausted(self) -> bool:
+        return self.position >= len(self.calls)
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        if self.exhausted:
+            raise ReplayMismatchError(
+                f"{self.source}: the run made more LLM calls than the {len(self.calls)} recorded "
+                f"({request.schema_name})"
+            )
+        entry = self.calls[self.position]
+        self.position += 1
+        recorded = entry.get("messages")
+        if self.check_messages and recorded is not None and recorded != request.messages:
+            diverged = _first_difference(recorded, request.messages)
+            raise ReplayMismatchError(
+                f"{self.source}: call {self.position - 1} diverged from the recording: {diverged}"
+            )
+        if "error" in entry:
+            error = entry["error"]
+            raise LlmTransientError(str(error.get("kind", "error")), str(error.get("message", "recorded error")))
+        raw = entry.get("response")
+        if not isinstance(raw, dict) or "text" not in raw:
+            raise LlmFatalError(f"{self.source}: call {self.position - 1} has neither 'response' nor 'error'")
+        known = {k: raw[k] for k in LlmResponse.__dataclass_fields__ if k in raw}
+        return LlmResponse(**known)
+
+
+def _first_difference(recorded: list[Any], actual: list[Any]) -> str:
+    if len(recorded) != len(actual):
+        return f"{len(actual)} messages instead of the {len(recorded)} recorded"
+    for index, (a, b) in enumerate(zip(recorded, actual, strict=True)):
+        if a != b:
+            text_a, text_b = str(a.get("content", "")), str(b.get("content", ""))
+            at = next((i for i, (x, y) in enumerate(zip(text_a, text_b, strict=False)) if x != y), None)
+            at = min(len(text_a), len(text_b)) if at is None else at
+            recorded_part, actual_part = text_a[at : at + 60], text_b[at : at + 60]
+            return f"message {index} differs at character {at}: recorded {recorded_part!r}, got {actual_part!r}"
+    return "no difference"

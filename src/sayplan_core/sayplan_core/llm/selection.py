@@ -1,0 +1,76 @@
+"""Backend configuration and selection, including `auto`."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from sayplan_core.llm.types import LlmBackend, LlmFatalError
+
+BACKENDS = ("auto", "openai", "ollama", "local", "replay")
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "ollama": "llama3.1:8b", "local": "gemma3-270m"}
+
+
+@dataclass
+class LlmConfig:
+    backend: str = "auto"
+    model: str = ""
+    base_url: str = ""
+    api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable and never logged
+    temperature: float = 0.0
+    timeout_s: float = 60.0
+    retries: int = 4
+    replay_path: str = ""
+
+    def validate(self) -> None:
+        if self.backend not in BACKENDS:
+            raise LlmFatalError(f"unknown LLM backend '{self.backend}' (use one of: {', '.join(BACKENDS)})")
+        if not 0.0 <= self.temperature <= 2.0:
+            raise LlmFatalError(f"temperature must be between 0 and 2, got {self.temperature}")
+        if self.timeout_s <= 0:
+            raise LlmFatalError(f"timeout must be positive, got {self.timeout_s}")
+        if self.retries < 0:
+            raise LlmFatalError(f"retries must be 0 or more, got {self.retries}")
+        if self.backend == "replay" and not self.replay_path:
+            raise LlmFatalError("the replay backend needs a transcript path")
+
+
+def resolve_backend_name(config: LlmConfig) -> tuple[str, str]:
+    """Which backend `auto` means here, and why."""
+    if config.backend != "auto":
+        return config.backend, "requested"
+    if os.environ.get(config.api_key_env):
+        return "openai", f"{config.api_key_env} is set"
+    from sayplan_core.llm.ollama_backend import ollama_answers
+
+    if ollama_answers(config.base_url or None):
+        return "ollama", "an Ollama server answers"
+    return "local", f"no {config.api_key_env} and no Ollama server"
+
+
+def make_backend(config: LlmConfig) -> tuple[LlmBackend, str]:
+    """Build the configured backend; returns it and a one-line note on the choice."""
+    config.validate()
+    name, why = resolve_backend_name(config)
+    model = config.model or DEFAULT_MODELS.get(name, "")
+    backend: LlmBackend
+    if name == "openai":
+        from sayplan_core.llm.openai_backend import OpenAIBackend
+
+        key = os.environ.get(config.api_key_env)
+        if not key and not config.base_url:
+            raise LlmFatalError(f"the openai backend needs {config.api_key_env} set (or --base-url for a local server)")
+        backend = OpenAIBackend(model, config.base_url or None, key, config.timeout_s)
+    elif name == "ollama":
+        from sayplan_core.llm.ollama_backend import OllamaBackend
+
+        backend = OllamaBackend(model, config.base_url or None, config.timeout_s)
+    elif name == "local":
+        from sayplan_core.llm.local_backend import LocalBackend
+
+        backend = LocalBackend(config.model if config.model.endswith(".gguf") else None)
+    else:
+        from sayplan_core.llm.replay import ReplayBackend
+
+        backend = ReplayBackend.from_file(config.replay_path)
+    return backend, f"LLM backend: {backend.info.describe()} ({why})"

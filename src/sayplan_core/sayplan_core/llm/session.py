@@ -1,0 +1,185 @@
+"""One task's conversation with an LLM: budget, retries, answer validation and accounting.
+
+Two kinds of failure are handled differently. Transport failures (timeout, HTTP 429
+or 5xx, connection) are retried with bounded exponential backoff. Bad answers
+(not JSON, wrong fields, unknown node or action, an empty plan, a refusal) are fed
+back to the model as a new user message so it can correct itself. Both spend the
+task's budget of calls and tokens; when it runs out, BudgetExhaustedError says why and
+carries the last feedback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from sayplan_core.graph.tokens import count_tokens
+from sayplan_core.llm.types import LlmBackend, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError, Message
+
+T = TypeVar("T")
+_FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
+
+
+class BadAnswerError(ValueError):
+    """The model's answer cannot be used; the message is fed back to it."""
+
+
+class BudgetExhaustedError(RuntimeError):
+    def __init__(self, reason: str, last_feedback: str = "", backend_failure: bool = False) -> None:
+        super().__init__(f"{reason}; last feedback: {last_feedback}" if last_feedback else reason)
+        self.reason = reason
+        self.last_feedback = last_feedback
+        self.backend_failure = backend_failure
+
+
+class PlanCancelledError(RuntimeError):
+    """The caller asked to stop (a ROS goal was cancelled, Ctrl-C)."""
+
+
+@dataclass
+class Budget:
+    max_calls: int = 40
+    max_tokens: int = 250_000
+    max_bad_answers_per_step: int = 3
+    max_transient_retries: int = 4
+    backoff_initial_s: float = 0.5
+    backoff_max_s: float = 8.0
+
+
+@dataclass
+class CallStats:
+    stage: str
+    model: str
+    prompt_tokens: int
+    completion_tokens: int
+    latency_s: float
+    outcome: str  # ok | bad_answer | transient_error
+    detail: str = ""
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+
+@dataclass
+class LlmSession:
+    backend: LlmBackend
+    budget: Budget = field(default_factory=Budget)
+    temperature: float = 0.0
+    should_cancel: Callable[[], bool] = lambda: False
+    sleep: Callable[[float], None] = time.sleep
+    calls: list[CallStats] = field(default_factory=list)
+
+    @property
+    def tokens_used(self) -> int:
+        return sum(c.total_tokens for c in self.calls)
+
+    def _check_budget(self, last_feedback: str) -> None:
+        if self.should_cancel():
+            raise PlanCancelledError("cancelled")
+        if len(self.calls) >= self.budget.max_calls:
+            raise BudgetExhaustedError(f"call budget exhausted ({self.budget.max_calls} LLM calls)", last_feedback)
+        if self.tokens_used >= self.budget.max_tokens:
+            raise BudgetExhaustedError(
+                f"token budget exhausted ({self.tokens_used} of {self.budget.max_tokens} tokens)", last_feedback
+            )
+
+    def complete(self, stage: str, request: LlmRequest, last_feedback: str = "") -> LlmResponse:
+        """One answer, retrying transport failures with bounded backoff."""
+        delay = self.budget.backoff_initial_s
+        for attempt in range(self.budget.max_transient_retries + 1):
+            self._check_budget(last_feedback)
+            try:
+                response = self.backend.complete(request)
+            except LlmTransientError as exc:
+                prompt = sum(count_tokens(m["content"]) for m in request.messages)
+                self.calls.append(
+                    CallStats(stage, self.backend.info.model, prompt, 0, 0.0, "transient_error", str(exc))
+                )
+                last_feedback = f"LLM backend error: {exc}"
+                if attempt == self.budget.max_transient_retries:
+                    raise BudgetExhaustedError(
+                        f"LLM backend kept failing ({exc.kind}) after {attempt + 1} attempts",
+                        last_feedback,
+                        backend_failure=True,
+                    ) from exc
+                self.sleep(delay)
+                delay = min(delay * 2, self.budget.backoff_max_s)
+                continue
+            if not response.prompt_tokens:
+                response.prompt_tokens = sum(count_tokens(m["content"]) for m in request.messages)
+            if not response.completion_tokens:
+                response.completion_tokens = count_tokens(response.text)
+            self.calls.append(
+                CallStats(
+                    stage,
+                    response.model or self.backend.info.model,
+                    response.prompt_tokens,
+                    response.completion_tokens,
+                    response.latency_s,
+                    "ok",
+                )
+            )
+            return response
+        raise AssertionError("unreachable")
+
+    def ask(
+        self,
+        stage: str,
+        messages: list[Message],
+        schema: dict[str, Any] | None,
+        validate: Callable[[dict[str, Any]], T],
+        schema_name: str = "answer",
+    ) -> T:
+        """Ask until an answer passes `validate` (which raises BadAnswerError), feeding errors back."""
+        conversation = list(messages)
+        last_feedback = ""
+        for _ in range(self.budget.max_bad_answers_per_step + 1):
+            request = LlmRequest(conversation, schema, schema_name, self.temperature)
+            response = self.complete(stage, request, last_feedback)
+            try:
+                return validate(parse_json_answer(response))
+            except BadAnswerError as exc:
+                last_feedback = str(exc)
+                self.calls[-1].outcome, self.calls[-1].detail = "bad_answer", last_feedback
+                conversation = [
+                    *conversation,
+                    {"role": "assistant", "content": response.text},
+                    {
+                        "role": "user",
+                        "content": f"Your answer could not be used: {last_feedback}. "
+                        "Answer again with one JSON object that follows the required format.",
+                    },
+                ]
+        raise BudgetExhaustedError(
+            f"no usable answer after {self.budget.max_bad_answers_per_step + 1} tries at the {stage} step",
+            last_feedback,
+        )
+
+
+def parse_json_answer(response: LlmResponse) -> dict[str, Any]:
+    if response.refusal:
+        raise BadAnswerError(f"the model refused: {response.refusal}")
+    if response.finish_reason == "length":
+        raise BadAnswerError("the answer was cut off at the token limit; answer more briefly")
+    text = response.text.strip()
+    match = _FENCE.match(text)
+    if match:
+        text = match.group(1)
+    if not text:
+        raise BadAnswerError("the answer was empty")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise BadAnswerError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from None
+    if not isinstance(data, dict):
+        raise BadAnswerError(f"the answer must be a JSON object, not {type(data).__name__}")
+    return data
+
+
+def describe_fatal(exc: LlmFatalError) -> str:
+    return f"LLM backend error: {exc}"

@@ -1,0 +1,27 @@
+"""LLM planners over 3D scene graphs, selectable by name; all return a PlanResult."""
+
+from __future__ import annotations
+
+from sayplan_core.llm.types import LlmBackend
+from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
+from sayplan_core.planners.llm_as_planner import LlmAsPlanner
+from sayplan_core.planners.sayplan import LlmPPlanner, SayPlanPlanner
+from sayplan_core.planners.sayplan_lite import SayPlanLitePlanner
+
+PLANNERS: dict[str, type[Planner]] = {
+    "sayplan": SayPlanPlanner,
+    "sayplan_lite": SayPlanLitePlanner,
+    "llm_p": LlmPPlanner,
+    "llm_as_planner": LlmAsPlanner,
+}
+
+
+def make_planner(name: str, backend: LlmBackend, options: PlannerOptions | None = None) -> Planner:
+    try:
+        cls = PLANNERS[name]
+    except KeyError:
+        raise ValueError(f"unknown planner '{name}' (available: {', '.join(PLANNERS)})") from None
+    return cls(backend, options)
+
+
+__all__ = ["PLANNERS", "PlanResult", "Planner", "PlannerOptions", "Progress", "make_planner"]

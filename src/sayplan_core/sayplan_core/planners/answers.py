@@ -1,0 +1,189 @@
+"""JSON schemas for planner answers (enums from the visible graph) and their validation.
+
+The schema restricts a conforming answer to actions of the action set and node ids
+the model can see; validation repeats every check, because a server may ignore the
+schema. Validation failures become BadAnswerError feedback to the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sayplan_core.graph.model import SceneGraph, UnknownNodeError
+from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.sim.action_set import ActionSet
+from sayplan_core.sim.plan import PlanStep
+
+
+def _enum(values: Iterable[str]) -> list[str]:
+    out = sorted(set(values))
+    return out or [""]
+
+
+def plan_items_schema(actions: ActionSet, node_ids: Iterable[str]) -> dict[str, Any]:
+    return {
+        "type": "array",
+        "items": {
+            "type": "object",
+            "properties": {
+                "action": {"type": "string", "enum": _enum(actions.names())},
+                "target": {"type": "string", "enum": _enum([*node_ids, ""])},
+            },
+            "required": ["action", "target"],
+            "additionalProperties": False,
+        },
+    }
+
+
+def _obj(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def sayplan_schema(actions: ActionSet, visible: Iterable[str], navigable: Iterable[str]) -> dict[str, Any]:
+    visible = list(visible)
+    return _obj(
+        {
+            "chain_of_thought": {"type": "string"},
+            "reasoning": {"type": "string"},
+            "mode": {"type": "string", "enum": ["exploring", "planning"]},
+            "command": _obj(
+                {
+                    "command_name": {"type": "string", "enum": ["expand", "contract", "plan"]},
+                    "node_name": {"type": "string", "enum": _enum([*navigable, ""])},
+                    "plan": plan_items_schema(actions, visible),
+                    "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
+                }
+            ),
+        }
+    )
+
+
+def lite_search_schema(expandable: Iterable[str]) -> dict[str, Any]:
+    return _obj(
+        {
+            "chain_of_thought": {"type": "string"},
+            "reasoning": {"type": "string"},
+            "command": _obj(
+                {
+                    "command_name": {"type": "string", "enum": ["expand", "contract", "done"]},
+                    "node_name": {"type": "string", "enum": _enum([*expandable, ""])},
+                }
+            ),
+        }
+    )
+
+
+def plan_schema(actions: ActionSet, visible: Iterable[str]) -> dict[str, Any]:
+    visible = list(visible)
+    return _obj(
+        {
+            "chain_of_thought": {"type": "string"},
+            "plan": plan_items_schema(actions, visible),
+            "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
+        }
+    )
+
+
+@dataclass
+class Command:
+    name: str
+    node: str = ""
+    plan: list[PlanStep] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    thought: str = ""
+
+
+def _field(data: dict[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in data:
+        raise BadAnswerError(f"the answer has no '{key}' field{where}")
+    value = data[key]
+    if not isinstance(value, kind):
+        raise BadAnswerError(f"'{key}'{where} must be a {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def _node(graph: SceneGraph, node_id: str, role: str) -> str:
+    if node_id not in graph.nodes:
+        raise BadAnswerError(f"{role} {UnknownNodeError(node_id, graph.nodes)}")
+    return node_id
+
+
+def parse_plan_items(graph: SceneGraph, actions: ActionSet, raw: Any) -> list[PlanStep]:
+    if not isinstance(raw, list):
+        raise BadAnswerError(f"'plan' must be a list of {{action, target}} objects, got {type(raw).__name__}")
+    if not raw:
+        raise BadAnswerError("the plan is empty; give the steps, ending with done")
+    steps = []
+    for index, item in enumerate(raw):
+        if isinstance(item, str):
+            from sayplan_core.sim.plan import PlanFormatError, parse_step
+
+            try:
+                step = parse_step(item, index)
+            except PlanFormatError as exc:
+                raise BadAnswerError(str(exc)) from None
+        elif isinstance(item, dict):
+            action, target = item.get("action"), item.get("target", "")
+            if not isinstance(action, str) or not isinstance(target, str):
+                raise BadAnswerError(f"plan step {index} must be {{'action': str, 'target': str}}, got {item!r}")
+            step = PlanStep(action.strip(), target.strip())
+        else:
+            raise BadAnswerError(f"plan step {index} must be an object, got {item!r}")
+        if step.action not in actions:
+            raise BadAnswerError(
+                f"plan step {index} uses unknown action '{step.action}' (use: {', '.join(actions.names())})"
+            )
+        if step.target:
+            _node(graph, step.target, f"plan step {index}:")
+        steps.append(step)
+    return steps
+
+
+def parse_answer_list(graph: SceneGraph, raw: Any) -> list[str]:
+    if raw is None:
+        return []
+    if not isinstance(raw, list) or not all(isinstance(x, str) for x in raw):
+        raise BadAnswerError("'answer' must be a list of node ids")
+    return [_node(graph, x, "answer:") for x in raw if x]
+
+
+def _thought(data: dict[str, Any]) -> str:
+    raw = data.get("chain_of_thought", "")
+    return " -> ".join(str(x) for x in raw) if isinstance(raw, list) else str(raw)
+
+
+def parse_sayplan_command(graph: SceneGraph, actions: ActionSet, data: dict[str, Any]) -> Command:
+    command = _field(data, "command", dict, "")
+    name = _field(command, "command_name", str, " in 'command'").strip()
+    aliases = {"expand_node": "expand", "contract_node": "contract", "verify_plan": "plan"}
+    name = aliases.get(name, name)
+    if name not in ("expand", "contract", "plan"):
+        raise BadAnswerError(f"unknown command '{name}' (use expand, contract or plan)")
+    if name in ("expand", "contract"):
+        node = _field(command, "node_name", str, " in 'command'").strip()
+        if not node:
+            raise BadAnswerError(f"command {name} needs a node_name")
+        return Command(name, _node(graph, node, f"{name}:"), thought=_thought(data))
+    steps = parse_plan_items(graph, actions, command.get("plan"))
+    return Command("plan", plan=steps, answer=parse_answer_list(graph, command.get("answer")), thought=_thought(data))
+
+
+def parse_lite_search(graph: SceneGraph, data: dict[str, Any]) -> Command:
+    command = _field(data, "command", dict, "")
+    name = _field(command, "command_name", str, " in 'command'").strip()
+    name = {"expand_node": "expand", "contract_node": "contract", "verify_plan": "done"}.get(name, name)
+    if name not in ("expand", "contract", "done"):
+        raise BadAnswerError(f"unknown command '{name}' (use expand, contract or done)")
+    if name == "done":
+        return Command("done", thought=_thought(data))
+    node = _field(command, "node_name", str, " in 'command'").strip()
+    if not node:
+        raise BadAnswerError(f"command {name} needs a node_name")
+    return Command(name, _node(graph, node, f"{name}:"), thought=_thought(data))
+
+
+def parse_plan_answer(graph: SceneGraph, actions: ActionSet, data: dict[str, Any]) -> Command:
+    steps = parse_plan_items(graph, actions, data.get("plan"))
+    return Command("plan", plan=steps, answer=parse_answer_list(graph, data.get("answer")), thought=_thought(data))

@@ -1,0 +1,134 @@
+"""What every planner takes and returns, so the CLI, the bench and the ROS node treat them alike."""
+
+from __future__ import annotations
+
+import time
+from abc import ABC, abstractmethod
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.llm.session import Budget, CallStats, LlmSession
+from sayplan_core.llm.types import LlmBackend
+from sayplan_core.sim.plan import PlanStep, format_plan
+
+
+@dataclass
+class Progress:
+    stage: str  # search | plan | verify | replan | done
+    step: int
+    node: str = ""
+    replanning_round: int = 0
+    tokens_used: int = 0
+    message: str = ""
+
+
+ProgressCallback = Callable[[Progress], None]
+
+
+@dataclass
+class PlannerOptions:
+    max_replans: int = 5  # SayPlan's limit
+    max_search_steps: int = 30
+    action_set: str = "sayplan"
+    budget: Budget = field(default_factory=Budget)
+    temperature: float = 0.0
+
+
+@dataclass
+class PlanResult:
+    planner: str
+    instruction: str
+    success: bool = False
+    message: str = ""
+    plan: list[PlanStep] = field(default_factory=list)
+    full_plan: list[PlanStep] = field(default_factory=list)
+    verified: bool = False
+    replanning_rounds: int = 0
+    feedback_history: list[str] = field(default_factory=list)
+    explored_nodes: list[str] = field(default_factory=list)
+    answer: list[str] = field(default_factory=list)
+    calls: list[CallStats] = field(default_factory=list)
+    cancelled: bool = False
+    failure: str = ""  # "" | backend | budget | replans | search | not_executable | cancelled
+    observed_nodes: list[str] = field(default_factory=list)
+    elapsed_s: float = 0.0
+
+    @property
+    def prompt_tokens(self) -> int:
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def completion_tokens(self) -> int:
+        return sum(c.completion_tokens for c in self.calls)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["plan"] = [str(s) for s in self.plan]
+        out["full_plan"] = [str(s) for s in self.full_plan]
+        out["prompt_tokens"] = self.prompt_tokens
+        out["completion_tokens"] = self.completion_tokens
+        return out
+
+    def summary(self) -> str:
+        if not self.success:
+            return f"{self.planner}: no verified plan: {self.message}"
+        plan = format_plan(self.full_plan) if self.full_plan else "(no actions)"
+        answer = f" | answer: {', '.join(self.answer)}" if self.answer else ""
+        return f"{self.planner}: verified after {self.replanning_rounds} replanning round(s): {plan}{answer}"
+
+
+class Planner(ABC):
+    name = "planner"
+
+    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None) -> None:
+        self.backend = backend
+        self.options = options or PlannerOptions()
+
+    def new_session(self, should_cancel: Callable[[], bool] | None = None) -> LlmSession:
+        return LlmSession(
+            self.backend,
+            budget=self.options.budget,
+            temperature=self.options.temperature,
+            should_cancel=should_cancel or (lambda: False),
+        )
+
+    def plan(
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        on_progress: ProgressCallback | None = None,
+        should_cancel: Callable[[], bool] | None = None,
+    ) -> PlanResult:
+        """Plan on `graph` (never modified). Always returns a result; failures are in `message`."""
+        from sayplan_core.llm.session import BudgetExhaustedError, PlanCancelledError
+        from sayplan_core.llm.types import LlmFatalError
+
+        start = time.perf_counter()
+        session = self.new_session(should_cancel)
+        result = PlanResult(self.name, instruction)
+        try:
+            self._run(graph, instruction, session, result, on_progress or (lambda _: None))
+        except BudgetExhaustedError as exc:
+            result.success, result.message = False, str(exc)
+            result.failure = "backend" if exc.backend_failure else "budget"
+        except PlanCancelledError:
+            result.success, result.cancelled, result.message, result.failure = False, True, "cancelled", "cancelled"
+        except LlmFatalError as exc:
+            result.success, result.message, result.failure = False, f"LLM backend error: {exc}", "backend"
+        if not result.success and not result.failure:
+            result.failure = "replans" if result.feedback_history else "search"
+        result.calls = list(session.calls)
+        result.elapsed_s = time.perf_counter() - start
+        return result
+
+    @abstractmethod
+    def _run(
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        session: LlmSession,
+        result: PlanResult,
+        progress: ProgressCallback,
+    ) -> None: ...

@@ -1,0 +1,43 @@
+"""LLM-As-Planner, SayPlan's open-loop baseline: the whole graph in, a full plan with navigation out.
+
+No search, no path planner, no replanning: the plan is verified once (strict
+navigation) so executability can be reported, and returned either way.
+"""
+
+from __future__ import annotations
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.llm.session import LlmSession
+from sayplan_core.planners import answers, prompts
+from sayplan_core.planners.base import Planner, PlanResult, Progress, ProgressCallback
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.simulator import verify_plan
+
+
+class LlmAsPlanner(Planner):
+    name = "llm_as_planner"
+
+    def _run(
+        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+    ) -> None:
+        actions = load_action_set(self.options.action_set)
+        messages = [
+            {"role": "system", "content": prompts.full_plan_system(actions)},
+            {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], "")},
+        ]
+        schema = answers.plan_schema(actions, graph.nodes)
+        command = session.ask("plan", messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan")
+        check = verify_plan(graph, command.plan, actions, strict_navigation=True)
+        result.plan = result.full_plan = command.plan
+        result.answer = command.answer
+        result.explored_nodes = graph.ids_of_type("room")
+        result.observed_nodes = sorted(graph.nodes)
+        progress(Progress("verify", 0, "", 0, session.tokens_used, check.feedback))
+        result.verified = result.success = check.success
+        if check.success:
+            result.message = "plan verified"
+        else:
+            result.feedback_history.append(check.feedback)
+            result.message = f"open-loop plan is not executable: {check.feedback}"
+            result.failure = "not_executable"

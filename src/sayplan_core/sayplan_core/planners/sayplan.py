@@ -1,0 +1,131 @@
+"""SayPlan (Rana et al. 2023, algorithm 1) and its ablation LLM+P.
+
+One dialogue: semantic search over the collapsed graph with expand/contract and a
+memory of expanded nodes, then planning; the path planner fills in navigation; the
+simulator verifies the full plan and its feedback drives up to `max_replans`
+rounds of replanning. Each call sees only the current graph, memory and feedback
+(SayPlan's Markovian prompting), not the whole history.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.views import GraphView, collapse
+from sayplan_core.llm.session import LlmSession
+from sayplan_core.llm.types import LlmBackend
+from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.planners import answers, prompts
+from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
+from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.simulator import verify_plan
+
+
+@dataclass
+class Verification:
+    ok: bool
+    full_plan: list[PlanStep]
+    feedback: str
+
+
+def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionSet) -> Verification:
+    """Fill in navigation with the path planner, then forward-simulate the full plan."""
+    goto = "go_to" if "go_to" in actions else "goto"
+    try:
+        full = PathPlanner(graph, goto_action=goto).expand_plan(steps)
+    except GraphError as exc:
+        return Verification(False, list(steps), f"path planner: {exc}")
+    result = verify_plan(graph, full, actions, strict_navigation=True)
+    return Verification(result.success, full, result.feedback)
+
+
+class SayPlanPlanner(Planner):
+    name = "sayplan"
+
+    def _run(
+        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+    ) -> None:
+        actions = load_action_set(self.options.action_set)
+        system = prompts.sayplan_system(actions)
+        view = collapse(graph)
+        feedback = ""
+        planned = False
+        observed: set[str] = set()
+        for step in range(self.options.max_search_steps + self.options.max_replans + 1):
+            stage = "replan" if planned else "search"
+            visible = view.visible_ids()
+            schema = answers.sayplan_schema(actions, visible, view.expandable_ids() + view.expanded)
+            messages = [
+                {"role": "system", "content": system},
+                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, feedback)},
+            ]
+            command = session.ask(
+                stage, messages, schema, lambda data: answers.parse_sayplan_command(graph, actions, data), "sayplan"
+            )
+            if command.name in ("expand", "contract"):
+                feedback = self.search_step(view, command.name, command.node, observed)
+                result.explored_nodes = list(view.memory)
+                result.observed_nodes = sorted(observed)
+                progress(
+                    Progress("search", step, command.node, result.replanning_rounds, session.tokens_used, feedback)
+                )
+                continue
+            # One dialogue: what a call was for is known only from its answer.
+            session.calls[-1].stage = "replan" if planned else "plan"
+            if planned:
+                result.replanning_rounds += 1
+            planned = True
+            if self._verify(graph, actions, command, result, session, progress, step):
+                return
+            feedback = result.feedback_history[-1]
+            if result.replanning_rounds >= self.options.max_replans:
+                result.message = (
+                    f"no verified plan after {result.replanning_rounds} replanning round(s); last feedback: {feedback}"
+                )
+                return
+        result.message = f"search did not converge within {self.options.max_search_steps} steps"
+
+    @staticmethod
+    def search_step(view: GraphView, name: str, node: str, observed: set[str]) -> str:
+        """Apply expand/contract; a refused call becomes feedback for the next turn."""
+        try:
+            if name == "expand":
+                revealed = view.expand(node)
+                observed.update(revealed)
+                return f"expanded {node}: {len(revealed)} nodes revealed"
+            view.contract(node)
+            return f"contracted {node}"
+        except GraphError as exc:
+            return str(exc)
+
+    def _verify(
+        self,
+        graph: SceneGraph,
+        actions: ActionSet,
+        command: answers.Command,
+        result: PlanResult,
+        session: LlmSession,
+        progress: ProgressCallback,
+        step: int,
+    ) -> bool:
+        check = verify_high_level(graph, command.plan, actions)
+        result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
+        progress(Progress("verify", step, "", result.replanning_rounds, session.tokens_used, check.feedback))
+        if check.ok:
+            result.success = result.verified = True
+            result.message = "plan verified"
+            progress(Progress("done", step, "", result.replanning_rounds, session.tokens_used, result.message))
+            return True
+        result.feedback_history.append(check.feedback)
+        return False
+
+
+class LlmPPlanner(SayPlanPlanner):
+    """SayPlan without iterative replanning (the paper's LLM+P ablation)."""
+
+    name = "llm_p"
+
+    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None) -> None:
+        super().__init__(backend, replace(options or PlannerOptions(), max_replans=0))

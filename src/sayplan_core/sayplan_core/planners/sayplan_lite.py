@@ -1,0 +1,71 @@
+"""SayPlan Lite (LookPlanGraph appendix A.2): search and planning in two separate dialogues.
+
+Smaller models confuse the two stages when they share one prompt; here the search
+agent only expands and contracts, and the planner only plans and replans.
+"""
+
+from __future__ import annotations
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.views import collapse
+from sayplan_core.llm.session import LlmSession
+from sayplan_core.planners import answers, prompts
+from sayplan_core.planners.base import Planner, PlanResult, Progress, ProgressCallback
+from sayplan_core.planners.sayplan import SayPlanPlanner, verify_high_level
+from sayplan_core.sim.action_set import load_action_set
+
+
+class SayPlanLitePlanner(Planner):
+    name = "sayplan_lite"
+
+    def _run(
+        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+    ) -> None:
+        actions = load_action_set(self.options.action_set)
+        view = collapse(graph)
+        search_system = prompts.lite_search_system()
+        note = ""
+        observed: set[str] = set()
+        for step in range(self.options.max_search_steps):
+            schema = answers.lite_search_schema(view.expandable_ids() + view.expanded)
+            messages = [
+                {"role": "system", "content": search_system},
+                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, note)},
+            ]
+            command = session.ask("search", messages, schema, lambda d: answers.parse_lite_search(graph, d), "search")
+            if command.name == "done":
+                break
+            note = SayPlanPlanner.search_step(view, command.name, command.node, observed)
+            result.explored_nodes = list(view.memory)
+            result.observed_nodes = sorted(observed)
+            progress(Progress("search", step, command.node, 0, session.tokens_used, note))
+        else:
+            result.message = f"search did not finish within {self.options.max_search_steps} steps"
+            return
+
+        plan_system = prompts.lite_plan_system(actions)
+        visible = view.visible_ids()
+        schema = answers.plan_schema(actions, visible)
+        feedback = ""
+        for round_index in range(self.options.max_replans + 1):
+            stage = "replan" if round_index else "plan"
+            messages = [
+                {"role": "system", "content": plan_system},
+                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, feedback)},
+            ]
+            command = session.ask(
+                stage, messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan"
+            )
+            result.replanning_rounds = round_index
+            check = verify_high_level(graph, command.plan, actions)
+            result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
+            progress(Progress("verify", round_index, "", round_index, session.tokens_used, check.feedback))
+            if check.ok:
+                result.success = result.verified = True
+                result.message = "plan verified"
+                return
+            feedback = check.feedback
+            result.feedback_history.append(feedback)
+        result.message = (
+            f"no verified plan after {result.replanning_rounds} replanning round(s); last feedback: {feedback}"
+        )
