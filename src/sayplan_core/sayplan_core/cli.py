@@ -230,6 +230,58 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0 if result.success else EXIT_FAILED
 
 
+def cmd_bench(args: argparse.Namespace) -> int:
+    from sayplan_core.bench.report import write_report
+    from sayplan_core.bench.runner import BenchConfig, run_bench
+    from sayplan_core.envs.tasks import load_tasks
+
+    planners = [p.strip() for p in args.planners.split(",") if p.strip()]
+    unknown = [p for p in planners if p not in PLANNERS]
+    if unknown or not planners:
+        raise CliError(f"unknown planner(s) {', '.join(unknown) or '(none)'} (available: {', '.join(PLANNERS)})")
+    tasks = load_tasks(args.tasks or None)
+    if args.ids:
+        wanted = [i.strip() for i in args.ids.split(",") if i.strip()]
+        missing = sorted(set(wanted) - {t.id for t in tasks})
+        if missing:
+            raise CliError(f"unknown task id(s): {', '.join(missing)}")
+        tasks = [t for t in tasks if t.id in wanted]
+    if args.families:
+        families = {f.strip() for f in args.families.split(",")}
+        tasks = [t for t in tasks if t.family in families]
+    if args.env:
+        tasks = [t for t in tasks if t.env == args.env]
+    if args.limit:
+        tasks = tasks[: args.limit]
+    if not tasks:
+        raise CliError("no tasks selected")
+    backends: list[Any] = []
+
+    def backend() -> Any:
+        if not backends:  # one backend for the whole bench (the local model loads once)
+            made, note = make_backend(llm_config(args))
+            print(note, flush=True)
+            backends.append(made)
+        return backends[0]
+
+    out = Path(args.out)
+    config = BenchConfig(
+        planners=planners,
+        out_dir=out,
+        options=planner_options(args),
+        record_dir=Path(args.record_dir) if args.record_dir else None,
+        replay_dir=Path(args.replay_dir) if args.replay_dir else None,
+        resume=not args.fresh,
+    )
+    print(f"bench: {len(tasks)} tasks x {len(planners)} planners -> {out}", flush=True)
+    rows = run_bench(tasks, config, backend)
+    where = f"replayed from {args.replay_dir}" if args.replay_dir else f"LLM: {args.llm} {args.model}".strip()
+    paths = write_report(rows, out, f"{len(rows)} runs; {where}.")
+    print("\n".join(f"wrote {p}" for p in paths.values()))
+    print(paths["report"].read_text(encoding="utf-8"))
+    return 0
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from sayplan_core.demo import run_demo
 
@@ -283,6 +335,20 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--planner", default="sayplan", choices=sorted(PLANNERS))
     add_llm_arguments(p)
     p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("bench", help="run a task set with several planners; Markdown + CSV report and plots")
+    p.add_argument("--tasks", default="", help="task file (default: the bundled 90 SayPlan tasks)")
+    p.add_argument("--planners", default="sayplan,sayplan_lite,llm_p,llm_as_planner")
+    p.add_argument("--out", default="bench_out", help="output folder (results.jsonl, report.md, results.csv, *.png)")
+    p.add_argument("--ids", default="", help="comma-separated task ids")
+    p.add_argument("--families", default="", help="simple_search,complex_search,simple_planning,long_horizon")
+    p.add_argument("--env", default="", help="only tasks of this env")
+    p.add_argument("--limit", type=int, default=0, help="first N selected tasks")
+    p.add_argument("--record-dir", default="", help="save each run's transcript here")
+    p.add_argument("--replay-dir", default="", help="answer each run from <planner>__<task>.json here")
+    p.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
+    add_llm_arguments(p)
+    p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("demo", help="the main job end to end on the bundled office")
     p.add_argument("--env", default="office")

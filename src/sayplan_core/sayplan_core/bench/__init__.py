@@ -1,0 +1,1 @@
+"""Evaluation harness: run task sets with several planners, score them, write reports."""

@@ -1,0 +1,148 @@
+"""Bench report: Markdown tables, a CSV of every run, and PNG plots.
+
+Metrics (per planner, per task family): search success (SayPlan), executability
+(simulator-verified) and correctness (goal check), replanning rounds, and
+LookPlanGraph's SR / APP / APL / NRR; tokens per call and cumulative (SayPlan
+figure 3) and time per call.
+"""
+
+from __future__ import annotations
+
+import csv
+import statistics
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+CSV_FIELDS = (
+    "task", "env", "family", "planner", "executable", "correct", "search_success", "precision", "nrr",
+    "replanning_rounds", "plan_length", "llm_calls", "prompt_tokens", "completion_tokens", "elapsed_s", "failure",
+)  # fmt: skip
+
+
+def _mean(values: list[float]) -> float | None:
+    return statistics.fmean(values) if values else None
+
+
+def _pct(values: list[bool]) -> str:
+    return f"{100.0 * sum(values) / len(values):.1f}%" if values else "-"
+
+
+def _num(value: float | None, digits: int = 2) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        groups[(row["planner"], row["family"])].append(row)
+        groups[(row["planner"], "all")].append(row)
+    out = []
+    for (planner, family), items in sorted(groups.items()):
+        search = [bool(r["search_success"]) for r in items if r["search_success"] is not None]
+        planning = [r for r in items if r["correct"] is not None]
+        successes = [r for r in planning if r["correct"]]
+        out.append(
+            {
+                "planner": planner,
+                "family": family,
+                "runs": len(items),
+                "search_success": _pct(search),
+                "executability": _pct([bool(r["executable"]) for r in planning]) if planning else "-",
+                "correctness (SR)": _pct([bool(r["correct"]) for r in planning]) if planning else "-",
+                "APP": _num(_mean([float(r["precision"]) for r in planning])),
+                "APL": _num(_mean([float(r["plan_length"]) for r in successes]), 1),
+                "NRR": _num(_mean([float(r["nrr"]) for r in planning if r["nrr"] is not None])),
+                "replans": _num(_mean([float(r["replanning_rounds"]) for r in items])),
+                "calls": _num(_mean([float(r["llm_calls"]) for r in items]), 1),
+                "tokens": _num(_mean([float(r["prompt_tokens"] + r["completion_tokens"]) for r in items]), 0),
+                "s/call": _num(
+                    _mean([c["latency_s"] for r in items for c in r.get("calls", []) if c.get("latency_s")]), 2
+                ),
+            }
+        )
+    return out
+
+
+def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
+    with path.open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+
+
+def markdown(summary: list[dict[str, Any]], header_note: str) -> str:
+    if not summary:
+        return "# Bench report\n\nNo runs.\n"
+    columns = list(summary[0])
+    lines = ["# Bench report", "", header_note, "", "| " + " | ".join(columns) + " |"]
+    lines.append("|" + "---|" * len(columns))
+    for row in summary:
+        lines.append("| " + " | ".join(str(row[c]) for c in columns) + " |")
+    lines += [
+        "",
+        "search_success: share of search tasks whose answer names the expected node(s).",
+        "executability: share of planning runs with a simulator-verified plan; correctness (SR): goal met.",
+        "APP: mean plan precision; APL: mean plan length of successful runs;",
+        "NRR: nodes observed / nodes the goal names.",
+        "",
+        "Plots: tokens_per_call.png (prompt tokens at each call, SayPlan figure 3) and "
+        "cumulative_tokens.png, time_per_call.png.",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], out_dir: Path) -> list[Path]:
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return []
+    written = []
+    by_planner: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        by_planner[row["planner"]].append(row)
+    specs = (
+        ("tokens_per_call.png", "prompt tokens at each call", lambda calls: [c["prompt"] for c in calls]),
+        ("cumulative_tokens.png", "cumulative tokens", _cumulative),
+        ("time_per_call.png", "seconds per call", lambda calls: [c["latency_s"] for c in calls]),
+    )
+    for name, ylabel, series in specs:
+        fig, ax = plt.subplots(figsize=(7, 4))
+        for planner, items in sorted(by_planner.items()):
+            curves = [series(r["calls"]) for r in items if r.get("calls")]
+            if not curves:
+                continue
+            length = max(len(c) for c in curves)
+            means = [statistics.fmean([c[i] for c in curves if i < len(c)]) for i in range(length)]
+            ax.plot(range(1, length + 1), means, marker="o", markersize=3, label=planner)
+        ax.set_xlabel("LLM call (step)")
+        ax.set_ylabel(ylabel + " (mean over tasks)")
+        ax.grid(alpha=0.3)
+        ax.legend()
+        fig.tight_layout()
+        path = out_dir / name
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        written.append(path)
+    return written
+
+
+def _cumulative(calls: list[dict[str, Any]]) -> list[float]:
+    total, out = 0.0, []
+    for call in calls:
+        total += call["prompt"] + call["completion"]
+        out.append(total)
+    return out
+
+
+def write_report(rows: list[dict[str, Any]], out_dir: Path, header_note: str) -> dict[str, Path]:
+    summary = summarise(rows)
+    paths = {"report": out_dir / "report.md", "csv": out_dir / "results.csv"}
+    paths["report"].write_text(markdown(summary, header_note), encoding="utf-8")
+    write_csv(rows, paths["csv"])
+    for path in plot(rows, out_dir):
+        paths[path.stem] = path
+    return paths

@@ -1,0 +1,102 @@
+"""`sayplan bench` on replayed transcripts: scoring, resume after interruption, report files."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+from test_planners import BAD_PLAN, GOOD_PLAN, lite_plan, lite_search, say, write_transcript
+
+from sayplan_core.cli import main as cli_main
+
+
+def make_transcripts(folder: Path) -> None:
+    folder.mkdir()
+    write_transcript(
+        folder / "sayplan__office-lh-05.json",
+        say("expand", "kitchen"),
+        say("expand", "nikos_office"),
+        say("plan", plan=BAD_PLAN),
+        say("plan", plan=GOOD_PLAN),
+    )
+    write_transcript(folder / "llm_p__office-lh-05.json", say("expand", "kitchen"), say("plan", plan=BAD_PLAN))
+    write_transcript(
+        folder / "sayplan__office-ss-02.json",
+        say("expand", "kitchen"),
+        say("plan", plan=[("done", "")], answer=["carrot"]),
+    )
+    write_transcript(
+        folder / "llm_p__office-ss-02.json",
+        say("expand", "cafeteria"),
+        say("plan", plan=[("done", "")], answer=["kale2"]),
+    )
+    write_transcript(
+        folder / "sayplan_lite__office-ss-02.json",
+        lite_search("expand", "kitchen"),
+        lite_search("done"),
+        lite_plan([("done", "")], ["carrot"]),
+    )
+
+
+def test_bench_scores_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    args = [
+        "bench",
+        "--ids",
+        "office-lh-05,office-ss-02",
+        "--planners",
+        "sayplan,llm_p",
+        "--replay-dir",
+        str(replay),
+        "--out",
+        str(out),
+    ]
+    assert cli_main(args) == 0
+    text = capsys.readouterr().out
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    by_key = {(r["planner"], r["task"]): r for r in rows}
+    coffee = by_key[("sayplan", "office-lh-05")]
+    assert coffee["executable"] and coffee["correct"] and coffee["replanning_rounds"] == 1
+    assert coffee["precision"] == pytest.approx(0.5) and coffee["nrr"] > 1
+    assert (
+        by_key[("llm_p", "office-lh-05")]["executable"] is False
+        and by_key[("llm_p", "office-lh-05")]["correct"] is False
+    )
+    assert by_key[("sayplan", "office-ss-02")]["search_success"] is True
+    assert by_key[("llm_p", "office-ss-02")]["search_success"] is False
+    report = (out / "report.md").read_text()
+    assert "| sayplan | long_horizon | 1 | - | 100.0% | 100.0% | 0.50 |" in report
+    assert "| llm_p | simple_search | 1 | 0.0% |" in report
+    with (out / "results.csv").open() as fh:
+        assert len(list(csv.DictReader(fh))) == 4
+    for png in ("tokens_per_call.png", "cumulative_tokens.png", "time_per_call.png"):
+        assert (out / png).stat().st_size > 1000
+    assert "wrote" in text and "# Bench report" in text
+
+
+def test_bench_resumes_after_interruption(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    base = ["bench", "--ids", "office-ss-02", "--replay-dir", str(replay), "--out", str(out)]
+    assert cli_main([*base, "--planners", "sayplan"]) == 0
+    with (out / "results.jsonl").open("a") as fh:
+        fh.write('{"planner": "sayplan_lite", "task": "office-ss')  # a run killed mid-write
+    assert cli_main([*base, "--planners", "sayplan,sayplan_lite"]) == 0
+    text = capsys.readouterr().out
+    assert "dropped 1 unfinished result line(s)" in text
+    assert "sayplan office-ss-02: done earlier, skipped" in text
+    assert "sayplan_lite office-ss-02: verified" in text
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert [(r["planner"], r["search_success"]) for r in rows] == [("sayplan", True), ("sayplan_lite", True)]
+
+
+def test_bench_rejects_unknown_planner_and_task(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli_main(["bench", "--planners", "sayplan,magic"]) == 2
+    assert "unknown planner(s) magic" in capsys.readouterr().err
+    assert cli_main(["bench", "--ids", "office-xx-99"]) == 2
+    assert "unknown task id(s): office-xx-99" in capsys.readouterr().err
