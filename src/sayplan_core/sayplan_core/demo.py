@@ -10,12 +10,14 @@ from __future__ import annotations
 import time
 
 from sayplan_core.envs import load_env
-from sayplan_core.envs.tasks import apply_setup, load_tasks
+from sayplan_core.envs.tasks import Task, apply_setup, load_tasks
 from sayplan_core.graph.model import GraphError
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import count_tokens
 from sayplan_core.graph.views import collapse
+from sayplan_core.llm.types import LlmBackend
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.planners import PlannerOptions, Progress, make_planner
 from sayplan_core.sim.goals import score_against_goals
 from sayplan_core.sim.plan import PlanStep, format_plan
 from sayplan_core.sim.simulator import verify_plan
@@ -36,14 +38,19 @@ def _say(stage: str, text: str) -> None:
     print(f"[{stage:>8}] {text}", flush=True)
 
 
-def run_demo(env: str = "office", task_id: str = "office-lh-05") -> int:
-    started = time.perf_counter()
+def _task(env: str, task_id: str) -> Task:
     tasks = {t.id: t for t in load_tasks()}
     if task_id not in tasks:
         raise GraphError(f"unknown task '{task_id}' (e.g. {', '.join(list(tasks)[60:64])})")
     task = tasks[task_id]
     if task.env != env:
         raise GraphError(f"task {task_id} belongs to env '{task.env}', not '{env}'")
+    return task
+
+
+def run_demo(env: str = "office", task_id: str = "office-lh-05") -> int:
+    started = time.perf_counter()
+    task = _task(env, task_id)
     if not task.reference_plan:
         raise GraphError(f"task {task_id} has no reference plan to demonstrate")
     graph = apply_setup(load_env(env), task)
@@ -97,5 +104,33 @@ def run_demo(env: str = "office", task_id: str = "office-lh-05") -> int:
     print(
         f"\nsummary: task {task.id} | replanning rounds {rounds} "
         f"(injected fault: removed {removed}) | {len(full)} steps | goal {status} | {elapsed:.2f} s"
+    )
+    return 0 if score.success else 1
+
+
+def run_llm_demo(
+    backend: LlmBackend, options: PlannerOptions, env: str = "office", task_id: str = "office-lh-05"
+) -> int:
+    """The same task planned live by the SayPlan planner with a real LLM backend."""
+    task = _task(env, task_id)
+    graph = apply_setup(load_env(env), task)
+    _say("task", task.instruction)
+
+    def show(p: Progress) -> None:
+        text = f"{p.node} round {p.replanning_round} | {p.tokens_used} tokens | {p.message}"
+        _say(p.stage, text.strip())
+
+    result = make_planner("sayplan", backend, options).plan(graph, task.instruction, on_progress=show)
+    print(result.summary())
+    if not result.success:
+        print(f"summary: task {task.id} | no verified plan ({result.failure}) | {len(result.calls)} LLM calls")
+        return 1
+    final = verify_plan(graph, result.full_plan, strict_navigation=True).final_graph()
+    score = score_against_goals(graph, final, task.predicates)
+    status = "met" if score.success else "NOT met"
+    tokens = result.prompt_tokens + result.completion_tokens
+    print(
+        f"summary: task {task.id} | replanning rounds {result.replanning_rounds} | {len(result.full_plan)} steps | "
+        f"goal {status} | {len(result.calls)} LLM calls, {tokens} tokens"
     )
     return 0 if score.success else 1

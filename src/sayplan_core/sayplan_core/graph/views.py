@@ -43,6 +43,11 @@ class GraphView:
             )
         if node_id not in self.visible_ids():
             raise GraphError(f"cannot expand '{node_id}': it is not visible yet; expand its parent first", node_id)
+        if node_id in self.expanded:
+            raise GraphError(
+                f"'{node_id}' is already expanded: its contents are in the graph; expand another node or plan",
+                node_id,
+            )
         before = self.visible_ids()
         if node_id not in self.expanded:
             self.expanded.append(node_id)

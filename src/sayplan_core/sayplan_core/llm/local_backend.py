@@ -33,12 +33,11 @@ def find_model_file(explicit: str | None = None) -> Path:
             module = importlib.import_module(package)
         except ImportError:
             continue
-        for attr in ("model_path", "get_model_path", "path", "MODEL_PATH"):
-            value = getattr(module, attr, None)
-            if callable(value):
-                value = value()
-            if value and Path(str(value)).is_file():
-                return Path(str(value))
+        assemble = getattr(module, "assemble", None)
+        if callable(assemble):
+            # The package ships the GGUF in hash-checked chunks; assemble() joins them once
+            # into a cache file and verifies its sha256 (no network involved).
+            return Path(str(assemble()))
         base = Path(str(getattr(module, "__file__", ""))).parent
         found = sorted(base.rglob("*.gguf"))
         if found:
