@@ -55,7 +55,7 @@ def local_runtime_available() -> bool:
 
 
 class LocalBackend:
-    def __init__(self, model_path: str | None = None, n_ctx: int = 8192, n_threads: int | None = None) -> None:
+    def __init__(self, model_path: str | None = None, n_ctx: int = 16384, n_threads: int | None = None) -> None:
         try:
             llama_cpp = importlib.import_module("llama_cpp")
         except ImportError as exc:
