@@ -173,6 +173,7 @@ def add_llm_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> 
     g.add_argument("--max-calls", type=int, default=40, help="LLM calls per task")
     g.add_argument("--max-tokens", type=int, default=250_000, help="LLM tokens per task")
     g.add_argument("--max-replans", type=int, default=5, help="replanning rounds (SayPlan: 5)")
+    g.add_argument("--max-answer-tokens", type=int, default=1024, help="completion tokens per LLM answer")
     g.add_argument("--record", default="", help="write the LLM transcript of the run to this file")
     g.add_argument("--replay", default="", help="answer from a recorded transcript instead of an LLM")
 
@@ -191,10 +192,17 @@ def llm_config(args: argparse.Namespace) -> LlmConfig:
 
 
 def planner_options(args: argparse.Namespace) -> PlannerOptions:
-    if args.max_calls < 1 or args.max_tokens < 1 or args.max_replans < 0:
-        raise CliError("--max-calls and --max-tokens must be positive and --max-replans not negative")
+    if args.max_calls < 1 or args.max_tokens < 1 or args.max_answer_tokens < 16 or args.max_replans < 0:
+        raise CliError(
+            "--max-calls and --max-tokens must be positive, --max-answer-tokens at least 16, --max-replans not negative"
+        )
     budget = Budget(max_calls=args.max_calls, max_tokens=args.max_tokens, max_transient_retries=args.retries)
-    return PlannerOptions(max_replans=args.max_replans, budget=budget, temperature=args.temperature)
+    return PlannerOptions(
+        max_replans=args.max_replans,
+        budget=budget,
+        temperature=args.temperature,
+        max_answer_tokens=args.max_answer_tokens,
+    )
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

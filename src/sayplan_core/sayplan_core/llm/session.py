@@ -70,6 +70,7 @@ class LlmSession:
     backend: LlmBackend
     budget: Budget = field(default_factory=Budget)
     temperature: float = 0.0
+    max_answer_tokens: int = 1024
     should_cancel: Callable[[], bool] = lambda: False
     sleep: Callable[[float], None] = time.sleep
     calls: list[CallStats] = field(default_factory=list)
@@ -139,7 +140,7 @@ class LlmSession:
         conversation = list(messages)
         last_feedback = ""
         for _ in range(self.budget.max_bad_answers_per_step + 1):
-            request = LlmRequest(conversation, schema, schema_name, self.temperature)
+            request = LlmRequest(conversation, schema, schema_name, self.temperature, self.max_answer_tokens)
             response = self.complete(stage, request, last_feedback)
             try:
                 return validate(parse_json_answer(response))

@@ -34,6 +34,7 @@ class PlannerOptions:
     action_set: str = "sayplan"
     budget: Budget = field(default_factory=Budget)
     temperature: float = 0.0
+    max_answer_tokens: int = 1024
 
 
 @dataclass
@@ -91,6 +92,7 @@ class Planner(ABC):
             self.backend,
             budget=self.options.budget,
             temperature=self.options.temperature,
+            max_answer_tokens=self.options.max_answer_tokens,
             should_cancel=should_cancel or (lambda: False),
         )
 
@@ -100,8 +102,12 @@ class Planner(ABC):
         instruction: str,
         on_progress: ProgressCallback | None = None,
         should_cancel: Callable[[], bool] | None = None,
+        context: str = "",
     ) -> PlanResult:
-        """Plan on `graph` (never modified). Always returns a result; failures are in `message`."""
+        """Plan on `graph` (never modified). Always returns a result; failures are in `message`.
+
+        context: what went wrong so far (an execution failure), shown to the model as feedback.
+        """
         from sayplan_core.llm.session import BudgetExhaustedError, PlanCancelledError
         from sayplan_core.llm.types import LlmFatalError
 
@@ -109,7 +115,7 @@ class Planner(ABC):
         session = self.new_session(should_cancel)
         result = PlanResult(self.name, instruction)
         try:
-            self._run(graph, instruction, session, result, on_progress or (lambda _: None))
+            self._run(graph, instruction, session, result, on_progress or (lambda _: None), context)
         except BudgetExhaustedError as exc:
             result.success, result.message = False, str(exc)
             result.failure = "backend" if exc.backend_failure else "budget"
@@ -131,4 +137,5 @@ class Planner(ABC):
         session: LlmSession,
         result: PlanResult,
         progress: ProgressCallback,
+        context: str = "",
     ) -> None: ...

@@ -19,12 +19,18 @@ class LlmAsPlanner(Planner):
     name = "llm_as_planner"
 
     def _run(
-        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        session: LlmSession,
+        result: PlanResult,
+        progress: ProgressCallback,
+        context: str = "",
     ) -> None:
         actions = load_action_set(self.options.action_set)
         messages = [
             {"role": "system", "content": prompts.full_plan_system(actions)},
-            {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], "")},
+            {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], context)},
         ]
         schema = answers.plan_schema(actions, graph.nodes)
         command = session.ask("plan", messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan")

@@ -45,12 +45,18 @@ class SayPlanPlanner(Planner):
     name = "sayplan"
 
     def _run(
-        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        session: LlmSession,
+        result: PlanResult,
+        progress: ProgressCallback,
+        context: str = "",
     ) -> None:
         actions = load_action_set(self.options.action_set)
         system = prompts.sayplan_system(actions)
         view = collapse(graph)
-        feedback = ""
+        feedback = context
         planned = False
         observed: set[str] = set()
         for step in range(self.options.max_search_steps + self.options.max_replans + 1):

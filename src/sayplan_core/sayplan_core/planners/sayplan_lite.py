@@ -19,12 +19,18 @@ class SayPlanLitePlanner(Planner):
     name = "sayplan_lite"
 
     def _run(
-        self, graph: SceneGraph, instruction: str, session: LlmSession, result: PlanResult, progress: ProgressCallback
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        session: LlmSession,
+        result: PlanResult,
+        progress: ProgressCallback,
+        context: str = "",
     ) -> None:
         actions = load_action_set(self.options.action_set)
         view = collapse(graph)
         search_system = prompts.lite_search_system()
-        note = ""
+        note = context
         observed: set[str] = set()
         for step in range(self.options.max_search_steps):
             schema = answers.lite_search_schema(view.expandable_ids() + view.expanded)
@@ -46,7 +52,7 @@ class SayPlanLitePlanner(Planner):
         plan_system = prompts.lite_plan_system(actions)
         visible = view.visible_ids()
         schema = answers.plan_schema(actions, visible)
-        feedback = ""
+        feedback = context
         for round_index in range(self.options.max_replans + 1):
             stage = "replan" if round_index else "plan"
             messages = [

@@ -22,6 +22,8 @@ VERIFIED = "plan verified"
 class StepOutcome:
     ok: bool
     feedback: str = ""
+    #: what failed: a precondition name, or unknown_action / missing_target / unknown_node / wrong_type / no_agent
+    failed: str = ""
 
 
 @dataclass
@@ -44,27 +46,33 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
     """Check one step against `state` without changing it."""
     if step.action not in actions:
         known = ", ".join(actions.names())
-        return StepOutcome(False, f"cannot {step}: unknown action '{step.action}' (available: {known})")
+        return StepOutcome(
+            False, f"cannot {step}: unknown action '{step.action}' (available: {known})", "unknown_action"
+        )
     spec = actions.actions[step.action]
     if not spec.takes_target:
         if step.target and not spec.optional_target:
-            return StepOutcome(False, f"cannot {step}: {step.action} takes no argument")
+            return StepOutcome(False, f"cannot {step}: {step.action} takes no argument", "unexpected_target")
         return StepOutcome(True)
     if not step.target:
-        return StepOutcome(False, f"cannot {step.action}(): it needs a {' or '.join(spec.targets)} node")
+        return StepOutcome(
+            False, f"cannot {step.action}(): it needs a {' or '.join(spec.targets)} node", "missing_target"
+        )
     if step.target not in state.graph.nodes:
-        return StepOutcome(False, f"cannot {step}: {UnknownNodeError(step.target, state.graph.nodes)}")
+        return StepOutcome(False, f"cannot {step}: {UnknownNodeError(step.target, state.graph.nodes)}", "unknown_node")
     node_type = state.node_type(step.target)
     if node_type not in spec.targets:
         return StepOutcome(
-            False, f"cannot {step}: {step.target} is a {node_type}; {step.action} takes a {' or '.join(spec.targets)}"
+            False,
+            f"cannot {step}: {step.target} is a {node_type}; {step.action} takes a {' or '.join(spec.targets)}",
+            "wrong_type",
         )
     if state.graph.agent_id is None and step.action not in ("done",):
-        return StepOutcome(False, f"cannot {step}: the scene graph has no agent node")
+        return StepOutcome(False, f"cannot {step}: the scene graph has no agent node", "no_agent")
     for clause in spec.preconditions:
         reason = PRECONDITIONS[clause.name](state, step.target, clause.arg)
         if reason is not None:
-            return StepOutcome(False, f"cannot {step}: {reason}")
+            return StepOutcome(False, f"cannot {step}: {reason}", clause.name)
     return StepOutcome(True)
 
 

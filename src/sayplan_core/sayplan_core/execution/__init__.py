@@ -1,0 +1,1 @@
+"""Executing plans: the closed loop (plan, run skills, replan on failure) and a simulated world."""

@@ -1,0 +1,150 @@
+"""A simulated robot world: skills run against ground truth that may differ from the robot's graph.
+
+The truth starts as the robot's environment plus `world_changes` (an object that
+was moved, a container that is locked). Injected failures (a grasp that slips, a
+door that jams) fail a skill a given number of times. After every skill the world
+reports what the robot would now know about the nodes it touched, as a graph
+update, so the robot's graph converges to the truth as it acts.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from sayplan_core.graph.model import GraphError, SceneGraph, with_state
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.simulator import apply_step
+from sayplan_core.sim.world_state import WorldState
+
+#: Which failed precondition a robot would report as which failure code.
+FAILURE_CODES: dict[str, str] = {
+    "reachable": "unreachable",
+    "in_agent_room": "not_found",
+    "under_accessed": "not_found",
+    "unknown_node": "not_found",
+    "container_open": "blocked",
+    "target_open": "blocked",
+    "lacks_state": "locked",
+}
+KNOWN_CODES = ("not_found", "grasp_failed", "locked", "blocked", "unreachable", "error")
+
+
+@dataclass
+class InjectedFailure:
+    skill: str
+    target: str
+    code: str = "grasp_failed"
+    times: int = 1
+    message: str = ""
+
+    def __post_init__(self) -> None:
+        if self.code not in KNOWN_CODES:
+            raise ValueError(f"injected failure code '{self.code}' is not one of {', '.join(KNOWN_CODES)}")
+        if self.times < 1:
+            raise ValueError(f"injected failure {self.skill}({self.target}) needs times >= 1")
+
+
+@dataclass
+class SkillOutcome:
+    success: bool
+    failure_code: str = ""
+    message: str = ""
+    update: GraphUpdate = field(default_factory=GraphUpdate)
+
+
+def apply_world_changes(graph: SceneGraph, changes: Iterable[Mapping[str, Any]]) -> SceneGraph:
+    """A copy of `graph` with objects moved or states changed: the world as it really is."""
+    out = graph.copy()
+    for change in changes:
+        kind, node = change.get("kind"), change.get("node")
+        if not isinstance(node, str) or node not in out:
+            raise GraphError(f"world change names node '{node}', which is not in the graph", str(node))
+        if kind == "move":
+            out.set_parent(node, str(change["parent"]), str(change.get("relation", "ontop_of")))
+        elif kind == "state":
+            states = list(out.nodes[node].states)
+            for state in change.get("states", []):
+                states = with_state(states, str(state))
+            out.nodes[node].states = states
+        elif kind == "remove":
+            out.remove_node(node)
+        else:
+            raise GraphError(f"unknown world change kind '{kind}' (move, state or remove)", node)
+    return out
+
+
+class SimulatedWorld:
+    def __init__(
+        self,
+        truth: SceneGraph,
+        action_set: str | ActionSet = "sayplan",
+        failures: Iterable[InjectedFailure] = (),
+    ) -> None:
+        self.actions = load_action_set(action_set) if isinstance(action_set, str) else action_set
+        self.state = WorldState.from_graph(truth)
+        self.failures = [copy.copy(f) for f in failures]
+
+    @property
+    def truth(self) -> SceneGraph:
+        return self.state.apply_to()
+
+    def execute(self, skill: str, target: str) -> SkillOutcome:
+        step = PlanStep(skill, target)
+        for failure in self.failures:
+            if failure.times > 0 and failure.skill == skill and failure.target == target:
+                failure.times -= 1
+                message = failure.message or f"{step} failed: {failure.code.replace('_', ' ')} (injected)"
+                return SkillOutcome(False, failure.code, message, self.observe([target]))
+        outcome = apply_step(self.state, step, self.actions)
+        if not outcome.ok:
+            code = FAILURE_CODES.get(outcome.failed, "error")
+            if outcome.failed == "unknown_node":  # gone from the world: the robot's graph should forget it
+                return SkillOutcome(
+                    False, code, outcome.feedback, GraphUpdate(remove=[target], source="sim_skill_server")
+                )
+            if code == "not_found" and self.state.node_type(target) == "object":
+                return SkillOutcome(False, code, outcome.feedback, self._not_found(target))
+            touched = [target, *self._container_chain(target)]
+            return SkillOutcome(False, code, outcome.feedback, self.observe(touched))
+        touched = [target]
+        if self.state.holding:
+            touched.append(self.state.holding)
+        return SkillOutcome(True, "", f"{step} done", self.observe(touched))
+
+    def _not_found(self, target: str) -> GraphUpdate:
+        """The object is not where the robot looked: seen elsewhere in this room, or unknown."""
+        if self.state.room_of(target) == self.state.agent_room():
+            return self.observe([target])
+        if self.state.graph.children(target):
+            return self.observe([])
+        update = self.observe([])
+        update.remove.append(target)
+        return update
+
+    def _container_chain(self, node_id: str) -> list[str]:
+        return [a for a in self.state.ancestors(node_id) if self.state.node_type(a) in ("asset", "object")]
+
+    def observe(self, node_ids: Iterable[str]) -> GraphUpdate:
+        """What the robot learns: the true state and place of the touched nodes, and where it is."""
+        truth = self.state
+        upserts: list[NodeUpsert] = []
+        seen: set[str] = set()
+        for node_id in node_ids:
+            if node_id in seen or node_id not in truth.graph.nodes:
+                continue
+            seen.add(node_id)
+            node = copy.deepcopy(truth.graph.nodes[node_id])
+            node.states = list(truth.states(node_id))
+            parent = truth.parent(node_id)
+            upserts.append(NodeUpsert(node, parent, truth.relation(node_id) or "in"))
+        agent = truth.graph.agent_id
+        if agent is not None and truth.location is not None:
+            node = copy.deepcopy(truth.graph.nodes[agent])
+            node.attributes["location"] = truth.location
+            upserts.append(NodeUpsert(node))
+        return GraphUpdate(upsert=upserts, source="sim_skill_server")
