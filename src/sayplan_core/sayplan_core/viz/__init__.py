@@ -1,0 +1,1 @@
+"""Visualisation data for RViz, independent of ROS."""
