@@ -26,6 +26,9 @@ setup(
         "console_scripts": [
             "scene_graph_server = sayplan_ros.scene_graph_server:main",
             "path_planner = sayplan_ros.path_planner_node:main",
+            "planner = sayplan_ros.planner_node:main",
+            "executor = sayplan_ros.executor_node:main",
+            "sim_skill_server = sayplan_ros.sim_skill_server:main",
             "sayplan_stack = sayplan_ros.stack:main",
         ],
     },

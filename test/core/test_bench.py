@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from test_planners import BAD_PLAN, GOOD_PLAN, lite_plan, lite_search, say, write_transcript
+from transcripts import BAD_PLAN, GOOD_PLAN, lite_plan, lite_search, say, write_transcript
 
 from sayplan_core.cli import main as cli_main
 

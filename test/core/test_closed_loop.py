@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from test_planners import FAST, GOOD_PLAN, INSTRUCTION, say, transcript
+from transcripts import FAST, GOOD_PLAN, INSTRUCTION, say, transcript
 
 from sayplan_core.envs import load_env
 from sayplan_core.execution.closed_loop import PlanOutcome, SkillResult, StepReport, run_closed_loop

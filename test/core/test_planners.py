@@ -7,60 +7,26 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from transcripts import (
+    BAD_PLAN,
+    FAST,
+    GOAL,
+    GOOD_PLAN,
+    INSTRUCTION,
+    error,
+    lite_plan,
+    lite_search,
+    say,
+    transcript,
+    write_transcript,
+)
 
 from sayplan_core.cli import main as cli_main
 from sayplan_core.envs import load_env
-from sayplan_core.llm.replay import TRANSCRIPT_FORMAT, RecordingBackend, ReplayBackend
+from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.session import Budget
 from sayplan_core.planners import PlannerOptions, Progress, make_planner
-from sayplan_core.sim import check_goals, goal_from_dict, verify_plan
-
-INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
-GOAL = goal_from_dict({"kind": "placed", "node": "coffee_mug", "relation": "ontop_of", "target": "nikos_desk"})
-GOOD_PLAN = [
-    ("goto", "kitchen"), ("open", "kitchen_cupboard"), ("access", "kitchen_cupboard"), ("pickup", "coffee_mug"),
-    ("access", "coffee_machine"), ("release", "coffee_mug"), ("turn_on", "coffee_machine"),
-    ("turn_off", "coffee_machine"), ("pickup", "coffee_mug"), ("goto", "nikos_office"), ("access", "nikos_desk"),
-    ("release", "coffee_mug"), ("done", ""),
-]  # fmt: skip
-BAD_PLAN = [step for step in GOOD_PLAN if step != ("open", "kitchen_cupboard")]
-FAST = Budget(backoff_initial_s=0.0, backoff_max_s=0.0)
-
-
-def steps(plan: list[tuple[str, str]]) -> list[dict[str, str]]:
-    return [{"action": a, "target": t} for a, t in plan]
-
-
-def say(
-    command: str, node: str = "", plan: list[tuple[str, str]] | None = None, answer: list[str] | None = None
-) -> str:
-    mode = "planning" if command == "plan" else "exploring"
-    body = {"command_name": command, "node_name": node, "plan": steps(plan or []), "answer": answer or []}
-    return json.dumps({"chain_of_thought": "...", "reasoning": "...", "mode": mode, "command": body})
-
-
-def lite_search(command: str, node: str = "") -> str:
-    return json.dumps(
-        {"chain_of_thought": "...", "reasoning": "...", "command": {"command_name": command, "node_name": node}}
-    )
-
-
-def lite_plan(plan: list[tuple[str, str]], answer: list[str] | None = None) -> str:
-    return json.dumps({"chain_of_thought": "...", "plan": steps(plan), "answer": answer or []})
-
-
-def transcript(*answers: str | dict[str, Any]) -> ReplayBackend:
-    calls = []
-    for item in answers:
-        if isinstance(item, dict):
-            calls.append(item)
-        else:
-            calls.append({"response": {"text": item, "prompt_tokens": 1000, "completion_tokens": 50}})
-    return ReplayBackend({"format": TRANSCRIPT_FORMAT, "version": 1, "calls": calls}, "hand-written")
-
-
-def error(kind: str) -> dict[str, Any]:
-    return {"error": {"kind": kind, "message": f"recorded {kind}"}}
+from sayplan_core.sim import check_goals, verify_plan
 
 
 def run(planner: str, backend: Any, **options: Any) -> Any:
@@ -268,12 +234,6 @@ def test_schema_enums_list_only_visible_nodes() -> None:
 
 
 # ------------------------------------------------------------------ CLI
-def write_transcript(path: Path, *answers: str) -> Path:
-    calls = [{"response": {"text": a, "prompt_tokens": 900, "completion_tokens": 40}} for a in answers]
-    path.write_text(json.dumps({"format": TRANSCRIPT_FORMAT, "version": 1, "calls": calls}))
-    return path
-
-
 def test_cli_plan_with_replay(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     t = write_transcript(
         tmp_path / "t.json",

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import KeyValue
 from geometry_msgs.msg import Point
+from std_msgs.msg import ColorRGBA
+from visualization_msgs.msg import Marker, MarkerArray
 
 from sayplan_core.graph.model import GraphError, Node, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
@@ -108,9 +111,55 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
     )
 
 
+def update_to_msg(update: GraphUpdate) -> GraphUpdateMsg:
+    msg = GraphUpdateMsg(source=update.source)
+    upserts = []
+    for item in update.upsert:
+        scratch = SceneGraph()
+        scratch.add_node(item.node)
+        node_msg = node_to_msg(scratch, item.node.id)
+        node_msg.parent = item.parent or ""
+        node_msg.relation = item.relation if item.parent else ""
+        upserts.append(node_msg)
+    msg.upsert = upserts
+    msg.remove = list(update.remove)
+    msg.connect = [
+        SceneGraphEdge(source=a, target=b, relation="connected_to", weight=w or 0.0) for a, b, w in update.connect
+    ]
+    msg.disconnect = [SceneGraphEdge(source=a, target=b, relation="connected_to") for a, b in update.disconnect]
+    return msg
+
+
 def steps_from_msgs(msgs: Iterable[PlanStepMsg]) -> list[PlanStep]:
     return [PlanStep(m.action.strip(), m.target.strip()) for m in msgs]
 
 
 def steps_to_msgs(steps: Iterable[PlanStep]) -> list[PlanStepMsg]:
     return [PlanStepMsg(action=s.action, target=s.target) for s in steps]
+
+
+_MARKER_KINDS = {
+    "sphere": Marker.SPHERE,
+    "cube": Marker.CUBE,
+    "text": Marker.TEXT_VIEW_FACING,
+    "line_list": Marker.LINE_LIST,
+    "line_strip": Marker.LINE_STRIP,
+}
+
+
+def markers_to_msg(graph: SceneGraph, plan_nodes: list[str], frame_id: str, stamp: Time) -> MarkerArray:
+    from sayplan_core.viz.markers import graph_markers
+
+    clear = Marker(action=Marker.DELETEALL)
+    clear.header.frame_id = frame_id
+    markers = [clear]
+    for spec in graph_markers(graph, plan_nodes):
+        m = Marker(ns=spec.ns, id=spec.id, type=_MARKER_KINDS[spec.kind], action=Marker.ADD, text=spec.text)
+        m.header.frame_id, m.header.stamp = frame_id, stamp
+        m.pose.position = Point(x=spec.position[0], y=spec.position[1], z=spec.position[2])
+        m.pose.orientation.w = 1.0
+        m.scale.x = m.scale.y = m.scale.z = spec.scale
+        m.color = ColorRGBA(r=spec.color[0], g=spec.color[1], b=spec.color[2], a=spec.color[3])
+        m.points = [Point(x=p[0], y=p[1], z=p[2]) for p in spec.points]
+        markers.append(m)
+    return MarkerArray(markers=markers)

@@ -1,8 +1,10 @@
 """scene_graph_server: owns the live 3D scene graph and serves it over ROS 2.
 
-Publishes the graph latched on `scene_graph` with a version counter; services
-`get_scene_graph`, `apply_graph_update` (atomic, refused updates keep the graph)
-and `verify_plan` (the scene-graph simulator on the live graph).
+Publishes the graph latched on `scene_graph` with a version counter, and RViz
+markers latched on `scene_graph_markers` (layers, labels, edges, the agent and the
+path of the plan on `active_plan`). Services: `get_scene_graph`,
+`apply_graph_update` (atomic; a refused update keeps the graph), `verify_plan`
+and `graph_view` (collapse / expand / contract).
 """
 
 from __future__ import annotations
@@ -12,15 +14,18 @@ from typing import Any
 
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
+from visualization_msgs.msg import MarkerArray
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
+from sayplan_core.graph.views import GraphView as CoreView
 from sayplan_core.sim.action_set import ActionSetError
 from sayplan_core.sim.simulator import verify_plan
+from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
-from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, VerifyPlan
-from sayplan_ros.conversions import graph_to_msg, msg_to_update, steps_from_msgs
+from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
+from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
 from sayplan_ros.qos import LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
 
@@ -44,6 +49,10 @@ class SceneGraphServer(Node):
         self._graph: SceneGraph = load_env(env)
         self._version = 1
         self._publisher = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED_STATE_QOS)
+        self._marker_pub = self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS)
+        self._plan_nodes: list[str] = []
+        self.create_subscription(Plan, "active_plan", self._on_plan, LATCHED_STATE_QOS)
+        self.create_service(GraphView, "graph_view", self._on_view)
         self.create_service(GetSceneGraph, "get_scene_graph", self._on_get)
         self.create_service(ApplyGraphUpdate, "apply_graph_update", self._on_update)
         self.create_service(VerifyPlan, "verify_plan", self._on_verify)
@@ -65,6 +74,45 @@ class SceneGraphServer(Node):
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self._frame_id
         self._publisher.publish(msg)
+        self._publish_markers()
+
+    def _publish_markers(self) -> None:
+        stamp = self.get_clock().now().to_msg()
+        self._marker_pub.publish(markers_to_msg(self._graph, self._plan_nodes, self._frame_id, stamp))
+
+    def _on_plan(self, msg: Plan) -> None:
+        """Highlight the remaining navigation of the active plan."""
+        with self._lock:
+            start = max(msg.current_step, 0) if msg.current_step >= 0 else len(msg.steps)
+            hops = [s.target for s in msg.steps[start:] if s.action in ("goto", "go_to") and s.target in self._graph]
+            location = self._graph.agent_location()
+            self._plan_nodes = ([location] if location and hops else []) + hops
+            self._publish_markers()
+
+    def _on_view(self, request: GraphView.Request, response: GraphView.Response) -> GraphView.Response:
+        with self._lock:
+            graph = self._graph
+        view = CoreView(graph)
+        try:
+            for node_id in request.expanded:
+                view.expand(node_id)
+            if request.operation == "collapse":
+                view.collapse()
+            elif request.operation == "expand":
+                view.expand(request.node_id)
+            elif request.operation == "contract":
+                view.contract(request.node_id)
+            else:
+                raise GraphError(f"unknown operation '{request.operation}' (collapse, expand or contract)")
+        except GraphError as exc:
+            response.success, response.message = False, str(exc)
+            response.expanded = list(request.expanded)
+            return response
+        response.success, response.message = True, f"{len(view.visible_ids())} nodes visible"
+        response.expanded = list(view.expanded)
+        response.visible_ids = sorted(view.visible_ids())
+        response.text = view.text()
+        return response
 
     def _on_get(self, request: GetSceneGraph.Request, response: GetSceneGraph.Response) -> GetSceneGraph.Response:
         with self._lock:

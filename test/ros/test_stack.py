@@ -1,0 +1,204 @@
+"""The whole stack as real rclpy nodes over DDS: closed loop, replanning, cancel, LLM down, markers."""
+
+from __future__ import annotations
+
+import json
+import socket
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from pytest_httpserver import HTTPServer
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from transcripts import GOAL, GOOD_PLAN, INSTRUCTION, say, write_transcript
+from visualization_msgs.msg import MarkerArray
+from werkzeug import Request, Response
+
+from sayplan_core.sim import check_goals
+from sayplan_interfaces.action import ExecuteTask, PlanTask
+from sayplan_interfaces.srv import GetSceneGraph, GraphView
+from sayplan_ros.executor_node import ExecutorNode
+from sayplan_ros.planner_node import PlannerNode
+from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.scene_graph_server import SceneGraphServer
+from sayplan_ros.sim_skill_server import SimSkillServer
+
+pytestmark = pytest.mark.ros
+REST_OF_PLAN = GOOD_PLAN[2:]
+
+
+def start_stack(ros: Any, planner: list[Parameter], skills: list[Parameter]) -> dict[str, Any]:
+    ctx = ros.context
+    return {
+        "graph": ros.add(SceneGraphServer(context=ctx)),
+        "planner": ros.add(PlannerNode(context=ctx, parameter_overrides=planner)),
+        "executor": ros.add(ExecutorNode(context=ctx)),
+        "skills": ros.add(SimSkillServer(context=ctx, parameter_overrides=skills)),
+    }
+
+
+def send(ros: Any, client: ActionClient, goal: Any, on_feedback: Any = None, timeout: float = 60.0) -> tuple[Any, Any]:
+    assert client.wait_for_server(timeout_sec=10.0), f"{client._action_name} not available"
+    future = client.send_goal_async(goal, feedback_callback=on_feedback)
+    ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
+    handle = future.result()
+    return handle, handle.get_result_async() if handle.accepted else None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_closed_loop_with_an_injected_failure(ros: Any, tmp_path: Path) -> None:
+    t = write_transcript(
+        tmp_path / "t.json",
+        say("expand", "kitchen"),
+        say("expand", "nikos_office"),
+        say("plan", plan=GOOD_PLAN),
+        say("plan", plan=REST_OF_PLAN),
+    )
+    nodes = start_stack(
+        ros,
+        [Parameter("replay_transcript", value=str(t))],
+        [Parameter("failures", value="pickup:coffee_mug:grasp_failed"), Parameter("skill_delay_s", value=0.02)],
+    )
+    markers: list[MarkerArray] = []
+    listener = ros.node("viewer")
+    listener.create_subscription(MarkerArray, "scene_graph_markers", markers.append, LATCHED_STATE_QOS)
+    feedback: list[Any] = []
+    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    handle, result_future = send(
+        ros, client, ExecuteTask.Goal(instruction=INSTRUCTION), lambda f: feedback.append(f.feedback)
+    )
+    assert handle.accepted
+    ros.wait_for(result_future.done, timeout=60.0, what="execute_task result")
+    result = result_future.result().result
+    assert result.success and result.replans == 1, result.message
+    assert [s.action for s in result.executed][-1] == "done"
+    stages = [f.stage for f in feedback]
+    assert stages[0] == "planning" and "replanning" in stages and stages[-1] == "done"
+    assert any(f.status == "failed: grasp_failed" for f in feedback)
+    # the robot's live graph (and the simulated truth) meet the goal
+    assert check_goals(nodes["graph"].graph, [GOAL]).success
+    assert check_goals(nodes["skills"].world.truth, [GOAL]).success
+    assert nodes["graph"].version > 20  # one update per skill
+    # markers: one per node per layer, and the plan path was drawn while executing
+    ros.wait_for(lambda: bool(markers), what="markers")
+    layers: dict[str, int] = {}
+    for m in markers[-1].markers:
+        if m.type in (m.SPHERE, m.CUBE):
+            layers[m.ns] = layers.get(m.ns, 0) + 1
+    assert layers == {"rooms": 37, "poses": 25, "assets": 86, "objects": 88, "agents": 1}
+    assert any(len(m.points) >= 2 for arr in markers for m in arr.markers if m.ns == "plan")
+
+
+def test_graph_view_service(ros: Any) -> None:
+    ros.add(SceneGraphServer(context=ros.context))
+    client = ros.node("viewer").create_client(GraphView, "graph_view")
+    answer = ros.call(client, GraphView.Request(operation="expand", node_id="kitchen"))
+    assert answer.success and answer.expanded == ["kitchen"] and "fridge" in answer.visible_ids
+    assert json.loads(answer.text)["links"]
+    answer = ros.call(client, GraphView.Request(operation="contract", node_id="kitchen", expanded=["kitchen"]))
+    assert answer.success and answer.expanded == [] and "fridge" not in answer.visible_ids
+    answer = ros.call(client, GraphView.Request(operation="expand", node_id="fridge"))
+    assert not answer.success and "not visible yet" in answer.message
+
+
+def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
+    def slow(_: Request) -> Response:
+        time.sleep(0.3)
+        body = {
+            "id": "1", "object": "chat.completion", "created": 1, "model": "slow",
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": say("expand", "kitchen")}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15},
+        }  # fmt: skip
+        return Response(json.dumps(body), content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(slow)
+    ros.add(SceneGraphServer(context=ros.context))
+    params = [
+        Parameter("llm", value="openai"),
+        Parameter("base_url", value=httpserver.url_for("/v1")),
+        Parameter("api_key_env", value="SAYPLAN_TEST_NO_KEY"),
+    ]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    feedback: list[Any] = []
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    time.sleep(0.5)  # let the planner receive the latched graph
+    handle, result_future = send(
+        ros, client, PlanTask.Goal(instruction=INSTRUCTION), lambda f: feedback.append(f.feedback)
+    )
+    ros.wait_for(lambda: len(feedback) >= 1, timeout=20.0, what="first search step")
+    handle.cancel_goal_async()
+    ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
+    assert result_future.result().status == 5  # CANCELED
+    assert result_future.result().result.message == "cancelled"
+
+
+def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
+    t = write_transcript(
+        tmp_path / "t.json", say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)
+    )
+    nodes = start_stack(ros, [Parameter("replay_transcript", value=str(t))], [Parameter("skill_delay_s", value=1.0)])
+    feedback: list[Any] = []
+    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    handle, result_future = send(
+        ros, client, ExecuteTask.Goal(instruction=INSTRUCTION), lambda f: feedback.append(f.feedback)
+    )
+    ros.wait_for(lambda: any(f.stage == "executing" for f in feedback), timeout=30.0, what="execution to start")
+    handle.cancel_goal_async()
+    ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
+    assert result_future.result().status == 5 and result_future.result().result.message == "cancelled"
+    assert nodes["skills"].world.state.location == "pose7"  # the first goto never completed
+
+
+def test_llm_down_fails_the_goal_and_nodes_stay_up(ros: Any) -> None:
+    ros.add(SceneGraphServer(context=ros.context))
+    params = [
+        Parameter("llm", value="ollama"),
+        Parameter("base_url", value=f"http://127.0.0.1:{free_port()}"),
+        Parameter("retries", value=1),
+        Parameter("timeout_s", value=2.0),
+    ]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    time.sleep(0.5)
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
+    ros.wait_for(result_future.done, timeout=30.0, what="aborted result")
+    outcome = result_future.result()
+    assert outcome.status == 6  # ABORTED
+    assert outcome.result.message.startswith("LLM backend kept failing (connection) after 2 attempts")
+    graph = ros.node("probe").create_client(GetSceneGraph, "get_scene_graph")
+    assert ros.call(graph, GetSceneGraph.Request()).success
+
+
+def test_busy_planner_rejects_a_second_goal(ros: Any, httpserver: HTTPServer) -> None:
+    gate = threading.Event()
+
+    def blocked(_: Request) -> Response:
+        gate.wait(10)
+        return Response("{}", status=500)
+
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(blocked)
+    ros.add(SceneGraphServer(context=ros.context))
+    params = [
+        Parameter("llm", value="openai"),
+        Parameter("base_url", value=httpserver.url_for("/v1")),
+        Parameter("retries", value=0),
+    ]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    time.sleep(0.5)
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    first, first_result = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
+    second, _ = send(ros, client, PlanTask.Goal(instruction="another task"))
+    assert first.accepted and not second.accepted
+    gate.set()
+    ros.wait_for(first_result.done, timeout=20.0, what="first goal to end")
