@@ -15,6 +15,7 @@ setup(
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
         ("share/" + package_name + "/config", glob("config/*.yaml")),
+        ("share/" + package_name + "/transcripts", glob("transcripts/*.json")),
     ],
     install_requires=["setuptools"],
     zip_safe=False,
@@ -30,6 +31,7 @@ setup(
             "executor = sayplan_ros.executor_node:main",
             "sim_skill_server = sayplan_ros.sim_skill_server:main",
             "sayplan_stack = sayplan_ros.stack:main",
+            "sayplan_demo = sayplan_ros.demo:main",
         ],
     },
 )

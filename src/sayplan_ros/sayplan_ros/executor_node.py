@@ -23,11 +23,11 @@ from rclpy.task import Future
 from sayplan_core.execution.closed_loop import PlanOutcome, SkillResult, StepReport, run_closed_loop
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
-from sayplan_interfaces.msg import Plan
+from sayplan_interfaces.msg import ExecutionEvent, Plan, SkillReport
 from sayplan_interfaces.msg import PlanStep as PlanStepMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import steps_from_msgs, steps_to_msgs
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
 
 
@@ -57,6 +57,8 @@ class ExecutorNode(Node):
         self._skill_client = ActionClient(self, ExecuteSkill, "execute_skill", callback_group=group)
         self._update_client = self.create_client(ApplyGraphUpdate, "apply_graph_update", callback_group=group)
         self._plan_pub = self.create_publisher(Plan, "active_plan", LATCHED_STATE_QOS)
+        self._events = self.create_publisher(ExecutionEvent, "execution_events", EVENTS_QOS)
+        self._skills = self.create_publisher(SkillReport, "skill_results", EVENTS_QOS)
         self._lock = threading.Lock()
         self._busy = False
         self._server = ActionServer(
@@ -85,20 +87,28 @@ class ExecutorNode(Node):
                 raise StepTimeoutError(f"no answer within {timeout:.0f} s")
         return future.result()
 
-    def _send(self, client: ActionClient, goal: Any, timeout: float, cancelled: Any) -> Any:
+    def _send(self, client: ActionClient, goal: Any, timeout: float, cancelled: Any, on_feedback: Any = None) -> Any:
         if not client.wait_for_server(timeout_sec=5.0):
             raise StepTimeoutError(f"action server '{client._action_name}' is not available")
-        handle = self._wait(client.send_goal_async(goal), 10.0)
+        handle = self._wait(client.send_goal_async(goal, feedback_callback=on_feedback), 10.0)
         if not handle.accepted:
             raise StepTimeoutError(f"'{client._action_name}' rejected the goal (busy?)")
         wrapped = self._wait(handle.get_result_async(), timeout, cancelled, handle.cancel_goal_async)
         return wrapped.result
 
     # ------------------------------------------------------------------ the loop's three functions
-    def _plan(self, instruction: str, context: str, cancelled: Any) -> PlanOutcome:
+    def _plan(self, instruction: str, context: str, cancelled: Any, on_progress: Any = None) -> PlanOutcome:
         goal = PlanTask.Goal(instruction=instruction, planner=self._planner, context=context)
+
+        def forward(msg: Any) -> None:
+            if on_progress is not None:
+                f = msg.feedback
+                where = f" {f.node}" if f.node else ""
+                detail = f": {f.message}" if f.message else ""
+                on_progress(f"{f.stage}{where}, round {f.replanning_round}, {f.tokens_used} tokens{detail}")
+
         try:
-            result = self._send(self._plan_client, goal, self._plan_timeout, cancelled)
+            result = self._send(self._plan_client, goal, self._plan_timeout, cancelled, forward)
         except StepTimeoutError as exc:
             return PlanOutcome(False, [], f"plan_task: {exc}")
         return PlanOutcome(bool(result.success), steps_from_msgs(result.full_plan), result.message)
@@ -110,6 +120,15 @@ class ExecutorNode(Node):
         except StepTimeoutError as exc:
             return SkillResult(False, "error", f"execute_skill: {exc}")
         update = result.graph_update
+        report = SkillReport(
+            step=PlanStepMsg(action=step.action, target=step.target),
+            success=bool(result.success),
+            failure_code=result.failure_code,
+            message=result.message,
+            graph_update=update,
+        )
+        report.header.stamp = self.get_clock().now().to_msg()
+        self._skills.publish(report)
         if update.upsert or update.remove or update.connect or update.disconnect:
             if not self._update_client.wait_for_service(timeout_sec=5.0):
                 return SkillResult(False, "error", "apply_graph_update is not available")
@@ -145,15 +164,32 @@ class ExecutorNode(Node):
         current_plan: list[PlanStepMsg] = []
 
         def plan(text: str, context: str) -> PlanOutcome:
-            outcome = self._plan(text, context, cancelled)
+            stage = "replanning" if context else "planning"
+            outcome = self._plan(
+                text, context, cancelled, lambda status: report(StepReport(stage, 0, 0, None, status, replans[0]))
+            )
             current_plan[:] = steps_to_msgs(outcome.full_plan)
             self._publish_plan(text, current_plan, 0 if outcome.success else -1)
             return outcome
 
+        replans = [0]
+
         def report(r: StepReport) -> None:
+            replans[0] = r.replans
             if r.stage == "executing" and r.status == "running":
                 self._publish_plan(instruction, current_plan, r.step_index)
             step = steps_to_msgs([r.step])[0] if r.step is not None else PlanStepMsg()
+            event = ExecutionEvent(
+                instruction=instruction,
+                stage=r.stage,
+                step_index=r.step_index,
+                step_count=r.step_count,
+                step=step,
+                status=r.status,
+                replans=r.replans,
+            )
+            event.header.stamp = self.get_clock().now().to_msg()
+            self._events.publish(event)
             goal_handle.publish_feedback(
                 ExecuteTask.Feedback(
                     stage=r.stage,

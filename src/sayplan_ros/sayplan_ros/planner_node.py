@@ -18,15 +18,16 @@ from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
 from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend
 from sayplan_core.llm.session import Budget
 from sayplan_core.llm.types import LlmBackend, LlmError
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
 from sayplan_interfaces.action import PlanTask
-from sayplan_interfaces.msg import LlmCallStats
+from sayplan_interfaces.msg import LlmCallStats, PlanReport
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_ros.conversions import msg_to_graph, steps_to_msgs
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
@@ -43,6 +44,7 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     "max_tokens": (250000, "LLM tokens per goal"),
     "max_answer_tokens": (1024, "completion tokens per LLM answer"),
     "replay_transcript": ("", "answer from this recorded transcript instead of an LLM (tests, demos)"),
+    "record_transcript": ("", "save every LLM exchange of this node to this JSON file (updated after each goal)"),
 }
 
 
@@ -58,10 +60,12 @@ class PlannerNode(Node):
         self._llm_config.validate()
         self._options = self._read_options()
         self._backend: LlmBackend | None = None
+        self._recorder: RecordingBackend | None = None
         self._lock = threading.Lock()
         self._busy = False
         self._graph: SceneGraph | None = None
         self._graph_version = 0
+        self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         group = ReentrantCallbackGroup()
         self.create_subscription(SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS, callback_group=group)
         self._server = ActionServer(
@@ -127,7 +131,10 @@ class PlannerNode(Node):
 
     def _get_backend(self) -> LlmBackend:
         if self._backend is None:
-            self._backend, note = make_backend(self._llm_config)
+            backend, note = make_backend(self._llm_config)
+            record = str(self.get_parameter("record_transcript").value)
+            self._recorder = RecordingBackend(backend) if record else None
+            self._backend = self._recorder or backend
             self.get_logger().info(note)
         return self._backend
 
@@ -159,7 +166,12 @@ class PlannerNode(Node):
 
         def feedback(p: Progress) -> None:
             msg = PlanTask.Feedback(
-                stage=p.stage, node=p.node, step=p.step, replanning_round=p.replanning_round, tokens_used=p.tokens_used
+                stage=p.stage,
+                node=p.node,
+                step=p.step,
+                replanning_round=p.replanning_round,
+                tokens_used=p.tokens_used,
+                message=p.message,
             )
             goal_handle.publish_feedback(msg)
 
@@ -184,6 +196,14 @@ class PlannerNode(Node):
             )
             for c in outcome.calls
         ]
+        if self._recorder is not None:
+            self._recorder.save(str(self.get_parameter("record_transcript").value))
+        report = PlanReport(instruction=goal.instruction, planner=planner.name)
+        report.header.stamp = self.get_clock().now().to_msg()
+        for key in ("success", "message", "plan", "full_plan", "replanning_rounds", "feedback_history"):
+            setattr(report, key, getattr(result, key))
+        report.explored_nodes, report.llm_calls = result.explored_nodes, result.llm_calls
+        self._reports.publish(report)
         if outcome.cancelled:
             goal_handle.canceled()
         elif outcome.success:
