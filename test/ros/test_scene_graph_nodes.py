@@ -138,11 +138,21 @@ def test_bad_parameters_fail_clearly(ros: Any) -> None:
 
 def test_every_config_parameter_is_declared(ros: Any) -> None:
     import yaml
-    from test_launch import ROOT
+    from test_launch import CONFIG_FILES
 
-    config = yaml.safe_load((ROOT / "config" / "sayplan.yaml").read_text())
-    nodes = {"scene_graph_server": start_server(ros), "path_planner": ros.add(PathPlannerNode(context=ros.context))}
-    for name, node in nodes.items():
-        for key in config[name]["ros__parameters"]:
-            assert node.has_parameter(key), f"{name} does not declare '{key}'"
-            assert node.describe_parameter(key).description, f"{name}.{key} has no description"
+    from sayplan_ros.executor_node import ExecutorNode
+    from sayplan_ros.planner_node import PlannerNode
+    from sayplan_ros.sim_skill_server import SimSkillServer
+
+    nodes = {
+        "scene_graph_server": start_server(ros),
+        "path_planner": ros.add(PathPlannerNode(context=ros.context)),
+        "planner": ros.add(PlannerNode(context=ros.context)),
+        "executor": ros.add(ExecutorNode(context=ros.context)),
+        "sim_skill_server": ros.add(SimSkillServer(context=ros.context)),
+    }
+    for path in CONFIG_FILES:
+        for name, body in yaml.safe_load(path.read_text()).items():
+            for key in body["ros__parameters"]:
+                assert nodes[name].has_parameter(key), f"{path.name}: {name} does not declare '{key}'"
+                assert nodes[name].describe_parameter(key).description, f"{name}.{key} has no description"

@@ -55,6 +55,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--skill-delay", type=float, default=0.05, help="simulated seconds per skill")
     p.add_argument("--out", default="runs", help="folder for the run's bag and transcript")
     p.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"))
+    p.add_argument("--verbose", action="store_true", help="show the nodes' INFO logs")
     return p.parse_args(argv)
 
 
@@ -99,8 +100,19 @@ def run(args: argparse.Namespace) -> int:
         nodes.append(client_node)
         for node in nodes:
             executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
+        failure: list[BaseException] = []
+
+        def spin() -> None:
+            try:
+                executor.spin()
+            except BaseException as exc:  # surface it: a dead executor would leave the demo waiting forever
+                if rclpy.ok():
+                    failure.append(exc)
+
+        spinner = threading.Thread(target=spin, daemon=True)
         spinner.start()
+        _SPIN_FAILURES[:] = []
+        _SPIN_FAILURES.append(failure)
         reports: list[PlanReport] = []
         client_node.create_subscription(PlanReport, "plan_results", reports.append, EVENTS_QOS)
         return _execute(task.instruction, client_node, nodes, reports, run_dir, transcript, task)
@@ -108,6 +120,18 @@ def run(args: argparse.Namespace) -> int:
         executor.shutdown(timeout_sec=2.0)
         for node in nodes:
             node.destroy_node()
+
+
+_SPIN_FAILURES: list[list[BaseException]] = []
+
+
+def _wait_done(future: Any, what: str) -> Any:
+    while not future.done():
+        for failures in _SPIN_FAILURES:
+            if failures:
+                raise RuntimeError(f"the ROS executor stopped while waiting for {what}: {failures[0]!r}")
+        time.sleep(0.05)
+    return future.result()
 
 
 def _say(stage: str, text: str) -> None:
@@ -142,15 +166,10 @@ def _execute(
         _say(f.stage, f"{where} {f.status}".strip())
 
     goal_future = client.send_goal_async(ExecuteTask.Goal(instruction=instruction), feedback_callback=feedback)
-    while not goal_future.done():
-        time.sleep(0.05)
-    handle = goal_future.result()
+    handle = _wait_done(goal_future, "the goal to be accepted")
     if not handle.accepted:
         raise RuntimeError("execute_task rejected the goal")
-    result_future = handle.get_result_async()
-    while not result_future.done():
-        time.sleep(0.05)
-    result = result_future.result().result
+    result = _wait_done(handle.get_result_async(), "the task result").result
     time.sleep(0.3)  # last reports and graph versions reach the recorder
     graph_server: SceneGraphServer = nodes[0]  # type: ignore[assignment]
     recorder: BagRecorder = nodes[5]  # type: ignore[assignment]
@@ -181,7 +200,7 @@ def _execute(
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    rclpy.init()
+    rclpy.init(args=None if args.verbose else ["--ros-args", "--log-level", "WARN"])
     code = 0
     try:
         code = run(args)

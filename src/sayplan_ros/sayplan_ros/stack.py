@@ -1,6 +1,6 @@
 """Run the SayPlan nodes composed in one process (the path for machines without `ros2 launch`).
 
-    sayplan_stack --ros-args --params-file config/sayplan.yaml
+    sayplan_stack --ros-args --params-file config/sayplan.yaml --params-file config/robots/sim.yaml
 
 Parameters reach each node by its name exactly as with a launch file.
 """
