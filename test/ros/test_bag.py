@@ -88,7 +88,7 @@ def test_bag_fed_back_into_server_and_planner_gives_the_same_plan_and_graph(
             parameter_overrides=[Parameter("replay_transcript", value=str(demo_run / "llm_transcript.json"))],
         )
     )
-    ros.wait_for(lambda: planner._graph is not None, what="planner to receive the graph")
+    ros.wait_for(lambda: planner.graph_version > 0, what="planner to receive the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     assert client.wait_for_server(timeout_sec=10.0)
     handle_future = client.send_goal_async(PlanTask.Goal(instruction=recorded_plans[0].instruction))

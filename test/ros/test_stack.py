@@ -129,10 +129,10 @@ def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
         Parameter("base_url", value=httpserver.url_for("/v1")),
         Parameter("api_key_env", value="SAYPLAN_TEST_NO_KEY"),
     ]
-    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
     feedback: list[Any] = []
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
-    time.sleep(0.5)  # let the planner receive the latched graph
+    ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
     handle, result_future = send(
         ros, client, PlanTask.Goal(instruction=INSTRUCTION), lambda f: feedback.append(f.feedback)
     )
@@ -168,8 +168,8 @@ def test_llm_down_fails_the_goal_and_nodes_stay_up(ros: Any) -> None:
         Parameter("retries", value=1),
         Parameter("timeout_s", value=2.0),
     ]
-    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
-    time.sleep(0.5)
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
     ros.wait_for(result_future.done, timeout=30.0, what="aborted result")
@@ -194,8 +194,8 @@ def test_busy_planner_rejects_a_second_goal(ros: Any, httpserver: HTTPServer) ->
         Parameter("base_url", value=httpserver.url_for("/v1")),
         Parameter("retries", value=0),
     ]
-    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
-    time.sleep(0.5)
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     first, first_result = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
     second, _ = send(ros, client, PlanTask.Goal(instruction="another task"))

@@ -7,19 +7,16 @@ consumes `positions`; it lives with the robot backends.
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 from geometry_msgs.msg import Point
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
-from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.model import GraphError
 from sayplan_core.nav.path_planner import PathPlanner
-from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import PlanPath
-from sayplan_ros.conversions import msg_to_graph
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.runner import run_nodes
 
 METHODS = ("dijkstra", "astar")
@@ -34,28 +31,15 @@ class PathPlannerNode(Node):
         self._method = str(self.get_parameter("method").value)
         if self._method not in METHODS:
             raise ValueError(f"parameter 'method' must be one of {', '.join(METHODS)}, got '{self._method}'")
-        self._lock = threading.Lock()
-        self._graph: SceneGraph | None = None
-        self._version = 0
-        self.create_subscription(SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS)
+        self._follower = GraphFollower(self)
         self.create_service(PlanPath, "plan_path", self._on_plan_path)
 
     @property
     def version(self) -> int:
-        return self._version
-
-    def _on_graph(self, msg: SceneGraphMsg) -> None:
-        try:
-            graph = msg_to_graph(msg)
-        except (GraphError, ValueError) as exc:
-            self.get_logger().error(f"ignoring scene graph version {msg.version}: {exc}")
-            return
-        with self._lock:
-            self._graph, self._version = graph, int(msg.version)
+        return self._follower.latest()[1]
 
     def _on_plan_path(self, request: PlanPath.Request, response: PlanPath.Response) -> PlanPath.Response:
-        with self._lock:
-            graph = self._graph
+        graph, _ = self._follower.latest()
         if graph is None:
             response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
             return response

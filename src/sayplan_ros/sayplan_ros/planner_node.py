@@ -17,7 +17,6 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
-from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend
 from sayplan_core.llm.session import Budget
@@ -25,9 +24,9 @@ from sayplan_core.llm.types import LlmBackend, LlmError
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import LlmCallStats, PlanReport
-from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
-from sayplan_ros.conversions import msg_to_graph, steps_to_msgs
-from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
+from sayplan_ros.conversions import steps_to_msgs
+from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import run_nodes
 
 PARAMETERS: dict[str, tuple[Any, str]] = {
@@ -63,11 +62,9 @@ class PlannerNode(Node):
         self._recorder: RecordingBackend | None = None
         self._lock = threading.Lock()
         self._busy = False
-        self._graph: SceneGraph | None = None
-        self._graph_version = 0
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         group = ReentrantCallbackGroup()
-        self.create_subscription(SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS, callback_group=group)
+        self._follower = GraphFollower(self, group)
         self._server = ActionServer(
             self,
             PlanTask,
@@ -107,14 +104,10 @@ class PlannerNode(Node):
             max_answer_tokens=ints["max_answer_tokens"],
         )
 
-    def _on_graph(self, msg: SceneGraphMsg) -> None:
-        try:
-            graph = msg_to_graph(msg)
-        except (GraphError, ValueError) as exc:
-            self.get_logger().error(f"ignoring scene graph version {msg.version}: {exc}")
-            return
-        with self._lock:
-            self._graph, self._graph_version = graph, int(msg.version)
+    @property
+    def graph_version(self) -> int:
+        """Version of the scene graph this planner would plan on (0 before the first one arrives)."""
+        return self._follower.latest()[1]
 
     def _on_goal(self, goal: PlanTask.Goal) -> GoalResponse:
         with self._lock:
@@ -148,8 +141,7 @@ class PlannerNode(Node):
     def _plan(self, goal_handle: ServerGoalHandle) -> PlanTask.Result:
         goal: PlanTask.Goal = goal_handle.request
         result = PlanTask.Result()
-        with self._lock:
-            graph, version = self._graph, self._graph_version
+        graph, version = self._follower.latest()
         if graph is None:
             result.message = "no scene graph received yet on 'scene_graph'"
             goal_handle.abort()
