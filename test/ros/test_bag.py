@@ -57,7 +57,7 @@ def test_bag_is_readable_with_rosbags_typestore(demo_run: Path) -> None:
             if connection.topic == "/scene_graph":
                 assert msg.name == "office" and len(msg.nodes) == 238
     assert set(topics) == {"/scene_graph", "/active_plan", "/plan_results", "/execution_events", "/skill_results"}
-    assert topics["/plan_results"] == 2 and topics["/skill_results"] == topics["/scene_graph"] - 1
+    assert topics["/plan_results"] == 2 and topics["/skill_results"] == 24
 
 
 def test_replaying_skill_results_reproduces_the_final_graph(demo_run: Path) -> None:
@@ -68,7 +68,9 @@ def test_replaying_skill_results_reproduces_the_final_graph(demo_run: Path) -> N
     for report in skills:
         graph = apply_update(graph, msg_to_update(report.graph_update))
     assert graph_to_dict(graph) == graph_to_dict(msg_to_graph(graphs[-1]))
-    assert graphs[-1].version == graphs[0].version + len(skills)
+    # every version once (DDS may hand a late joiner the latched sample twice), none missing
+    versions = sorted({g.version for g in graphs})
+    assert versions == list(range(graphs[0].version, graphs[0].version + len(skills) + 1))
     assert [r.failure_code for r in skills if not r.success] == ["grasp_failed"]
 
 
