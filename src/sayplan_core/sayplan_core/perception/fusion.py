@@ -1,0 +1,246 @@
+"""Object-level fusion of RGB-D detections into a 3D map (after ConceptGraphs, Gu et al. 2024).
+
+Each detection is back-projected to a map-frame cloud, downsampled and cleaned,
+then associated with the mapped object that maximises geometric overlap (share of
+its points within a voxel of the object's, via a KD-tree) plus semantic similarity
+(feature cosine, or the share of the object's detections with this label). Above
+the threshold it is merged in; otherwise it becomes a new object. Periodically the
+map is denoised (DBSCAN), duplicates that overlap and agree are merged, and
+objects seen fewer than `min_detections` times are dropped at the end.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+from sayplan_core.perception.geometry import (
+    Box3,
+    CameraIntrinsics,
+    Points,
+    backproject,
+    largest_cluster,
+    remove_outliers,
+    voxel_downsample,
+)
+
+
+@dataclass
+class Detection:
+    label: str
+    score: float
+    mask: NDArray[np.bool_] | None = None
+    box: tuple[int, int, int, int] | None = None  # u0, v0, u1, v1 when there is no mask
+    feature: NDArray[np.float64] | None = None
+
+    def pixel_mask(self, height: int, width: int) -> NDArray[np.bool_]:
+        if self.mask is not None:
+            return self.mask
+        if self.box is None:
+            raise ValueError(f"detection '{self.label}' has neither a mask nor a box")
+        u0, v0, u1, v1 = self.box
+        mask = np.zeros((height, width), dtype=bool)
+        mask[max(v0, 0) : max(v1, 0), max(u0, 0) : max(u1, 0)] = True
+        return mask
+
+
+@dataclass
+class Frame:
+    depth: NDArray[np.float32]
+    intrinsics: CameraIntrinsics
+    pose: NDArray[np.float64]  # T_map_cam
+    detections: list[Detection]
+    stamp: float = 0.0
+
+
+@dataclass
+class FusionConfig:
+    voxel: float = 0.025
+    stride: int = 2
+    min_points: int = 15
+    max_depth: float = 8.0
+    match_radius: float = 0.04  # a detection point "overlaps" an object point within this distance
+    threshold: float = 1.1  # geometric overlap + semantic similarity, both in [0, 1]
+    denoise_every: int = 10
+    dbscan_eps: float = 0.06
+    merge_overlap: float = 0.5
+    min_detections: int = 2
+    max_points: int = 4000
+
+
+@dataclass
+class MapObject:
+    id: str
+    points: Points
+    labels: Counter[str]
+    detections: int = 1
+    feature: NDArray[np.float64] | None = None
+    _tree: cKDTree | None = field(default=None, repr=False)
+
+    @property
+    def label(self) -> str:
+        return self.labels.most_common(1)[0][0]
+
+    @property
+    def tree(self) -> cKDTree:
+        if self._tree is None:
+            self._tree = cKDTree(self.points)
+        return self._tree
+
+    @property
+    def box(self) -> Box3:
+        return Box3.of(self.points)
+
+    @property
+    def center(self) -> NDArray[np.float64]:
+        return self.box.center
+
+    def set_points(self, points: Points) -> None:
+        self.points, self._tree = points, None
+
+
+def semantic_similarity(obj: MapObject, label: str, feature: NDArray[np.float64] | None) -> float:
+    if feature is not None and obj.feature is not None:
+        denom = float(np.linalg.norm(feature) * np.linalg.norm(obj.feature)) or 1.0
+        return max(0.0, float(feature @ obj.feature) / denom)
+    return obj.labels[label] / max(sum(obj.labels.values()), 1)
+
+
+class ObjectMap:
+    def __init__(self, config: FusionConfig | None = None) -> None:
+        self.config = config or FusionConfig()
+        self.objects: dict[str, MapObject] = {}
+        self.frames = 0
+        self._counters: Counter[str] = Counter()
+        self._boxes = np.zeros((0, 6))
+        self._box_ids: list[str] = []
+
+    # ------------------------------------------------------------------ per detection
+    def detection_points(self, frame: Frame, detection: Detection) -> Points:
+        c = self.config
+        k = frame.intrinsics
+        mask = detection.pixel_mask(k.height, k.width)
+        points = backproject(frame.depth, mask, k, frame.pose, c.stride, c.max_depth)
+        points = voxel_downsample(points, c.voxel)
+        if len(points) < c.min_points:
+            return points
+        return remove_outliers(points)
+
+    def _candidates(self, points: Points) -> list[str]:
+        """Objects whose box, grown by the match radius, overlaps the detection's box."""
+        if not self._box_ids:
+            return []
+        lo, hi = points.min(axis=0) - self.config.match_radius, points.max(axis=0) + self.config.match_radius
+        boxes = self._boxes
+        hit = np.all(boxes[:, :3] <= hi, axis=1) & np.all(boxes[:, 3:] >= lo, axis=1)
+        return [self._box_ids[i] for i in np.nonzero(hit)[0]]
+
+    def _refresh_boxes(self) -> None:
+        self._box_ids = list(self.objects)
+        self._boxes = np.array(
+            [np.concatenate([o.points.min(axis=0), o.points.max(axis=0)]) for o in self.objects.values()]
+        ).reshape(-1, 6)
+
+    def overlap(self, points: Points, obj: MapObject) -> float:
+        distances, _ = obj.tree.query(points, distance_upper_bound=self.config.match_radius)
+        return float(np.isfinite(distances).mean()) if len(points) else 0.0
+
+    def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
+        best, best_score = None, -1.0
+        for object_id in self._candidates(points):
+            obj = self.objects[object_id]
+            score = self.overlap(points, obj) + semantic_similarity(obj, detection.label, detection.feature)
+            if score > best_score:
+                best, best_score = object_id, score
+        if best is not None and best_score >= self.config.threshold:
+            return best, best_score
+        return None, best_score
+
+    def _merge_into(self, obj: MapObject, points: Points, labels: Counter[str], count: int, feature: Any) -> None:
+        merged = voxel_downsample(np.vstack([obj.points, points]), self.config.voxel)
+        if len(merged) > self.config.max_points:
+            merged = merged[
+                np.random.default_rng(len(merged)).choice(len(merged), self.config.max_points, replace=False)
+            ]
+        obj.set_points(merged)
+        if feature is not None:
+            total = obj.detections + count
+            obj.feature = feature if obj.feature is None else (obj.feature * obj.detections + feature * count) / total
+        obj.labels.update(labels)
+        obj.detections += count
+
+    def integrate(self, frame: Frame) -> set[str]:
+        """Fuse one frame; returns the ids of objects added or changed."""
+        changed: set[str] = set()
+        self.frames += 1
+        for detection in frame.detections:
+            points = self.detection_points(frame, detection)
+            if len(points) < self.config.min_points:
+                continue
+            object_id, _ = self.associate(points, detection)
+            if object_id is None:
+                self._counters[detection.label] += 1
+                object_id = f"{detection.label}_{self._counters[detection.label]}"
+                self.objects[object_id] = MapObject(
+                    object_id, points, Counter({detection.label: 1}), 1, detection.feature
+                )
+            else:
+                self._merge_into(self.objects[object_id], points, Counter({detection.label: 1}), 1, detection.feature)
+            changed.add(object_id)
+            self._refresh_boxes()
+        if self.config.denoise_every and self.frames % self.config.denoise_every == 0:
+            changed |= self.denoise()
+            merged, _ = self.merge_duplicates()
+            changed |= merged
+        return changed
+
+    # ------------------------------------------------------------------ periodic upkeep
+    def denoise(self) -> set[str]:
+        changed = set()
+        for obj in self.objects.values():
+            cleaned = largest_cluster(obj.points, self.config.dbscan_eps)
+            if len(cleaned) != len(obj.points):
+                obj.set_points(cleaned)
+                changed.add(obj.id)
+        self._refresh_boxes()
+        return changed
+
+    def merge_duplicates(self) -> tuple[set[str], set[str]]:
+        """Merge objects that overlap and agree semantically; returns (changed, removed) ids."""
+        changed, removed = set(), set()
+        ids = sorted(self.objects, key=lambda i: -self.objects[i].detections)
+        for keep_id in ids:
+            if keep_id in removed:
+                continue
+            keep = self.objects[keep_id]
+            for other_id in self._candidates(keep.points):
+                if other_id == keep_id or other_id in removed:
+                    continue
+                other = self.objects[other_id]
+                overlap = max(self.overlap(other.points, keep), self.overlap(keep.points, other))
+                agree = semantic_similarity(keep, other.label, other.feature) >= 0.5 or keep.label == other.label
+                if overlap >= self.config.merge_overlap and (agree or overlap >= 0.9):
+                    self._merge_into(keep, other.points, other.labels, other.detections, other.feature)
+                    del self.objects[other_id]
+                    removed.add(other_id)
+                    changed.add(keep_id)
+            self._refresh_boxes()
+        return changed - removed, removed
+
+    def prune(self) -> set[str]:
+        gone = {i for i, o in self.objects.items() if o.detections < self.config.min_detections}
+        for object_id in gone:
+            del self.objects[object_id]
+        self._refresh_boxes()
+        return gone
+
+    def finalize(self) -> set[str]:
+        """Denoise, merge and prune once more; returns the ids removed."""
+        self.denoise()
+        _, removed = self.merge_duplicates()
+        return removed | self.prune()

@@ -1,0 +1,127 @@
+"""Point-cloud geometry for perception: back-projection, downsampling, outlier removal, clustering.
+
+Camera convention: the optical frame (x right, y down, z forward), depth in metres,
+and `T_map_cam` the 4x4 pose of the camera in the map frame.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+from scipy.spatial import cKDTree
+
+Points = NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class CameraIntrinsics:
+    fx: float
+    fy: float
+    cx: float
+    cy: float
+    width: int
+    height: int
+
+    @classmethod
+    def from_fov(cls, width: int, height: int, hfov_deg: float) -> CameraIntrinsics:
+        f = (width / 2) / np.tan(np.radians(hfov_deg) / 2)
+        return cls(float(f), float(f), (width - 1) / 2, (height - 1) / 2, width, height)
+
+
+def backproject(
+    depth: NDArray[np.floating],
+    mask: NDArray[np.bool_],
+    k: CameraIntrinsics,
+    t_map_cam: NDArray[np.floating],
+    stride: int = 1,
+    max_depth: float = 10.0,
+) -> Points:
+    """Map-frame points of the masked pixels with a valid depth (every `stride`-th row and column)."""
+    if depth.shape != mask.shape:
+        raise ValueError(f"depth {depth.shape} and mask {mask.shape} differ in size")
+    sub = mask[::stride, ::stride]
+    rows, cols = np.nonzero(sub)
+    v, u = rows * stride, cols * stride
+    z = depth[v, u].astype(np.float64)
+    valid = np.isfinite(z) & (z > 0.0) & (z < max_depth)
+    z, u, v = z[valid], u[valid], v[valid]
+    cam = np.stack(((u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy, z), axis=1)
+    rotation, translation = t_map_cam[:3, :3], t_map_cam[:3, 3]
+    return np.asarray(cam @ rotation.T + translation, dtype=np.float64)
+
+
+def voxel_downsample(points: Points, voxel: float) -> Points:
+    """One point (the mean) per occupied voxel."""
+    if len(points) == 0:
+        return points
+    keys = np.floor(points / voxel).astype(np.int64)
+    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
+    inverse = inverse.reshape(-1)
+    sums = np.zeros((len(counts), 3))
+    np.add.at(sums, inverse, points)
+    return np.asarray(sums / counts[:, None], dtype=np.float64)
+
+
+def remove_outliers(points: Points, neighbours: int = 8, std_ratio: float = 2.0) -> Points:
+    """Statistical outlier removal: drop points far from their neighbours compared to the rest."""
+    if len(points) <= neighbours:
+        return points
+    distances, _ = cKDTree(points).query(points, k=neighbours + 1)
+    mean = distances[:, 1:].mean(axis=1)
+    keep = mean <= mean.mean() + std_ratio * mean.std()
+    return np.asarray(points[keep], dtype=np.float64)
+
+
+def largest_cluster(points: Points, eps: float, min_samples: int = 5) -> Points:
+    """The biggest DBSCAN cluster (mask jitter and depth edges leave stray blobs)."""
+    if len(points) < min_samples:
+        return points
+    from sklearn.cluster import DBSCAN
+
+    labels = DBSCAN(eps=eps, min_samples=min_samples).fit_predict(points)
+    clustered = labels[labels >= 0]
+    if len(clustered) == 0:
+        return points
+    biggest = np.bincount(clustered).argmax()
+    return np.asarray(points[labels == biggest], dtype=np.float64)
+
+
+@dataclass(frozen=True)
+class Box3:
+    """Axis-aligned bounding box."""
+
+    lo: NDArray[np.float64]
+    hi: NDArray[np.float64]
+
+    @classmethod
+    def of(cls, points: Points) -> Box3:
+        return cls(points.min(axis=0), points.max(axis=0))
+
+    @property
+    def center(self) -> NDArray[np.float64]:
+        return (self.lo + self.hi) / 2
+
+    def footprint_overlap(self, other: Box3) -> float:
+        """Share of this box's x-y footprint that lies over the other's."""
+        lo = np.maximum(self.lo[:2], other.lo[:2])
+        hi = np.minimum(self.hi[:2], other.hi[:2])
+        inter = float(np.prod(np.clip(hi - lo, 0, None)))
+        area = float(np.prod(np.clip(self.hi[:2] - self.lo[:2], 1e-6, None)))
+        return inter / area
+
+    def contains(self, point: NDArray[np.float64], margin: float = 0.0) -> bool:
+        return bool(np.all(point >= self.lo - margin) and np.all(point <= self.hi + margin))
+
+
+def look_at(eye: NDArray[np.floating], target: NDArray[np.floating]) -> NDArray[np.float64]:
+    """Camera pose (optical frame) at `eye` looking at `target`, with the map's z up."""
+    forward = np.asarray(target, float) - np.asarray(eye, float)
+    forward /= np.linalg.norm(forward)
+    right = np.cross(forward, [0.0, 0.0, 1.0])
+    right /= np.linalg.norm(right)
+    down = np.cross(forward, right)
+    pose = np.eye(4)
+    pose[:3, 0], pose[:3, 1], pose[:3, 2], pose[:3, 3] = right, down, forward, eye
+    return pose
