@@ -66,11 +66,14 @@ class FusionConfig:
     max_depth: float = 8.0
     match_radius: float = 0.04  # a detection point "overlaps" an object point within this distance
     threshold: float = 1.1  # geometric overlap + semantic similarity, both in [0, 1]
-    denoise_every: int = 10
+    denoise_every: int = 10  # 0: no periodic pass; upkeep then only runs at finalize()
+    upkeep_per_frame: int = 4  # objects merge-checked (and, when due, denoised) per frame, oldest touched first
+    denoise_after: int = 3  # detections an object gains before it is DBSCAN-cleaned again
     dbscan_eps: float = 0.06
     merge_overlap: float = 0.5
     min_detections: int = 2
     max_points: int = 4000
+    max_pixels: int = 3000  # pixels sampled per detection: the stride grows for large masks
 
 
 @dataclass
@@ -80,6 +83,7 @@ class MapObject:
     labels: Counter[str]
     detections: int = 1
     feature: NDArray[np.float64] | None = None
+    cleaned_at: int = 0  # detection count when it was last denoised
     _tree: cKDTree | None = field(default=None, repr=False)
 
     @property
@@ -119,13 +123,17 @@ class ObjectMap:
         self._counters: Counter[str] = Counter()
         self._boxes = np.zeros((0, 6))
         self._box_ids: list[str] = []
+        self._box_row: dict[str, int] = {}
+        self._dirty: dict[str, None] = {}  # touched since their last upkeep, oldest first
 
     # ------------------------------------------------------------------ per detection
     def detection_points(self, frame: Frame, detection: Detection) -> Points:
         c = self.config
         k = frame.intrinsics
         mask = detection.pixel_mask(k.height, k.width)
-        points = backproject(frame.depth, mask, k, frame.pose, c.stride, c.max_depth)
+        pixels = int(mask.sum())
+        stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
+        points = backproject(frame.depth, mask, k, frame.pose, stride, c.max_depth)
         points = voxel_downsample(points, c.voxel)
         if len(points) < c.min_points:
             return points
@@ -141,10 +149,22 @@ class ObjectMap:
         return [self._box_ids[i] for i in np.nonzero(hit)[0]]
 
     def _refresh_boxes(self) -> None:
+        """Rebuild the box table (after removals); single changes use _update_box."""
         self._box_ids = list(self.objects)
+        self._box_row = {object_id: row for row, object_id in enumerate(self._box_ids)}
         self._boxes = np.array(
             [np.concatenate([o.points.min(axis=0), o.points.max(axis=0)]) for o in self.objects.values()]
         ).reshape(-1, 6)
+
+    def _update_box(self, object_id: str) -> None:
+        points = self.objects[object_id].points
+        row = np.concatenate([points.min(axis=0), points.max(axis=0)])
+        if object_id in self._box_row:
+            self._boxes[self._box_row[object_id]] = row
+        else:
+            self._box_row[object_id] = len(self._box_ids)
+            self._box_ids.append(object_id)
+            self._boxes = np.vstack([self._boxes, row[None, :]])
 
     def overlap(self, points: Points, obj: MapObject) -> float:
         distances, _ = obj.tree.query(points, distance_upper_bound=self.config.match_radius)
@@ -192,28 +212,46 @@ class ObjectMap:
             else:
                 self._merge_into(self.objects[object_id], points, Counter({detection.label: 1}), 1, detection.feature)
             changed.add(object_id)
-            self._refresh_boxes()
-        if self.config.denoise_every and self.frames % self.config.denoise_every == 0:
-            changed |= self.denoise()
-            merged, _ = self.merge_duplicates()
+            self._dirty.pop(object_id, None)
+            self._dirty[object_id] = None
+            self._update_box(object_id)
+        if self.config.denoise_every:
+            # bounded work per frame instead of a long pause every `denoise_every` frames
+            batch = [i for i in list(self._dirty)[: self.config.upkeep_per_frame]]
+            changed |= self.denoise(batch)
+            merged, _ = self.merge_duplicates(batch)
             changed |= merged
         return changed
 
     # ------------------------------------------------------------------ periodic upkeep
-    def denoise(self) -> set[str]:
+    def denoise(self, ids: list[str] | None = None, force: bool = False) -> set[str]:
+        """DBSCAN-clean the given objects (default: every object touched since its last upkeep)
+        that gained `denoise_after` detections since they were last cleaned (all of them with force)."""
         changed = set()
-        for obj in self.objects.values():
+        targets = [i for i in (ids if ids is not None else list(self._dirty)) if i in self.objects]
+        for object_id in targets:
+            obj = self.objects[object_id]
+            if not force and obj.detections - obj.cleaned_at < self.config.denoise_after:
+                continue
+            obj.cleaned_at = obj.detections
             cleaned = largest_cluster(obj.points, self.config.dbscan_eps)
             if len(cleaned) != len(obj.points):
                 obj.set_points(cleaned)
                 changed.add(obj.id)
-        self._refresh_boxes()
+                self._update_box(object_id)
         return changed
 
-    def merge_duplicates(self) -> tuple[set[str], set[str]]:
-        """Merge objects that overlap and agree semantically; returns (changed, removed) ids."""
+    def merge_duplicates(self, ids: list[str] | None = None) -> tuple[set[str], set[str]]:
+        """Merge objects that overlap and agree semantically; returns (changed, removed) ids.
+
+        Checks the pairs involving `ids` (default: every object touched since its last upkeep),
+        and marks them as kept up.
+        """
         changed, removed = set(), set()
-        ids = sorted(self.objects, key=lambda i: -self.objects[i].detections)
+        pool = [i for i in (ids if ids is not None else list(self._dirty)) if i in self.objects]
+        for object_id in pool:
+            self._dirty.pop(object_id, None)
+        ids = sorted(pool, key=lambda i: -self.objects[i].detections)
         for keep_id in ids:
             if keep_id in removed:
                 continue
@@ -229,7 +267,10 @@ class ObjectMap:
                     del self.objects[other_id]
                     removed.add(other_id)
                     changed.add(keep_id)
-            self._refresh_boxes()
+            if keep_id in changed:
+                self._refresh_boxes()
+        for object_id in removed:
+            self._dirty.pop(object_id, None)
         return changed - removed, removed
 
     def prune(self) -> set[str]:
@@ -240,7 +281,9 @@ class ObjectMap:
         return gone
 
     def finalize(self) -> set[str]:
-        """Denoise, merge and prune once more; returns the ids removed."""
-        self.denoise()
-        _, removed = self.merge_duplicates()
+        """Denoise, merge and prune over the whole map; returns the ids removed."""
+        everything = list(self.objects)
+        self.denoise(everything, force=True)
+        _, removed = self.merge_duplicates(everything)
+        self._dirty.clear()
         return removed | self.prune()

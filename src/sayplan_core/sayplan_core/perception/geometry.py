@@ -56,9 +56,13 @@ def voxel_downsample(points: Points, voxel: float) -> Points:
     """One point (the mean) per occupied voxel."""
     if len(points) == 0:
         return points
-    keys = np.floor(points / voxel).astype(np.int64)
-    _, inverse, counts = np.unique(keys, axis=0, return_inverse=True, return_counts=True)
-    inverse = inverse.reshape(-1)
+    cells = np.floor(points / voxel).astype(np.int64)
+    cells -= cells.min(axis=0)
+    if cells.max() >= 1 << 21:
+        raise ValueError(f"cloud spans more than {(1 << 21) * voxel:.0f} m at voxel {voxel}; downsample in parts")
+    # one int64 key per voxel (21 bits per axis): a 1-D unique is much faster than unique(axis=0)
+    keys = (cells[:, 0] << 42) | (cells[:, 1] << 21) | cells[:, 2]
+    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
     sums = np.zeros((len(counts), 3))
     np.add.at(sums, inverse, points)
     return np.asarray(sums / counts[:, None], dtype=np.float64)
