@@ -67,8 +67,7 @@ class FusionConfig:
     match_radius: float = 0.04  # a detection point "overlaps" an object point within this distance
     threshold: float = 1.1  # geometric overlap + semantic similarity, both in [0, 1]
     denoise_every: int = 10  # 0: no periodic pass; upkeep then only runs at finalize()
-    upkeep_per_frame: int = 4  # objects merge-checked (and, when due, denoised) per frame, oldest touched first
-    denoise_after: int = 3  # detections an object gains before it is DBSCAN-cleaned again
+    upkeep_per_frame: int = 2  # objects denoised and merge-checked per frame, oldest touched first
     dbscan_eps: float = 0.06
     merge_overlap: float = 0.5
     min_detections: int = 2
@@ -83,7 +82,6 @@ class MapObject:
     labels: Counter[str]
     detections: int = 1
     feature: NDArray[np.float64] | None = None
-    cleaned_at: int = 0  # detection count when it was last denoised
     _tree: cKDTree | None = field(default=None, repr=False)
 
     @property
@@ -224,16 +222,12 @@ class ObjectMap:
         return changed
 
     # ------------------------------------------------------------------ periodic upkeep
-    def denoise(self, ids: list[str] | None = None, force: bool = False) -> set[str]:
-        """DBSCAN-clean the given objects (default: every object touched since its last upkeep)
-        that gained `denoise_after` detections since they were last cleaned (all of them with force)."""
+    def denoise(self, ids: list[str] | None = None) -> set[str]:
+        """DBSCAN-clean the given objects (default: every object touched since its last upkeep)."""
         changed = set()
         targets = [i for i in (ids if ids is not None else list(self._dirty)) if i in self.objects]
         for object_id in targets:
             obj = self.objects[object_id]
-            if not force and obj.detections - obj.cleaned_at < self.config.denoise_after:
-                continue
-            obj.cleaned_at = obj.detections
             cleaned = largest_cluster(obj.points, self.config.dbscan_eps)
             if len(cleaned) != len(obj.points):
                 obj.set_points(cleaned)
@@ -283,7 +277,7 @@ class ObjectMap:
     def finalize(self) -> set[str]:
         """Denoise, merge and prune over the whole map; returns the ids removed."""
         everything = list(self.objects)
-        self.denoise(everything, force=True)
+        self.denoise(everything)
         _, removed = self.merge_duplicates(everything)
         self._dirty.clear()
         return removed | self.prune()
