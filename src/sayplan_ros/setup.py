@@ -32,6 +32,7 @@ setup(
             "planner = sayplan_ros.planner_node:main",
             "executor = sayplan_ros.executor_node:main",
             "sim_skill_server = sayplan_ros.sim_skill_server:main",
+            "perception = sayplan_ros.perception_node:main",
             "sayplan_stack = sayplan_ros.stack:main",
             "sayplan_demo = sayplan_ros.demo:main",
         ],

@@ -1,0 +1,170 @@
+"""perception: fuse RGB-D detections into the live scene graph (sayplan_core.perception).
+
+Subscribes to a depth image (32FC1 metres or 16UC1 millimetres), its CameraInfo, the
+camera pose in the map frame (PoseStamped; use a TF bridge where tf2_ros exists) and
+the detector's DetectionArray. Messages are matched by header stamp; each complete
+frame is fused and its incremental GraphUpdate sent to `apply_graph_update`.
+`finalize` (std_srvs/Trigger) runs the last denoise / merge / prune pass.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import yaml
+from geometry_msgs.msg import PoseStamped
+from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+from sensor_msgs.msg import CameraInfo, Image
+from std_srvs.srv import Trigger
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.updates import GraphUpdate
+from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, ObjectMap
+from sayplan_core.perception.geometry import CameraIntrinsics
+from sayplan_core.perception.structure import DEFAULT_ASSETS, DEFAULT_CONTAINERS, SceneGraphMapper, StructureConfig
+from sayplan_interfaces.msg import DetectionArray
+from sayplan_interfaces.srv import ApplyGraphUpdate
+from sayplan_ros.conversions import update_to_msg
+from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
+from sayplan_ros.runner import run_nodes
+
+STAMP_TOLERANCE_NS = 20_000_000  # 20 ms
+
+
+def image_to_array(msg: Image) -> np.ndarray:
+    if msg.encoding == "32FC1":
+        return np.frombuffer(bytes(msg.data), dtype=np.float32).reshape(msg.height, msg.width)
+    if msg.encoding == "16UC1":
+        return np.frombuffer(bytes(msg.data), dtype=np.uint16).reshape(msg.height, msg.width).astype(np.float32) / 1000
+    if msg.encoding == "mono8":
+        return np.frombuffer(bytes(msg.data), dtype=np.uint8).reshape(msg.height, msg.width)
+    raise ValueError(f"unsupported image encoding '{msg.encoding}' (32FC1, 16UC1 or mono8)")
+
+
+def pose_to_matrix(msg: PoseStamped) -> np.ndarray:
+    q, p = msg.pose.orientation, msg.pose.position
+    x, y, z, w = q.x, q.y, q.z, q.w
+    rotation = np.array(
+        [
+            [1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+            [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+            [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)],
+        ]
+    )
+    pose = np.eye(4)
+    pose[:3, :3], pose[:3, 3] = rotation, (p.x, p.y, p.z)
+    return pose
+
+
+def stamp_ns(header: Any) -> int:
+    return int(header.stamp.sec) * 1_000_000_000 + int(header.stamp.nanosec)
+
+
+class PerceptionNode(Node):
+    def __init__(self, node_name: str = "perception", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        params = {
+            "room_regions_file": ("", "YAML mapping room id -> [[x_min, y_min], [x_max, y_max]]"),
+            "asset_labels": (",".join(sorted(DEFAULT_ASSETS)), "comma-separated labels of immovable assets"),
+            "container_labels": (",".join(sorted(DEFAULT_CONTAINERS)), "assets whose inside can hold objects"),
+            "voxel": (0.025, "voxel size of object clouds, metres"),
+            "match_threshold": (1.1, "geometric overlap + semantic similarity needed to merge a detection"),
+            "min_detections": (2, "objects seen fewer times are dropped at finalize"),
+        }
+        for name, (default, text) in params.items():
+            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        regions: dict[str, Any] = {}
+        regions_file = str(self.get_parameter("room_regions_file").value)
+        if regions_file:
+            try:
+                raw = yaml.safe_load(Path(regions_file).read_text(encoding="utf-8")) or {}
+                regions = {
+                    str(k): ((float(v[0][0]), float(v[0][1])), (float(v[1][0]), float(v[1][1]))) for k, v in raw.items()
+                }
+            except (OSError, yaml.YAMLError, TypeError, IndexError, ValueError, AttributeError) as exc:
+                raise ValueError(f"room_regions_file {regions_file}: {exc}") from exc
+        labels = {k: frozenset(x.strip() for x in str(self.get_parameter(k).value).split(",") if x.strip())
+                  for k in ("asset_labels", "container_labels")}  # fmt: skip
+        fusion = FusionConfig(
+            voxel=float(self.get_parameter("voxel").value),
+            threshold=float(self.get_parameter("match_threshold").value),
+            min_detections=int(self.get_parameter("min_detections").value),
+        )
+        if fusion.voxel <= 0 or fusion.min_detections < 1:
+            raise ValueError("voxel must be positive and min_detections at least 1")
+        structure = StructureConfig(labels["asset_labels"], labels["container_labels"], regions)
+        self.mapper = SceneGraphMapper(ObjectMap(fusion), structure)
+        self._lock = threading.Lock()
+        self._depth: OrderedDict[int, Image] = OrderedDict()
+        self._poses: OrderedDict[int, PoseStamped] = OrderedDict()
+        self._info: CameraInfo | None = None
+        self.frames_fused = 0
+        group = MutuallyExclusiveCallbackGroup()  # frames are fused one at a time, in order
+        self._follower = GraphFollower(self)
+        self.create_subscription(Image, "camera/depth", lambda m: self._keep(self._depth, m), SENSOR_QOS)
+        self.create_subscription(PoseStamped, "camera/pose", lambda m: self._keep(self._poses, m), EVENTS_QOS)
+        self.create_subscription(CameraInfo, "camera/camera_info", self._on_info, SENSOR_QOS)
+        self.create_subscription(DetectionArray, "detections", self._on_detections, EVENTS_QOS, callback_group=group)
+        self._updates = self.create_client(ApplyGraphUpdate, "apply_graph_update")
+        self.create_service(Trigger, "~/finalize", self._on_finalize, callback_group=group)
+
+    def _keep(self, buffer: OrderedDict[int, Any], msg: Any) -> None:
+        with self._lock:
+            buffer[stamp_ns(msg.header)] = msg
+            while len(buffer) > 30:
+                buffer.popitem(last=False)
+
+    def _on_info(self, msg: CameraInfo) -> None:
+        self._info = msg
+
+    def _match(self, buffer: OrderedDict[int, Any], stamp: int) -> Any:
+        with self._lock:
+            best = min(buffer, key=lambda s: abs(s - stamp), default=None)
+            return buffer[best] if best is not None and abs(best - stamp) <= STAMP_TOLERANCE_NS else None
+
+    def _graph(self) -> SceneGraph:
+        graph, _ = self._follower.latest()
+        return graph if graph is not None else SceneGraph()
+
+    def _on_detections(self, msg: DetectionArray) -> None:
+        stamp = stamp_ns(msg.header)
+        depth_msg, pose_msg, info = self._match(self._depth, stamp), self._match(self._poses, stamp), self._info
+        if depth_msg is None or pose_msg is None or info is None:
+            self.get_logger().warning("detections without a matching depth image, pose or camera info: skipped")
+            return
+        k = CameraIntrinsics(info.k[0], info.k[4], info.k[2], info.k[5], info.width, info.height)
+        detections = []
+        for det in msg.detections:
+            mask = image_to_array(det.mask).astype(bool) if det.mask.width else None
+            box = tuple(int(v) for v in det.box) if mask is None else None
+            feature = np.asarray(det.feature, dtype=np.float64) if len(det.feature) else None
+            detections.append(Detection(det.label, float(det.score), mask, box, feature))  # type: ignore[arg-type]
+        frame = Frame(image_to_array(depth_msg), k, pose_to_matrix(pose_msg), detections, stamp / 1e9)
+        self._send(self.mapper.process(frame, self._graph()))
+        self.frames_fused += 1
+
+    def _send(self, update: GraphUpdate) -> None:
+        if update.is_empty():
+            return
+        if not self._updates.service_is_ready():
+            self.get_logger().warning("apply_graph_update is not available; update dropped")
+            return
+        self._updates.call_async(ApplyGraphUpdate.Request(update=update_to_msg(update)))
+
+    def _on_finalize(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        update = self.mapper.finish(self._graph())
+        self._send(update)
+        response.success = True
+        response.message = f"{len(self.mapper.map.objects)} objects after finalize; {len(update.remove)} removed"
+        return response
+
+
+def main(args: list[str] | None = None) -> None:
+    run_nodes("perception", lambda: [PerceptionNode()], args)
