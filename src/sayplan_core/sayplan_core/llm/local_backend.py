@@ -66,6 +66,8 @@ class LocalBackend:
         self.info = BackendInfo("local", path.stem, str(path))
 
     def complete(self, request: LlmRequest) -> LlmResponse:
+        if request.images:
+            raise LlmFatalError("the embedded model reads text only; use --llm openai or ollama with a vision model")
         kwargs: dict[str, Any] = {
             "messages": request.messages,
             "temperature": request.temperature,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -24,11 +25,14 @@ class OllamaBackend:
 
         ollama = self._ollama
         options: dict[str, Any] = {"temperature": request.temperature, "num_predict": request.max_tokens}
+        messages: list[Any] = list(request.messages)
+        if request.images:
+            messages[-1] = {**messages[-1], "images": [base64.b64encode(i).decode() for i in request.images]}
         start = time.perf_counter()
         try:
             reply = self._client.chat(
                 model=self.info.model,
-                messages=request.messages,
+                messages=messages,
                 format=request.schema if request.schema is not None else None,
                 options=options,
             )

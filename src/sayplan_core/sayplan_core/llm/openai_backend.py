@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import base64
 import time
 from typing import Any
 
@@ -30,9 +31,17 @@ class OpenAIBackend:
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         openai = self._openai
+        messages: list[Any] = list(request.messages)
+        if request.images:
+            last = messages[-1]
+            parts: list[dict[str, Any]] = [{"type": "text", "text": last["content"]}]
+            for image in request.images:
+                url = f"data:{image_mime(image)};base64,{base64.b64encode(image).decode()}"
+                parts.append({"type": "image_url", "image_url": {"url": url}})
+            messages[-1] = {"role": last["role"], "content": parts}
         kwargs: dict[str, Any] = {
             "model": self.info.model,
-            "messages": request.messages,
+            "messages": messages,
             "temperature": request.temperature,
             "max_tokens": request.max_tokens,
         }
@@ -68,3 +77,11 @@ class OpenAIBackend:
             finish_reason=str(choice.finish_reason or "stop"),
             refusal=getattr(choice.message, "refusal", None),
         )
+
+
+def image_mime(data: bytes) -> str:
+    if data[:8] == b"\x89PNG\r\n\x1a\n":
+        return "image/png"
+    if data[:2] == b"\xff\xd8":
+        return "image/jpeg"
+    raise ValueError("images must be PNG or JPEG bytes")

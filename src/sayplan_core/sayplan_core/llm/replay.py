@@ -9,6 +9,7 @@ written by hand may leave out "messages" to skip that check for a call.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict
 from pathlib import Path
@@ -40,6 +41,8 @@ class RecordingBackend:
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         entry: dict[str, Any] = {"schema_name": request.schema_name, "messages": request.messages}
+        if request.images:
+            entry["images_sha256"] = [hashlib.sha256(i).hexdigest() for i in request.images]
         try:
             response = self.inner.complete(request)
         except LlmTransientError as exc:
@@ -104,6 +107,11 @@ class ReplayBackend:
             raise ReplayMismatchError(
                 f"{self.source}: call {self.position - 1} diverged from the recording: {diverged}"
             )
+        recorded_images = entry.get("images_sha256")
+        if self.check_messages and recorded_images is not None:
+            actual = [hashlib.sha256(i).hexdigest() for i in request.images]
+            if actual != recorded_images:
+                raise ReplayMismatchError(f"{self.source}: call {self.position - 1} was recorded with other images")
         if "error" in entry:
             error = entry["error"]
             raise LlmTransientError(str(error.get("kind", "error")), str(error.get("message", "recorded error")))

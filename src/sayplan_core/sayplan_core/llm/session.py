@@ -135,12 +135,13 @@ class LlmSession:
         schema: dict[str, Any] | None,
         validate: Callable[[dict[str, Any]], T],
         schema_name: str = "answer",
+        images: tuple[bytes, ...] = (),
     ) -> T:
         """Ask until an answer passes `validate` (which raises BadAnswerError), feeding errors back."""
         conversation = list(messages)
         last_feedback = ""
         for _ in range(self.budget.max_bad_answers_per_step + 1):
-            request = LlmRequest(conversation, schema, schema_name, self.temperature, self.max_answer_tokens)
+            request = LlmRequest(conversation, schema, schema_name, self.temperature, self.max_answer_tokens, images)
             response = self.complete(stage, request, last_feedback)
             try:
                 return validate(parse_json_answer(response))

@@ -15,6 +15,7 @@ class LlmRequest:
     schema_name: str = "answer"
     temperature: float = 0.0
     max_tokens: int = 1024
+    images: tuple[bytes, ...] = ()  # PNG/JPEG bytes shown with the last user message (VLM calls)
 
 
 @dataclass

@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy import ndimage
 
-from sayplan_core.perception.fusion import Detection, Frame
+from sayplan_core.perception.detector import SyntheticDetector
+from sayplan_core.perception.fusion import Frame
 from sayplan_core.perception.geometry import CameraIntrinsics, look_at
 
 
@@ -210,6 +210,16 @@ def make_stream(config: SyntheticConfig | None = None) -> SyntheticStream:
     entities = build_scene()
     k = CameraIntrinsics.from_fov(config.width, config.height, config.hfov_deg)
     stream = SyntheticStream(entities, k)
+    detector = SyntheticDetector(
+        [e.label for e in entities],
+        [e.kind != "structure" for e in entities],
+        rng,
+        CONFUSIONS,
+        config.label_noise,
+        config.miss_rate,
+        config.jitter,
+        config.min_pixels,
+    )
     for index, (eye, target) in enumerate(trajectory()):
         pose = look_at(eye, target)
         frame = render(entities, k, pose)
@@ -217,22 +227,7 @@ def make_stream(config: SyntheticConfig | None = None) -> SyntheticStream:
         valid = depth > 0
         depth[valid] += rng.normal(0.0, 1.0, valid.sum()).astype(np.float32) * config.depth_noise * depth[valid] ** 2
         color = np.clip(frame.color.astype(int) + rng.integers(-8, 9, frame.color.shape), 0, 255).astype(np.uint8)
-        detections = []
-        for inst in np.unique(frame.instances):
-            if inst < 0 or entities[inst].kind == "structure":
-                continue
-            mask = frame.instances == inst
-            if mask.sum() < config.min_pixels or rng.random() < config.miss_rate:
-                continue
-            steps = int(rng.integers(-config.jitter, config.jitter + 1))
-            if steps > 0:
-                mask = ndimage.binary_dilation(mask, iterations=steps)
-            elif steps < 0:
-                mask = ndimage.binary_erosion(mask, iterations=-steps)
-            label = entities[inst].label
-            if label in CONFUSIONS and rng.random() < config.label_noise:
-                label = CONFUSIONS[label]
-            detections.append(Detection(label, float(rng.uniform(0.5, 0.99)), mask))
+        detections = detector.detect_instances(frame.instances)
         stream.frames.append(Frame(depth, k, pose, detections, stamp=float(index)))
         stream.colors.append(color)
     return stream
