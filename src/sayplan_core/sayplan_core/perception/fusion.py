@@ -71,7 +71,7 @@ class FusionConfig:
     dbscan_eps: float = 0.06
     merge_overlap: float = 0.5
     min_detections: int = 2
-    max_points: int = 4000
+    max_points: int = 2000
     max_pixels: int = 3000  # pixels sampled per detection: the stride grows for large masks
 
 
