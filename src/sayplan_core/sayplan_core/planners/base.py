@@ -80,6 +80,21 @@ class PlanResult:
         return f"{self.planner}: verified after {self.replanning_rounds} replanning round(s): {plan}{answer}"
 
 
+@dataclass
+class PlanJob:
+    """Everything one planning run works with; planners read it and fill in `result`."""
+
+    graph: SceneGraph
+    instruction: str
+    session: LlmSession
+    result: PlanResult
+    progress: ProgressCallback
+    context: str = ""  # what went wrong so far (an execution failure), shown to the model as feedback
+
+    def parts(self) -> tuple[SceneGraph, str, LlmSession, PlanResult, ProgressCallback]:
+        return self.graph, self.instruction, self.session, self.result, self.progress
+
+
 class Planner(ABC):
     name = "planner"
 
@@ -115,7 +130,7 @@ class Planner(ABC):
         session = self.new_session(should_cancel)
         result = PlanResult(self.name, instruction)
         try:
-            self._run(graph, instruction, session, result, on_progress or (lambda _: None), context)
+            self._run(PlanJob(graph, instruction, session, result, on_progress or (lambda _: None), context))
         except BudgetExhaustedError as exc:
             result.success, result.message = False, str(exc)
             result.failure = "backend" if exc.backend_failure else "budget"
@@ -130,12 +145,4 @@ class Planner(ABC):
         return result
 
     @abstractmethod
-    def _run(
-        self,
-        graph: SceneGraph,
-        instruction: str,
-        session: LlmSession,
-        result: PlanResult,
-        progress: ProgressCallback,
-        context: str = "",
-    ) -> None: ...
+    def _run(self, job: PlanJob) -> None: ...

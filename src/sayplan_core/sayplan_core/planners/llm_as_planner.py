@@ -6,11 +6,9 @@ navigation) so executability can be reported, and returned either way.
 
 from __future__ import annotations
 
-from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import to_prompt_text
-from sayplan_core.llm.session import LlmSession
 from sayplan_core.planners import answers, prompts
-from sayplan_core.planners.base import Planner, PlanResult, Progress, ProgressCallback
+from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.simulator import verify_plan
 
@@ -18,19 +16,12 @@ from sayplan_core.sim.simulator import verify_plan
 class LlmAsPlanner(Planner):
     name = "llm_as_planner"
 
-    def _run(
-        self,
-        graph: SceneGraph,
-        instruction: str,
-        session: LlmSession,
-        result: PlanResult,
-        progress: ProgressCallback,
-        context: str = "",
-    ) -> None:
+    def _run(self, job: PlanJob) -> None:
+        graph, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.options.action_set)
         messages = [
             {"role": "system", "content": prompts.full_plan_system(actions)},
-            {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], context)},
+            {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], job.context)},
         ]
         schema = answers.plan_schema(actions, graph.nodes)
         command = session.ask("plan", messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan")

@@ -17,7 +17,7 @@ from sayplan_core.llm.session import LlmSession
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.planners import answers, prompts
-from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
+from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import verify_plan
@@ -44,19 +44,12 @@ def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionS
 class SayPlanPlanner(Planner):
     name = "sayplan"
 
-    def _run(
-        self,
-        graph: SceneGraph,
-        instruction: str,
-        session: LlmSession,
-        result: PlanResult,
-        progress: ProgressCallback,
-        context: str = "",
-    ) -> None:
+    def _run(self, job: PlanJob) -> None:
+        graph, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.options.action_set)
         system = prompts.sayplan_system(actions)
         view = collapse(graph)
-        feedback = context
+        feedback = job.context
         planned = False
         observed: set[str] = set()
         for step in range(self.options.max_search_steps + self.options.max_replans + 1):

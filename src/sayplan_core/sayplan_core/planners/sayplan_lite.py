@@ -6,11 +6,9 @@ agent only expands and contracts, and the planner only plans and replans.
 
 from __future__ import annotations
 
-from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.views import collapse
-from sayplan_core.llm.session import LlmSession
 from sayplan_core.planners import answers, prompts
-from sayplan_core.planners.base import Planner, PlanResult, Progress, ProgressCallback
+from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import SayPlanPlanner, verify_high_level
 from sayplan_core.sim.action_set import load_action_set
 
@@ -18,19 +16,12 @@ from sayplan_core.sim.action_set import load_action_set
 class SayPlanLitePlanner(Planner):
     name = "sayplan_lite"
 
-    def _run(
-        self,
-        graph: SceneGraph,
-        instruction: str,
-        session: LlmSession,
-        result: PlanResult,
-        progress: ProgressCallback,
-        context: str = "",
-    ) -> None:
+    def _run(self, job: PlanJob) -> None:
+        graph, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.options.action_set)
         view = collapse(graph)
         search_system = prompts.lite_search_system()
-        note = context
+        note = job.context
         observed: set[str] = set()
         for step in range(self.options.max_search_steps):
             schema = answers.lite_search_schema(view.expandable_ids() + view.expanded)
@@ -52,7 +43,7 @@ class SayPlanLitePlanner(Planner):
         plan_system = prompts.lite_plan_system(actions)
         visible = view.visible_ids()
         schema = answers.plan_schema(actions, visible)
-        feedback = context
+        feedback = job.context
         for round_index in range(self.options.max_replans + 1):
             stage = "replan" if round_index else "plan"
             messages = [
