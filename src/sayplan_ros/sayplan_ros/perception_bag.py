@@ -111,19 +111,28 @@ class BagPlayer(Node):
             for topic, cls in TOPICS.items()
         }
 
-    def play(self, path: Path, pause_s: float = 0.05) -> int:
-        frames = 0
+    def play(self, path: Path, pause_s: float = 0.05, confirm: Any = None, retries: int = 3) -> int:
+        """Publish every frame (camera info, depth, pose, then detections).
+
+        With `confirm(frame_index) -> bool`, wait for the consumer after each frame and resend a frame it
+        reports lost (camera topics are best-effort, like a real camera's); otherwise pace by `pause_s`.
+        """
         order = {"/camera/camera_info": 0, "/camera/depth": 1, "/camera/pose": 2, "/detections": 3}
+        frames: dict[int, list[tuple[int, str, bytes]]] = {}
         with Reader(path) as reader:
-            messages = sorted(
-                ((ts, order[c.topic], c.topic, bytes(raw)) for c, ts, raw in reader.messages() if c.topic in TOPICS),
-            )
-        for _, _, topic, raw in messages:
-            self.publishers_by_topic[topic].publish(deserialize_message(raw, TOPICS[topic]))
-            if topic == "/detections":
-                frames += 1
-                time.sleep(pause_s)  # a player thread, not a callback: pacing like a live camera
-        return frames
+            for connection, stamp, raw in reader.messages():
+                if connection.topic in TOPICS:
+                    frames.setdefault(stamp, []).append((order[connection.topic], connection.topic, bytes(raw)))
+        for index, stamp in enumerate(sorted(frames)):
+            for _ in range(retries + 1):
+                for _, topic, raw in sorted(frames[stamp]):
+                    self.publishers_by_topic[topic].publish(deserialize_message(raw, TOPICS[topic]))
+                if confirm is None:
+                    time.sleep(pause_s)  # a player thread, not a callback: pacing like a live camera
+                    break
+                if confirm(index):
+                    break
+        return len(frames)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -106,6 +106,7 @@ class PerceptionNode(Node):
         self._poses: OrderedDict[int, PoseStamped] = OrderedDict()
         self._info: CameraInfo | None = None
         self.frames_fused = 0
+        self.frames_skipped = 0  # detections whose depth image, pose or camera info never arrived
         group = MutuallyExclusiveCallbackGroup()  # frames are fused one at a time, in order
         self._follower = GraphFollower(self)
         self.create_subscription(Image, "camera/depth", lambda m: self._keep(self._depth, m), SENSOR_QOS)
@@ -138,6 +139,7 @@ class PerceptionNode(Node):
         depth_msg, pose_msg, info = self._match(self._depth, stamp), self._match(self._poses, stamp), self._info
         if depth_msg is None or pose_msg is None or info is None:
             self.get_logger().warning("detections without a matching depth image, pose or camera info: skipped")
+            self.frames_skipped += 1
             return
         k = CameraIntrinsics(info.k[0], info.k[4], info.k[2], info.k[5], info.width, info.height)
         detections = []
