@@ -18,7 +18,7 @@ from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
 ROBOTS = ("sim", "franka_omron", "spot")
-PLANNERS = ("sayplan", "sayplan_lite", "llm_p", "llm_as_planner")
+PLANNERS = ("sayplan", "sayplan_lite", "llm_p", "llm_as_planner", "lookplangraph")
 LLMS = ("auto", "openai", "ollama", "local")
 
 

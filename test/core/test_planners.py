@@ -313,3 +313,63 @@ def test_cli_llm_which(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.M
     monkeypatch.setenv("SAYPLAN_WHICH_KEY", "sk-x")
     assert cli_main(["--json", "llm", "which", "--api-key-env", "SAYPLAN_WHICH_KEY"]) == 0
     assert json.loads(capsys.readouterr().out) == {"backend": "openai", "reason": "SAYPLAN_WHICH_KEY is set"}
+
+
+# ------------------------------------------------------------------ LookPlanGraph
+def move(name: str, target: str = "") -> str:
+    return json.dumps({"chain_of_thought": "...", "next_move": {"function_name": name, "function_target": target}})
+
+
+def test_lookplangraph_looks_acts_and_recovers() -> None:
+    backend = RecordingBackend(
+        transcript(
+            move("go_to", "kitchen"),
+            move("look_inside", "kitchen_cupboard"),  # closed: infeasible, fed back
+            move("open", "kitchen_cupboard"),
+            move("look_inside", "kitchen_cupboard"),  # reveals the mug (and the glass)
+            move("pick_up", "coffee_mug"),
+            move("go_to", "nikos_office"),
+            move("put_on", "nikos_desk"),
+            move("done"),
+        )
+    )
+    result = run("lookplangraph", backend)
+    assert result.success and result.action_set == "lookplangraph"
+    assert [str(s) for s in result.plan] == [
+        "go_to(kitchen)", "open(kitchen_cupboard)", "look_inside(kitchen_cupboard)", "pick_up(coffee_mug)",
+        "go_to(nikos_office)", "put_on(nikos_desk)", "done",
+    ]  # fmt: skip
+    assert result.feedback_history == [
+        "cannot look_inside(kitchen_cupboard): kitchen_cupboard is closed; open(kitchen_cupboard) first"
+    ]
+    assert result.explored_nodes == ["clean_glass", "coffee_mug"]
+    first_prompt = backend.calls[0]["messages"][1]["content"]
+    assert (
+        "coffee_mug" not in first_prompt and "kitchen_cupboard" not in first_prompt
+    )  # objects unknown, robot elsewhere
+    assert "kitchen_cupboard" in backend.calls[1]["messages"][1]["content"]  # in the kitchen now: its assets show
+    final = verify_plan(load_env("office"), result.full_plan, "lookplangraph").final_graph()
+    assert check_goals(final, [GOAL]).success
+    from sayplan_core.bench.runner import score_run
+    from sayplan_core.envs.tasks import load_tasks
+
+    task = next(t for t in load_tasks() if t.id == "office-lh-05")
+    row = score_run(load_env("office"), task, result)
+    assert row["executable"] and row["correct"] and row["plan_length"] == 7
+
+
+def test_lookplangraph_cannot_use_what_it_has_not_seen() -> None:
+    # an object it has not looked for yet is not in the memory graph: the answer is refused and fed back
+    result = run("lookplangraph", transcript(move("go_to", "kitchen"), *[move("pick_up", "coffee_mug")] * 4))
+    assert not result.success and result.failure == "budget"
+    assert result.message.startswith("no usable answer after 4 tries at the plan step; last feedback: ")
+    assert "node 'coffee_mug' does not exist" in result.message
+
+
+def test_lookplangraph_gives_up_after_five_infeasible_moves() -> None:
+    result = run("lookplangraph", transcript(move("go_to", "kitchen"), *[move("look_inside", "kitchen_cupboard")] * 6))
+    assert not result.success and result.failure == "replans" and result.replanning_rounds == 6
+    assert result.message == (
+        "no feasible move after 5 retries; last feedback: "
+        "cannot look_inside(kitchen_cupboard): kitchen_cupboard is closed; open(kitchen_cupboard) first"
+    )

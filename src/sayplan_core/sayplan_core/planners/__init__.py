@@ -5,6 +5,7 @@ from __future__ import annotations
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
 from sayplan_core.planners.llm_as_planner import LlmAsPlanner
+from sayplan_core.planners.lookplangraph import LookPlanGraphPlanner
 from sayplan_core.planners.sayplan import LlmPPlanner, SayPlanPlanner
 from sayplan_core.planners.sayplan_lite import SayPlanLitePlanner
 
@@ -13,6 +14,7 @@ PLANNERS: dict[str, type[Planner]] = {
     "sayplan_lite": SayPlanLitePlanner,
     "llm_p": LlmPPlanner,
     "llm_as_planner": LlmAsPlanner,
+    "lookplangraph": LookPlanGraphPlanner,
 }
 
 

@@ -53,6 +53,7 @@ class PlanResult:
     calls: list[CallStats] = field(default_factory=list)
     cancelled: bool = False
     failure: str = ""  # "" | backend | budget | replans | search | not_executable | cancelled
+    action_set: str = "sayplan"  # the actions `plan` / `full_plan` are written in
     observed_nodes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
 

@@ -1,0 +1,158 @@
+"""LookPlanGraph (Onishchenko et al.): act one step at a time on a memory graph that grows as the agent looks.
+
+The memory graph starts with rooms and immovable assets only. Each call the LLM
+proposes one action for the agent; the simulator checks it on the memory graph
+(infeasible: the feedback goes back, at most `max_retries` times per step) and a
+feasible action is executed. `look_on` / `look_inside` add the objects found there:
+from the ground-truth graph in simulation, or from a VLM hook on a robot. The
+prompt shows only the agent's room and the nodes it has touched (their filtering).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.text import graph_records
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.planners import prompts
+from sayplan_core.planners.answers import _enum, _node, _obj
+from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.simulator import apply_step
+from sayplan_core.sim.world_state import RevealHook, WorldState
+
+MAX_STEPS = 40
+
+
+def memory_graph(truth: SceneGraph) -> SceneGraph:
+    """Rooms, poses, assets and the agent (with what it holds); movable objects are left to be found."""
+    keep = [n for n in truth.nodes if truth.nodes[n].type != "object" or truth.parent(n) == truth.agent_id]
+    return truth.subgraph(keep)
+
+
+def truth_reveal_hook(truth: SceneGraph) -> RevealHook:
+    """In simulation, looking reveals the ground truth's objects on / in the asset."""
+
+    def hook(state: WorldState, asset: str, relation: str) -> list[str]:
+        found = [c for c in truth.children(asset) if truth.relation(c) == relation and c not in state.graph]
+        if not found:
+            return []
+        update = GraphUpdate(source="look", upsert=[NodeUpsert(truth.nodes[c], asset, relation) for c in found])
+        state.graph = apply_update(state.graph, update)
+        return found
+
+    return hook
+
+
+def system_prompt(actions: ActionSet) -> str:
+    return f"""You control a mobile robot, one action at a time. The graph shows the room the robot is in, the
+assets there, and what it has found so far; movable objects appear only after the robot looks on or into an asset.
+
+{prompts.functions_block(actions)}
+
+{prompts.STATES}
+
+Answer with one JSON object: {{"chain_of_thought": "short reasoning",
+  "next_move": {{"function_name": "<function>", "function_target": "<node>"}}}}
+Call done when the instruction is carried out. If Feedback says your last move was impossible, choose another."""
+
+
+def visible_nodes(state: WorldState, touched: list[str]) -> list[str]:
+    graph = state.graph
+    room = state.agent_room()
+    ids = set(graph.ids_of_type("room"))
+    if room:
+        ids.add(room)
+        ids.update(graph.descendants(room))
+    for node in touched:
+        if node in graph.nodes:
+            ids.add(node)
+            ids.update(a for a in graph.ancestors(node) if graph.nodes[a].type in ("asset", "object"))
+    if graph.agent_id:
+        ids.add(graph.agent_id)
+    if state.holding:
+        ids.add(state.holding)
+    return sorted(ids)
+
+
+def state_text(state: WorldState, ids: list[str]) -> str:
+    """The memory graph as the model sees it, with the state's current placements and states."""
+    snapshot = state.apply_to()
+    return json.dumps(graph_records(snapshot, ids), separators=(",", ":"))
+
+
+class LookPlanGraphPlanner(Planner):
+    name = "lookplangraph"
+    max_retries = 5  # infeasible proposals per step (the paper's limit)
+
+    def _run(self, job: PlanJob) -> None:
+        truth, instruction, session, result, progress = job.parts()
+        actions = load_action_set("lookplangraph")
+        result.action_set = "lookplangraph"
+        state = WorldState.from_graph(memory_graph(truth), reveal_hook=truth_reveal_hook(truth))
+        system = system_prompt(actions)
+        touched: list[str] = []
+        feedback = job.context
+        retries = 0
+        for step in range(MAX_STEPS):
+            ids = visible_nodes(state, touched)
+            schema = _obj(
+                {
+                    "chain_of_thought": {"type": "string"},
+                    "next_move": _obj(
+                        {
+                            "function_name": {"type": "string", "enum": _enum(actions.names())},
+                            "function_target": {"type": "string", "enum": _enum([*ids, ""])},
+                        }
+                    ),
+                }
+            )
+            user = prompts.dynamic(instruction, state_text(state, ids), [], feedback)
+            move = session.ask(
+                "replan" if retries else "plan",
+                [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                schema,
+                lambda data: self._parse(state.graph, actions, data),
+                "next_move",
+            )
+            outcome = apply_step(state, move, actions)
+            result.explored_nodes = sorted(set(result.explored_nodes) | set(state.revealed))
+            result.observed_nodes = sorted(state.graph.nodes)
+            progress(Progress("verify", step, move.target, retries, session.tokens_used, outcome.feedback or str(move)))
+            if not outcome.ok:
+                result.feedback_history.append(outcome.feedback)
+                feedback = outcome.feedback
+                retries += 1
+                result.replanning_rounds += 1
+                if retries > self.max_retries:
+                    result.message = f"no feasible move after {self.max_retries} retries; last feedback: {feedback}"
+                    return
+                continue
+            retries, feedback = 0, ""
+            result.plan.append(move)
+            result.full_plan.append(move)
+            if move.target:
+                touched.append(move.target)
+            if state.finished:
+                result.success = result.verified = True
+                result.message = "task done"
+                return
+        result.message = f"no done() within {MAX_STEPS} steps"
+
+    @staticmethod
+    def _parse(graph: SceneGraph, actions: ActionSet, data: dict[str, Any]) -> PlanStep:
+        move = data.get("next_move")
+        if not isinstance(move, dict):
+            raise BadAnswerError("the answer has no 'next_move' object")
+        name, target = move.get("function_name"), move.get("function_target", "")
+        if not isinstance(name, str) or name not in actions:
+            raise BadAnswerError(f"unknown function '{name}' (use: {', '.join(actions.names())})")
+        if not isinstance(target, str):
+            raise BadAnswerError("'function_target' must be a node id")
+        if target and name != "done":
+            _node(graph, target.strip(), "function_target:")
+        return PlanStep(name, target.strip() if name != "done" else "")
