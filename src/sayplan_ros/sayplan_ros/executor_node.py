@@ -87,12 +87,14 @@ class ExecutorNode(Node):
                 raise StepTimeoutError(f"no answer within {timeout:.0f} s")
         return future.result()
 
-    def _send(self, client: ActionClient, goal: Any, timeout: float, cancelled: Any, on_feedback: Any = None) -> Any:
+    def _send(
+        self, client: ActionClient, name: str, goal: Any, timeout: float, cancelled: Any, on_feedback: Any = None
+    ) -> Any:
         if not client.wait_for_server(timeout_sec=5.0):
-            raise StepTimeoutError(f"action server '{client._action_name}' is not available")
+            raise StepTimeoutError(f"action server '{name}' is not available")
         handle = self._wait(client.send_goal_async(goal, feedback_callback=on_feedback), 10.0)
         if not handle.accepted:
-            raise StepTimeoutError(f"'{client._action_name}' rejected the goal (busy?)")
+            raise StepTimeoutError(f"'{name}' rejected the goal (busy?)")
         wrapped = self._wait(handle.get_result_async(), timeout, cancelled, handle.cancel_goal_async)
         return wrapped.result
 
@@ -108,7 +110,7 @@ class ExecutorNode(Node):
                 on_progress(f"{f.stage}{where}, round {f.replanning_round}, {f.tokens_used} tokens{detail}")
 
         try:
-            result = self._send(self._plan_client, goal, self._plan_timeout, cancelled, forward)
+            result = self._send(self._plan_client, "plan_task", goal, self._plan_timeout, cancelled, forward)
         except StepTimeoutError as exc:
             return PlanOutcome(False, [], f"plan_task: {exc}")
         return PlanOutcome(bool(result.success), steps_from_msgs(result.full_plan), result.message)
@@ -116,7 +118,7 @@ class ExecutorNode(Node):
     def _run_skill(self, step: PlanStep, cancelled: Any) -> SkillResult:
         goal = ExecuteSkill.Goal(skill=step.action, target=step.target)
         try:
-            result = self._send(self._skill_client, goal, self._skill_timeout, cancelled)
+            result = self._send(self._skill_client, "execute_skill", goal, self._skill_timeout, cancelled)
         except StepTimeoutError as exc:
             return SkillResult(False, "error", f"execute_skill: {exc}")
         update = result.graph_update
