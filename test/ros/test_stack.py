@@ -156,8 +156,10 @@ def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
     ros.wait_for(lambda: any(f.stage == "executing" for f in feedback), timeout=30.0, what="execution to start")
     handle.cancel_goal_async()
     ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
-    assert result_future.result().status == 5 and result_future.result().result.message == "cancelled"
-    assert nodes["skills"].world.state.location == "pose7"  # the first goto never completed
+    outcome = result_future.result()
+    assert outcome.status == 5 and outcome.result.message == "cancelled"
+    # the running skill was cancelled: at most the first goto finished before the cancel reached it
+    assert len(outcome.result.executed) <= 1 and nodes["skills"].world.state.location in ("pose7", "pose8")
 
 
 def test_llm_down_fails_the_goal_and_nodes_stay_up(ros: Any) -> None:
@@ -202,3 +204,13 @@ def test_busy_planner_rejects_a_second_goal(ros: Any, httpserver: HTTPServer) ->
     assert first.accepted and not second.accepted
     gate.set()
     ros.wait_for(first_result.done, timeout=20.0, what="first goal to end")
+
+
+def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> None:
+    params = [Parameter("replay_transcript", value="/nonexistent.json"), Parameter("graph_wait_s", value=0.3)]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
+    ros.wait_for(result_future.done, timeout=10.0, what="aborted result")
+    assert result_future.result().status == 6
+    assert result_future.result().result.message == "no scene graph received yet on 'scene_graph'"

@@ -21,6 +21,7 @@ class GraphFollower:
         self._lock = threading.Lock()
         self._graph: SceneGraph | None = None
         self._version = 0
+        self._first = threading.Event()
         node.create_subscription(
             SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS, callback_group=callback_group
         )
@@ -33,6 +34,11 @@ class GraphFollower:
             return
         with self._lock:
             self._graph, self._version = graph, int(msg.version)
+        self._first.set()
+
+    def wait(self, timeout: float) -> bool:
+        """Block the calling thread (an action's execute thread, never the executor) until a graph arrived."""
+        return self._first.wait(timeout)
 
     def latest(self) -> tuple[SceneGraph | None, int]:
         with self._lock:

@@ -44,6 +44,7 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     "max_answer_tokens": (1024, "completion tokens per LLM answer"),
     "replay_transcript": ("", "answer from this recorded transcript instead of an LLM (tests, demos)"),
     "record_transcript": ("", "save every LLM exchange of this node to this JSON file (updated after each goal)"),
+    "graph_wait_s": (5.0, "how long a goal waits for the first scene graph (just after start-up) before aborting"),
 }
 
 
@@ -141,6 +142,7 @@ class PlannerNode(Node):
     def _plan(self, goal_handle: ServerGoalHandle) -> PlanTask.Result:
         goal: PlanTask.Goal = goal_handle.request
         result = PlanTask.Result()
+        self._follower.wait(float(self.get_parameter("graph_wait_s").value))
         graph, version = self._follower.latest()
         if graph is None:
             result.message = "no scene graph received yet on 'scene_graph'"
