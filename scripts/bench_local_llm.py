@@ -1,0 +1,54 @@
+#!/usr/bin/env python3
+"""Embedded-model costs: prompt reading, KV-cache reuse, and constrained vs free decoding.
+
+    make local-llm && scripts/ws_env.sh python scripts/bench_local_llm.py
+
+Uses a real SayPlan prompt (the office, kitchen expanded) and its answer schema.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from sayplan_core.envs import load_env
+from sayplan_core.graph.views import collapse
+from sayplan_core.llm.local_backend import LocalBackend, local_runtime_available
+from sayplan_core.llm.types import LlmRequest
+from sayplan_core.planners import answers, prompts
+from sayplan_core.sim.action_set import load_action_set
+
+
+def timed(backend: LocalBackend, request: LlmRequest) -> tuple[float, int, int]:
+    start = time.perf_counter()
+    response = backend.complete(request)
+    return time.perf_counter() - start, response.prompt_tokens, response.completion_tokens
+
+
+def main() -> int:
+    if not local_runtime_available():
+        print("the embedded LLM runtime is not installed: run `make local-llm` first", file=sys.stderr)
+        return 2
+    actions = load_action_set("sayplan")
+    view = collapse(load_env("office"))
+    view.expand("kitchen")
+    messages = [
+        {"role": "system", "content": prompts.sayplan_system(actions)},
+        {"role": "user", "content": prompts.dynamic("Make Niko a coffee.", view.text(), view.memory, "")},
+    ]
+    schema = answers.sayplan_schema(actions, view.visible_ids(), view.expandable_ids() + view.expanded)
+    backend = LocalBackend()
+    cold, prompt_tokens, _ = timed(backend, LlmRequest(messages, None, max_tokens=1))
+    warm, _, _ = timed(backend, LlmRequest(messages, None, max_tokens=1))
+    free_s, _, free_tokens = timed(backend, LlmRequest(messages, None, max_tokens=160))
+    json_s, _, json_tokens = timed(backend, LlmRequest(messages, schema, max_tokens=160))
+    print(f"## Embedded model ({backend.info.model})\n")
+    print(f"- prompt of {prompt_tokens} tokens, read cold: {cold:.2f} s ({prompt_tokens / cold:.0f} tokens/s)")
+    print(f"- the same prompt again (KV cache reused): {warm:.2f} s")
+    print(f"- free decoding: {free_tokens / free_s:.1f} tokens/s")
+    print(f"- JSON-schema-constrained decoding: {json_tokens / json_s:.1f} tokens/s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
