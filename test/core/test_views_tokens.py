@@ -87,3 +87,16 @@ def test_collapsed_graph_is_much_smaller(env: str) -> None:
     assert table["collapsed_tokens"] < table["full_tokens"]
     assert table["reduction_percent"] > 40
     assert set(table["groups"]) >= {"room", "asset", "object", "agent"}
+
+
+def test_remaining_plan_path_for_rviz() -> None:
+    from sayplan_core.viz.markers import graph_markers, layer_counts, remaining_path
+
+    graph = load_env("office")  # the agent is at pose7
+    steps = [("goto", "pose8"), ("goto", "kitchen"), ("access", "fridge"), ("goto", "cafeteria")]
+    assert remaining_path(graph, steps, 0) == ["pose7", "pose8", "kitchen", "cafeteria"]
+    assert remaining_path(graph, steps, 2) == ["pose7", "cafeteria"]
+    assert remaining_path(graph, steps, -1) == [] and remaining_path(graph, steps[2:3], 0) == []
+    specs = graph_markers(graph, remaining_path(graph, steps, 0))
+    assert layer_counts(specs) == {"rooms": 37, "poses": 25, "assets": 86, "objects": 88, "agents": 1}
+    assert len(next(s for s in specs if s.ns == "plan").points) == 4

@@ -22,6 +22,7 @@ from sayplan_core.graph.updates import apply_update
 from sayplan_core.graph.views import GraphView as CoreView
 from sayplan_core.sim.action_set import ActionSetError
 from sayplan_core.sim.simulator import verify_plan
+from sayplan_core.viz.markers import remaining_path
 from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
@@ -83,10 +84,8 @@ class SceneGraphServer(Node):
     def _on_plan(self, msg: Plan) -> None:
         """Highlight the remaining navigation of the active plan."""
         with self._lock:
-            start = max(msg.current_step, 0) if msg.current_step >= 0 else len(msg.steps)
-            hops = [s.target for s in msg.steps[start:] if s.action in ("goto", "go_to") and s.target in self._graph]
-            location = self._graph.agent_location()
-            self._plan_nodes = ([location] if location and hops else []) + hops
+            steps = [(s.action, s.target) for s in msg.steps]
+            self._plan_nodes = remaining_path(self._graph, steps, msg.current_step)
             self._publish_markers()
 
     def _on_view(self, request: GraphView.Request, response: GraphView.Response) -> GraphView.Response:

@@ -116,3 +116,16 @@ def layer_counts(specs: Iterable[MarkerSpec]) -> dict[str, int]:
         if spec.kind in ("sphere", "cube"):
             out[spec.ns] = out.get(spec.ns, 0) + 1
     return out
+
+
+def remaining_path(graph: SceneGraph, steps: Iterable[tuple[str, str]], current_step: int) -> list[str]:
+    """The nodes the robot still has to pass: its location, then every goto target from the current step on.
+
+    current_step < 0 means the plan is idle (nothing left to draw).
+    """
+    steps = list(steps)
+    if current_step < 0:
+        return []
+    hops = [target for action, target in steps[current_step:] if action in ("goto", "go_to") and target in graph]
+    location = graph.agent_location()
+    return ([location] if location and hops else []) + hops
