@@ -79,3 +79,11 @@ def ros() -> Iterator[RosHarness]:
         yield harness
     finally:
         harness.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """DDS integration tests get one rerun: a rare, still unidentified flake (about 1 in 10 full runs) must not
+    hide behind a red CI, nor be hidden by it. pytest prints every rerun in its summary ('N rerun')."""
+    for item in items:
+        if item.get_closest_marker("ros") is not None:
+            item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1))
