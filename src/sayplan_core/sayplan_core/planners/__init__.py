@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
+from sayplan_core.planners.embodiedrag import EmbodiedRagPlanner, EmbodiedRagStrictPlanner
 from sayplan_core.planners.llm_as_planner import LlmAsPlanner
 from sayplan_core.planners.lookplangraph import LookPlanGraphPlanner
 from sayplan_core.planners.sayplan import LlmPPlanner, SayPlanPlanner
@@ -15,6 +16,8 @@ PLANNERS: dict[str, type[Planner]] = {
     "llm_p": LlmPPlanner,
     "llm_as_planner": LlmAsPlanner,
     "lookplangraph": LookPlanGraphPlanner,
+    "embodiedrag": EmbodiedRagPlanner,
+    "embodiedrag_strict": EmbodiedRagStrictPlanner,
 }
 
 

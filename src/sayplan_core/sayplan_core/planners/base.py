@@ -35,6 +35,14 @@ class PlannerOptions:
     budget: Budget = field(default_factory=Budget)
     temperature: float = 0.0
     max_answer_tokens: int = 1024
+    # embodiedrag / abstract: sentence embeddings (local MiniLM by default) and retrieval
+    embedder: str = "local"
+    retrieval_top_k: int = 3
+    retrieval_threshold: float = 0.45
+    vector_store: str = "faiss"
+    # abstract: candidate plans per command and the step relevance cut-off (Kwon et al.)
+    candidate_plans: int = 3
+    step_threshold: float = 0.5
 
 
 @dataclass
