@@ -37,17 +37,18 @@ def _nodes(context: LaunchContext) -> list[Node]:
             f"robot:={robot}: its skill server comes with the robot-backend work; use robot:=sim for now"
         )
     common = os.path.join(config, "sayplan.yaml")
+    planner_yaml = os.path.join(config, "planners", f"{planner}.yaml")  # may also set the skills' action set
     return [
         Node(package="sayplan_ros", executable="scene_graph_server", name="scene_graph_server",
              parameters=[common, {"env": env}], output="screen"),
         Node(package="sayplan_ros", executable="path_planner", name="path_planner",
              parameters=[common], output="screen"),
         Node(package="sayplan_ros", executable="planner", name="planner",
-             parameters=[common, os.path.join(config, "planners", f"{planner}.yaml"), {"llm": llm}], output="screen"),
+             parameters=[common, planner_yaml, {"llm": llm}], output="screen"),
         Node(package="sayplan_ros", executable="executor", name="executor",
              parameters=[common], output="screen"),
         Node(package="sayplan_ros", executable="sim_skill_server", name="sim_skill_server",
-             parameters=[os.path.join(config, "robots", f"{robot}.yaml"), {"env": env}], output="screen"),
+             parameters=[os.path.join(config, "robots", f"{robot}.yaml"), planner_yaml, {"env": env}], output="screen"),
     ]  # fmt: skip
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -21,10 +22,10 @@ REST_OF_PLAN = GOOD_PLAN[2:]  # from the kitchen, cupboard already open: access,
 
 
 class Harness:
-    def __init__(self, backend: Any, world: SimulatedWorld) -> None:
+    def __init__(self, backend: Any, world: SimulatedWorld, planner: str = "sayplan") -> None:
         self.graph = load_env("office")
         self.world = world
-        self.planner = make_planner("sayplan", backend, PlannerOptions(budget=FAST))
+        self.planner = make_planner(planner, backend, PlannerOptions(budget=FAST))
         self.reports: list[StepReport] = []
 
     def plan(self, instruction: str, context: str) -> PlanOutcome:
@@ -132,3 +133,26 @@ def test_planning_failure_and_cancel() -> None:
 def test_bad_injected_failures_are_rejected() -> None:
     with pytest.raises(ValueError, match="'melted' is not one of"):
         InjectedFailure("pickup", "x", "melted")
+
+
+def lpg(name: str, target: str = "") -> str:
+    return json.dumps({"chain_of_thought": "...", "next_move": {"function_name": name, "function_target": target}})
+
+
+def test_lookplangraph_plans_run_through_the_closed_loop_and_replan_after_a_failure() -> None:
+    first = [("go_to", "kitchen"), ("open", "kitchen_cupboard"), ("look_inside", "kitchen_cupboard"),
+             ("pick_up", "coffee_mug"), ("go_to", "nikos_office"), ("put_on", "nikos_desk"), ("done", "")]  # fmt: skip
+    # after the failed grasp the robot's graph knows the open cupboard: look again, grasp, deliver
+    second = [("look_inside", "kitchen_cupboard"), ("pick_up", "coffee_mug"), ("go_to", "nikos_office"),
+              ("put_on", "nikos_desk"), ("done", "")]  # fmt: skip
+    backend = transcript(*[lpg(a, t) for a, t in first + second])
+    world = SimulatedWorld(
+        load_env("office"), "lookplangraph", failures=[InjectedFailure("pick_up", "coffee_mug", "grasp_failed")]
+    )
+    h = Harness(backend, world, "lookplangraph")
+    result = h.run()
+    assert result.success and result.replans == 1, result.message
+    executed = list(dict.fromkeys((r.replans, r.step_index, str(r.step)) for r in h.reports if r.step is not None))
+    assert [step for _, _, step in executed][:4] == ["go_to(kitchen)", "open(kitchen_cupboard)",
+        "look_inside(kitchen_cupboard)", "pick_up(coffee_mug)"]  # fmt: skip
+    assert check_goals(world.truth, [GOAL]).success and check_goals(h.graph, [GOAL]).success

@@ -174,6 +174,12 @@ def add_llm_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> 
     g.add_argument("--max-tokens", type=int, default=250_000, help="LLM tokens per task")
     g.add_argument("--max-replans", type=int, default=5, help="replanning rounds (SayPlan: 5)")
     g.add_argument("--max-answer-tokens", type=int, default=1024, help="completion tokens per LLM answer")
+    g.add_argument("--embedder", default="local", help="embodiedrag/abstract: local, openai:<model> or ollama:<model>")
+    g.add_argument("--top-k", type=int, default=3, help="embodiedrag: entities retrieved per query")
+    g.add_argument("--retrieval-threshold", type=float, default=0.45, help="embodiedrag: minimum cosine similarity")
+    g.add_argument("--vector-store", default="faiss", choices=("faiss", "numpy"), help="embodiedrag: vector search")
+    g.add_argument("--candidate-plans", type=int, default=3, help="abstract: candidate plans asked of the LLM")
+    g.add_argument("--step-threshold", type=float, default=0.5, help="abstract: relevance cut-off per step")
     g.add_argument("--record", default="", help="write the LLM transcript of the run to this file")
     g.add_argument("--replay", default="", help="answer from a recorded transcript instead of an LLM")
 
@@ -197,12 +203,23 @@ def planner_options(args: argparse.Namespace) -> PlannerOptions:
             "--max-calls and --max-tokens must be positive, --max-answer-tokens at least 16, --max-replans not negative"
         )
     budget = Budget(max_calls=args.max_calls, max_tokens=args.max_tokens, max_transient_retries=args.retries)
-    return PlannerOptions(
+    options = PlannerOptions(
         max_replans=args.max_replans,
         budget=budget,
         temperature=args.temperature,
         max_answer_tokens=args.max_answer_tokens,
+        embedder=args.embedder,
+        retrieval_top_k=args.top_k,
+        retrieval_threshold=args.retrieval_threshold,
+        vector_store=args.vector_store,
+        candidate_plans=args.candidate_plans,
+        step_threshold=args.step_threshold,
     )
+    try:
+        options.validate()
+    except ValueError as exc:
+        raise CliError(str(exc)) from None
+    return options
 
 
 def cmd_plan(args: argparse.Namespace) -> int:

@@ -44,6 +44,12 @@ PARAMETERS: dict[str, tuple[Any, str]] = {
     "max_answer_tokens": (1024, "completion tokens per LLM answer"),
     "replay_transcript": ("", "answer from this recorded transcript instead of an LLM (tests, demos)"),
     "record_transcript": ("", "save every LLM exchange of this node to this JSON file (updated after each goal)"),
+    "embedder": ("local", "embodiedrag/abstract embeddings: local (MiniLM, offline), openai:<model>, ollama:<model>"),
+    "retrieval_top_k": (3, "embodiedrag: entities retrieved per query"),
+    "retrieval_threshold": (0.45, "embodiedrag: minimum cosine similarity of a retrieved entity, -1..1"),
+    "vector_store": ("faiss", "embodiedrag: faiss or numpy (both exact)"),
+    "candidate_plans": (3, "abstract: candidate plans asked of the LLM"),
+    "step_threshold": (0.5, "abstract: steps less relevant to the command than this are dropped (Kwon et al.)"),
     "graph_wait_s": (5.0, "how long a goal waits for the first scene graph (just after start-up) before aborting"),
 }
 
@@ -98,12 +104,20 @@ class PlannerNode(Node):
         budget = Budget(
             max_calls=ints["max_calls"], max_tokens=ints["max_tokens"], max_transient_retries=self._llm_config.retries
         )
-        return PlannerOptions(
+        options = PlannerOptions(
             max_replans=ints["max_replans"],
             budget=budget,
             temperature=self._llm_config.temperature,
             max_answer_tokens=ints["max_answer_tokens"],
+            embedder=str(self.get_parameter("embedder").value),
+            retrieval_top_k=int(self.get_parameter("retrieval_top_k").value),
+            retrieval_threshold=float(self.get_parameter("retrieval_threshold").value),
+            vector_store=str(self.get_parameter("vector_store").value),
+            candidate_plans=int(self.get_parameter("candidate_plans").value),
+            step_threshold=float(self.get_parameter("step_threshold").value),
         )
+        options.validate()
+        return options
 
     @property
     def graph_version(self) -> int:

@@ -100,6 +100,7 @@ class SimulatedWorld:
                 failure.times -= 1
                 message = failure.message or f"{step} failed: {failure.code.replace('_', ' ')} (injected)"
                 return SkillOutcome(False, failure.code, message, self.observe([target]))
+        held_before = self.state.holding
         outcome = apply_step(self.state, step, self.actions)
         if not outcome.ok:
             code = FAILURE_CODES.get(outcome.failed, "error")
@@ -112,8 +113,10 @@ class SimulatedWorld:
             touched = [target, *self._container_chain(target)]
             return SkillOutcome(False, code, outcome.feedback, self.observe(touched))
         touched = [target]
-        if self.state.holding:
-            touched.append(self.state.holding)
+        # what was put down (put_on / release names the place, not the object) and what is now held
+        touched.extend(n for n in (held_before, self.state.holding) if n)
+        if skill.startswith("look_"):  # LookPlanGraph's look_on / look_inside: the robot sees what is there
+            touched.extend(self.state.graph.children(target))
         return SkillOutcome(True, "", f"{step} done", self.observe(touched))
 
     def _not_found(self, target: str) -> GraphUpdate:

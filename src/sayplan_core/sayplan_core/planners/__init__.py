@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from sayplan_core.llm.types import LlmBackend
+from sayplan_core.planners.abstract import AbstractCommandPlanner
 from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
 from sayplan_core.planners.embodiedrag import EmbodiedRagPlanner, EmbodiedRagStrictPlanner
 from sayplan_core.planners.llm_as_planner import LlmAsPlanner
 from sayplan_core.planners.lookplangraph import LookPlanGraphPlanner
+from sayplan_core.planners.ltl import LtlPlanner
 from sayplan_core.planners.sayplan import LlmPPlanner, SayPlanPlanner
 from sayplan_core.planners.sayplan_lite import SayPlanLitePlanner
 
@@ -18,6 +20,8 @@ PLANNERS: dict[str, type[Planner]] = {
     "lookplangraph": LookPlanGraphPlanner,
     "embodiedrag": EmbodiedRagPlanner,
     "embodiedrag_strict": EmbodiedRagStrictPlanner,
+    "abstract": AbstractCommandPlanner,
+    "ltl": LtlPlanner,
 }
 
 

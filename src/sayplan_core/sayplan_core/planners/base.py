@@ -44,6 +44,30 @@ class PlannerOptions:
     candidate_plans: int = 3
     step_threshold: float = 0.5
 
+    def validate(self) -> None:
+        """Raise ValueError naming the first option out of range."""
+        checks = [
+            (self.max_replans >= 0, f"max_replans must be >= 0, got {self.max_replans}"),
+            (self.retrieval_top_k >= 1, f"retrieval_top_k must be >= 1, got {self.retrieval_top_k}"),
+            (
+                -1.0 <= self.retrieval_threshold <= 1.0,
+                f"retrieval_threshold must be in -1..1, got {self.retrieval_threshold}",
+            ),
+            (
+                self.vector_store in ("faiss", "numpy"),
+                f"vector_store must be faiss or numpy, got '{self.vector_store}'",
+            ),
+            (1 <= self.candidate_plans <= 10, f"candidate_plans must be in 1..10, got {self.candidate_plans}"),
+            (-1.0 <= self.step_threshold <= 1.0, f"step_threshold must be in -1..1, got {self.step_threshold}"),
+            (
+                self.embedder == "local" or self.embedder.partition(":")[0] in ("local", "openai", "ollama"),
+                f"embedder must be local, openai:<model> or ollama:<model>, got '{self.embedder}'",
+            ),
+        ]
+        for ok, message in checks:
+            if not ok:
+                raise ValueError(message)
+
 
 @dataclass
 class PlanResult:

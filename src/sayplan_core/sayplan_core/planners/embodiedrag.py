@@ -15,8 +15,8 @@
 from __future__ import annotations
 
 import json
-from functools import partial
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph

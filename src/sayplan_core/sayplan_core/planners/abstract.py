@@ -1,0 +1,194 @@
+"""Planning for abstract commands (Kwon et al.): "Put the food ingredients in the same place".
+
+The graph is shown as a workspace -> objects dictionary. The LLM writes several
+candidate plans, each a list of steps "move <object> to <workspace>" with a sentence.
+Each step is scored by the cosine between its sentence's embedding and the command's;
+steps below the threshold (default 0.5) are dropped and a plan scores the sum of what
+is left (their final plan selection). The best plan is compiled into the SayPlan action
+set by rules (goto, access, open when closed, pickup, release) and verified by the
+simulator; if it fails, the next best candidate is tried. Nothing the LLM writes is
+executed as code.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.planners.answers import _enum, _obj
+from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.planners.sayplan import verify_high_level
+from sayplan_core.retrieval import make_embedder
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.simulator import apply_step
+from sayplan_core.sim.world_state import WorldState
+
+WORKSPACE_TYPES = ("asset", "workspace")
+
+
+@dataclass(frozen=True)
+class MoveStep:
+    sentence: str
+    obj: str
+    workspace: str
+
+
+@dataclass
+class Candidate:
+    steps: list[MoveStep]
+    scores: list[float]
+    kept: list[MoveStep]
+
+    @property
+    def score(self) -> float:
+        return sum(s for s, step in zip(self.scores, self.steps, strict=True) if step in self.kept)
+
+
+def workspace_dictionary(graph: SceneGraph) -> dict[str, list[str]]:
+    """Kwon et al.'s prompt view: every workspace (asset) and the objects on or in it, by room."""
+    out: dict[str, list[str]] = {}
+    for asset in sorted(graph.ids_of_type(*WORKSPACE_TYPES)):
+        room = graph.room_of(asset) or "?"
+        objects = [c for c in graph.descendants(asset) if graph.nodes[c].type == "object"]
+        out[f"{asset} ({room})"] = sorted(objects)
+    return out
+
+
+def system_prompt(count: int) -> str:
+    return f"""You plan for a household robot that moves objects between workspaces. You get a user command, which
+may name no objects ("tidy the fruit"), and the building as a dictionary: workspace (room) -> objects on or in it.
+Write {count} different candidate plans that carry out the command. Each step moves one object to one workspace;
+give each step a short sentence saying what it does, e.g. "move the banana to the kitchen bench".
+Answer with one JSON object: {{"plans": [{{"steps": [{{"sentence": "...", "object": "<object id>",
+"workspace": "<workspace id>"}}]}}]}}"""
+
+
+def compile_moves(graph: SceneGraph, moves: list[MoveStep]) -> tuple[list[PlanStep], str]:
+    """Rule-based translation of moves into SayPlan actions; returns the plan and the first problem, if any."""
+    actions = load_action_set("sayplan")
+    state = WorldState.from_graph(graph)
+    plan: list[PlanStep] = []
+
+    def do(action: str, target: str = "") -> str:
+        step = PlanStep(action, target)
+        outcome = apply_step(state, step, actions)
+        if outcome.ok:
+            plan.append(step)
+        return outcome.feedback if not outcome.ok else ""
+
+    def reach(asset: str) -> str:
+        room = state.room_of(asset)
+        problems = [do("goto", room)] if room and room != state.agent_room() else []
+        problems.append(do("access", asset))
+        if "closed" in state.states(asset) and "open" in graph.nodes[asset].affordances:
+            problems.append(do("open", asset))
+        return next((p for p in problems if p), "")
+
+    for move in moves:
+        support = next((a for a in state.ancestors(move.obj) if state.node_type(a) in WORKSPACE_TYPES), None)
+        if support == move.workspace and state.holding != move.obj:
+            continue  # already there
+        if state.holding != move.obj:
+            if support is None:
+                return plan, f"{move.obj} is not on or in any workspace"
+            problem = reach(support) or do("pickup", move.obj)
+            if problem:
+                return plan, problem
+        problem = reach(move.workspace) or do("release", move.obj)
+        if problem:
+            return plan, problem
+    do("done")
+    return plan, ""
+
+
+class AbstractCommandPlanner(Planner):
+    name = "abstract"
+
+    def _run(self, job: PlanJob) -> None:
+        graph, instruction, session, result, progress = job.parts()
+        options = self.options
+        objects = graph.ids_of_type("object")
+        workspaces = graph.ids_of_type(*WORKSPACE_TYPES)
+        step = _obj(
+            {
+                "sentence": {"type": "string"},
+                "object": {"type": "string", "enum": _enum(objects)},
+                "workspace": {"type": "string", "enum": _enum(workspaces)},
+            }
+        )
+        schema = _obj({"plans": {"type": "array", "items": _obj({"steps": {"type": "array", "items": step}})}})
+        context = f"\nNote: {job.context}" if job.context else ""
+        user = (
+            f"Command: {instruction}\n"
+            f"Workspaces: {json.dumps(workspace_dictionary(graph), separators=(',', ':'))}{context}"
+        )
+        plans = session.ask(
+            "plan",
+            [{"role": "system", "content": system_prompt(options.candidate_plans)}, {"role": "user", "content": user}],
+            schema,
+            lambda data: self._parse(graph, data),
+            "candidate_plans",
+        )
+        embedder = make_embedder(options.embedder)
+        command = embedder.embed([instruction])[0]
+        candidates = []
+        for steps in plans:
+            scores = [float(v) for v in embedder.embed([s.sentence for s in steps]) @ command]
+            kept = [s for s, v in zip(steps, scores, strict=True) if v >= options.step_threshold]
+            candidates.append(Candidate(steps, scores, kept))
+        ranked = sorted(range(len(candidates)), key=lambda i: -candidates[i].score)
+        summary = ", ".join(
+            f"#{i + 1}: {candidates[i].score:.2f} ({len(candidates[i].kept)} steps kept)" for i in ranked
+        )
+        progress(Progress("plan", 0, "", 0, session.tokens_used, f"candidate scores {summary}"))
+        for rank, i in enumerate(ranked):
+            candidate = candidates[i]
+            if not candidate.kept:
+                result.feedback_history.append(f"candidate {i + 1}: no step reaches the relevance threshold")
+                continue
+            plan, problem = compile_moves(graph, candidate.kept)
+            check = verify_high_level(graph, plan, load_action_set("sayplan")) if not problem else None
+            if check is not None and check.ok:
+                result.plan, result.full_plan = plan, check.full_plan
+                result.success = result.verified = True
+                result.replanning_rounds = rank
+                dropped = len(candidate.steps) - len(candidate.kept)
+                result.message = (
+                    f"candidate {i + 1} of {len(candidates)} (relevance {candidate.score:.2f}, "
+                    f"{dropped} step(s) below {options.step_threshold}) compiled and verified"
+                )
+                progress(Progress("done", 1, "", rank, session.tokens_used, result.message))
+                return
+            feedback = problem or (check.feedback if check else "")
+            result.feedback_history.append(f"candidate {i + 1}: {feedback}")
+        result.message = "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history)
+        result.failure = "not_executable"
+
+    @staticmethod
+    def _parse(graph: SceneGraph, data: dict[str, Any]) -> list[list[MoveStep]]:
+        raw = data.get("plans")
+        if not isinstance(raw, list) or not raw:
+            raise BadAnswerError("the answer needs a non-empty 'plans' list")
+        plans: list[list[MoveStep]] = []
+        for p, plan in enumerate(raw, 1):
+            steps = plan.get("steps") if isinstance(plan, dict) else None
+            if not isinstance(steps, list) or not steps:
+                raise BadAnswerError(f"plan {p} needs a non-empty 'steps' list")
+            out = []
+            for s in steps:
+                if not isinstance(s, dict) or not all(
+                    isinstance(s.get(k), str) for k in ("sentence", "object", "workspace")
+                ):
+                    raise BadAnswerError(f"plan {p}: each step needs 'sentence', 'object' and 'workspace' strings")
+                obj, ws = s["object"], s["workspace"]
+                if obj not in graph.nodes or graph.nodes[obj].type != "object":
+                    raise BadAnswerError(f"plan {p}: '{obj}' is not an object id")
+                if ws not in graph.nodes or graph.nodes[ws].type not in WORKSPACE_TYPES:
+                    raise BadAnswerError(f"plan {p}: '{ws}' is not a workspace id")
+                out.append(MoveStep(s["sentence"], obj, ws))
+            plans.append(out)
+        return plans
