@@ -214,3 +214,74 @@ def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> Non
     ros.wait_for(result_future.done, timeout=10.0, what="aborted result")
     assert result_future.result().status == 6
     assert result_future.result().result.message == "no scene graph received yet on 'scene_graph'"
+
+
+def _lpg(name: str, target: str = "") -> str:
+    return json.dumps({"chain_of_thought": "...", "next_move": {"function_name": name, "function_target": target}})
+
+
+def _rag(name: str, target: str = "") -> str:
+    return json.dumps({"thought": "...", "action": {"name": name, "target": target}})
+
+
+OTHER_PLANNERS: dict[str, tuple[list[str], str]] = {
+    # planner: (transcript, the skills' action set)
+    "ltl": (
+        [
+            json.dumps(
+                {"mapping": [{"phrase": "mug", "node": "coffee_mug"}, {"phrase": "Niko", "node": "nikos_desk"}]}
+            ),
+            json.dumps({"formula": "F & coffee_mug F nikos_desk"}),
+        ],
+        "sayplan",
+    ),
+    "lookplangraph": (
+        [
+            _lpg("go_to", "kitchen"),
+            _lpg("open", "kitchen_cupboard"),
+            _lpg("look_inside", "kitchen_cupboard"),
+            _lpg("pick_up", "coffee_mug"),
+            _lpg("go_to", "nikos_office"),
+            _lpg("put_on", "nikos_desk"),
+            _lpg("done"),
+        ],
+        "lookplangraph",
+    ),
+    "embodiedrag_strict": (
+        [
+            json.dumps({"entities": [{"name": n, "attributes": ["states"]} for n in ("coffee mug", "Niko's desk")]}),
+            *[_rag(a, t) for a, t in GOOD_PLAN if a != "open" and t != "coffee_machine"][:3],
+            _rag("open", "kitchen_cupboard"),
+            _rag("pickup", "coffee_mug"),
+            _rag("goto", "nikos_office"),
+            _rag("access", "nikos_desk"),
+            _rag("release", "coffee_mug"),
+            _rag("done"),
+        ],
+        "sayplan",
+    ),
+}
+
+
+@pytest.mark.parametrize("planner", sorted(OTHER_PLANNERS))
+def test_other_planners_run_through_the_executor(ros: Any, tmp_path: Path, planner: str) -> None:
+    answers, action_set = OTHER_PLANNERS[planner]
+    t = write_transcript(tmp_path / "t.json", *answers)
+    nodes = start_stack(
+        ros,
+        [Parameter("replay_transcript", value=str(t)), Parameter("planner", value=planner)],
+        [Parameter("action_set", value=action_set), Parameter("skill_delay_s", value=0.0)],
+    )
+    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    handle, result_future = send(ros, client, ExecuteTask.Goal(instruction=INSTRUCTION))
+    assert handle.accepted
+    ros.wait_for(result_future.done, timeout=90.0, what="execute_task result")
+    result = result_future.result().result
+    assert result.success and result.replans == 0, result.message
+    graph = nodes["graph"].graph
+    if planner == "ltl":  # a navigation mission: it ends at Niko's office, having passed the kitchen
+        assert graph.agent_location() == "nikos_office"
+        assert "kitchen" in [s.target for s in result.executed]
+    else:
+        assert check_goals(graph, [GOAL]).success
+        assert check_goals(nodes["skills"].world.truth, [GOAL]).success

@@ -95,3 +95,31 @@ def generate_building(spec: BuildingSpec) -> SceneGraph:
         g.connect(lower, upper, weight=FLOOR_HEIGHT * 2)
     g.add_node(Node("agent", "agent", attributes={"location": "stairs_f0"}))
     return g
+
+
+DISTRACTOR_KINDS = (
+    "pencil", "notebook", "charger", "headphones", "sticky_notes", "water_bottle", "tissue_box", "ruler", "eraser",
+    "keyboard", "mouse", "usb_stick", "calculator", "envelope", "folder", "tape", "glue_stick", "marker", "clipboard",
+    "plant_pot", "candle", "remote_control", "sunscreen", "umbrella", "hat", "scarf", "glove", "toy_car", "puzzle",
+    "magazine", "photo_frame", "vase", "coaster", "napkin", "spoon", "fork", "bowl", "teapot", "jar", "sponge",
+)  # fmt: skip
+
+
+def add_distractors(graph: SceneGraph, count: int, seed: int = 0) -> SceneGraph:
+    """A copy of `graph` with `count` task-irrelevant objects on or in its assets (EmbodiedRAG's setting)."""
+    rng = random.Random(seed)
+    out = graph.copy()
+    assets = sorted(out.ids_of_type("asset"))
+    if not assets:
+        raise ValueError("the graph has no assets to put distractor objects on")
+    for i in range(count):
+        kind = DISTRACTOR_KINDS[rng.randrange(len(DISTRACTOR_KINDS))]
+        asset = assets[rng.randrange(len(assets))]
+        inside = "closed" in out.nodes[asset].states or "open" in out.nodes[asset].states
+        position = out.nodes[asset].position
+        out.add_node(
+            Node(f"{kind}_d{i}", "object", affordances=["pickup"], position=position),
+            asset,
+            "inside_of" if inside else "ontop_of",
+        )
+    return out

@@ -62,7 +62,6 @@ class ProductSearch:
         self.use_heuristic = use_heuristic and all(p is not None for p in positions.values())
         self._pos = {n: np.asarray(p, dtype=float) for n, p in positions.items() if p is not None}
         self._trees: dict[tuple[int, int], cKDTree] = {}
-        self._h_cache: dict[tuple[str, int], float] = {}
 
     def _transition_sets(self) -> dict[tuple[int, int], list[str]]:
         by_label: dict[frozenset[str], list[str]] = {}
@@ -107,21 +106,28 @@ class ProductSearch:
                 if target == q2 and q not in done and cost + w < self.cost_to_accept[q]:
                     self.cost_to_accept[q] = cost + w
                     heapq.heappush(queue, (cost + w, q))
+        self._tabulate()
+
+    def _tabulate(self) -> None:
+        """h(x, q) for every navigation node at once: one vectorised KD-tree query per DFA transition."""
+        order = list(self._pos)
+        self._index = {n: i for i, n in enumerate(order)}
+        points = np.stack([self._pos[n] for n in order])
+        self._table: dict[int, np.ndarray] = {}
+        for q in self.dfa.states:
+            best = np.full(len(order), math.inf)
+            if q in self.dfa.accepting:
+                best[:] = 0.0
+            for (q1, q2), tree in self._trees.items():
+                if q1 == q and self.cost_to_accept[q2] < math.inf:
+                    dists, _ = tree.query(points)
+                    np.minimum(best, dists + self.cost_to_accept[q2], out=best)
+            self._table[q] = best
 
     def heuristic(self, node: str, q: int) -> float:
-        if q in self.dfa.accepting or not self.use_heuristic:
+        if not self.use_heuristic:
             return 0.0
-        key = (node, q)
-        cached = self._h_cache.get(key)
-        if cached is not None:
-            return cached
-        best = math.inf
-        for (q1, q2), tree in self._trees.items():
-            if q1 == q and self.cost_to_accept[q2] < math.inf:
-                dist, _ = tree.query(self._pos[node])
-                best = min(best, float(dist) + self.cost_to_accept[q2])
-        self._h_cache[key] = best
-        return best
+        return float(self._table[q][self._index[node]])
 
     def search(self, start: str, weight: float = 1.0) -> LtlPath:
         """A* from `start`; weight > 1 gives a faster, w-suboptimal path (weighted A*)."""
