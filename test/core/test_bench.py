@@ -100,3 +100,66 @@ def test_bench_rejects_unknown_planner_and_task(capsys: pytest.CaptureFixture[st
     assert "unknown planner(s) magic" in capsys.readouterr().err
     assert cli_main(["bench", "--ids", "office-xx-99"]) == 2
     assert "unknown task id(s): office-xx-99" in capsys.readouterr().err
+
+
+def test_every_planner_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from sayplan_core.envs import load_env
+    from sayplan_core.nav import PathPlanner
+    from sayplan_core.planners import PLANNERS
+    from sayplan_core.sim import parse_plan
+
+    def dumps(**body: object) -> str:
+        return json.dumps(body)
+
+    full = PathPlanner(load_env("office")).expand_plan(parse_plan(" > ".join(f"{a}({t})" for a, t in GOOD_PLAN)))
+    lpg = [("go_to", "kitchen"), ("open", "kitchen_cupboard"), ("look_inside", "kitchen_cupboard"),
+           ("pick_up", "coffee_mug"), ("go_to", "nikos_office"), ("put_on", "nikos_desk"), ("done", "")]  # fmt: skip
+    entities = dumps(entities=[{"name": n, "attributes": ["states"]} for n in ("coffee mug", "Niko's desk")])
+    react = [dumps(thought="...", action={"name": a, "target": t}) for a, t in GOOD_PLAN]
+    answers: dict[str, list[str]] = {
+        "sayplan": [say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)],
+        "llm_p": [say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)],
+        "sayplan_lite": [lite_search("expand", "kitchen"), lite_search("done"), lite_plan(GOOD_PLAN)],
+        "llm_as_planner": [lite_plan([(s.action, s.target) for s in full])],
+        "lookplangraph": [
+            dumps(chain_of_thought="", next_move={"function_name": a, "function_target": t}) for a, t in lpg
+        ],
+        "embodiedrag_strict": [entities, *react],
+        "embodiedrag": [entities, *[x for r in react for x in (r, dumps(entities=[]))]],
+        "abstract": [
+            dumps(
+                plans=[
+                    {
+                        "steps": [
+                            {
+                                "sentence": "put the mug on Niko's desk",
+                                "object": "coffee_mug",
+                                "workspace": "nikos_desk",
+                            }
+                        ]
+                    }
+                ]
+            )
+        ],
+        "ltl": [
+            dumps(mapping=[{"phrase": "the mug", "node": "coffee_mug"}, {"phrase": "his desk", "node": "nikos_desk"}]),
+            dumps(formula="F & coffee_mug F nikos_desk"),
+        ],
+    }
+    assert set(answers) == set(PLANNERS)
+    replay = tmp_path / "transcripts"
+    replay.mkdir()
+    for planner, calls in answers.items():
+        write_transcript(replay / f"{planner}__office-lh-05.json", *calls)
+    out = tmp_path / "bench"
+    planners = ",".join(sorted(PLANNERS))
+    args = ["bench", "--ids", "office-lh-05", "--planners", planners, "--replay-dir", str(replay), "--out", str(out)]
+    assert cli_main(args) == 0
+    rows = {r["planner"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert set(rows) == set(PLANNERS)
+    assert all(r["executable"] for r in rows.values()), {p: r["message"] for p, r in rows.items()}
+    # the ltl planner only navigates: its path is optimal and verified, but it moves no mug
+    assert {p for p, r in rows.items() if r["correct"]} == set(PLANNERS) - {"ltl"}
+    report = (out / "report.md").read_text()
+    assert all(f"| {p} |" in report for p in PLANNERS)
+    capsys.readouterr()
