@@ -72,6 +72,11 @@ def test_association_merges_the_same_object_and_separates_others() -> None:
     assert "cup_1" in fmap.objects  # below the 1.1 threshold: a new object for now ...
     _, removed = fmap.merge_duplicates()  # ... merged away as a full-overlap duplicate
     assert removed == {"cup_1"} and fmap.objects["mug_1"].labels == Counter({"mug": 2, "cup": 1})
+    # the box table used to find candidates stays in step with the objects after the removal
+    assert sorted(fmap._box_ids) == sorted(fmap.objects)
+    for object_id, obj in fmap.objects.items():
+        row = fmap._boxes[fmap._box_row[object_id]]
+        assert np.allclose(row, np.concatenate([obj.points.min(axis=0), obj.points.max(axis=0)]))
     fmap.integrate(_frame_with_boxes([("mug", (10, 10, 20, 20), 3.5)]))  # same pixels, 1.5 m further: elsewhere
     assert "mug_2" in fmap.objects
 

@@ -154,6 +154,20 @@ class ObjectMap:
             [np.concatenate([o.points.min(axis=0), o.points.max(axis=0)]) for o in self.objects.values()]
         ).reshape(-1, 6)
 
+    def _remove_box(self, object_id: str) -> None:
+        """Drop one row of the box table by moving the last row into its place."""
+        row = self._box_row.pop(object_id, None)
+        if row is None:
+            return
+        last = len(self._box_ids) - 1
+        if row != last:
+            moved = self._box_ids[last]
+            self._box_ids[row] = moved
+            self._boxes[row] = self._boxes[last]
+            self._box_row[moved] = row
+        self._box_ids.pop()
+        self._boxes = self._boxes[:last]
+
     def _update_box(self, object_id: str) -> None:
         points = self.objects[object_id].points
         row = np.concatenate([points.min(axis=0), points.max(axis=0)])
@@ -169,15 +183,20 @@ class ObjectMap:
         return float(np.isfinite(distances).mean()) if len(points) else 0.0
 
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
+        """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies)."""
         best, best_score = None, -1.0
         for object_id in self._candidates(points):
             obj = self.objects[object_id]
-            score = self.overlap(points, obj) + semantic_similarity(obj, detection.label, detection.feature)
+            similarity = semantic_similarity(obj, detection.label, detection.feature)
+            # overlap is at most 1: skip the KD-tree query when even full overlap cannot win
+            if similarity + 1.0 < self.config.threshold or similarity + 1.0 <= best_score:
+                continue
+            score = self.overlap(points, obj) + similarity
             if score > best_score:
                 best, best_score = object_id, score
         if best is not None and best_score >= self.config.threshold:
             return best, best_score
-        return None, best_score
+        return None, -1.0
 
     def _merge_into(self, obj: MapObject, points: Points, labels: Counter[str], count: int, feature: Any) -> None:
         merged = voxel_downsample(np.vstack([obj.points, points]), self.config.voxel)
@@ -259,10 +278,11 @@ class ObjectMap:
                 if overlap >= self.config.merge_overlap and (agree or overlap >= 0.9):
                     self._merge_into(keep, other.points, other.labels, other.detections, other.feature)
                     del self.objects[other_id]
+                    self._remove_box(other_id)
                     removed.add(other_id)
                     changed.add(keep_id)
             if keep_id in changed:
-                self._refresh_boxes()
+                self._update_box(keep_id)
         for object_id in removed:
             self._dirty.pop(object_id, None)
         return changed - removed, removed

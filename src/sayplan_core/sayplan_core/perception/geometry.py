@@ -63,8 +63,8 @@ def voxel_downsample(points: Points, voxel: float) -> Points:
     # one int64 key per voxel (21 bits per axis): a 1-D unique is much faster than unique(axis=0)
     keys = (cells[:, 0] << 42) | (cells[:, 1] << 21) | cells[:, 2]
     _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
-    sums = np.zeros((len(counts), 3))
-    np.add.at(sums, inverse, points)
+    # per-axis bincount is several times faster than np.add.at for the per-voxel sums
+    sums = np.stack([np.bincount(inverse, weights=points[:, axis], minlength=len(counts)) for axis in range(3)], 1)
     return np.asarray(sums / counts[:, None], dtype=np.float64)
 
 

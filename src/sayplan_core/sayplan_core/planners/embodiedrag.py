@@ -3,7 +3,8 @@
 1. Pre-retrieval: the LLM, without seeing the graph, lists the entities (and attributes)
    the task needs.
 2. Retrieval: each entity's thresholded top-k documents of the entity index, plus their
-   ancestors (the induced subgraph), serialised with only the requested attributes.
+   ancestors (the induced subgraph). States are always shown (open/closed decides what is
+   feasible); other attributes (affordances) only for entities whose query asked for them.
 3. A ReAct loop: each call returns a thought and one action; the simulator executes it
    on the world state (an infeasible action comes back as an observation). The index is
    re-synced after every action, so moved objects and changed states show up.
