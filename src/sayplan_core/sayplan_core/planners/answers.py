@@ -187,3 +187,18 @@ def parse_lite_search(graph: SceneGraph, data: dict[str, Any]) -> Command:
 def parse_plan_answer(graph: SceneGraph, actions: ActionSet, data: dict[str, Any]) -> Command:
     steps = parse_plan_items(graph, actions, data.get("plan"))
     return Command("plan", plan=steps, answer=parse_answer_list(graph, data.get("answer")), thought=_thought(data))
+
+
+def parse_one_action(actions: ActionSet, move: Any, where: str, name_key: str, target_key: str) -> tuple[str, str]:
+    """A single {name, target} action of a step-wise planner's answer, checked against the action set.
+
+    Returns the action name and the stripped target; the target's existence is the caller's check.
+    """
+    if not isinstance(move, dict):
+        raise BadAnswerError(f"the answer has no '{where}' object")
+    name, target = move.get(name_key), move.get(target_key, "")
+    if not isinstance(name, str) or name not in actions:
+        raise BadAnswerError(f"unknown function '{name}' (use: {', '.join(actions.names())})")
+    if not isinstance(target, str):
+        raise BadAnswerError(f"'{target_key}' must be a node id")
+    return name, target.strip()

@@ -24,7 +24,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.llm.session import BadAnswerError, LlmSession
 from sayplan_core.planners import prompts
-from sayplan_core.planners.answers import _enum, _node, _obj
+from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, PlanResult, Progress
 from sayplan_core.planners.sayplan import verify_high_level
 from sayplan_core.retrieval import EntityIndex, make_embedder
@@ -250,14 +250,7 @@ class EmbodiedRagPlanner(Planner):
         thought, action = data.get("thought", ""), data.get("action")
         if not isinstance(thought, str):
             raise BadAnswerError("'thought' must be a string")
-        if not isinstance(action, dict):
-            raise BadAnswerError("the answer has no 'action' object")
-        name, target = action.get("name"), action.get("target", "")
-        if not isinstance(name, str) or name not in actions:
-            raise BadAnswerError(f"unknown function '{name}' (use: {', '.join(actions.names())})")
-        if not isinstance(target, str):
-            raise BadAnswerError("'target' must be a node id")
-        target = target.strip()
+        name, target = parse_one_action(actions, action, "action", "name", "target")
         if name == "done":
             return thought, PlanStep("done", "")
         _node(graph, target, "target:")

@@ -16,9 +16,8 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
-from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.planners import prompts
-from sayplan_core.planners.answers import _enum, _node, _obj
+from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -145,14 +144,7 @@ class LookPlanGraphPlanner(Planner):
 
     @staticmethod
     def _parse(graph: SceneGraph, actions: ActionSet, data: dict[str, Any]) -> PlanStep:
-        move = data.get("next_move")
-        if not isinstance(move, dict):
-            raise BadAnswerError("the answer has no 'next_move' object")
-        name, target = move.get("function_name"), move.get("function_target", "")
-        if not isinstance(name, str) or name not in actions:
-            raise BadAnswerError(f"unknown function '{name}' (use: {', '.join(actions.names())})")
-        if not isinstance(target, str):
-            raise BadAnswerError("'function_target' must be a node id")
+        name, target = parse_one_action(actions, data.get("next_move"), "next_move", "function_name", "function_target")
         if target and name != "done":
-            _node(graph, target.strip(), "function_target:")
-        return PlanStep(name, target.strip() if name != "done" else "")
+            _node(graph, target, "function_target:")
+        return PlanStep(name, target if name != "done" else "")
