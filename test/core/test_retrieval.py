@@ -10,7 +10,7 @@ from pytest_httpserver import HTTPServer
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph.model import Node
-from sayplan_core.retrieval import EmbeddingError, EntityIndex, default_embedder, make_embedder
+from sayplan_core.retrieval import EmbeddingError, EntityIndex, MiniLmEmbedder, default_embedder, make_embedder
 from sayplan_core.retrieval.vector_store import FaissStore, NumpyStore
 
 
@@ -48,7 +48,7 @@ def test_semantic_search_finds_related_entities(office_index: EntityIndex) -> No
 @pytest.mark.parametrize("store", ["faiss", "numpy"])
 def test_incremental_updates_touch_only_what_changed(store: str) -> None:
     graph = load_env("office")
-    index = EntityIndex(make_embedder("local"), store)
+    index = EntityIndex(MiniLmEmbedder(), store)  # its own cache, so the counts below are this test's
     first = index.sync(graph)
     assert first.added == len(index) and first.removed == first.modified == 0
     assert index.sync(graph).__dict__ == {"added": 0, "modified": 0, "removed": 0, "embedded": 0}

@@ -164,7 +164,7 @@ def make_embedder(spec: str, base_url: str | None = None, api_key: str | None = 
     """`local` (MiniLM, the default), `openai:<model>` or `ollama:<model>`."""
     kind, _, model = spec.partition(":")
     if kind == "local" and model in ("", MINILM):
-        return MiniLmEmbedder()
+        return default_embedder()  # shared, so planners do not re-embed the same labels for every goal
     if kind == "openai" and model:
         return OpenAIEmbedder(model, base_url, api_key)
     if kind == "ollama" and model:
