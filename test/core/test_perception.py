@@ -41,6 +41,21 @@ def test_backprojection_of_a_wall_two_metres_ahead() -> None:
     assert len(backproject(depth, mask, K, pose, stride=2)) == 24 * 32 - 1
 
 
+def test_detection_window_backprojects_like_the_full_mask() -> None:
+    rng = np.random.default_rng(3)
+    depth = rng.uniform(0.5, 4.0, (48, 64)).astype(np.float32)
+    k = CameraIntrinsics.from_fov(64, 48, 70.0)
+    pose = np.eye(4)
+    mask = np.zeros((48, 64), dtype=bool)
+    mask[10:30, 20:50] = rng.random((20, 30)) > 0.3
+    for detection in (Detection("x", 1.0, mask=mask), Detection("y", 1.0, box=(20, 10, 50, 30))):
+        full = backproject(depth, detection.pixel_mask(48, 64), k, pose)
+        v0, u0, window = detection.pixel_window(48, 64)
+        cropped = depth[v0 : v0 + window.shape[0], u0 : u0 + window.shape[1]]
+        assert np.array_equal(backproject(cropped, window, k, pose, origin=(v0, u0)), full)
+    assert Detection("z", 1.0, mask=np.zeros((48, 64), dtype=bool)).pixel_window(48, 64)[2].size == 0
+
+
 def test_voxel_downsampling_and_outliers() -> None:
     rng = np.random.default_rng(0)
     cloud = rng.uniform(0, 1, (5000, 3))

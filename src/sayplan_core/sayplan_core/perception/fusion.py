@@ -48,6 +48,20 @@ class Detection:
         mask[max(v0, 0) : max(v1, 0), max(u0, 0) : max(u1, 0)] = True
         return mask
 
+    def pixel_window(self, height: int, width: int) -> tuple[int, int, NDArray[np.bool_]]:
+        """The detection's pixels as (top row, left column, mask of that window), without a full-frame mask."""
+        if self.mask is None and self.box is not None:
+            u0, v0, u1, v1 = self.box
+            v0, v1 = min(max(v0, 0), height), min(max(v1, 0), height)
+            u0, u1 = min(max(u0, 0), width), min(max(u1, 0), width)
+            return v0, u0, np.ones((v1 - v0, u1 - u0), dtype=bool)
+        mask = self.pixel_mask(height, width)
+        rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+        if len(rows) == 0:
+            return 0, 0, np.zeros((0, 0), dtype=bool)
+        v0, v1, u0, u1 = int(rows[0]), int(rows[-1]) + 1, int(cols[0]), int(cols[-1]) + 1
+        return v0, u0, mask[v0:v1, u0:u1]
+
 
 @dataclass
 class Frame:
@@ -73,6 +87,7 @@ class FusionConfig:
     min_detections: int = 2
     max_points: int = 2000
     max_pixels: int = 3000  # pixels sampled per detection: the stride grows for large masks
+    overlap_sample: int = 256  # points used to estimate an overlap share (0: all); +-3% at 256
 
 
 @dataclass
@@ -128,10 +143,11 @@ class ObjectMap:
     def detection_points(self, frame: Frame, detection: Detection) -> Points:
         c = self.config
         k = frame.intrinsics
-        mask = detection.pixel_mask(k.height, k.width)
-        pixels = int(mask.sum())
+        v0, u0, window = detection.pixel_window(k.height, k.width)
+        pixels = int(window.sum())
         stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
-        points = backproject(frame.depth, mask, k, frame.pose, stride, c.max_depth)
+        depth = frame.depth[v0 : v0 + window.shape[0], u0 : u0 + window.shape[1]]
+        points = backproject(depth, window, k, frame.pose, stride, c.max_depth, (v0, u0))
         points = voxel_downsample(points, c.voxel)
         if len(points) < c.min_points:
             return points
@@ -179,6 +195,10 @@ class ObjectMap:
             self._boxes = np.vstack([self._boxes, row[None, :]])
 
     def overlap(self, points: Points, obj: MapObject) -> float:
+        """Share of `points` within the match radius of the object's points (on an even subsample of large clouds)."""
+        cap = self.config.overlap_sample
+        if cap and len(points) > cap:
+            points = points[:: -(-len(points) // cap)]
         distances, _ = obj.tree.query(points, distance_upper_bound=self.config.match_radius)
         return float(np.isfinite(distances).mean()) if len(points) else 0.0
 
