@@ -165,3 +165,20 @@ def test_planner_refuses_ungrounded_nodes() -> None:
     assert [c.detail for c in result.calls if c.outcome == "bad_answer"] == [
         "'the_mug' is not a room, pose, asset or object id of the scene graph"
     ]
+
+
+def test_planner_reports_a_mission_no_path_satisfies() -> None:
+    start = load_env("office").agent_location()
+    # "stay out of the start node until the kitchen": violated by the very first position
+    result = run(ground(("kitchen", "kitchen"), ("here", str(start))), formula(f"U ! {start} kitchen"))
+    assert not result.success and result.failure == "search"
+    assert result.message.startswith("no path through the navigation graph satisfies the mission")
+
+
+def test_planner_without_mona_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PATH", "/nonexistent")
+    result = run(ground(("kitchen", "kitchen")), formula("F kitchen"))
+    assert not result.success and not result.calls
+    assert result.message == (
+        "the ltl planner cannot run here: the 'mona' program is not installed (Debian: apt-get install mona)"
+    )
