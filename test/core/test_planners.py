@@ -373,3 +373,18 @@ def test_lookplangraph_gives_up_after_five_infeasible_moves() -> None:
         "no feasible move after 5 retries; last feedback: "
         "cannot look_inside(kitchen_cupboard): kitchen_cupboard is closed; open(kitchen_cupboard) first"
     )
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--top-k", "0"], "--top-k must be >= 1, got 0"),
+        (["--step-threshold", "2"], "--step-threshold must be in -1..1, got 2.0"),
+        (["--embedder", "word2vec"], "--embedder must be local, openai:<model> or ollama:<model>, got 'word2vec'"),
+        (["--candidate-plans", "0"], "--candidate-plans must be in 1..10, got 0"),
+    ],
+)
+def test_cli_rejects_bad_planner_options(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    args = ["plan", "--env", "office", "--instruction", "x", "--planner", "embodiedrag", "--replay", "/nonexistent"]
+    assert cli_main(args + flags) == 2
+    assert message in capsys.readouterr().err

@@ -197,6 +197,17 @@ def llm_config(args: argparse.Namespace) -> LlmConfig:
     )
 
 
+OPTION_FLAGS = {
+    "retrieval_top_k": "--top-k",
+    "retrieval_threshold": "--retrieval-threshold",
+    "vector_store": "--vector-store",
+    "candidate_plans": "--candidate-plans",
+    "step_threshold": "--step-threshold",
+    "max_replans": "--max-replans",
+    "embedder": "--embedder",
+}
+
+
 def planner_options(args: argparse.Namespace) -> PlannerOptions:
     if args.max_calls < 1 or args.max_tokens < 1 or args.max_answer_tokens < 16 or args.max_replans < 0:
         raise CliError(
@@ -218,15 +229,19 @@ def planner_options(args: argparse.Namespace) -> PlannerOptions:
     try:
         options.validate()
     except ValueError as exc:
-        raise CliError(str(exc)) from None
+        message = str(exc)
+        for field, flag in OPTION_FLAGS.items():  # name the flag the user typed, not the field behind it
+            message = message.replace(field, flag)
+        raise CliError(message) from None
     return options
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     graph = _load(args.env)
+    options = planner_options(args)  # checked before any backend is contacted
     backend, note = make_backend(llm_config(args))
     recorder = RecordingBackend(backend) if args.record else None
-    planner = make_planner(args.planner, recorder or backend, planner_options(args))
+    planner = make_planner(args.planner, recorder or backend, options)
     out = sys.stderr if args.json else sys.stdout
     print(note, file=out, flush=True)
 
@@ -320,9 +335,10 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.llm == "replay" and not args.replay:
         return run_demo(env=args.env, task_id=args.task)
+    options = planner_options(args)
     backend, note = make_backend(llm_config(args))
     print(note, flush=True)
-    return run_llm_demo(backend, planner_options(args), env=args.env, task_id=args.task)
+    return run_llm_demo(backend, options, env=args.env, task_id=args.task)
 
 
 # ----------------------------------------------------------------------------- parser
