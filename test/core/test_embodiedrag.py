@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
 from transcripts import FAST, GOAL, INSTRUCTION, transcript
 
 from sayplan_core.envs import load_env
@@ -114,3 +115,11 @@ def test_bad_pre_retrieval_answers_are_fed_back() -> None:
     assert result.success
     feedback = [c.detail for c in result.calls if c.outcome == "bad_answer"]
     assert feedback == ["the answer needs an 'entities' list", "attributes must be chosen from states, affordances"]
+
+
+def test_embedding_endpoint_down_fails_the_task_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
+    options = PlannerOptions(budget=FAST, embedder="openai:text-embedding-3-small")
+    result = make_planner("embodiedrag", transcript(entities("mug")), options).plan(load_env("office"), INSTRUCTION)
+    assert not result.success and result.failure == "backend"
+    assert result.message.startswith("embedding error: openai:text-embedding-3-small: embedding request failed")

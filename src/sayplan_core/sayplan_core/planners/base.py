@@ -158,6 +158,7 @@ class Planner(ABC):
         """
         from sayplan_core.llm.session import BudgetExhaustedError, PlanCancelledError
         from sayplan_core.llm.types import LlmFatalError
+        from sayplan_core.retrieval.embedders import EmbeddingError
 
         start = time.perf_counter()
         session = self.new_session(should_cancel)
@@ -171,6 +172,8 @@ class Planner(ABC):
             result.success, result.cancelled, result.message, result.failure = False, True, "cancelled", "cancelled"
         except LlmFatalError as exc:
             result.success, result.message, result.failure = False, f"LLM backend error: {exc}", "backend"
+        except EmbeddingError as exc:
+            result.success, result.message, result.failure = False, f"embedding error: {exc}", "backend"
         if not result.success and not result.failure:
             result.failure = "replans" if result.feedback_history else "search"
         result.calls = list(session.calls)
