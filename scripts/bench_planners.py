@@ -7,7 +7,8 @@
    expanded one call at a time: an ideal search) and EmbodiedRAG-strict (the subgraph retrieved for the task's goal
    nodes, recomputed after every step of the reference plan). Pre-retrieval is an oracle here: the labels of the
    nodes the goal names; an LLM's list would differ. Retrieval recall: goal nodes present in the first subgraph.
-2. Vector search: faiss IndexFlatIP vs numpy, per query and per update, at several index sizes.
+2. Vector search: faiss IndexFlatIP vs numpy, per query and per update, at several index sizes; the cost of
+   embedding a query; the local model's load time and example step-relevance scores.
 3. LTL: random reach-three-places missions (and avoid-one variants) planned by product A* with the consistent
    heuristic, by the same search without it, and by the Dijkstra-to-each-goal-in-order baseline.
 """
@@ -169,6 +170,43 @@ def vector_section(sizes: list[int], lines: list[str]) -> None:
         "",
     ]
     print(lines[-2], flush=True)
+    queries = [f"query number {i} about a mug" for i in range(50)]  # unseen texts: no cache hits
+    start = time.perf_counter()
+    for text in queries:
+        embedder.embed([text])
+    per_query = (time.perf_counter() - start) / len(queries) * 1000
+    lines += [f"Embedding one query (MiniLM, CPU): {per_query:.1f} ms.", ""]
+    print(lines[-2], flush=True)
+
+
+def embedding_section(lines: list[str]) -> None:
+    """How long the local model takes to load, and what its step-relevance scores look like (abstract planner)."""
+    start = time.perf_counter()
+    embedder = MiniLmEmbedder()
+    embedder.embed(["load"])
+    load_s = time.perf_counter() - start
+    command = "Put the fruit in the same place."
+    steps = [
+        "put the apple on the kitchen bench with the other fruit",
+        "move the orange to the fridge",
+        "move the banana to the kitchen bench",
+        "move the coffee mug to the desk",
+        "move the stapler to the kitchen bench",
+    ]
+    scores = embedder.embed(steps) @ embedder.embed([command])[0]
+    lines += [
+        "## The local embedding model",
+        "",
+        f"Import and load of all-MiniLM-L6-v2 (torch, CPU) in a fresh process: {load_s:.1f} s.",
+        "",
+        f'Step relevance to "{command}" (cosine, the abstract planner drops steps under 0.5):',
+        "",
+        "| step | cosine |",
+        "| --- | --- |",
+        *[f"| {step} | {score:.2f} |" for step, score in zip(steps, scores.tolist(), strict=True)],
+        "",
+    ]
+    print("\n".join(lines[-len(steps) - 6 :]), flush=True)
 
 
 def ltl_section(missions: int, lines: list[str]) -> None:
@@ -246,13 +284,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, help="also write the tables to this Markdown file")
     parser.add_argument("--quick", action="store_true", help="fewer sizes and missions (a smoke run)")
     parser.add_argument(
-        "--sections", default="tokens,vectors,ltl", help="comma-separated subset of tokens, vectors, ltl"
+        "--sections",
+        default="embedding,tokens,vectors,ltl",
+        help="comma-separated subset of embedding, tokens, vectors, ltl",
     )
     args = parser.parse_args(argv)
     lines = ["# Planner figures without an LLM", "", "`scripts/ws_env.sh python scripts/bench_planners.py`", ""]
     sections = set(args.sections.split(","))
-    if unknown := sections - {"tokens", "vectors", "ltl"}:
+    if unknown := sections - {"embedding", "tokens", "vectors", "ltl"}:
         parser.error(f"unknown section(s): {', '.join(sorted(unknown))}")
+    if "embedding" in sections:
+        embedding_section(lines)  # first: it times the model load
     if "tokens" in sections:
         tokens_section([0, 300] if args.quick else [0, 300, 1000], lines)
     if "vectors" in sections:
