@@ -123,3 +123,13 @@ def test_embedding_endpoint_down_fails_the_task_with_a_clear_message(monkeypatch
     result = make_planner("embodiedrag", transcript(entities("mug")), options).plan(load_env("office"), INSTRUCTION)
     assert not result.success and result.failure == "backend"
     assert result.message.startswith("embedding error: openai:text-embedding-3-small: embedding request failed")
+
+
+def test_repeated_queries_merge_their_attributes() -> None:
+    from sayplan_core.planners.embodiedrag import EntityQuery, Retrieval
+    from sayplan_core.retrieval import EntityIndex, default_embedder
+
+    retrieval = Retrieval(EntityIndex(default_embedder()), top_k=3, threshold=0.45)
+    retrieval.add([EntityQuery("coffee mug", ("states",))])
+    retrieval.add([EntityQuery("Coffee Mug", ("affordances",)), EntityQuery("desk")])
+    assert retrieval.queries == [EntityQuery("coffee mug", ("states", "affordances")), EntityQuery("desk")]

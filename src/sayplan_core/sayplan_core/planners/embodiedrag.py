@@ -53,19 +53,17 @@ class Retrieval:
     threshold: float
     queries: list[EntityQuery] = field(default_factory=list)
 
-    def add(self, queries: list[EntityQuery]) -> list[EntityQuery]:
+    def add(self, queries: list[EntityQuery]) -> None:
+        """Add new queries; a repeated name (any case) only adds its attributes to the existing one."""
         known = {q.name.lower(): i for i, q in enumerate(self.queries)}
-        fresh = []
         for query in queries:
             i = known.get(query.name.lower())
             if i is None:
                 known[query.name.lower()] = len(self.queries)
                 self.queries.append(query)
-                fresh.append(query)
             else:
                 merged = tuple(dict.fromkeys(self.queries[i].attributes + query.attributes))
                 self.queries[i] = EntityQuery(self.queries[i].name, merged)
-        return fresh
 
     def retrieved(self) -> dict[str, set[str]]:
         """Retrieved node id -> the attributes to show for it."""
