@@ -17,8 +17,10 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sayplan_core.planners import PLANNERS as PLANNER_REGISTRY
+
 ROBOTS = ("sim", "franka_omron", "spot")
-PLANNERS = ("sayplan", "sayplan_lite", "llm_p", "llm_as_planner", "lookplangraph")
+PLANNERS = tuple(PLANNER_REGISTRY)  # every planner of sayplan_core (each has config/planners/<name>.yaml)
 LLMS = ("auto", "openai", "ollama", "local")
 
 

@@ -29,6 +29,8 @@ def test_every_planner_and_robot_has_a_config() -> None:
     from sayplan_core.planners import PLANNERS
 
     assert {p.stem for p in (ROOT / "config" / "planners").glob("*.yaml")} == set(PLANNERS)
+    # the launch file takes its planner choices from the same registry (it cannot run here; read its source)
+    assert "from sayplan_core.planners import PLANNERS" in (ROOT / "launch" / "sayplan.launch.py").read_text()
     assert {p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")} == {"sim"}
 
 
