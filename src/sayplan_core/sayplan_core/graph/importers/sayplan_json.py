@@ -1,0 +1,112 @@
+"""SayPlan-style JSON (SayPlan appendix K/L): nodes grouped by type plus `links`."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from sayplan_core.graph.importers.common import Builder, attributes, load_json, norm_relation
+from sayplan_core.graph.model import GraphError, SceneGraph
+
+_STATE_RELATION = re.compile(r"^\s*(ontop_of|inside_of|on_top_of|inside|on)\s*\(\s*([^)]+?)\s*\)\s*$")
+_LINK_SPLIT = re.compile(r"\s*(?:↔|<->|<=>|--)\s*")
+_IGNORED_STATES = {"", "free", "none", "null"}
+
+
+def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str = "") -> SceneGraph:
+    data, source = load_json(path_or_data)
+    groups = data.get("nodes")
+    if not isinstance(groups, Mapping):
+        raise GraphError(f"{source}: SayPlan graph needs a 'nodes' object grouped by type")
+    b = Builder(name or str(data.get("name", Path(source).stem if source != "<dict>" else "sayplan")))
+    type_map = {"floor": "floor", "room": "room", "pose": "pose", "asset": "asset", "object": "object"}
+    type_map["agent"] = "agent"
+    object_parent: dict[str, tuple[str, str]] = {}
+    agent_id: str | None = None
+    agent_location: str | None = None
+    for group, items in groups.items():
+        node_type = type_map.get(str(group))
+        if node_type is None:
+            raise GraphError(f"{source}: unknown node group '{group}' (expected {', '.join(type_map)})")
+        if not isinstance(items, list):
+            raise GraphError(f"{source}: nodes.{group} must be a list")
+        for index, item in enumerate(items):
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                raise GraphError(f"{source}: nodes.{group}[{index}] needs a string 'id'")
+            node_id = item["id"]
+            states: list[str] = []
+            raw_state = item.get("state", item.get("states"))
+            for state in raw_state if isinstance(raw_state, list) else [raw_state]:
+                if not isinstance(state, str) or state.strip().lower() in _IGNORED_STATES:
+                    continue
+                match = _STATE_RELATION.match(state)
+                if match and node_type == "object":
+                    object_parent[node_id] = (match.group(2), norm_relation(match.group(1)))
+                elif state.strip() == "inside_hand" and node_type == "object":
+                    object_parent[node_id] = ("__agent__", "inside_hand")
+                else:
+                    states.append(state.strip())
+            fields: dict[str, Any] = {
+                "name": item.get("name"),
+                "states": states,
+                "affordances": list(item.get("affordances") or []),
+                "attributes": attributes(item.get("attributes")),
+                "position": item.get("position"),
+            }
+            if node_type == "agent":
+                agent_id = node_id
+                agent_location = item.get("location")
+                fields["attributes"] = {
+                    **fields["attributes"],
+                    **({"location": agent_location} if agent_location else {}),
+                }
+            b.node(node_id, node_type, **fields)
+            if node_type in ("asset",) and isinstance(item.get("room"), str):
+                b.child(node_id, "in", item["room"])
+            if node_type in ("room", "pose") and isinstance(item.get("floor"), str):
+                b.child(node_id, "in", item["floor"])
+    hierarchy_done = {e["source"] for e in b.edges}
+    for raw in data.get("links", []) or []:
+        if isinstance(raw, str):
+            ends = _LINK_SPLIT.split(raw.strip())
+        elif isinstance(raw, (list, tuple)):
+            ends = [str(e) for e in raw]
+        else:
+            raise GraphError(f"{source}: link {raw!r} must be 'a<->b' or [a, b]")
+        if len(ends) != 2:
+            raise GraphError(f"{source}: link {raw!r} must join exactly two nodes")
+        a, c = ends
+        ta, tc = b.types.get(a), b.types.get(c)
+        if ta is None or tc is None:
+            missing = a if ta is None else c
+            raise GraphError(f"link {raw!r} refers to node '{missing}', which does not exist", missing)
+        pair = {ta, tc}
+        if pair <= {"room", "pose"}:
+            b.link(a, c)
+        elif "agent" in pair:
+            other = c if ta == "agent" else a
+            if agent_location is None and b.types[other] in ("room", "pose"):
+                agent_location = other
+                for node in b.nodes:
+                    if node["id"] == agent_id:
+                        node.setdefault("attributes", {})["location"] = other
+        else:
+            order = ("floor", "room", "asset", "object")
+            pa, pc = (order.index(ta) if ta in order else -1), (order.index(tc) if tc in order else -1)
+            parent, child = (a, c) if pa < pc else (c, a)
+            if child in hierarchy_done:
+                continue
+            if b.types[child] == "object":
+                object_parent.setdefault(child, (parent, "ontop_of"))
+            else:
+                b.child(child, "in", parent)
+                hierarchy_done.add(child)
+    for obj, (parent, relation) in object_parent.items():
+        if parent == "__agent__":
+            if agent_id is None:
+                raise GraphError(f"object '{obj}' is inside_hand but the graph has no agent", obj)
+            parent = agent_id
+        b.child(obj, relation, parent)
+    return b.build(source)
