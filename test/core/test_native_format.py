@@ -147,3 +147,29 @@ def test_set_parent_refuses_cycles_and_keeps_graph() -> None:
     with pytest.raises(GraphError, match="cycle"):
         graph.set_parent("box", "cup", "inside_of")
     assert graph.parent("box") == "shelf"
+
+
+@pytest.mark.parametrize("weight", [float("nan"), float("inf"), -1.0, True])
+def test_navigation_weight_must_be_finite_and_non_negative(weight: Any) -> None:
+    data = small()
+    data["edges"][-1]["weight"] = weight
+    with pytest.raises(GraphError, match="weight must be a finite number"):
+        graph_from_dict(data)
+
+
+def test_a_graph_without_agent_is_refused_unless_asked_for() -> None:
+    data = small()
+    data["nodes"] = [n for n in data["nodes"] if n["type"] != "agent"]
+    with pytest.raises(GraphError, match="no agent node"):
+        graph_from_dict(data)
+    assert graph_from_dict(data, require_agent=False).agent_id is None
+
+
+@pytest.mark.parametrize("bad", [float("nan"), float("inf"), float("-inf")])
+def test_non_finite_positions_are_refused_everywhere(bad: float) -> None:
+    with pytest.raises(GraphError, match="position must be finite"):
+        Node("cup", "object", position=(0.0, bad, 0.0))
+    data = small()
+    data["nodes"][1]["position"] = [0.0, bad, 0.0]
+    with pytest.raises(GraphError, match="'kitchen': position must be finite"):
+        graph_from_dict(data)

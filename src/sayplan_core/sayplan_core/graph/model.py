@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import gc
+import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -101,6 +102,13 @@ class Node:
     position: Position | None = None
 
     def __post_init__(self) -> None:
+        if isinstance(self.id, str) and not self.name:
+            self.name = self.id.replace("_", " ")
+        self.check()
+
+    def check(self) -> None:
+        """The rules a node obeys on its own; run again on nodes that arrive in updates (they may have been
+        changed after construction)."""
         if not isinstance(self.id, str) or not self.id.strip():
             raise GraphError(f"node id must be a non-empty string, got {self.id!r}")
         if self.type not in NODE_TYPES:
@@ -108,8 +116,10 @@ class Node:
                 f"node '{self.id}' has unknown type '{self.type}' (expected one of {', '.join(NODE_TYPES)})",
                 self.id,
             )
-        if not self.name:
-            self.name = self.id.replace("_", " ")
+        if self.position is not None and (
+            len(self.position) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in self.position)
+        ):
+            raise GraphError(f"node '{self.id}': position must be finite, got {self.position!r}", self.id)
 
 
 class SceneGraph:
@@ -302,8 +312,8 @@ class SceneGraph:
             raise GraphError(f"navigation edge {a}<->{b} joins a node to itself", a)
         attrs: dict[str, float] = {}
         if weight is not None:
-            if weight < 0:
-                raise GraphError(f"navigation edge {a}<->{b} has a negative weight", a)
+            if not math.isfinite(weight) or weight < 0:
+                raise GraphError(f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight}", a)
             attrs["weight"] = float(weight)
         self.nav.add_edge(a, b, **attrs)
         self._components = None

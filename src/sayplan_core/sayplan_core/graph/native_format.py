@@ -64,22 +64,22 @@ def save(graph: SceneGraph, path: str | Path) -> None:
     Path(path).write_text(dumps(graph) + "\n", encoding="utf-8")
 
 
-def load(path: str | Path) -> SceneGraph:
+def load(path: str | Path, require_agent: bool = True) -> SceneGraph:
     path = Path(path)
     try:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise GraphError(f"cannot read scene graph file {path}: {exc.strerror or exc}") from exc
-    return loads(text, source=str(path))
+    return loads(text, source=str(path), require_agent=require_agent)
 
 
-def loads(text: str, source: str = "<string>") -> SceneGraph:
+def loads(text: str, source: str = "<string>", require_agent: bool = True) -> SceneGraph:
     with gc_paused():
         try:
             data = json.loads(text)
         except json.JSONDecodeError as exc:
             raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-        return graph_from_dict(data, source=source)
+        return graph_from_dict(data, source=source, require_agent=require_agent)
 
 
 def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None:
@@ -132,13 +132,17 @@ def node_from_dict(item: Any, index: int = 0) -> Node:
     )
 
 
-def graph_from_dict(data: Any, source: str = "<dict>") -> SceneGraph:
-    """Build and validate a graph; raises GraphError and returns nothing half-built."""
+def graph_from_dict(data: Any, source: str = "<dict>", require_agent: bool = True) -> SceneGraph:
+    """Build and validate a graph; raises GraphError and returns nothing half-built.
+
+    require_agent: a graph the robot plans on needs exactly one agent; pass False for
+    partial graphs (a subgraph, a map without the robot yet).
+    """
     with gc_paused():
-        return _graph_from_dict(data, source)
+        return _graph_from_dict(data, source, require_agent)
 
 
-def _graph_from_dict(data: Any, source: str) -> SceneGraph:
+def _graph_from_dict(data: Any, source: str, require_agent: bool) -> SceneGraph:
     if not isinstance(data, Mapping):
         raise GraphError(f"{source}: a scene graph file must hold a JSON object")
     fmt = data.get("format", FORMAT_NAME)
@@ -173,8 +177,9 @@ def _graph_from_dict(data: Any, source: str) -> SceneGraph:
         assert isinstance(src, str) and isinstance(dst, str)
         if rel == NAV_RELATION:
             weight = edge.get("weight")
-            if weight is not None and (not isinstance(weight, (int, float)) or weight < 0):
-                raise GraphError(f"edge {src}<->{dst}: weight must be a non-negative number", src)
+            number = isinstance(weight, (int, float)) and not isinstance(weight, bool)
+            if weight is not None and (not number or not math.isfinite(weight) or weight < 0):
+                raise GraphError(f"edge {src}<->{dst}: weight must be a finite number >= 0, got {weight!r}", src)
             nav_edges.append((src, dst, None if weight is None else float(weight)))
             continue
         if rel not in HIERARCHY_RELATIONS:
@@ -194,7 +199,7 @@ def _graph_from_dict(data: Any, source: str) -> SceneGraph:
         graph.tree.add_edge(parent, child, relation=rel)
     for a, b, weight in nav_edges:
         graph.connect(a, b, weight)
-    validate(graph)
+    validate(graph, require_agent)
     return graph
 
 
@@ -214,9 +219,14 @@ def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
         done.update(path)
 
 
-def validate(graph: SceneGraph) -> None:
-    """Whole-graph rules that single edges cannot check."""
+def validate(graph: SceneGraph, require_agent: bool = True) -> None:
+    """Whole-graph rules that single edges cannot check (also applied to every live update)."""
     agents = graph.ids_of_type("agent")
+    if require_agent and not agents:
+        raise GraphError(
+            "the graph has no agent node: the robot must be in the graph (add a node of type 'agent' "
+            "with attributes.location set to a room or pose)"
+        )
     if len(agents) > 1:
         raise GraphError(f"more than one agent node: {', '.join(agents)}", agents[1])
     for agent in agents:

@@ -36,6 +36,7 @@ def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
     out = graph.copy()
     seen: set[str] = set()
     for item in update.upsert:
+        item.node.check()
         if item.node.id in seen:
             raise GraphError(f"update lists node '{item.node.id}' twice", item.node.id)
         seen.add(item.node.id)
@@ -79,5 +80,6 @@ def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
             if end not in out:
                 raise GraphError(f"cannot connect {a}<->{b}: '{end}' does not exist", end)
         out.connect(a, b, weight)
-    validate(out)
+    # a graph that holds the robot keeps holding it: an update may move the agent, never delete it
+    validate(out, require_agent=graph.agent_id is not None)
     return out

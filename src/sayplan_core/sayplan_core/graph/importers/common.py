@@ -70,4 +70,4 @@ class Builder:
         data = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": self.name}
         data["nodes"] = self.nodes
         data["edges"] = self.edges
-        return graph_from_dict(data, source=source)
+        return graph_from_dict(data, source=source, require_agent=False)  # an imported map may not hold the robot yet

@@ -1,0 +1,111 @@
+"""Live graph updates: an update either yields a graph the loader accepts, or is refused whole.
+
+The oracle is the native loader itself, applied from scratch: whatever apply_update
+returns must survive a save/load round trip, and a refused update leaves the input
+exactly as it was.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+from hypothesis import event, given
+from hypothesis import strategies as st
+
+from sayplan_core.envs import load_env
+from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict
+from sayplan_core.graph.model import NODE_TYPES, Node, SceneGraph
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+
+OFFICE = load_env("office")
+
+
+def upsert_of(graph: SceneGraph, node_id: str, **changes: object) -> NodeUpsert:
+    node = copy.deepcopy(graph.nodes[node_id])
+    for key, value in changes.items():
+        setattr(node, key, value)
+    return NodeUpsert(node, graph.parent(node_id), graph.relation(node_id) or "in")
+
+
+def test_removing_the_agent_is_refused() -> None:
+    with pytest.raises(GraphError, match="no agent node"):
+        apply_update(OFFICE, GraphUpdate(remove=[OFFICE.agent_id or ""]))
+
+
+def test_removing_the_pose_the_agent_stands_on_is_refused() -> None:
+    here = OFFICE.agent_location()
+    assert here is not None
+    with pytest.raises(GraphError, match=f"'{here}', which does not exist"):
+        apply_update(OFFICE, GraphUpdate(remove=[here]))
+
+
+def test_a_non_finite_position_is_refused_before_it_reaches_the_graph() -> None:
+    with pytest.raises(GraphError, match="position must be finite"):
+        apply_update(OFFICE, GraphUpdate(upsert=[upsert_of(OFFICE, "coffee_mug", position=(float("nan"), 0.0, 0.0))]))
+
+
+def test_a_graph_that_never_held_the_robot_may_grow_without_one() -> None:
+    """Perception builds a map before the robot is placed in it."""
+    empty = SceneGraph("map")
+    grown = apply_update(empty, GraphUpdate(upsert=[NodeUpsert(Node("kitchen", "room"))]))
+    assert "kitchen" in grown and grown.agent_id is None
+
+
+def signature(graph: SceneGraph) -> dict[str, object]:
+    return graph_to_dict(graph)
+
+
+NODES = sorted(OFFICE.nodes)
+PARENTS = sorted(n for n in OFFICE.nodes if OFFICE.nodes[n].type != "agent")
+NAV = sorted(OFFICE.nav.nodes)
+FLOATS = st.one_of(st.floats(-50, 50), st.sampled_from([float("nan"), float("inf")]))
+
+
+@st.composite
+def updates(draw: st.DrawFn) -> GraphUpdate:
+    """Random, often malformed updates over the office's own ids (plus a few new ones)."""
+    upserts = []
+    for _ in range(draw(st.integers(0, 3))):
+        if draw(st.booleans()):
+            node_id = draw(st.sampled_from(NODES))
+            node = copy.deepcopy(OFFICE.nodes[node_id])
+            if draw(st.booleans()):
+                node.type = draw(st.sampled_from(NODE_TYPES))
+        else:
+            node_id = draw(st.sampled_from(["new_cup", "new_room", "new_pose"]))
+            node = Node.__new__(Node)
+            node.id, node.type, node.name = node_id, draw(st.sampled_from(NODE_TYPES)), node_id
+            node.states, node.affordances, node.attributes, node.position = [], [], {}, None
+        if draw(st.booleans()):
+            node.position = (draw(FLOATS), draw(FLOATS), 0.0)
+        if node.type == "agent" and draw(st.booleans()):
+            node.attributes = {**node.attributes, "location": draw(st.sampled_from(NODES))}
+        parent = draw(st.one_of(st.none(), st.sampled_from(PARENTS)))
+        relation = draw(st.sampled_from(["in", "ontop_of", "inside_of", "inside_hand"]))
+        upserts.append(NodeUpsert(node, parent, relation))
+    return GraphUpdate(
+        upsert=upserts,
+        remove=draw(st.lists(st.sampled_from(NODES), max_size=2)),
+        connect=[
+            (a, b, draw(st.one_of(st.none(), FLOATS)))
+            for a, b in draw(st.lists(st.tuples(st.sampled_from(NAV), st.sampled_from(NAV)), max_size=2))
+        ],
+        disconnect=draw(st.lists(st.tuples(st.sampled_from(NAV), st.sampled_from(NAV)), max_size=1)),
+    )
+
+
+@given(updates())
+def test_an_update_yields_a_loadable_graph_or_changes_nothing(update: GraphUpdate) -> None:
+    before = signature(OFFICE)
+    try:
+        out = apply_update(OFFICE, update)
+    except GraphError:
+        event("refused")
+        assert signature(OFFICE) == before  # refused whole: the live graph is untouched
+        return
+    event("applied")
+    # the updated graph is one the loader itself accepts, agent included
+    reloaded = graph_from_dict(graph_to_dict(out))
+    assert reloaded.agent_id is not None and reloaded.agent_location() in reloaded.nav
+    assert signature(OFFICE) == before
