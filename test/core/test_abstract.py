@@ -8,6 +8,7 @@ from typing import Any
 from transcripts import FAST, transcript
 
 from sayplan_core.envs import load_env
+from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.planners.abstract import MoveStep, compile_moves, workspace_dictionary
 from sayplan_core.sim import verify_plan
@@ -46,7 +47,7 @@ def test_the_most_relevant_candidate_is_compiled_and_verified() -> None:
 
 def test_falls_back_to_the_next_candidate_when_nothing_is_relevant_or_it_fails() -> None:
     result = run(plans(OFF_TOPIC_PLAN), step_threshold=0.5)
-    assert not result.success and result.failure == "not_executable"
+    assert not result.success and result.failure is PlanCode.NOT_EXECUTABLE
     assert "candidate 1: no step reaches the relevance threshold" in result.message
     # with the cut-off at 0, the off-topic plan is kept and compiles
     assert run(plans(OFF_TOPIC_PLAN), step_threshold=0.0).success

@@ -13,6 +13,7 @@ from sayplan_core.execution.closed_loop import PlanOutcome, SkillResult, StepRep
 from sayplan_core.execution.sim_world import InjectedFailure, SimulatedWorld, apply_world_changes
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.llm.replay import RecordingBackend
+from sayplan_core.outcomes import SkillCode, Stage, TaskCode
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.sim import check_goals, goal_from_dict
 from sayplan_core.sim.plan import PlanStep
@@ -30,12 +31,12 @@ class Harness:
 
     def plan(self, instruction: str, context: str) -> PlanOutcome:
         result = self.planner.plan(self.graph, instruction, context=context)
-        return PlanOutcome(result.success, result.full_plan, result.message)
+        return PlanOutcome(result.success, result.full_plan, result.message, result.action_set)
 
-    def run_skill(self, step: PlanStep) -> SkillResult:
+    def run_skill(self, step: PlanStep, action_set: str = "sayplan") -> SkillResult:
         outcome = self.world.execute(step.action, step.target)
         self.graph = apply_update(self.graph, outcome.update)
-        return SkillResult(outcome.success, outcome.failure_code, outcome.message)
+        return outcome
 
     def run(self, **kw: Any) -> Any:
         return run_closed_loop(INSTRUCTION, self.plan, self.run_skill, self.reports.append, **kw)
@@ -96,7 +97,7 @@ def test_object_moved_to_another_room_is_forgotten() -> None:
     assert h.run_skill(PlanStep("open", "kitchen_cupboard")).success
     assert h.run_skill(PlanStep("access", "kitchen_cupboard")).success
     missing = h.run_skill(PlanStep("pickup", "coffee_mug"))
-    assert not missing.success and missing.failure_code == "not_found"
+    assert not missing.success and missing.code is SkillCode.NOT_FOUND
     assert "coffee_mug" not in h.graph  # not here, and the robot cannot see where it went
     assert h.graph.nodes["kitchen_cupboard"].states == ["open"]
 
@@ -127,12 +128,34 @@ def test_planning_failure_and_cancel() -> None:
     result = h.run(cancelled=cancelled)
     # checks: after planning, before and after each skill; the 5th (after the 2nd skill) cancels,
     # so the interrupted 2nd skill does not count as executed
-    assert result.cancelled and result.message == "cancelled" and [str(s) for s in result.executed] == ["goto(pose8)"]
+    assert result.cancelled and result.message == "canceled" and [str(s) for s in result.executed] == ["goto(pose8)"]
 
 
 def test_bad_injected_failures_are_rejected() -> None:
-    with pytest.raises(ValueError, match="'melted' is not one of"):
+    with pytest.raises(ValueError, match="unknown skill outcome 'melted'"):
         InjectedFailure("pickup", "x", "melted")
+    with pytest.raises(ValueError, match="times must be a whole number"):
+        InjectedFailure.parse("pickup:x:grasp_failed:twice")
+    with pytest.raises(ValueError, match="must be skill:target:code"):
+        InjectedFailure.parse("pickup:x")
+
+
+@pytest.mark.parametrize(
+    ("code", "task_code"),
+    [
+        (SkillCode.ESTOPPED, TaskCode.ROBOT_FAULT),
+        (SkillCode.LEASE_LOST, TaskCode.ROBOT_FAULT),
+        (SkillCode.WRONG_ACTION_SET, TaskCode.SKILL_REFUSED),
+        (SkillCode.TIMEOUT, TaskCode.TIMEOUT),
+    ],
+)
+def test_a_failure_no_plan_can_fix_ends_the_task_without_a_replan(code: SkillCode, task_code: TaskCode) -> None:
+    failures = [InjectedFailure("goto", "pose9", code)]
+    h = Harness(transcript(say("plan", plan=GOOD_PLAN)), SimulatedWorld(load_env("office"), failures=failures))
+    result = h.run(max_replans=3)
+    assert not result.success and result.replans == 0 and result.code is task_code
+    assert f"goto(pose9) failed ({code.label})" in result.message
+    assert h.reports[-1].stage is Stage.FAILED and h.reports[-1].code == task_code
 
 
 def lpg(name: str, target: str = "") -> str:

@@ -12,6 +12,7 @@ from sayplan_core.envs import load_env
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import count_tokens
 from sayplan_core.llm.replay import RecordingBackend
+from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.sim import check_goals, verify_plan
 
@@ -93,14 +94,14 @@ def test_strict_variant_never_self_queries_and_refuses_unretrieved_targets() -> 
         act("access", "wills_printer"),
         act("access", "wills_printer"),
     )
-    assert not result.success and result.failure == "budget"
+    assert not result.success and result.failure is PlanCode.BUDGET_EXHAUSTED
     assert "'wills_printer' is not in the retrieved subgraph" in result.message
     assert "self_query" not in {c.stage for c in result.calls}
 
 
 def test_gives_up_after_repeated_infeasible_actions() -> None:
     result, _ = run("embodiedrag_strict", entities("coffee mug"), *[act("pickup", "coffee_mug")] * 6)
-    assert not result.success and result.failure == "replans" and result.replanning_rounds == 6
+    assert not result.success and result.failure is PlanCode.REPLANS_EXHAUSTED and result.replanning_rounds == 6
     assert result.message.startswith("6 infeasible actions in a row; last feedback: cannot pickup(coffee_mug)")
 
 
@@ -121,7 +122,7 @@ def test_embedding_endpoint_down_fails_the_task_with_a_clear_message(monkeypatch
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
     options = PlannerOptions(budget=FAST, embedder="openai:text-embedding-3-small")
     result = make_planner("embodiedrag", transcript(entities("mug")), options).plan(load_env("office"), INSTRUCTION)
-    assert not result.success and result.failure == "backend"
+    assert not result.success and result.failure is PlanCode.BACKEND_ERROR
     assert result.message.startswith("embedding error: openai:text-embedding-3-small: embedding request failed")
 
 

@@ -22,6 +22,7 @@ from sayplan_core.ltl import (
     dijkstra_to_each_goal,
     parse_prefix,
 )
+from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.sim import verify_plan
 
@@ -154,7 +155,7 @@ def test_planner_grounds_translates_and_plans_the_optimal_path() -> None:
 
 def test_planner_gives_up_when_the_formula_never_checks() -> None:
     result = run(ground(("mug", "coffee_mug")), *[formula("& F coffee_mug")] * 4)
-    assert not result.success and result.failure == "budget"
+    assert not result.success and result.failure is PlanCode.BUDGET_EXHAUSTED
     assert "no usable answer after 4 tries at the translate step" in result.message
     assert "ends early" in result.message
 
@@ -171,7 +172,7 @@ def test_planner_reports_a_mission_no_path_satisfies() -> None:
     start = load_env("office").agent_location()
     # "stay out of the start node until the kitchen": violated by the very first position
     result = run(ground(("kitchen", "kitchen"), ("here", str(start))), formula(f"U ! {start} kitchen"))
-    assert not result.success and result.failure == "search"
+    assert not result.success and result.failure is PlanCode.SEARCH_FAILED
     assert result.message.startswith("no path through the navigation graph satisfies the mission")
 
 

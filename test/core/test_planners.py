@@ -25,6 +25,7 @@ from sayplan_core.cli import main as cli_main
 from sayplan_core.envs import load_env
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.session import Budget
+from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, Progress, make_planner
 from sayplan_core.sim import check_goals, verify_plan
 
@@ -33,7 +34,7 @@ def run(planner: str, backend: Any, **options: Any) -> Any:
     events: list[Progress] = []
     opts = PlannerOptions(budget=options.pop("budget", FAST), **options)
     result = make_planner(planner, backend, opts).plan(load_env("office"), INSTRUCTION, on_progress=events.append)
-    result.events = events
+    assert result.progress == events  # the result keeps every step the callback saw, in order
     return result
 
 
@@ -53,7 +54,7 @@ def test_sayplan_search_plan_fail_replan_success() -> None:
         say("plan", plan=GOOD_PLAN, answer=["coffee_mug"]),
     )
     result = run("sayplan", backend)
-    assert result.success and result.verified and result.failure == ""
+    assert result.success and result.verified and result.failure is PlanCode.NONE
     assert result.explored_nodes == ["kitchen", "jasons_office", "nikos_office"]
     assert result.replanning_rounds == 1
     assert result.feedback_history == ["cannot pickup(coffee_mug): it is inside kitchen_cupboard, which is closed"]
@@ -61,7 +62,7 @@ def test_sayplan_search_plan_fail_replan_success() -> None:
     assert str(result.full_plan[0]) == "goto(pose8)" and len(result.full_plan) == 22
     assert result.answer == ["coffee_mug"]
     assert result.prompt_tokens == 6000 and result.completion_tokens == 300
-    assert [e.stage for e in result.events].count("verify") == 2 and result.events[-1].stage == "done"
+    assert [e.stage for e in result.progress].count("verify") == 2 and result.progress[-1].stage == "done"
     assert "fridge" in result.observed_nodes and backend.exhausted
     assert_goal_met(result)
 
@@ -94,7 +95,7 @@ def test_sayplan_lite_two_dialogues() -> None:
 
 def test_llm_p_does_not_replan() -> None:
     result = run("llm_p", transcript(say("expand", "kitchen"), say("plan", plan=BAD_PLAN)))
-    assert not result.success and result.failure == "replans" and result.replanning_rounds == 0
+    assert not result.success and result.failure is PlanCode.REPLANS_EXHAUSTED and result.replanning_rounds == 0
     assert "inside kitchen_cupboard, which is closed" in result.message
 
 
@@ -108,13 +109,13 @@ def test_llm_as_planner_open_loop() -> None:
     result = run("llm_as_planner", transcript(good))
     assert result.success and result.full_plan == full
     jumpy = run("llm_as_planner", transcript(lite_plan(GOOD_PLAN)))
-    assert not jumpy.success and jumpy.failure == "not_executable"
+    assert not jumpy.success and jumpy.failure is PlanCode.NOT_EXECUTABLE
     assert "kitchen is not adjacent to the agent's location pose7" in jumpy.message
 
 
 def test_replanning_stops_after_the_limit() -> None:
     result = run("sayplan", transcript(*[say("plan", plan=BAD_PLAN)] * 3), max_replans=2)
-    assert not result.success and result.failure == "replans" and result.replanning_rounds == 2
+    assert not result.success and result.failure is PlanCode.REPLANS_EXHAUSTED and result.replanning_rounds == 2
     assert len(result.feedback_history) == 3
     assert result.message.startswith("no verified plan after 2 replanning round(s); last feedback: cannot pickup")
 
@@ -168,7 +169,7 @@ def test_transport_errors_are_retried(kind: str) -> None:
 def test_too_many_bad_answers_in_one_step() -> None:
     budget = Budget(max_bad_answers_per_step=2, backoff_initial_s=0.0)
     result = run("sayplan", transcript("nope", "still nope", "no"), budget=budget)
-    assert not result.success and result.failure == "budget"
+    assert not result.success and result.failure is PlanCode.BUDGET_EXHAUSTED
     assert result.message.startswith(
         "no usable answer after 3 tries at the search step; last feedback: the answer is not valid JSON"
     )
@@ -180,7 +181,7 @@ def test_call_budget_ends_the_task_with_the_last_feedback() -> None:
         say("expand", "kitchen"), say("contract", "kitchen"), say("expand", "kitchen"), say("contract", "kitchen")
     )
     result = run("sayplan", endless, budget=budget)
-    assert not result.success and result.failure == "budget" and len(result.calls) == 3
+    assert not result.success and result.failure is PlanCode.BUDGET_EXHAUSTED and len(result.calls) == 3
     assert result.message == "call budget exhausted (3 LLM calls)"
 
 
@@ -192,7 +193,7 @@ def test_token_budget() -> None:
 
 def test_backend_down_fails_with_a_clear_message() -> None:
     result = run("sayplan", transcript(*[error("connection")] * 5))
-    assert not result.success and result.failure == "backend"
+    assert not result.success and result.failure is PlanCode.BACKEND_ERROR
     assert result.message.startswith("LLM backend kept failing (connection) after 5 attempts")
 
 
@@ -206,7 +207,7 @@ def test_cancel_between_calls() -> None:
         return len(calls) > 1
 
     result = planner.plan(load_env("office"), INSTRUCTION, should_cancel=should_cancel)
-    assert result.cancelled and result.failure == "cancelled" and len(result.calls) == 1
+    assert result.cancelled and result.failure is PlanCode.CANCELED and len(result.calls) == 1
 
 
 def test_schema_enums_list_only_visible_nodes() -> None:
@@ -361,14 +362,14 @@ def test_lookplangraph_looks_acts_and_recovers() -> None:
 def test_lookplangraph_cannot_use_what_it_has_not_seen() -> None:
     # an object it has not looked for yet is not in the memory graph: the answer is refused and fed back
     result = run("lookplangraph", transcript(move("go_to", "kitchen"), *[move("pick_up", "coffee_mug")] * 4))
-    assert not result.success and result.failure == "budget"
+    assert not result.success and result.failure is PlanCode.BUDGET_EXHAUSTED
     assert result.message.startswith("no usable answer after 4 tries at the plan step; last feedback: ")
     assert "node 'coffee_mug' does not exist" in result.message
 
 
 def test_lookplangraph_gives_up_after_five_infeasible_moves() -> None:
     result = run("lookplangraph", transcript(move("go_to", "kitchen"), *[move("look_inside", "kitchen_cupboard")] * 6))
-    assert not result.success and result.failure == "replans" and result.replanning_rounds == 6
+    assert not result.success and result.failure is PlanCode.REPLANS_EXHAUSTED and result.replanning_rounds == 6
     assert result.message == (
         "no feasible move after 5 retries; last feedback: "
         "cannot look_inside(kitchen_cupboard): kitchen_cupboard is closed; open(kitchen_cupboard) first"
@@ -388,3 +389,11 @@ def test_cli_rejects_bad_planner_options(flags: list[str], message: str, capsys:
     args = ["plan", "--env", "office", "--instruction", "x", "--planner", "embodiedrag", "--replay", "/nonexistent"]
     assert cli_main(args + flags) == 2
     assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("planner", "action_set"), [("lookplangraph", "sayplan"), ("sayplan", "lookplangraph")])
+def test_a_planner_refuses_an_action_set_it_cannot_write(planner: str, action_set: str) -> None:
+    backend = transcript()  # no LLM call may happen
+    result = make_planner(planner, backend, PlannerOptions(action_set=action_set)).plan(load_env("office"), INSTRUCTION)
+    assert not result.success and result.failure is PlanCode.UNSUPPORTED_ACTION_SET
+    assert result.action_set == action_set and f"not '{action_set}'" in result.message and not result.calls

@@ -14,9 +14,12 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from rosbags.rosbag2 import Reader
+from transcripts import GOAL
 
 from sayplan_core.graph import graph_to_dict, save
 from sayplan_core.graph.updates import apply_update
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.sim import check_goals
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.bag import project_typestore, read_messages
@@ -56,22 +59,37 @@ def test_bag_is_readable_with_rosbags_typestore(demo_run: Path) -> None:
             topics[connection.topic] = topics.get(connection.topic, 0) + 1
             if connection.topic == "/scene_graph":
                 assert msg.name == "office" and len(msg.nodes) == 238
-    assert set(topics) == {"/scene_graph", "/active_plan", "/plan_results", "/execution_events", "/skill_results"}
+    assert set(topics) == {
+        "/scene_graph", "/scene_graph_updates", "/active_plan", "/plan_results", "/execution_events", "/skill_results"
+    }  # fmt: skip
     assert topics["/plan_results"] == 2 and topics["/skill_results"] == 24
 
 
-def test_replaying_skill_results_reproduces_the_final_graph(demo_run: Path) -> None:
+def final_graph_from_updates(messages: list[Any]) -> tuple[Any, list[int]]:
+    """The first full graph patched with every recorded update, in version order."""
+    graphs = [m for topic, _, m in messages if topic == "/scene_graph"]
+    updates = {m.version: m for topic, _, m in messages if topic == "/scene_graph_updates"}
+    graph, version = msg_to_graph(graphs[0]), graphs[0].version
+    for v in sorted(updates):
+        assert updates[v].base_version == version == v - 1, "updates must chain version by version"
+        graph, version = apply_update(graph, msg_to_update(updates[v])), v
+    return graph, sorted(updates)
+
+
+def test_replaying_the_updates_reproduces_the_skill_results_and_meets_the_goal(demo_run: Path) -> None:
     messages = list(read_messages(demo_run / "bag"))
     graphs = [m for topic, _, m in messages if topic == "/scene_graph"]
     skills = [m for topic, _, m in messages if topic == "/skill_results"]
-    graph = msg_to_graph(graphs[0])
+    from_updates, versions = final_graph_from_updates(messages)
+    # every version once, none missing: one update per skill result that changed the graph
+    assert versions == list(range(graphs[0].version + 1, graphs[0].version + len(skills) + 1))
+    from_skills = msg_to_graph(graphs[0])
     for report in skills:
-        graph = apply_update(graph, msg_to_update(report.graph_update))
-    assert graph_to_dict(graph) == graph_to_dict(msg_to_graph(graphs[-1]))
-    # every version once (DDS may hand a late joiner the latched sample twice), none missing
-    versions = sorted({g.version for g in graphs})
-    assert versions == list(range(graphs[0].version, graphs[0].version + len(skills) + 1))
-    assert [r.failure_code for r in skills if not r.success] == ["grasp_failed"]
+        from_skills = apply_update(from_skills, msg_to_update(report.outcome.graph_update))
+    assert graph_to_dict(from_updates) == graph_to_dict(from_skills)
+    assert check_goals(from_updates, [GOAL]).success
+    failed = [SkillCode(r.outcome.error_code) for r in skills if not r.outcome.success]
+    assert failed == [SkillCode.GRASP_FAILED]
 
 
 def test_bag_fed_back_into_server_and_planner_gives_the_same_plan_and_graph(
@@ -87,7 +105,7 @@ def test_bag_fed_back_into_server_and_planner_gives_the_same_plan_and_graph(
     planner = ros.add(
         PlannerNode(
             context=ros.context,
-            parameter_overrides=[Parameter("replay_transcript", value=str(demo_run / "llm_transcript.json"))],
+            parameter_overrides=[Parameter("replay_transcript", value=str(demo_run / "llm" / "plan_task_001.json"))],
         )
     )
     ros.wait_for(lambda: planner.graph_version > 0, what="planner to receive the graph")
@@ -98,11 +116,12 @@ def test_bag_fed_back_into_server_and_planner_gives_the_same_plan_and_graph(
     result_future = handle_future.result().get_result_async()
     ros.wait_for(result_future.done, what="plan result")
     replayed = result_future.result().result
-    assert [(s.action, s.target) for s in replayed.full_plan] == [
-        (s.action, s.target) for s in recorded_plans[0].full_plan
+    recorded = recorded_plans[0].outcome
+    assert [(s.action, s.target) for s in replayed.outcome.full_plan] == [
+        (s.action, s.target) for s in recorded.full_plan
     ]
-    assert list(replayed.feedback_history) == list(recorded_plans[0].feedback_history)
+    assert list(replayed.outcome.feedback_history) == list(recorded.feedback_history)
     updates = ros.node("replayer").create_client(ApplyGraphUpdate, "apply_graph_update")
     for report in skills:
-        assert ros.call(updates, ApplyGraphUpdate.Request(update=report.graph_update)).success
-    assert graph_to_dict(server.graph) == graph_to_dict(msg_to_graph(graphs[-1]))
+        assert ros.call(updates, ApplyGraphUpdate.Request(update=report.outcome.graph_update)).success
+    assert graph_to_dict(server.graph) == graph_to_dict(final_graph_from_updates(messages)[0])

@@ -49,7 +49,11 @@ def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path) -> N
     regions.write_text(yaml.safe_dump({room: [list(lo), list(hi)] for room, (lo, hi) in ROOM_REGIONS.items()}))
     server = ros.add(
         SceneGraphServer(
-            context=ros.context, parameter_overrides=[Parameter("env", value=str(tmp_path / "start.json"))]
+            context=ros.context,
+            parameter_overrides=[
+                Parameter("env", value=str(tmp_path / "start.json")),
+                Parameter("allow_no_agent", value=True),
+            ],
         )
     )
     node = ros.add(

@@ -11,13 +11,14 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 from rclpy.parameter import Parameter
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph import graph_to_dict
 from sayplan_core.graph.model import GraphError
 from sayplan_interfaces.msg import GraphUpdate, PlanStep, SceneGraphNode
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, PlanPath, VerifyPlan
 from sayplan_ros.conversions import msg_to_graph, node_to_msg
 from sayplan_ros.path_planner_node import PathPlannerNode
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
 pytestmark = pytest.mark.ros
@@ -37,7 +38,7 @@ def latest_graph(ros: Any) -> list[SceneGraphMsg]:
 
 def move_orange_into(target: str, relation: str = "inside_of") -> GraphUpdate:
     graph = load_env("office")
-    msg = node_to_msg(graph, "orange")
+    msg = node_to_msg(graph.nodes["orange"], graph.parent("orange"), graph.relation("orange"))
     msg.parent, msg.relation = target, relation
     update = GraphUpdate(source="test")
     update.upsert = [msg]
@@ -65,14 +66,51 @@ def test_get_subgraph_and_unknown_node(ros: Any) -> None:
     assert not answer.success and "did you mean 'orange'" in answer.message
 
 
-def test_update_bumps_the_version_and_republishes(ros: Any) -> None:
+def test_update_bumps_the_version_and_is_published_with_it(ros: Any) -> None:
     start_server(ros)
-    received = latest_graph(ros)
+    updates: list[GraphUpdate] = []
+    ros.node("update_listener").create_subscription(
+        GraphUpdate, "scene_graph_updates", updates.append, GRAPH_UPDATES_QOS
+    )
     client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
     answer = ros.call(client, ApplyGraphUpdate.Request(update=move_orange_into("fridge")))
     assert answer.success and answer.version == 2, answer.message
-    ros.wait_for(lambda: bool(received) and received[-1].version == 2, what="version 2")
-    assert msg_to_graph(received[-1]).parent("orange") == "fridge"
+    ros.wait_for(lambda: bool(updates), what="the update on scene_graph_updates")
+    assert (updates[0].base_version, updates[0].version) == (1, 2)
+    assert [(n.id, n.parent) for n in updates[0].upsert] == [("orange", "fridge")]
+
+
+def test_full_graph_is_republished_every_n_updates(ros: Any) -> None:
+    server = ros.add(
+        SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("full_graph_every", value=2)])
+    )
+    received = latest_graph(ros)
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    for target in ("fridge", "kitchen_bench", "fridge"):
+        assert ros.call(client, ApplyGraphUpdate.Request(update=move_orange_into(target))).success
+    ros.wait_for(lambda: any(m.version == 4 for m in received), what="the full graph of version 4")
+    assert server.version == 4 and {m.version for m in received} <= {1, 2, 4}  # never version 3
+    assert graph_to_dict(msg_to_graph(next(m for m in received if m.version == 4))) == graph_to_dict(server.graph)
+
+
+def test_followers_stay_in_sync_through_updates_and_fetch_after_a_missed_one(ros: Any) -> None:
+    """A follower that joins late sees only the last update (history 1): it fetches the full graph once,
+    then keeps up through updates alone."""
+    overrides = [Parameter("full_graph_every", value=0), Parameter("update_history", value=1)]
+    server = ros.add(SceneGraphServer(context=ros.context, parameter_overrides=overrides))
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    for target in ("fridge", "kitchen_bench", "fridge"):
+        assert ros.call(client, ApplyGraphUpdate.Request(update=move_orange_into(target))).success
+    follower = ros.add(PathPlannerNode(context=ros.context))
+    ros.wait_for(lambda: follower.version == 4, what="the late follower to catch up to version 4")
+    assert follower.follower.stats()["fetches"] == 1 and follower.follower.problem() == ""
+    for target in ("kitchen_bench", "fridge", "kitchen_bench"):
+        assert ros.call(client, ApplyGraphUpdate.Request(update=move_orange_into(target))).success
+    ros.wait_for(lambda: follower.version == 7, what="the follower to patch its way to version 7")
+    stats = follower.follower.stats()
+    assert stats["patched"] == 3 and stats["fetches"] == 1, stats
+    graph, _ = follower.follower.latest()
+    assert graph is not None and graph_to_dict(graph) == graph_to_dict(server.graph)
 
 
 def test_malformed_update_is_refused_and_graph_kept(ros: Any) -> None:
@@ -106,6 +144,20 @@ def test_verify_plan_service(ros: Any) -> None:
     assert not answer.success and "unknown action set" in answer.feedback
 
 
+@pytest.mark.parametrize("name", ["../../etc/passwd.yaml", "/etc/hostname", "x.yaml", "config/sayplan.yaml"])
+def test_verify_plan_never_reads_a_file_a_message_names(ros: Any, tmp_path: Any, name: str) -> None:
+    """A request may name only a registered action set; paths are refused without touching the file system."""
+    (tmp_path / "x.yaml").mkdir()  # a directory named like a YAML file once killed the process
+    start_server(ros)
+    client = ros.node("client").create_client(VerifyPlan, "verify_plan")
+    answer = ros.call(client, VerifyPlan.Request(plan=[PlanStep(action="goto", target="kitchen")], action_set=name))
+    assert not answer.success and answer.feedback.startswith("unknown action set")
+    assert "registered: lookplangraph, sayplan" in answer.feedback
+    # the node is still there
+    answer = ros.call(client, VerifyPlan.Request(plan=[PlanStep(action="goto", target="kitchen")]))
+    assert answer.success
+
+
 def test_path_planner_follows_the_graph(ros: Any) -> None:
     start_server(ros)
     planner = ros.add(PathPlannerNode(context=ros.context))
@@ -132,7 +184,7 @@ def test_path_planner_follows_the_graph(ros: Any) -> None:
 def test_bad_parameters_fail_clearly(ros: Any) -> None:
     with pytest.raises(GraphError, match="unknown environment 'atlantis'"):
         SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("env", value="atlantis")])
-    with pytest.raises(ValueError, match="'method' must be one of dijkstra, astar"):
+    with pytest.raises(ValueError, match="method must be one of dijkstra, astar"):
         PathPlannerNode(context=ros.context, parameter_overrides=[Parameter("method", value="bfs")])
 
 

@@ -13,6 +13,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
+from action_msgs.msg import GoalStatus
 from pytest_httpserver import HTTPServer
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
@@ -20,6 +21,7 @@ from transcripts import GOAL, GOOD_PLAN, INSTRUCTION, say, write_transcript
 from visualization_msgs.msg import MarkerArray
 from werkzeug import Request, Response
 
+from sayplan_core.outcomes import PlanCode, SkillCode, Stage, Status, TaskCode
 from sayplan_core.sim import check_goals
 from sayplan_interfaces.action import ExecuteTask, PlanTask
 from sayplan_interfaces.srv import GetSceneGraph, GraphView
@@ -81,11 +83,14 @@ def test_closed_loop_with_an_injected_failure(ros: Any, tmp_path: Path) -> None:
     assert handle.accepted
     ros.wait_for(result_future.done, timeout=60.0, what="execute_task result")
     result = result_future.result().result
-    assert result.success and result.replans == 1, result.message
+    assert result.success and result.replans == 1, result.error_msg
+    assert result.error_code == TaskCode.NONE
     assert [s.action for s in result.executed][-1] == "done"
-    stages = [f.stage for f in feedback]
-    assert stages[0] == "planning" and "replanning" in stages and stages[-1] == "done"
-    assert any(f.status == "failed: grasp_failed" for f in feedback)
+    events = [f.event for f in feedback]
+    stages = [e.stage for e in events]
+    assert stages[0] == Stage.PLANNING and Stage.REPLANNING in stages and stages[-1] == Stage.DONE
+    failed = [e for e in events if e.status == Status.FAILED]
+    assert [(e.step.action, SkillCode(e.error_code)) for e in failed] == [("pickup", SkillCode.GRASP_FAILED)]
     # the robot's live graph (and the simulated truth) meet the goal
     assert check_goals(nodes["graph"].graph, [GOAL]).success
     assert check_goals(nodes["skills"].world.truth, [GOAL]).success
@@ -139,8 +144,9 @@ def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
     ros.wait_for(lambda: len(feedback) >= 1, timeout=20.0, what="first search step")
     handle.cancel_goal_async()
     ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
-    assert result_future.result().status == 5  # CANCELED
-    assert result_future.result().result.message == "cancelled"
+    assert result_future.result().status == GoalStatus.STATUS_CANCELED
+    outcome = result_future.result().result.outcome
+    assert outcome.error_code == PlanCode.CANCELED and outcome.error_msg == "canceled"
 
 
 def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
@@ -153,11 +159,12 @@ def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
     handle, result_future = send(
         ros, client, ExecuteTask.Goal(instruction=INSTRUCTION), lambda f: feedback.append(f.feedback)
     )
-    ros.wait_for(lambda: any(f.stage == "executing" for f in feedback), timeout=30.0, what="execution to start")
+    ros.wait_for(lambda: any(f.event.stage == Stage.EXECUTING for f in feedback), timeout=30.0, what="execution")
     handle.cancel_goal_async()
     ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
     outcome = result_future.result()
-    assert outcome.status == 5 and outcome.result.message == "cancelled"
+    assert outcome.status == GoalStatus.STATUS_CANCELED
+    assert outcome.result.error_code == TaskCode.CANCELED and outcome.result.error_msg == "canceled"
     # the running skill was cancelled: at most the first goto finished before the cancel reached it
     assert len(outcome.result.executed) <= 1 and nodes["skills"].world.state.location in ("pose7", "pose8")
 
@@ -176,8 +183,9 @@ def test_llm_down_fails_the_goal_and_nodes_stay_up(ros: Any) -> None:
     _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
     ros.wait_for(result_future.done, timeout=30.0, what="aborted result")
     outcome = result_future.result()
-    assert outcome.status == 6  # ABORTED
-    assert outcome.result.message.startswith("LLM backend kept failing (connection) after 2 attempts")
+    assert outcome.status == GoalStatus.STATUS_ABORTED
+    assert outcome.result.outcome.error_code == PlanCode.BACKEND_ERROR
+    assert outcome.result.outcome.error_msg.startswith("LLM backend kept failing (connection) after 2 attempts")
     graph = ros.node("probe").create_client(GetSceneGraph, "get_scene_graph")
     assert ros.call(graph, GetSceneGraph.Request()).success
 
@@ -212,8 +220,10 @@ def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> Non
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
     ros.wait_for(result_future.done, timeout=10.0, what="aborted result")
-    assert result_future.result().status == 6
-    assert result_future.result().result.message == "no scene graph received yet on 'scene_graph'"
+    assert result_future.result().status == GoalStatus.STATUS_ABORTED
+    outcome = result_future.result().result.outcome
+    assert outcome.error_code == PlanCode.NO_SCENE_GRAPH
+    assert outcome.error_msg == "no scene graph received yet on 'scene_graph'"
 
 
 def _lpg(name: str, target: str = "") -> str:
@@ -279,7 +289,7 @@ def test_other_planners_run_through_the_executor(ros: Any, tmp_path: Path, plann
     assert handle.accepted
     ros.wait_for(result_future.done, timeout=90.0, what="execute_task result")
     result = result_future.result().result
-    assert result.success and result.replans == 0, result.message
+    assert result.success and result.replans == 0, result.error_msg
     graph = nodes["graph"].graph
     if planner == "ltl":  # a navigation mission: it ends at Niko's office, having passed the kitchen
         assert graph.agent_location() == "nikos_office"

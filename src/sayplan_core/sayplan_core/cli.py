@@ -24,6 +24,7 @@ from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend, resolv
 from sayplan_core.llm.session import Budget
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
 from sayplan_core.sim.action_set import ActionSetError
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
@@ -264,7 +265,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(result.summary())
         tokens = f"{result.prompt_tokens} prompt + {result.completion_tokens} completion tokens"
         print(f"{len(result.calls)} LLM calls, {tokens}")
-    if result.failure == "backend":
+    if result.failure is PlanCode.BACKEND_ERROR:
         print(f"sayplan: error: {result.message}", file=sys.stderr)
         return EXIT_USAGE
     return 0 if result.success else EXIT_FAILED

@@ -123,7 +123,7 @@ def run_llm_demo(
     result = make_planner("sayplan", backend, options).plan(graph, task.instruction, on_progress=show)
     print(result.summary())
     if not result.success:
-        print(f"summary: task {task.id} | no verified plan ({result.failure}) | {len(result.calls)} LLM calls")
+        print(f"summary: task {task.id} | no verified plan ({result.failure.label}) | {len(result.calls)} LLM calls")
         return 1
     final = verify_plan(graph, result.full_plan, strict_navigation=True).final_graph()
     score = score_against_goals(graph, final, task.predicates)

@@ -7,6 +7,7 @@ rosbag2 reader can decode them. MCAP (the Jazzy default) or sqlite3 storage.
 
 from __future__ import annotations
 
+import queue
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,16 +21,17 @@ from rosbags.rosbag2 import Reader, StoragePlugin, Writer
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
-from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanReport, SceneGraph, SkillReport
-from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
+from sayplan_interfaces.msg import ExecutionEvent, GraphUpdate, Plan, PlanReport, SceneGraph, SkillReport
+from sayplan_ros.qos import EVENTS_QOS, GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
-#: topic -> (message class, latched?)
-RECORDED_TOPICS: dict[str, tuple[type, bool]] = {
-    "/scene_graph": (SceneGraph, True),
-    "/active_plan": (Plan, True),
-    "/plan_results": (PlanReport, False),
-    "/execution_events": (ExecutionEvent, False),
-    "/skill_results": (SkillReport, False),
+#: topic -> (message class, QoS); recorded under these names whatever namespace the stack runs in.
+RECORDED_TOPICS: dict[str, tuple[type, Any]] = {
+    "/scene_graph": (SceneGraph, LATCHED_STATE_QOS),
+    "/scene_graph_updates": (GraphUpdate, GRAPH_UPDATES_QOS),
+    "/active_plan": (Plan, LATCHED_STATE_QOS),
+    "/plan_results": (PlanReport, EVENTS_QOS),
+    "/execution_events": (ExecutionEvent, EVENTS_QOS),
+    "/skill_results": (SkillReport, EVENTS_QOS),
 }
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 
@@ -51,12 +53,19 @@ def project_typestore() -> Typestore:
 
 
 class BagRecorder(Node):
-    """Records the stack's topics to a rosbag2 folder until destroyed."""
+    """Records the stack's topics to a rosbag2 folder until closed.
+
+    One writer thread owns the storage (sqlite3 must stay on the thread that opened it);
+    subscription callbacks only queue the raw messages.
+    """
 
     def __init__(self, node_name: str = "bag_recorder", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare_parameter("output", "", ParameterDescriptor(description="bag folder to create (must not exist)"))
-        self.declare_parameter("storage", "mcap", ParameterDescriptor(description="mcap or sqlite3"))
+        read_only = ParameterDescriptor(read_only=True)
+        self.declare_parameter(
+            "output", "", ParameterDescriptor(description="bag folder to create (must not exist)", read_only=True)
+        )
+        self.declare_parameter("storage", "mcap", read_only)
         output = str(self.get_parameter("output").value)
         storage = str(self.get_parameter("storage").value)
         if not output:
@@ -66,32 +75,50 @@ class BagRecorder(Node):
         if Path(output).exists():
             raise ValueError(f"bag folder {output} already exists; choose a new one")
         self.path = Path(output)
-        self._lock = threading.Lock()
-        self._writer: Writer | None = Writer(self.path, version=9, storage_plugin=STORAGES[storage])
-        self._writer.open()
-        typestore = project_typestore()
-        self.counts: dict[str, int] = {}
-        for topic, (cls, latched) in RECORDED_TOPICS.items():
-            connection = self._writer.add_connection(topic, type_name(cls), typestore=typestore)
-            self.counts[topic] = 0
-            qos = LATCHED_STATE_QOS if latched else EVENTS_QOS
-            self.create_subscription(cls, topic, self._writer_callback(topic, connection), qos, raw=True)
+        self.counts: dict[str, int] = {topic: 0 for topic in RECORDED_TOPICS}
+        self._queue: queue.Queue[tuple[str, int, bytes] | None] = queue.Queue()
+        self._opened = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._write_all, args=(STORAGES[storage],), daemon=True)
+        self._thread.start()
+        self._opened.wait()
+        if self._error is not None:
+            raise ValueError(f"cannot create the bag {output}: {self._error}")
+        for topic, (cls, qos) in RECORDED_TOPICS.items():
+            self.create_subscription(cls, topic.lstrip("/"), self._queue_callback(topic), qos, raw=True)
 
-    def _writer_callback(self, topic: str, connection: Any) -> Any:
-        def write(data: bytes) -> None:
-            with self._lock:
-                if self._writer is None:
-                    return
-                self._writer.write(connection, self.get_clock().now().nanoseconds, data)
+    def _queue_callback(self, topic: str) -> Any:
+        def queue_message(data: bytes) -> None:
+            self._queue.put((topic, self.get_clock().now().nanoseconds, data))
+
+        return queue_message
+
+    def _write_all(self, plugin: Any) -> None:
+        try:
+            writer = Writer(self.path, version=9, storage_plugin=plugin)
+            writer.open()
+            typestore = project_typestore()
+            connections = {
+                topic: writer.add_connection(topic, type_name(cls), typestore=typestore)
+                for topic, (cls, _) in RECORDED_TOPICS.items()
+            }
+        except Exception as exc:  # reported by the constructor
+            self._error = exc
+            self._opened.set()
+            return
+        self._opened.set()
+        try:
+            while (item := self._queue.get()) is not None:
+                topic, stamp, data = item
+                writer.write(connections[topic], stamp, data)
                 self.counts[topic] += 1
-
-        return write
+        finally:
+            writer.close()
 
     def close(self) -> Path:
-        with self._lock:
-            if self._writer is not None:
-                self._writer.close()
-                self._writer = None
+        if self._thread.is_alive():
+            self._queue.put(None)
+            self._thread.join()
         return self.path
 
     def destroy_node(self) -> None:

@@ -1,9 +1,14 @@
-"""Translation between sayplan_interfaces messages and sayplan_core objects (nothing else)."""
+"""Translation between sayplan_interfaces messages and sayplan_core objects: one hop each way, nothing else.
+
+Graphs arriving as messages go through the native loader's dict form, so a message
+gets exactly the validation a file gets.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterable
+from typing import Any
 
 from builtin_interfaces.msg import Time
 from diagnostic_msgs.msg import KeyValue
@@ -11,23 +16,30 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from sayplan_core.graph.model import GraphError, Node, SceneGraph
+from sayplan_core.execution.closed_loop import PlanOutcome as LoopPlan
+from sayplan_core.execution.closed_loop import StepReport
+from sayplan_core.execution.skills import SkillResult
+from sayplan_core.graph.model import NAV_RELATION, GraphError, Node, SceneGraph
+from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.llm.session import CallStats
+from sayplan_core.outcomes import PlanCode, SkillCode
+from sayplan_core.planners.base import PlanResult, Progress
 from sayplan_core.sim.plan import PlanStep
+from sayplan_interfaces.msg import ExecutionEvent, LlmCallStats, PlanOutcome, PlanProgress, SceneGraphEdge
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import PlanStep as PlanStepMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
-from sayplan_interfaces.msg import SceneGraphEdge, SceneGraphNode
+from sayplan_interfaces.msg import SceneGraphNode as SceneGraphNodeMsg
+from sayplan_interfaces.msg import SkillOutcome as SkillOutcomeMsg
 
 
-def node_to_msg(graph: SceneGraph, node_id: str) -> SceneGraphNode:
-    node = graph.nodes[node_id]
-    msg = SceneGraphNode()
-    msg.id = node.id
-    msg.type = node.type
-    msg.name = node.name
-    msg.parent = graph.parent(node_id) or ""
-    msg.relation = graph.relation(node_id) or ""
+# ----------------------------------------------------------------------------- scene graphs
+def node_to_msg(node: Node, parent: str | None = None, relation: str | None = None) -> SceneGraphNodeMsg:
+    msg = SceneGraphNodeMsg()
+    msg.id, msg.type, msg.name = node.id, node.type, node.name
+    msg.parent = parent or ""
+    msg.relation = (relation or "") if parent else ""
     msg.states = list(node.states)
     msg.affordances = list(node.affordances)
     msg.attributes = [KeyValue(key=k, value=json.dumps(v)) for k, v in node.attributes.items()]
@@ -37,24 +49,19 @@ def node_to_msg(graph: SceneGraph, node_id: str) -> SceneGraphNode:
     return msg
 
 
-def graph_to_msg(graph: SceneGraph, version: int, node_ids: Iterable[str] | None = None) -> SceneGraphMsg:
-    msg = SceneGraphMsg()
-    msg.version = int(version)
-    msg.name = graph.name
-    ids = list(graph.nodes) if node_ids is None else list(node_ids)
-    msg.nodes = [node_to_msg(graph, n) for n in ids]
-    keep = set(ids)
-    edges = []
-    for a, b, data in graph.nav.edges(data=True):
-        if a in keep and b in keep:
-            edges.append(
-                SceneGraphEdge(source=a, target=b, relation="connected_to", weight=float(data.get("weight", 0.0)))
-            )
-    msg.edges = edges
+def graph_to_msg(graph: SceneGraph, version: int) -> SceneGraphMsg:
+    msg = SceneGraphMsg(version=int(version), name=graph.name)
+    msg.nodes = [
+        node_to_msg(node, graph.parent(node_id), graph.relation(node_id)) for node_id, node in graph.nodes.items()
+    ]
+    msg.edges = [
+        SceneGraphEdge(source=a, target=b, relation=NAV_RELATION, weight=float(data.get("weight", 0.0)))
+        for a, b, data in graph.nav.edges(data=True)
+    ]
     return msg
 
 
-def msg_to_node(msg: SceneGraphNode) -> tuple[Node, str | None, str]:
+def _node_dict(msg: SceneGraphNodeMsg) -> dict[str, Any]:
     attributes = {}
     for kv in msg.attributes:
         try:
@@ -63,38 +70,44 @@ def msg_to_node(msg: SceneGraphNode) -> tuple[Node, str | None, str]:
             raise GraphError(
                 f"node '{msg.id}': attribute '{kv.key}' is not JSON-encoded ({kv.value!r})", msg.id
             ) from None
-    position = (msg.position.x, msg.position.y, msg.position.z) if msg.has_position else None
-    node = Node(
-        id=msg.id,
-        type=msg.type,
-        name=msg.name,
-        states=list(msg.states),
-        affordances=list(msg.affordances),
-        attributes=attributes,
-        position=position,
-    )
+    item: dict[str, Any] = {
+        "id": msg.id,
+        "type": msg.type,
+        "name": msg.name,
+        "states": list(msg.states),
+        "affordances": list(msg.affordances),
+        "attributes": attributes,
+    }
+    if msg.has_position:
+        item["position"] = [msg.position.x, msg.position.y, msg.position.z]
+    return item
+
+
+def msg_to_node(msg: SceneGraphNodeMsg) -> tuple[Node, str | None, str]:
+    from sayplan_core.graph.native_format import node_from_dict
+
+    node = node_from_dict(_node_dict(msg))
     return node, (msg.parent or None), (msg.relation or "in")
 
 
-def msg_to_graph(msg: SceneGraphMsg) -> SceneGraph:
-    """Rebuild a graph from a message through the validating native loader."""
-    from sayplan_core.graph.native_format import graph_from_dict, graph_to_dict
-
-    scratch = SceneGraph(msg.name)
-    edges = []
-    for node_msg in msg.nodes:
-        node, parent, relation = msg_to_node(node_msg)
-        scratch.add_node(node)
-        if parent:
-            edges.append({"source": node.id, "relation": relation, "target": parent})
+def msg_to_graph(msg: SceneGraphMsg, require_agent: bool = True) -> SceneGraph:
+    """Build a graph from a message through the validating native loader (as a file would be)."""
+    edges: list[dict[str, Any]] = [
+        {"source": n.id, "relation": n.relation or "in", "target": n.parent} for n in msg.nodes if n.parent
+    ]
     for edge in msg.edges:
-        item = {"source": edge.source, "relation": "connected_to", "target": edge.target}
+        item: dict[str, Any] = {"source": edge.source, "relation": NAV_RELATION, "target": edge.target}
         if edge.weight > 0:
             item["weight"] = edge.weight
         edges.append(item)
-    data = graph_to_dict(scratch)
-    data["edges"] = edges
-    return graph_from_dict(data, source="SceneGraph message")
+    data = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "name": msg.name,
+        "nodes": [_node_dict(n) for n in msg.nodes],
+        "edges": edges,
+    }
+    return graph_from_dict(data, source="SceneGraph message", require_agent=require_agent)
 
 
 def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
@@ -113,23 +126,16 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
 
 def update_to_msg(update: GraphUpdate) -> GraphUpdateMsg:
     msg = GraphUpdateMsg(source=update.source)
-    upserts = []
-    for item in update.upsert:
-        scratch = SceneGraph()
-        scratch.add_node(item.node)
-        node_msg = node_to_msg(scratch, item.node.id)
-        node_msg.parent = item.parent or ""
-        node_msg.relation = item.relation if item.parent else ""
-        upserts.append(node_msg)
-    msg.upsert = upserts
+    msg.upsert = [node_to_msg(item.node, item.parent, item.relation) for item in update.upsert]
     msg.remove = list(update.remove)
     msg.connect = [
-        SceneGraphEdge(source=a, target=b, relation="connected_to", weight=w or 0.0) for a, b, w in update.connect
+        SceneGraphEdge(source=a, target=b, relation=NAV_RELATION, weight=w or 0.0) for a, b, w in update.connect
     ]
-    msg.disconnect = [SceneGraphEdge(source=a, target=b, relation="connected_to") for a, b in update.disconnect]
+    msg.disconnect = [SceneGraphEdge(source=a, target=b, relation=NAV_RELATION) for a, b in update.disconnect]
     return msg
 
 
+# ----------------------------------------------------------------------------- plans
 def steps_from_msgs(msgs: Iterable[PlanStepMsg]) -> list[PlanStep]:
     return [PlanStep(m.action.strip(), m.target.strip()) for m in msgs]
 
@@ -138,6 +144,100 @@ def steps_to_msgs(steps: Iterable[PlanStep]) -> list[PlanStepMsg]:
     return [PlanStepMsg(action=s.action, target=s.target) for s in steps]
 
 
+def call_to_msg(call: CallStats) -> LlmCallStats:
+    return LlmCallStats(
+        stage=call.stage,
+        model=call.model,
+        prompt_tokens=call.prompt_tokens,
+        completion_tokens=call.completion_tokens,
+        latency_s=call.latency_s,
+    )
+
+
+def plan_result_to_msg(result: PlanResult, graph_version: int) -> PlanOutcome:
+    return PlanOutcome(
+        planner=result.planner,
+        action_set=result.action_set,
+        success=result.success,
+        error_code=int(result.failure),
+        error_msg=result.message,
+        verified=result.verified,
+        plan=steps_to_msgs(result.plan),
+        full_plan=steps_to_msgs(result.full_plan),
+        replanning_rounds=result.replanning_rounds,
+        feedback_history=list(result.feedback_history),
+        explored_nodes=list(result.explored_nodes),
+        llm_calls=[call_to_msg(c) for c in result.calls],
+        progress=[progress_to_msg(p, i) for i, p in enumerate(result.progress)],
+        graph_version=int(graph_version),
+    )
+
+
+def plan_failure_to_msg(planner: str, action_set: str, code: PlanCode, message: str) -> PlanOutcome:
+    """A plan_task that ended before any planner ran (no graph, no backend, an unknown action set)."""
+    return PlanOutcome(planner=planner, action_set=action_set, error_code=int(code), error_msg=message)
+
+
+def msg_to_loop_plan(msg: PlanOutcome) -> LoopPlan:
+    return LoopPlan(bool(msg.success), steps_from_msgs(msg.full_plan), msg.error_msg, msg.action_set)
+
+
+def progress_to_msg(progress: Progress, sequence: int) -> PlanProgress:
+    return PlanProgress(
+        sequence=sequence,
+        stage=str(progress.stage),
+        node=progress.node,
+        step=progress.step,
+        replanning_round=progress.replanning_round,
+        tokens_used=progress.tokens_used,
+        message=progress.message,
+    )
+
+
+def describe_progress(msg: PlanProgress) -> str:
+    """One line a person reads: `search kitchen, round 0, 2434 tokens: expanded kitchen`."""
+    where = f" {msg.node}" if msg.node else ""
+    detail = f": {msg.message}" if msg.message else ""
+    return f"{msg.stage}{where}, round {msg.replanning_round}, {msg.tokens_used} tokens{detail}"
+
+
+# ----------------------------------------------------------------------------- skills and execution
+def skill_result_to_msg(result: SkillResult) -> SkillOutcomeMsg:
+    return SkillOutcomeMsg(
+        success=result.success,
+        error_code=int(result.code),
+        error_msg=result.message,
+        graph_update=update_to_msg(result.update),
+    )
+
+
+def msg_to_skill_result(msg: SkillOutcomeMsg) -> SkillResult:
+    """The update is left out: the executor forwards the message's update as it is."""
+    try:
+        code = SkillCode(int(msg.error_code))
+    except ValueError:
+        code = SkillCode.INTERNAL_ERROR
+        return SkillResult(False, code, f"unknown skill outcome code {msg.error_code}: {msg.error_msg}")
+    return SkillResult(bool(msg.success), code, msg.error_msg)
+
+
+def step_report_to_event(report: StepReport, instruction: str, sequence: int) -> ExecutionEvent:
+    step = steps_to_msgs([report.step])[0] if report.step is not None else PlanStepMsg()
+    return ExecutionEvent(
+        sequence=sequence,
+        instruction=instruction,
+        stage=str(report.stage),
+        status=str(report.status),
+        step_index=report.step_index,
+        step_count=report.step_count,
+        step=step,
+        error_code=int(report.code),
+        message=report.message,
+        replans=report.replans,
+    )
+
+
+# ----------------------------------------------------------------------------- RViz
 _MARKER_KINDS = {
     "sphere": Marker.SPHERE,
     "cube": Marker.CUBE,

@@ -2,19 +2,23 @@
 
     sayplan_demo [--llm replay|auto|openai|ollama|local] [--failure pickup:coffee_mug:grasp_failed] [--out runs]
 
-Starts every node in one process (scene graph server, path planner, planner,
-executor, sim skill server) plus a bag recorder, sends one `execute_task` goal,
-prints the closed loop as it runs, and writes a rosbag2 folder and the LLM
-transcript of the run. With `--llm replay` (the default) a bundled transcript
-stands in for the LLM so the run is the same on every machine.
+Starts every node in one process (the stack of `stack.create_nodes` plus a bag
+recorder), sends one `execute_task` goal, prints every event of the closed loop from
+`execution_events` in order, and writes a rosbag2 folder and the LLM transcripts of
+the run into a run folder of its own. With `--llm replay` (the default) a bundled
+transcript stands in for the LLM so the run is the same on every machine. The nodes
+live under a namespace of their own (`--namespace`), so two demos on one machine, or
+a demo beside a running robot stack, never see each other.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import threading
 import time
+import uuid
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -22,23 +26,21 @@ from typing import Any
 import rclpy
 from ament_index_python.packages import get_package_share_directory
 from rclpy.action import ActionClient
+from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from sayplan_core.envs.tasks import load_tasks
-from sayplan_core.graph.model import GraphError
 from sayplan_core.llm.selection import BACKENDS
+from sayplan_core.outcomes import Stage, Status
 from sayplan_core.sim.goals import check_goals
 from sayplan_interfaces.action import ExecuteTask
-from sayplan_interfaces.msg import PlanReport
-from sayplan_ros.bag import BagRecorder
-from sayplan_ros.executor_node import ExecutorNode
-from sayplan_ros.path_planner_node import PathPlannerNode
-from sayplan_ros.planner_node import PlannerNode
+from sayplan_interfaces.msg import ExecutionEvent, PlanReport
+from sayplan_ros.bag import STORAGES, BagRecorder
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
-from sayplan_ros.sim_skill_server import SimSkillServer
+from sayplan_ros.stack import create_nodes
 
 
 def bundled_transcript() -> Path:
@@ -46,170 +48,218 @@ def bundled_transcript() -> Path:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="sayplan_demo", description=__doc__.splitlines()[0])
+    p = argparse.ArgumentParser(prog="sayplan_demo", description=(__doc__ or "").splitlines()[0])
     p.add_argument("--task", default="office-lh-05", help="task id from the bundled SayPlan task set (office)")
     p.add_argument("--llm", default="replay", choices=BACKENDS, help="replay uses the bundled transcript")
     p.add_argument("--model", default="")
     p.add_argument("--base-url", default="")
     p.add_argument("--failure", default="pickup:coffee_mug:grasp_failed", help="injected skill failure(s), '' for none")
     p.add_argument("--skill-delay", type=float, default=0.05, help="simulated seconds per skill")
-    p.add_argument("--out", default="runs", help="folder for the run's bag and transcript")
-    p.add_argument("--storage", default="mcap", choices=("mcap", "sqlite3"))
+    p.add_argument("--out", default="runs", help="folder for the run folders (bag and transcripts)")
+    p.add_argument("--storage", default="mcap", choices=tuple(STORAGES))
+    p.add_argument("--namespace", default="", help="ROS namespace of the demo's nodes (default: one of its own)")
+    p.add_argument("--timeout", type=float, default=600.0, help="seconds before the demo gives up on the task")
     p.add_argument("--verbose", action="store_true", help="show the nodes' INFO logs")
     return p.parse_args(argv)
 
 
-def run(args: argparse.Namespace) -> int:
-    tasks = {t.id: t for t in load_tasks()}
-    if args.task not in tasks or tasks[args.task].env != "office":
-        raise ValueError(f"--task must be an office task id (e.g. office-lh-05), got '{args.task}'")
-    task = tasks[args.task]
-    if args.llm == "replay" and args.task != "office-lh-05":
-        raise ValueError("the bundled transcript answers office-lh-05 only; use --llm auto for other tasks")
-    run_dir = Path(args.out) / datetime.now().strftime("demo_%Y%m%d_%H%M%S")
-    run_dir.mkdir(parents=True, exist_ok=False)
-    transcript = run_dir / "llm_transcript.json"
-    planner_params = [Parameter("record_transcript", value=str(transcript))]
-    if args.llm == "replay":
-        planner_params.append(Parameter("replay_transcript", value=str(bundled_transcript())))
-    else:
-        planner_params += [
-            Parameter("llm", value=args.llm),
-            Parameter("model", value=args.model),
-            Parameter("base_url", value=args.base_url),
-        ]
-    skill_params = [Parameter("failures", value=args.failure), Parameter("skill_delay_s", value=args.skill_delay)]
-
-    nodes: list[Node] = []
-    executor = MultiThreadedExecutor(num_threads=6)
+def new_run_folder(out: Path) -> Path:
+    """A fresh folder under `out`: two demos started in the same second get different ones."""
     try:
-        nodes = [
-            SceneGraphServer(parameter_overrides=[Parameter("env", value="office")]),
-            PathPlannerNode(),
-            PlannerNode(parameter_overrides=planner_params),
-            ExecutorNode(),
-            SimSkillServer(parameter_overrides=skill_params),
-            BagRecorder(
-                parameter_overrides=[
-                    Parameter("output", value=str(run_dir / "bag")),
-                    Parameter("storage", value=args.storage),
-                ]
-            ),
-        ]
-        client_node = rclpy.create_node("demo_operator")
-        nodes.append(client_node)
-        for node in nodes:
-            executor.add_node(node)
-        failure: list[BaseException] = []
-
-        def spin() -> None:
-            try:
-                executor.spin()
-            except BaseException as exc:  # surface it: a dead executor would leave the demo waiting forever
-                if rclpy.ok():
-                    failure.append(exc)
-
-        spinner = threading.Thread(target=spin, daemon=True)
-        spinner.start()
-        _SPIN_FAILURES[:] = []
-        _SPIN_FAILURES.append(failure)
-        reports: list[PlanReport] = []
-        client_node.create_subscription(PlanReport, "plan_results", reports.append, EVENTS_QOS)
-        return _execute(task.instruction, client_node, nodes, reports, run_dir, transcript, task)
-    finally:
-        executor.shutdown(timeout_sec=2.0)
-        for node in nodes:
-            node.destroy_node()
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ValueError(f"cannot create the output folder {out}: {exc.strerror or exc}") from exc
+    stamp = datetime.now().strftime("demo_%Y%m%d_%H%M%S")
+    for attempt in range(1000):
+        folder = out / (stamp if attempt == 0 else f"{stamp}_{attempt}")
+        try:
+            folder.mkdir()
+        except FileExistsError:
+            continue
+        except OSError as exc:
+            raise ValueError(f"cannot create a run folder in {out}: {exc.strerror or exc}") from exc
+        return folder
+    raise ValueError(f"no free run folder name under {out}")
 
 
-_SPIN_FAILURES: list[list[BaseException]] = []
+class EventPrinter:
+    """Prints execution events in their sequence order, whatever order DDS delivers them in."""
+
+    def __init__(self) -> None:
+        self.events: list[ExecutionEvent] = []
+        self._pending: dict[tuple[str, int], ExecutionEvent] = {}
+        self._next: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, event: ExecutionEvent) -> None:
+        with self._lock:
+            task = event.instruction
+            self._pending[(task, event.sequence)] = event
+            expected = self._next.get(task, 0)
+            while (task, expected) in self._pending:
+                ready = self._pending.pop((task, expected))
+                self.events.append(ready)
+                _print_event(ready)
+                expected += 1
+            self._next[task] = expected
+
+    def gaps(self) -> int:
+        with self._lock:
+            return len(self._pending)
 
 
-def _wait_done(future: Any, what: str) -> Any:
-    while not future.done():
-        for failures in _SPIN_FAILURES:
-            if failures:
-                raise RuntimeError(f"the ROS executor stopped while waiting for {what}: {failures[0]!r}")
-        time.sleep(0.05)
-    return future.result()
+def _print_event(e: ExecutionEvent) -> None:
+    if e.status == Status.RUNNING:
+        return
+    if e.stage == Stage.EXECUTING:
+        step = f"{e.step.action}({e.step.target})"
+        status = e.status if e.status != Status.FAILED else f"failed: {e.message}"
+        _say(e.stage, f"{e.step_index + 1}/{e.step_count} {step} {status}")
+    else:
+        _say(e.stage, e.message)
 
 
 def _say(stage: str, text: str) -> None:
     print(f"[{stage:>10}] {text}", flush=True)
 
 
-def _execute(
-    instruction: str,
-    client_node: Node,
-    nodes: list[Node],
-    reports: list[PlanReport],
-    run_dir: Path,
-    transcript: Path,
-    task: Any,
-) -> int:
-    started = time.perf_counter()
-    client = ActionClient(client_node, ExecuteTask, "execute_task")
+def run(args: argparse.Namespace, context: Context) -> int:
+    tasks = {t.id: t for t in load_tasks()}
+    if args.task not in tasks or tasks[args.task].env != "office":
+        raise ValueError(f"--task must be an office task id (e.g. office-lh-05), got '{args.task}'")
+    task = tasks[args.task]
+    if args.llm == "replay" and args.task != "office-lh-05":
+        raise ValueError("the bundled transcript answers office-lh-05 only; use --llm auto for other tasks")
+    if args.skill_delay < 0 or args.timeout <= 0:
+        raise ValueError("--skill-delay must be >= 0 and --timeout positive")
+    run_dir = new_run_folder(Path(args.out))
+    transcripts = run_dir / "llm"
+    planner: list[Parameter] = [Parameter("record_transcript", value=str(transcripts))]
+    if args.llm == "replay":
+        planner.append(Parameter("replay_transcript", value=str(bundled_transcript())))
+    else:
+        planner += [
+            Parameter("llm", value=args.llm),
+            Parameter("model", value=args.model),
+            Parameter("base_url", value=args.base_url),
+        ]
+    overrides = {
+        "scene_graph_server": [Parameter("env", value="office")],
+        "planner": planner,
+        "sim_skill_server": [
+            Parameter("failures", value=args.failure),
+            Parameter("skill_delay_s", value=args.skill_delay),
+        ],
+    }
+    namespace = args.namespace or f"sayplan_demo_{os.getpid()}_{uuid.uuid4().hex[:6]}"
+    executor = MultiThreadedExecutor(num_threads=6, context=context)
+    nodes: list[Node] = []
+    try:
+        nodes = create_nodes(context, "sim", overrides, namespace=namespace)
+        recorder = BagRecorder(
+            context=context,
+            namespace=namespace,
+            parameter_overrides=[
+                Parameter("output", value=str(run_dir / "bag")),
+                Parameter("storage", value=args.storage),
+            ],
+        )
+        nodes.append(recorder)
+        operator = rclpy.create_node("demo_operator", namespace=namespace, context=context)
+        nodes.append(operator)
+        for node in nodes:
+            executor.add_node(node)
+        spinner = _Spinner(executor)
+        printer = EventPrinter()
+        reports: list[PlanReport] = []
+        operator.create_subscription(ExecutionEvent, "execution_events", printer, EVENTS_QOS)
+        operator.create_subscription(PlanReport, "plan_results", reports.append, EVENTS_QOS)
+        graph_server = next(n for n in nodes if isinstance(n, SceneGraphServer))
+        started = time.perf_counter()
+        result = _execute(task.instruction, operator, spinner, args.timeout)
+        spinner.settle(printer, result)
+        bag = recorder.close()
+        goal_met = check_goals(graph_server.graph, task.predicates).success
+        calls = sum(len(r.outcome.llm_calls) for r in reports)
+        tokens = sum(c.prompt_tokens + c.completion_tokens for r in reports for c in r.outcome.llm_calls)
+        verdict, goal = ("success" if result.success else "FAILED"), ("met" if goal_met else "NOT met")
+        message = result.error_msg or "done"
+        print(
+            f"\nsummary: {verdict} | {message} | goal {goal} | {len(reports)} plan_task goals, "
+            f"{calls} LLM calls, {tokens} tokens | {time.perf_counter() - started:.1f} s"
+        )
+        counts = ", ".join(f"{topic} {n}" for topic, n in recorder.counts.items())
+        print(f"bag: {bag} ({counts})")
+        print(f"LLM transcripts: {transcripts}")
+        print(f"run folder: {run_dir}")
+        return 0 if result.success and goal_met else 1
+    finally:
+        executor.shutdown(timeout_sec=2.0)
+        for node in nodes:
+            node.destroy_node()
+
+
+class _Spinner:
+    """Spins the executor in a thread; a dead executor is reported instead of leaving the demo waiting."""
+
+    def __init__(self, executor: MultiThreadedExecutor) -> None:
+        self.failure: BaseException | None = None
+        self._executor = executor
+        self._thread = threading.Thread(target=self._spin, daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        try:
+            self._executor.spin()
+        except BaseException as exc:
+            self.failure = exc
+
+    def wait(self, future: Any, what: str, timeout: float) -> Any:
+        done = threading.Event()
+        future.add_done_callback(lambda _f: done.set())
+        deadline = time.monotonic() + timeout
+        while not done.wait(0.5):  # the main thread only; wakes to notice a dead executor
+            if self.failure is not None:
+                raise RuntimeError(f"the ROS executor stopped while waiting for {what}: {self.failure!r}")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"no {what} within {timeout:g} s")
+        return future.result()
+
+    def settle(self, printer: EventPrinter, result: Any, timeout: float = 5.0) -> None:
+        """Let the last events and graph versions reach the printer and the recorder."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and (printer.gaps() or not _ended(printer)):
+            time.sleep(0.05)
+        time.sleep(0.2)
+
+
+def _ended(printer: EventPrinter) -> bool:
+    return bool(printer.events) and printer.events[-1].stage in (Stage.DONE, Stage.FAILED, Stage.CANCELED)
+
+
+def _execute(instruction: str, operator: Node, spinner: _Spinner, timeout: float) -> Any:
+    client = ActionClient(operator, ExecuteTask, "execute_task")
     if not client.wait_for_server(timeout_sec=15.0):
         raise RuntimeError("execute_task did not come up")
-    time.sleep(0.5)  # let the planner and path planner receive the latched graph
     _say("task", instruction)
-    last: dict[str, Any] = {}
-
-    def feedback(msg: Any) -> None:
-        f = msg.feedback
-        key = (f.stage, f.step_index, f.status)
-        if last.get("key") == key or f.status == "running":
-            return
-        last["key"] = key
-        step = f"{f.step.action}({f.step.target})" if f.step.action else ""
-        where = f"{f.step_index + 1}/{f.step_count} {step}" if f.stage == "executing" else ""
-        _say(f.stage, f"{where} {f.status}".strip())
-
-    goal_future = client.send_goal_async(ExecuteTask.Goal(instruction=instruction), feedback_callback=feedback)
-    handle = _wait_done(goal_future, "the goal to be accepted")
+    handle = spinner.wait(client.send_goal_async(ExecuteTask.Goal(instruction=instruction)), "goal acceptance", 15.0)
     if not handle.accepted:
         raise RuntimeError("execute_task rejected the goal")
-    result = _wait_done(handle.get_result_async(), "the task result").result
-    time.sleep(0.3)  # last reports and graph versions reach the recorder
-    graph_server: SceneGraphServer = nodes[0]  # type: ignore[assignment]
-    recorder: BagRecorder = nodes[5]  # type: ignore[assignment]
-    bag = recorder.close()
-    for report in reports:
-        verdict = "verified" if report.success else f"not verified: {report.message}"
-        explored = ", ".join(report.explored_nodes) or "-"
-        _say(
-            "plan",
-            f"{report.planner}: explored [{explored}], {report.replanning_rounds} replanning round(s), {verdict}",
-        )
-        for feedback_text in report.feedback_history:
-            _say("verify", feedback_text)
-    goal_met = check_goals(graph_server.graph, task.predicates).success
-    calls = sum(len(r.llm_calls) for r in reports)
-    tokens = sum(c.prompt_tokens + c.completion_tokens for r in reports for c in r.llm_calls)
-    verdict, goal = ("success" if result.success else "FAILED"), ("met" if goal_met else "NOT met")
-    print(
-        f"\nsummary: {verdict} | {result.message} | goal {goal} | {len(reports)} plan_task goals, "
-        f"{calls} LLM calls, {tokens} tokens | {time.perf_counter() - started:.1f} s"
-    )
-    counts = ", ".join(f"{topic} {n}" for topic, n in recorder.counts.items())
-    print(f"bag: {bag} ({counts})")
-    print(f"LLM transcript: {transcript}")
-    print(f"run folder: {run_dir}")
-    return 0 if result.success and goal_met else 1
+    return spinner.wait(handle.get_result_async(), "task result", timeout).result
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
-    rclpy.init(args=None if args.verbose else ["--ros-args", "--log-level", "WARN"])
+    context = Context()
+    rclpy.init(args=None if args.verbose else ["--ros-args", "--log-level", "WARN"], context=context)
     code = 0
     try:
-        code = run(args)
+        code = run(args, context)
     except KeyboardInterrupt:
         code = 130
-    except (GraphError, ValueError, RuntimeError, FileExistsError) as exc:
+    except Exception as exc:  # one line, whatever went wrong
         print(f"sayplan_demo: {exc}", file=sys.stderr)
         code = 2
     finally:
-        if rclpy.ok():
-            rclpy.shutdown()
+        context.try_shutdown()
     sys.exit(code)

@@ -3,235 +3,291 @@
 The loop itself is sayplan_core.execution.closed_loop; this node only wires it to
 ROS: planning is a `plan_task` goal, each step an `execute_skill` goal, and every
 skill's graph update goes to `apply_graph_update` so a replan starts from the
-current state. The active plan is published latched on `active_plan` (RViz path).
-One task at a time: goals that arrive while one runs are rejected.
+current state. Before the robot moves, the plan is checked against what the skill
+server says it can run (`describe_skills`), and the planner is asked for plans in
+the robot's action set. Every event of the loop (planning progress included) is
+numbered and published on `execution_events` as well as sent as feedback.
+
+The goal's thread waits on action futures (threading events set by their done
+callbacks, no polling); a cancel request is forwarded at once to the running child
+goal, whose result then ends the wait.
 """
 
 from __future__ import annotations
 
 import threading
-import time
 from typing import Any
 
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.action import ActionClient, ActionServer, CancelResponse, GoalResponse
+from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
 
-from sayplan_core.execution.closed_loop import PlanOutcome, SkillResult, StepReport, run_closed_loop
+from sayplan_core.execution.closed_loop import PlanOutcome, StepReport, run_closed_loop
+from sayplan_core.execution.skills import SkillCatalog, SkillResult
+from sayplan_core.outcomes import Stage, Status, TaskCode
+from sayplan_core.settings import EXECUTOR_SETTINGS
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
-from sayplan_interfaces.msg import ExecutionEvent, Plan, SkillReport
-from sayplan_interfaces.msg import PlanStep as PlanStepMsg
-from sayplan_interfaces.srv import ApplyGraphUpdate
-from sayplan_ros.conversions import steps_from_msgs, steps_to_msgs
+from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanProgress, SkillReport
+from sayplan_interfaces.srv import ApplyGraphUpdate, DescribeSkills
+from sayplan_ros.conversions import (
+    describe_progress,
+    msg_to_loop_plan,
+    msg_to_skill_result,
+    step_report_to_event,
+    steps_to_msgs,
+)
+from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
+from sayplan_ros.single_goal import SingleGoal
 
 
-class StepTimeoutError(RuntimeError):
-    pass
+class WaitError(RuntimeError):
+    """A server did not answer in time, refused a goal, or is not there; `code` says how the task ends."""
+
+    def __init__(self, code: TaskCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def wait_future(future: Future, timeout: float, what: str) -> Any:
+    """Block this goal's thread (never the executor's) until `future` is done or `timeout` passes."""
+    done = threading.Event()
+    future.add_done_callback(lambda _f: done.set())
+    if not done.wait(timeout):
+        raise WaitError(TaskCode.TIMEOUT, f"no answer from {what} within {timeout:g} s")
+    return future.result()
+
+
+class _TaskRun:
+    """The state of one execute_task goal: its event numbering and the child goal a cancel must reach."""
+
+    def __init__(self, node: ExecutorNode, handle: ServerGoalHandle) -> None:
+        self.node = node
+        self.handle = handle
+        self.instruction: str = handle.request.instruction
+        self.sequence = 0
+        self.plan_msgs: list[Any] = []
+        self.action_set = ""
+        self.child: Any = None  # the running plan_task / execute_skill goal handle
+        self.lock = threading.Lock()
+
+    def cancelled(self) -> bool:
+        return bool(self.handle.is_cancel_requested)
+
+    def emit(self, report: StepReport) -> None:
+        event = step_report_to_event(report, self.instruction, self.sequence)
+        self.sequence += 1
+        event.header.stamp = self.node.get_clock().now().to_msg()
+        self.node.events.publish(event)
+        self.handle.publish_feedback(ExecuteTask.Feedback(event=event))
+        if report.stage is Stage.EXECUTING and report.status is Status.RUNNING:
+            self.node.publish_plan(self.instruction, self.action_set, self.plan_msgs, report.step_index)
+
+    def cancel_child(self) -> None:
+        with self.lock:
+            child = self.child
+        if child is not None:
+            child.cancel_goal_async()
 
 
 class ExecutorNode(Node):
     def __init__(self, node_name: str = "executor", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        params = {
-            "max_replans": (3, "replans after skill failures before the task is aborted"),
-            "plan_timeout_s": (900.0, "seconds to wait for a plan_task result"),
-            "skill_timeout_s": (120.0, "seconds to wait for one execute_skill result"),
-            "planner": ("", "planner to ask for (empty = the planner node's default)"),
-        }
-        for name, (default, text) in params.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
-        self._max_replans = int(self.get_parameter("max_replans").value)
-        self._plan_timeout = float(self.get_parameter("plan_timeout_s").value)
-        self._skill_timeout = float(self.get_parameter("skill_timeout_s").value)
-        self._planner = str(self.get_parameter("planner").value)
-        if self._max_replans < 0 or self._plan_timeout <= 0 or self._skill_timeout <= 0:
-            raise ValueError("max_replans must be >= 0 and the timeouts positive")
+        self.settings = declare_settings(self, EXECUTOR_SETTINGS)
         group = ReentrantCallbackGroup()
         self._plan_client = ActionClient(self, PlanTask, "plan_task", callback_group=group)
         self._skill_client = ActionClient(self, ExecuteSkill, "execute_skill", callback_group=group)
         self._update_client = self.create_client(ApplyGraphUpdate, "apply_graph_update", callback_group=group)
+        self._describe_client = self.create_client(DescribeSkills, "describe_skills", callback_group=group)
         self._plan_pub = self.create_publisher(Plan, "active_plan", LATCHED_STATE_QOS)
-        self._events = self.create_publisher(ExecutionEvent, "execution_events", EVENTS_QOS)
+        self.events = self.create_publisher(ExecutionEvent, "execution_events", EVENTS_QOS)
         self._skills = self.create_publisher(SkillReport, "skill_results", EVENTS_QOS)
-        self._lock = threading.Lock()
-        self._busy = False
+        self._single = SingleGoal(self.get_logger(), "execute_task")
+        self._run: _TaskRun | None = None
         self._server = ActionServer(
             self,
             ExecuteTask,
             "execute_task",
             execute_callback=self._execute,
-            goal_callback=self._on_goal,
-            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+            goal_callback=lambda goal: self._single.accept(
+                goal, lambda g: None if g.instruction.strip() else "the instruction is empty"
+            ),
+            cancel_callback=self._on_cancel,
             callback_group=group,
         )
 
-    # ------------------------------------------------------------------ waiting on futures
-    def _wait(self, future: Future, timeout: float, cancelled: Any = None, on_cancel: Any = None) -> Any:
-        """Block this callback's thread (not the executor) until the future is done."""
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
-        deadline = time.monotonic() + timeout
-        cancel_sent = False
-        while not done.wait(0.05):
-            if cancelled is not None and not cancel_sent and cancelled():
-                cancel_sent = True
-                if on_cancel is not None:
-                    on_cancel()
-            if time.monotonic() > deadline:
-                raise StepTimeoutError(f"no answer within {timeout:.0f} s")
-        return future.result()
+    # ------------------------------------------------------------------ helpers
+    def _setting(self, name: str) -> Any:
+        return self.get_parameter(name).value
 
-    def _send(
-        self, client: ActionClient, name: str, goal: Any, timeout: float, cancelled: Any, on_feedback: Any = None
-    ) -> Any:
-        if not client.wait_for_server(timeout_sec=5.0):
-            raise StepTimeoutError(f"action server '{name}' is not available")
-        handle = self._wait(client.send_goal_async(goal, feedback_callback=on_feedback), 10.0)
-        if not handle.accepted:
-            raise StepTimeoutError(f"'{name}' rejected the goal (busy?)")
-        wrapped = self._wait(handle.get_result_async(), timeout, cancelled, handle.cancel_goal_async)
-        return wrapped.result
-
-    # ------------------------------------------------------------------ the loop's three functions
-    def _plan(self, instruction: str, context: str, cancelled: Any, on_progress: Any = None) -> PlanOutcome:
-        goal = PlanTask.Goal(instruction=instruction, planner=self._planner, context=context)
-
-        def forward(msg: Any) -> None:
-            if on_progress is not None:
-                f = msg.feedback
-                where = f" {f.node}" if f.node else ""
-                detail = f": {f.message}" if f.message else ""
-                on_progress(f"{f.stage}{where}, round {f.replanning_round}, {f.tokens_used} tokens{detail}")
-
-        try:
-            result = self._send(self._plan_client, "plan_task", goal, self._plan_timeout, cancelled, forward)
-        except StepTimeoutError as exc:
-            return PlanOutcome(False, [], f"plan_task: {exc}")
-        return PlanOutcome(bool(result.success), steps_from_msgs(result.full_plan), result.message)
-
-    def _run_skill(self, step: PlanStep, cancelled: Any) -> SkillResult:
-        goal = ExecuteSkill.Goal(skill=step.action, target=step.target)
-        try:
-            result = self._send(self._skill_client, "execute_skill", goal, self._skill_timeout, cancelled)
-        except StepTimeoutError as exc:
-            return SkillResult(False, "error", f"execute_skill: {exc}")
-        update = result.graph_update
-        report = SkillReport(
-            step=PlanStepMsg(action=step.action, target=step.target),
-            success=bool(result.success),
-            failure_code=result.failure_code,
-            message=result.message,
-            graph_update=update,
-        )
-        report.header.stamp = self.get_clock().now().to_msg()
-        self._skills.publish(report)
-        if update.upsert or update.remove or update.connect or update.disconnect:
-            if not self._update_client.wait_for_service(timeout_sec=5.0):
-                return SkillResult(False, "error", "apply_graph_update is not available")
-            answer = self._wait(self._update_client.call_async(ApplyGraphUpdate.Request(update=update)), 10.0)
-            if not answer.success:
-                self.get_logger().error(f"skill result could not update the scene graph: {answer.message}")
-        return SkillResult(bool(result.success), result.failure_code, result.message)
-
-    # ------------------------------------------------------------------ action server
-    def _on_goal(self, goal: ExecuteTask.Goal) -> GoalResponse:
-        with self._lock:
-            if self._busy or not goal.instruction.strip():
-                return GoalResponse.REJECT
-            self._busy = True
-        return GoalResponse.ACCEPT
-
-    def _publish_plan(self, instruction: str, steps: list[PlanStepMsg], current: int) -> None:
-        msg = Plan(instruction=instruction, steps=steps, current_step=current)
+    def publish_plan(self, instruction: str, action_set: str, steps: list[Any], current: int) -> None:
+        msg = Plan(instruction=instruction, action_set=action_set, steps=steps, current_step=current)
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = "map"
         self._plan_pub.publish(msg)
 
-    def _execute(self, goal_handle: ServerGoalHandle) -> ExecuteTask.Result:
+    def _send(self, run: _TaskRun, client: ActionClient, name: str, goal: Any, timeout: float, feedback: Any) -> Any:
+        """Send a child goal, keep it cancellable, and wait for its wrapped result (status + result)."""
+        wait = float(self._setting("server_wait_s"))
+        if not client.wait_for_server(timeout_sec=wait):
+            raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"action server '{name}' is not available")
+        handle = wait_future(client.send_goal_async(goal, feedback_callback=feedback), wait, f"'{name}' (goal)")
+        if not handle.accepted:
+            raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"'{name}' rejected the goal (busy with another one?)")
+        with run.lock:
+            run.child = handle
+        if run.cancelled():  # a cancel that arrived while the goal was being sent
+            handle.cancel_goal_async()
         try:
-            return self._run(goal_handle)
+            return wait_future(handle.get_result_async(), timeout, f"'{name}'")
+        except WaitError:
+            handle.cancel_goal_async()
+            raise
         finally:
-            with self._lock:
-                self._busy = False
+            with run.lock:
+                run.child = None
 
-    def _run(self, goal_handle: ServerGoalHandle) -> ExecuteTask.Result:
-        instruction = goal_handle.request.instruction
-        cancelled = lambda: bool(goal_handle.is_cancel_requested)  # noqa: E731
-        current_plan: list[PlanStepMsg] = []
+    def _call(self, client: Any, request: Any, what: str) -> Any:
+        wait = float(self._setting("server_wait_s"))
+        if not client.wait_for_service(timeout_sec=wait):
+            raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"service '{what}' is not available")
+        return wait_future(client.call_async(request), wait, f"'{what}'")
 
-        def plan(text: str, context: str) -> PlanOutcome:
-            stage = "replanning" if context else "planning"
-            outcome = self._plan(
-                text, context, cancelled, lambda status: report(StepReport(stage, 0, 0, None, status, replans[0]))
-            )
-            current_plan[:] = steps_to_msgs(outcome.full_plan)
-            self._publish_plan(text, current_plan, 0 if outcome.success else -1)
-            return outcome
-
-        replans = [0]
-
-        def report(r: StepReport) -> None:
-            replans[0] = r.replans
-            if r.stage == "executing" and r.status == "running":
-                self._publish_plan(instruction, current_plan, r.step_index)
-            step = steps_to_msgs([r.step])[0] if r.step is not None else PlanStepMsg()
-            event = ExecutionEvent(
-                instruction=instruction,
-                stage=r.stage,
-                step_index=r.step_index,
-                step_count=r.step_count,
-                step=step,
-                status=r.status,
-                replans=r.replans,
-            )
-            event.header.stamp = self.get_clock().now().to_msg()
-            self._events.publish(event)
-            goal_handle.publish_feedback(
-                ExecuteTask.Feedback(
-                    stage=r.stage,
-                    step_index=r.step_index,
-                    step_count=r.step_count,
-                    step=step,
-                    status=r.status,
-                    replans=r.replans,
-                )
-            )
-
-        outcome = run_closed_loop(
-            instruction,
-            plan,
-            lambda step: self._run_skill(step, cancelled),
-            report,
-            cancelled,
-            self._max_replans,
+    # ------------------------------------------------------------------ the loop's functions
+    def _plan(self, run: _TaskRun, catalog: SkillCatalog, context: str) -> PlanOutcome:
+        stage = Stage.REPLANNING if context else Stage.PLANNING
+        goal = PlanTask.Goal(
+            instruction=run.instruction,
+            planner=run.handle.request.planner or str(self._setting("planner")),
+            action_set=catalog.default,
+            context=context,
         )
-        self._publish_plan(instruction, current_plan, -1)
-        result = ExecuteTask.Result(
+        forwarded = [0]
+
+        def forward(progress: PlanProgress) -> None:
+            if progress.sequence == forwarded[0]:  # in order; a gap is filled from the result below
+                forwarded[0] += 1
+                run.emit(StepReport(stage, 0, 0, None, Status.PROGRESS, 0, describe_progress(progress)))
+
+        wrapped = self._send(
+            run,
+            self._plan_client,
+            "plan_task",
+            goal,
+            float(self._setting("plan_timeout_s")),
+            lambda msg: forward(msg.feedback.progress),
+        )
+        outcome = wrapped.result.outcome
+        for progress in outcome.progress[forwarded[0] :]:
+            forward(progress)
+        plan = msg_to_loop_plan(outcome)
+        run.plan_msgs, run.action_set = list(outcome.full_plan), plan.action_set
+        self.publish_plan(run.instruction, plan.action_set, run.plan_msgs, 0 if plan.success else -1)
+        return plan
+
+    def _run_skill(self, run: _TaskRun, step: PlanStep, action_set: str) -> SkillResult:
+        goal = ExecuteSkill.Goal(skill=step.action, target=step.target, action_set=action_set)
+        wrapped = self._send(
+            run, self._skill_client, "execute_skill", goal, float(self._setting("skill_timeout_s")), None
+        )
+        outcome = wrapped.result.outcome
+        report = SkillReport(step=steps_to_msgs([step])[0], action_set=action_set, outcome=outcome)
+        report.header.stamp = self.get_clock().now().to_msg()
+        self._skills.publish(report)
+        update = outcome.graph_update
+        if update.upsert or update.remove or update.connect or update.disconnect:
+            answer = self._call(self._update_client, ApplyGraphUpdate.Request(update=update), "apply_graph_update")
+            if not answer.success:
+                raise WaitError(
+                    TaskCode.SCENE_GRAPH_UPDATE_REFUSED,
+                    f"the scene graph refused the result of {step}: {answer.message}",
+                )
+        return msg_to_skill_result(outcome)
+
+    def _catalog(self) -> SkillCatalog:
+        answer = self._call(self._describe_client, DescribeSkills.Request(), "describe_skills")
+        sets = {info.name: frozenset(info.skills) for info in answer.action_sets}
+        if not sets:
+            raise WaitError(TaskCode.ACTION_SET_MISMATCH, f"the skill server of '{answer.robot}' speaks no action set")
+        return SkillCatalog(answer.robot, sets, answer.default_action_set or next(iter(sets)))
+
+    # ------------------------------------------------------------------ action server
+    def _on_cancel(self, _goal: Any) -> CancelResponse:
+        run = self._run
+        if run is not None:
+            run.cancel_child()
+        return CancelResponse.ACCEPT
+
+    def _execute(self, handle: ServerGoalHandle) -> ExecuteTask.Result:
+        run = _TaskRun(self, handle)
+        self._run = run
+        try:
+            result = self._loop(run)
+        except Exception as exc:  # a bug must end this goal, not the process
+            self.get_logger().error(f"execute_task failed: {exc!r}")
+            result = ExecuteTask.Result(error_code=int(TaskCode.INTERNAL_ERROR), error_msg=f"internal error: {exc!r}")
+        finally:
+            self._run = None
+            self._single.release()
+        self.publish_plan(run.instruction, run.action_set, run.plan_msgs, -1)
+        if handle.is_cancel_requested and result.error_code == TaskCode.CANCELED:
+            handle.canceled()
+        elif result.success:
+            handle.succeed()
+        else:
+            handle.abort()
+        self.get_logger().info(f"execute_task: {result.error_msg or 'done'}")
+        return result
+
+    def _loop(self, run: _TaskRun) -> ExecuteTask.Result:
+        failure: list[WaitError] = []
+
+        def guarded(fn: Any, *args: Any) -> Any:
+            """A wait that fails ends the task with its own code (the loop sees a stop)."""
+            try:
+                return fn(*args)
+            except WaitError as exc:
+                failure.append(exc)
+                raise _StopError from exc
+
+        try:
+            catalog = guarded(self._catalog)
+            outcome = run_closed_loop(
+                run.instruction,
+                lambda _text, context: guarded(self._plan, run, catalog, context),
+                lambda step, action_set: guarded(self._run_skill, run, step, action_set),
+                run.emit,
+                run.cancelled,
+                int(self._setting("max_replans")),
+                check_plan=lambda plan: catalog.check_plan((s.action for s in plan.full_plan), plan.action_set),
+            )
+        except _StopError:
+            code = TaskCode.CANCELED if run.cancelled() else failure[0].code
+            message = "canceled" if run.cancelled() else str(failure[0])
+            stage = Stage.CANCELED if run.cancelled() else Stage.FAILED
+            run.emit(StepReport(stage, 0, 0, None, Status.FAILED, 0, message, int(code)))
+            return ExecuteTask.Result(error_code=int(code), error_msg=message)
+        return ExecuteTask.Result(
             success=outcome.success,
-            message=outcome.message,
+            error_code=int(outcome.code),
+            error_msg=outcome.message,
             executed=steps_to_msgs(outcome.executed),
             replans=outcome.replans,
         )
-        if outcome.cancelled:
-            goal_handle.canceled()
-        elif outcome.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        self.get_logger().info(f"execute_task: {outcome.message}")
-        return result
 
     def destroy_node(self) -> None:
         self._server.destroy()
         self._plan_client.destroy()
         self._skill_client.destroy()
         super().destroy_node()
+
+
+class _StopError(Exception):
+    """Unwinds the closed loop when a wait failed (the failure itself is kept aside)."""
 
 
 def main(args: list[str] | None = None) -> None:

@@ -1,4 +1,10 @@
-"""Keep a node's copy of the live scene graph in step with the latched `scene_graph` topic."""
+"""Keep a node's copy of the live scene graph in step: full graphs on `scene_graph`, patches on
+`scene_graph_updates`, and a `get_scene_graph` fetch when an update went missing.
+
+The bookkeeping (versions, buffering, gaps) is sayplan_core.graph.replica; this class
+only connects it to the topics and the service. A version that cannot be taken is
+logged at error and kept as `problem()`, so the owner refuses to plan on a stale copy.
+"""
 
 from __future__ import annotations
 
@@ -6,40 +12,105 @@ import threading
 from typing import Any
 
 from rclpy.node import Node
+from rclpy.task import Future
 
 from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.replica import GraphReplica
+from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
-from sayplan_ros.conversions import msg_to_graph
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_interfaces.srv import GetSceneGraph
+from sayplan_ros.conversions import msg_to_graph, msg_to_update
+from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
 
 class GraphFollower:
-    """Subscribes for `node`; `latest()` returns the newest valid graph and its version."""
+    """Subscribes for `node`; `latest()` returns the newest graph taken and its version."""
 
     def __init__(self, node: Node, callback_group: Any = None) -> None:
         self._node = node
         self._lock = threading.Lock()
-        self._graph: SceneGraph | None = None
-        self._version = 0
+        self._replica = GraphReplica()
         self._first = threading.Event()
+        self._fetching = False
+        self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)
         node.create_subscription(
             SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS, callback_group=callback_group
         )
+        node.create_subscription(
+            GraphUpdateMsg, "scene_graph_updates", self._on_update, GRAPH_UPDATES_QOS, callback_group=callback_group
+        )
 
+    # ------------------------------------------------------------------ incoming
     def _on_graph(self, msg: SceneGraphMsg) -> None:
+        self._take_full(msg, "scene_graph")
+
+    def _take_full(self, msg: SceneGraphMsg, where: str) -> None:
+        version = int(msg.version)
         try:
-            graph = msg_to_graph(msg)
+            graph = msg_to_graph(msg, require_agent=False)  # the server's rules; planners check the agent
         except (GraphError, ValueError) as exc:
-            self._node.get_logger().error(f"ignoring scene graph version {msg.version}: {exc}")
+            with self._lock:
+                self._replica.refuse_full(version, str(exc))
+                problem = self._replica.problem
+            self._node.get_logger().error(f"{problem} (from {where})")
             return
         with self._lock:
-            self._graph, self._version = graph, int(msg.version)
+            fetch = self._replica.take_full(graph, version)
         self._first.set()
+        if fetch:
+            self._request_full()
 
+    def _on_update(self, msg: GraphUpdateMsg) -> None:
+        try:
+            update = msg_to_update(msg)
+        except (GraphError, ValueError) as exc:
+            self._node.get_logger().error(f"cannot read scene graph update {msg.version}: {exc}")
+            self._request_full()
+            return
+        with self._lock:
+            fetch = self._replica.take_update(update, int(msg.version))
+            problem = self._replica.problem
+        if fetch:
+            self._node.get_logger().warning(f"{problem}; fetching the full scene graph")
+            self._request_full()
+
+    def _request_full(self) -> None:
+        """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph."""
+        with self._lock:
+            if self._fetching:
+                return
+            self._fetching = True
+        if not self._fetch.service_is_ready():
+            self._node.get_logger().error("get_scene_graph is not available; the scene graph copy stays out of sync")
+            with self._lock:
+                self._fetching = False
+            return
+        future = self._fetch.call_async(GetSceneGraph.Request())
+        future.add_done_callback(self._on_fetched)
+
+    def _on_fetched(self, future: Future) -> None:
+        with self._lock:
+            self._fetching = False
+        response = future.result()
+        if response is None or not response.success:
+            self._node.get_logger().error("get_scene_graph failed; the scene graph copy stays out of sync")
+            return
+        self._take_full(response.graph, "get_scene_graph")
+
+    # ------------------------------------------------------------------ for the owner
     def wait(self, timeout: float) -> bool:
         """Block the calling thread (an action's execute thread, never the executor) until a graph arrived."""
         return self._first.wait(timeout)
 
     def latest(self) -> tuple[SceneGraph | None, int]:
         with self._lock:
-            return self._graph, self._version
+            return self._replica.graph, self._replica.version
+
+    def problem(self) -> str:
+        """Why the copy is out of sync with the server, or '' when it is not (as far as it knows)."""
+        with self._lock:
+            return self._replica.problem
+
+    def stats(self) -> dict[str, int]:
+        with self._lock:
+            return dict(self._replica.stats)

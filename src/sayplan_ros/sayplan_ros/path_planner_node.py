@@ -10,45 +10,43 @@ from __future__ import annotations
 from typing import Any
 
 from geometry_msgs.msg import Point
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
 
 from sayplan_core.graph.model import GraphError
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.settings import PATH_PLANNER_SETTINGS
 from sayplan_interfaces.srv import PlanPath
 from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.parameters import declare_settings
 from sayplan_ros.runner import run_nodes
-
-METHODS = ("dijkstra", "astar")
 
 
 class PathPlannerNode(Node):
     def __init__(self, node_name: str = "path_planner", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare_parameter(
-            "method", "dijkstra", ParameterDescriptor(description="Search algorithm: dijkstra or astar")
-        )
-        self._method = str(self.get_parameter("method").value)
-        if self._method not in METHODS:
-            raise ValueError(f"parameter 'method' must be one of {', '.join(METHODS)}, got '{self._method}'")
-        self._follower = GraphFollower(self)
+        declare_settings(self, PATH_PLANNER_SETTINGS)
+        self.follower = GraphFollower(self)
         self.create_service(PlanPath, "plan_path", self._on_plan_path)
 
     @property
     def version(self) -> int:
-        return self._follower.latest()[1]
+        return self.follower.latest()[1]
 
     def _on_plan_path(self, request: PlanPath.Request, response: PlanPath.Response) -> PlanPath.Response:
-        graph, _ = self._follower.latest()
+        graph, _ = self.follower.latest()
         if graph is None:
             response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
+            return response
+        problem = self.follower.problem()
+        if problem:
+            response.success, response.message = False, f"the path planner's scene graph is out of sync: {problem}"
             return response
         start = request.start or graph.agent_location()
         if not start:
             response.success, response.message = False, "no start given and the agent has no location"
             return response
         try:
-            result = PathPlanner(graph).shortest_path(start, request.goal, self._method)
+            result = PathPlanner(graph).shortest_path(start, request.goal, str(self.get_parameter("method").value))
         except GraphError as exc:
             response.success, response.message = False, str(exc)
             return response

@@ -21,5 +21,15 @@ LATCHED_STATE_QOS = QoSProfile(
 #: Camera images and other high-rate sensor streams.
 SENSOR_QOS = qos_profile_sensor_data
 
-#: Ordinary events (updates, status) that must not be dropped.
-EVENTS_QOS = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+#: Ordinary events (progress, reports) that must not be dropped: a deep history, so bursts reach slow readers.
+EVENTS_QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+#: Scene-graph updates: reliable, and latched with a history, so a follower that joins late gets the full graph
+#: (latched on `scene_graph`) plus the updates after it; anything older is fetched with `get_scene_graph`.
+GRAPH_UPDATES_HISTORY = 100
+GRAPH_UPDATES_QOS = QoSProfile(
+    depth=GRAPH_UPDATES_HISTORY,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)

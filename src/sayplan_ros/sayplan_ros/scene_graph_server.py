@@ -1,34 +1,46 @@
 """scene_graph_server: owns the live 3D scene graph and serves it over ROS 2.
 
-Publishes the graph latched on `scene_graph` with a version counter, and RViz
-markers latched on `scene_graph_markers` (layers, labels, edges, the agent and the
-path of the plan on `active_plan`). Services: `get_scene_graph`,
-`apply_graph_update` (atomic; a refused update keeps the graph), `verify_plan`
-and `graph_view` (collapse / expand / contract).
+Every accepted update bumps the version and is published on `scene_graph_updates`
+(reliable, latched with a history) with the version it produced; followers patch
+their copy. The full graph is published latched on `scene_graph` at start-up and
+every `full_graph_every` updates, and served by `get_scene_graph` to a follower that
+missed an update. RViz markers are latched on `scene_graph_markers`. Services:
+`get_scene_graph`, `apply_graph_update` (atomic, validated like a loaded file; a
+refused update keeps the graph), `verify_plan` (registered action sets only) and
+`graph_view` (collapse / expand / contract).
+
+Trust: requests are checked like files are; a message never names a host file;
+no request can end the node (errors are answered, and logged).
 """
 
 from __future__ import annotations
 
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.graph.views import GraphView as CoreView
-from sayplan_core.sim.action_set import ActionSetError
+from sayplan_core.settings import SCENE_GRAPH_SERVER_SETTINGS
+from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
 from sayplan_core.sim.simulator import verify_plan
 from sayplan_core.viz.markers import remaining_path
+from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
 from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.parameters import declare_settings
+from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
+
+Response = TypeVar("Response")
 
 
 class SceneGraphServer(Node):
@@ -36,31 +48,68 @@ class SceneGraphServer(Node):
 
     def __init__(self, node_name: str = "scene_graph_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare_parameter(
-            "env",
-            "office",
-            ParameterDescriptor(description="Bundled environment name (office, home) or a graph file path"),
-        )
-        self.declare_parameter("frame_id", "map", ParameterDescriptor(description="Frame of node positions"))
-        env = str(self.get_parameter("env").value)
-        self._frame_id = str(self.get_parameter("frame_id").value)
-        if not env:
-            raise ValueError("parameter 'env' must name a bundled environment or a graph file")
+        settings = declare_settings(self, SCENE_GRAPH_SERVER_SETTINGS)
+        env = str(settings["env"])
+        self._frame_id = str(settings["frame_id"])
+        self._full_every = int(settings["full_graph_every"])
+        files = [f.strip() for f in str(settings["action_set_files"]).split(",") if f.strip()]
+        self._action_sets = self._register_action_sets(files)
         self._lock = threading.Lock()
-        self._graph: SceneGraph = load_env(env)
+        allow_no_agent = bool(settings["allow_no_agent"])
+        self._graph: SceneGraph = load_env(env, require_agent=not allow_no_agent)
+        if self._graph.agent_id is None and not allow_no_agent:
+            raise GraphError(
+                f"{env}: the graph has no agent node; the robot must be in the graph it plans on "
+                "(set allow_no_agent to serve a map without it)"
+            )
         self._version = 1
         self._publisher = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED_STATE_QOS)
+        updates_qos = QoSProfile(depth=int(settings["update_history"]))
+        for policy in ("history", "reliability", "durability"):
+            setattr(updates_qos, policy, getattr(GRAPH_UPDATES_QOS, policy))
+        self._updates = self.create_publisher(GraphUpdateMsg, "scene_graph_updates", updates_qos)
         self._marker_pub = self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS)
         self._plan_nodes: list[str] = []
         self.create_subscription(Plan, "active_plan", self._on_plan, LATCHED_STATE_QOS)
-        self.create_service(GraphView, "graph_view", self._on_view)
-        self.create_service(GetSceneGraph, "get_scene_graph", self._on_get)
-        self.create_service(ApplyGraphUpdate, "apply_graph_update", self._on_update)
-        self.create_service(VerifyPlan, "verify_plan", self._on_verify)
-        self._publish()
-        self.get_logger().info(
-            f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}"
+        self.create_service(GraphView, "graph_view", self._guard(self._on_view, GraphView.Response))
+        self.create_service(GetSceneGraph, "get_scene_graph", self._guard(self._on_get, GetSceneGraph.Response))
+        self.create_service(
+            ApplyGraphUpdate, "apply_graph_update", self._guard(self._on_update, ApplyGraphUpdate.Response)
         )
+        self.create_service(VerifyPlan, "verify_plan", self._guard(self._on_verify, VerifyPlan.Response))
+        self._publish_full()
+        self.get_logger().info(
+            f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}; "
+            f"action sets: {', '.join(sorted(self._action_sets))}"
+        )
+
+    @staticmethod
+    def _register_action_sets(files: list[str]) -> dict[str, ActionSet]:
+        """The bundled action sets plus the files configured at start-up, by name: all a request may name."""
+        sets = {name: load_action_set(name) for name in builtin_action_sets()}
+        for path in files:
+            if not path.endswith((".yaml", ".yml")):
+                raise ValueError(f"action_set_files: '{path}' is not a .yaml file")
+            action_set = load_action_set(path)
+            sets[action_set.name] = action_set
+        return sets
+
+    def _guard(self, handler: Callable[[Any, Any], Any], response_type: Callable[[], Any]) -> Callable[[Any, Any], Any]:
+        """Wrap a service callback so that an unexpected error is answered and logged, never raised."""
+
+        def call(request: Any, response: Any) -> Any:
+            try:
+                return handler(request, response)
+            except Exception as exc:
+                self.get_logger().error(f"{handler.__name__} failed on a request: {exc!r}")
+                answer = response_type()
+                if hasattr(answer, "message"):
+                    answer.message = f"internal error: {exc!r}"
+                if hasattr(answer, "feedback"):
+                    answer.feedback = f"internal error: {exc!r}"
+                return answer
+
+        return call
 
     @property
     def graph(self) -> SceneGraph:
@@ -70,11 +119,15 @@ class SceneGraphServer(Node):
     def version(self) -> int:
         return self._version
 
-    def _publish(self) -> None:
+    # ------------------------------------------------------------------ publishing
+    def _full_msg(self) -> SceneGraphMsg:
         msg = graph_to_msg(self._graph, self._version)
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self._frame_id
-        self._publisher.publish(msg)
+        return msg
+
+    def _publish_full(self) -> None:
+        self._publisher.publish(self._full_msg())
         self._publish_markers()
 
     def _publish_markers(self) -> None:
@@ -85,9 +138,14 @@ class SceneGraphServer(Node):
         """Highlight the remaining navigation of the active plan."""
         with self._lock:
             steps = [(s.action, s.target) for s in msg.steps]
-            self._plan_nodes = remaining_path(self._graph, steps, msg.current_step)
+            try:
+                self._plan_nodes = remaining_path(self._graph, steps, msg.current_step)
+            except GraphError as exc:
+                self.get_logger().warning(f"cannot draw the active plan: {exc}")
+                self._plan_nodes = []
             self._publish_markers()
 
+    # ------------------------------------------------------------------ services
     def _on_view(self, request: GraphView.Request, response: GraphView.Response) -> GraphView.Response:
         with self._lock:
             graph = self._graph
@@ -130,29 +188,41 @@ class SceneGraphServer(Node):
         self, request: ApplyGraphUpdate.Request, response: ApplyGraphUpdate.Response
     ) -> ApplyGraphUpdate.Response:
         with self._lock:
+            response.version = self._version
             base = request.update.base_version
             if base and base != self._version:
                 response.success = False
                 response.message = f"stale update: computed against version {base}, graph is at {self._version}"
-                response.version = self._version
                 return response
             try:
                 self._graph = apply_update(self._graph, msg_to_update(request.update))
             except (GraphError, ValueError) as exc:
-                response.success, response.message, response.version = False, f"update refused: {exc}", self._version
+                response.success, response.message = False, f"update refused: {exc}"
                 self.get_logger().warning(response.message)
                 return response
             self._version += 1
             response.success, response.version = True, self._version
             response.message = f"applied update from {request.update.source or 'unknown'}"
-            self._publish()
+            applied = request.update
+            applied.base_version, applied.version = self._version - 1, self._version
+            applied.header.stamp = self.get_clock().now().to_msg()
+            self._updates.publish(applied)
+            if self._full_every and self._version % self._full_every == 0:
+                self._publisher.publish(self._full_msg())
+            self._publish_markers()
         return response
 
     def _on_verify(self, request: VerifyPlan.Request, response: VerifyPlan.Response) -> VerifyPlan.Response:
+        name = request.action_set.strip() or "sayplan"
+        action_set = self._action_sets.get(name)
+        if action_set is None:
+            response.success, response.failed_step = False, -1
+            response.feedback = f"unknown action set '{name[:80]}' (registered: {', '.join(sorted(self._action_sets))})"
+            return response
         with self._lock:
             graph = self._graph
         try:
-            result = verify_plan(graph, steps_from_msgs(request.plan), request.action_set or "sayplan")
+            result = verify_plan(graph, steps_from_msgs(request.plan), action_set)
         except ActionSetError as exc:
             response.success, response.failed_step, response.feedback = False, -1, str(exc)
             return response

@@ -1,8 +1,9 @@
-"""sim_skill_server: the `execute_skill` action for robot `sim`, against a simulated ground-truth world.
+"""sim_skill_server: the skill server of robot `sim`, acting on a simulated ground-truth world.
 
 The truth is the environment plus `world_changes` (YAML), so it can differ from the
-robot's graph; `failures` inject skill failures. Each skill takes `skill_delay_s`,
-waited on with a timer (not a sleep) so the executor stays free and cancel works.
+robot's graph; `failures` inject skill failures (any SkillOutcome code, robot faults
+included). Each skill takes `skill_delay_s`, waited on with a timer (not a sleep) so
+the executor stays free and cancel works.
 """
 
 from __future__ import annotations
@@ -12,113 +13,65 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from rcl_interfaces.msg import ParameterDescriptor
-from rclpy.action import ActionServer, CancelResponse, GoalResponse
-from rclpy.action.server import ServerGoalHandle
-from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
-from rclpy.task import Future
 
 from sayplan_core.envs import load_env
 from sayplan_core.execution.sim_world import InjectedFailure, SimulatedWorld, apply_world_changes
+from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import GraphError
-from sayplan_interfaces.action import ExecuteSkill
-from sayplan_ros.conversions import update_to_msg
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
+from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.parameters import declare_settings
 from sayplan_ros.runner import run_nodes
+from sayplan_ros.skill_server import SkillContext, SkillServer
+
+#: Feedback messages per skill: the delay is split into this many timer waits.
+_PHASES = 4
 
 
-def parse_failure(text: str) -> InjectedFailure:
-    """`skill:target:code[:times]`, e.g. `pickup:coffee_mug:grasp_failed:1`."""
-    parts = text.split(":")
-    if len(parts) not in (3, 4) or not all(parts[:3]):
-        raise ValueError(f"failure '{text}' must be skill:target:code[:times]")
-    times = int(parts[3]) if len(parts) == 4 else 1
-    return InjectedFailure(parts[0], parts[1], parts[2], times)
+def parse_failures(text: str) -> list[InjectedFailure]:
+    """Comma-separated `skill:target:code[:times]`."""
+    return [InjectedFailure.parse(item) for item in text.split(",") if item.strip()]
 
 
-class SimSkillServer(Node):
+class SimSkillServer(SkillServer):
     def __init__(self, node_name: str = "sim_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        describe = {
-            "env": ("office", "environment the simulated world starts from (office, home or a graph file)"),
-            "world_changes_file": ("", "YAML list of changes that make the truth differ from the robot's graph"),
-            "failures": ("", "injected failures, comma-separated skill:target:code[:times]"),
-            "skill_delay_s": (0.2, "simulated duration of every skill, seconds"),
-            "action_set": ("sayplan", "action set the skills follow"),
-        }
-        for name, (default, text) in describe.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
-        truth = load_env(str(self.get_parameter("env").value))
-        changes_file = str(self.get_parameter("world_changes_file").value)
+        settings = declare_settings(self, SIM_SKILL_SERVER_SETTINGS)
+        truth = load_env(str(settings["env"]))
+        changes_file = str(settings["world_changes_file"])
         if changes_file:
             try:
                 changes = yaml.safe_load(Path(changes_file).read_text(encoding="utf-8")) or []
-            except (OSError, yaml.YAMLError) as exc:
+            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
                 raise ValueError(f"cannot read world_changes_file {changes_file}: {exc}") from exc
             if not isinstance(changes, list):
                 raise ValueError(f"world_changes_file {changes_file} must hold a list of changes")
             truth = apply_world_changes(truth, changes)
-        failures = [parse_failure(f.strip()) for f in str(self.get_parameter("failures").value).split(",") if f.strip()]
-        self._delay = float(self.get_parameter("skill_delay_s").value)
-        if self._delay < 0:
-            raise ValueError(f"skill_delay_s must be >= 0, got {self._delay}")
-        self.world = SimulatedWorld(truth, str(self.get_parameter("action_set").value), failures)
+        failures = parse_failures(str(settings["failures"]))
+        self._delay = float(settings["skill_delay_s"])
+        action_set = str(settings["action_set"])
+        self.world = SimulatedWorld(truth, action_set, failures)
         self._lock = threading.Lock()
-        self._group = ReentrantCallbackGroup()
-        self._server = ActionServer(
-            self,
-            ExecuteSkill,
-            "execute_skill",
-            execute_callback=self._execute,
-            goal_callback=lambda _goal: GoalResponse.ACCEPT,
-            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
-            callback_group=self._group,
-        )
+        skills = [name.strip() for name in str(settings["skills"]).split(",") if name.strip()] or None
+        unknown = sorted(set(skills or ()) - set(self.world.actions.names()))
+        if unknown:
+            raise ValueError(f"skills: {', '.join(unknown)} not in action set '{self.world.actions.name}'")
+        self.serve(SkillCatalog.of("sim", [self.world.actions], skills))
         note = f", {len(failures)} injected failure(s)" if failures else ""
-        self.get_logger().info(f"simulated world from '{self.get_parameter('env').value}'{note}")
+        self.get_logger().info(f"simulated world from '{settings['env']}' ({action_set}){note}")
 
-    def _wait(self, seconds: float) -> Future:
-        """A future done after `seconds`, driven by a one-shot timer."""
-        future = Future()
-        timer = None
-
-        def fire() -> None:
-            if timer is not None:
-                timer.cancel()
-            future.set_result(True)
-
-        timer = self.create_timer(max(seconds, 0.001), fire, callback_group=self._group)
-        return future
-
-    async def _execute(self, goal_handle: ServerGoalHandle) -> ExecuteSkill.Result:
-        goal: ExecuteSkill.Goal = goal_handle.request
-        result = ExecuteSkill.Result()
-        steps = 4
-        for index in range(steps):
-            if goal_handle.is_cancel_requested:
-                goal_handle.canceled()
-                result.failure_code, result.message = "canceled", f"{goal.skill}({goal.target}) canceled"
-                return result
-            goal_handle.publish_feedback(ExecuteSkill.Feedback(status="running", progress=index / steps))
-            await self._wait(self._delay / steps)
+    async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+        for phase in range(_PHASES):
+            if context.cancel_requested():
+                return SkillResult(False, SkillCode.CANCELED, f"{step} canceled")
+            context.feedback("running", phase / _PHASES)
+            await context.sleep(self._delay / _PHASES)
         with self._lock:
             try:
-                outcome = self.world.execute(goal.skill, goal.target)
+                return self.world.execute(step.action, step.target)
             except GraphError as exc:
-                result.failure_code, result.message = "error", str(exc)
-                goal_handle.abort()
-                return result
-        result.success, result.failure_code, result.message = outcome.success, outcome.failure_code, outcome.message
-        result.graph_update = update_to_msg(outcome.update)
-        if outcome.success:
-            goal_handle.succeed()
-        else:
-            goal_handle.abort()
-        return result
-
-    def destroy_node(self) -> None:
-        self._server.destroy()
-        super().destroy_node()
+                return SkillResult(False, SkillCode.INTERNAL_ERROR, f"the simulated world refused {step}: {exc}")
 
 
 def main(args: list[str] | None = None) -> None:

@@ -1,4 +1,8 @@
-"""Run the SayPlan nodes composed in one process (the path for machines without `ros2 launch`).
+"""The stack, assembled in one place: which nodes run, under which names, for which robot.
+
+`create_nodes` is the only place nodes are put together (the demo, `sayplan_stack` and
+the tests use it); `launch/sayplan.launch.py` starts the same list as processes, and a
+test checks that the two agree.
 
     sayplan_stack --ros-args --params-file config/sayplan.yaml --params-file config/robots/sim.yaml
 
@@ -7,27 +11,73 @@ Parameters reach each node by its name exactly as with a launch file.
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
 from rclpy.context import Context
 from rclpy.node import Node
+from rclpy.parameter import Parameter
 
-from sayplan_ros.executor_node import ExecutorNode
-from sayplan_ros.path_planner_node import PathPlannerNode
-from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.scene_graph_server import SceneGraphServer
-from sayplan_ros.sim_skill_server import SimSkillServer
 
 
-def create_nodes(context: Context | None = None, robot: str = "sim") -> list[Node]:
-    """The whole stack for one robot; `sim` brings its simulated skill server."""
-    nodes: list[Node] = [
-        SceneGraphServer(context=context),
-        PathPlannerNode(context=context),
-        PlannerNode(context=context),
-        ExecutorNode(context=context),
-    ]
-    if robot == "sim":
-        nodes.append(SimSkillServer(context=context))
+@dataclass(frozen=True)
+class NodeSpec:
+    """One node of the stack: its ROS name, the package and executable that start it alone, and its class."""
+
+    name: str
+    package: str
+    executable: str
+    cls: str  # module:Class, imported only when the node is created (robot SDKs stay optional)
+
+    def load(self) -> Callable[..., Node]:
+        module, _, name = self.cls.partition(":")
+        node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+        return node_class
+
+
+#: The nodes every robot runs, in start-up order.
+CORE_NODES: tuple[NodeSpec, ...] = (
+    NodeSpec("scene_graph_server", "sayplan_ros", "scene_graph_server", "sayplan_ros.scene_graph_server:SceneGraphServer"),
+    NodeSpec("path_planner", "sayplan_ros", "path_planner", "sayplan_ros.path_planner_node:PathPlannerNode"),
+    NodeSpec("planner", "sayplan_ros", "planner", "sayplan_ros.planner_node:PlannerNode"),
+    NodeSpec("executor", "sayplan_ros", "executor", "sayplan_ros.executor_node:ExecutorNode"),
+)  # fmt: skip
+
+#: Each robot's skill server (serving `execute_skill` and `describe_skills`).
+ROBOTS: dict[str, NodeSpec] = {
+    "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer"),
+}  # fmt: skip
+
+
+def stack_specs(robot: str = "sim") -> list[NodeSpec]:
+    if robot not in ROBOTS:
+        raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
+    return [*CORE_NODES, ROBOTS[robot]]
+
+
+def create_nodes(
+    context: Context | None = None,
+    robot: str = "sim",
+    overrides: Mapping[str, Sequence[Parameter]] | None = None,
+    namespace: str = "",
+) -> list[Node]:
+    """The whole stack for one robot; `overrides` maps node names to parameter overrides."""
+    overrides = overrides or {}
+    unknown = set(overrides) - {spec.name for spec in stack_specs(robot)}
+    if unknown:
+        raise ValueError(f"parameter overrides for node(s) not in the stack: {', '.join(sorted(unknown))}")
+    nodes: list[Node] = []
+    try:
+        for spec in stack_specs(robot):
+            node_class = spec.load()
+            params = list(overrides.get(spec.name, ()))
+            nodes.append(node_class(context=context, namespace=namespace, parameter_overrides=params))
+    except BaseException:
+        for node in nodes:
+            node.destroy_node()
+        raise
     return nodes
 
 

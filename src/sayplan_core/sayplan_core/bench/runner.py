@@ -48,7 +48,7 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
         "planner": result.planner,
         "instruction": task.instruction,
         "executable": result.verified,
-        "failure": result.failure,
+        "failure": result.failure.label,
         "message": result.message,
         "replanning_rounds": result.replanning_rounds,
         "llm_calls": len(result.calls),
@@ -152,7 +152,7 @@ def run_bench(
             row = score_run(graph, task, result)
             with (config.out_dir / RESULTS_FILE).open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
-            verdict = "verified" if result.verified else f"failed ({result.failure})"
+            verdict = "verified" if result.verified else f"failed ({result.failure.label})"
             log(
                 f"[{index}/{total}] {planner_name} {task.id}: {verdict}, {len(result.calls)} calls, "
                 f"{result.prompt_tokens + result.completion_tokens} tokens, {result.elapsed_s:.1f} s"

@@ -17,8 +17,11 @@ def list_envs() -> list[str]:
     return list(BUNDLED_ENVS)
 
 
-def load_env(name_or_path: str) -> SceneGraph:
-    """A bundled environment by name, or any graph file the importers read."""
+def load_env(name_or_path: str, require_agent: bool = True) -> SceneGraph:
+    """A bundled environment by name, or any graph file the importers read.
+
+    require_agent: a native graph file without the robot is refused unless this is False (a map being built).
+    """
     if name_or_path in BUNDLED_ENVS:
         resource = resources.files("sayplan_core.envs").joinpath("data", f"{name_or_path}.yaml")
         data = yaml.safe_load(resource.read_text(encoding="utf-8"))
@@ -38,7 +41,7 @@ def load_env(name_or_path: str) -> SceneGraph:
         return env_from_authoring(data, source=str(path))
     from sayplan_core.graph.importers import import_graph
 
-    return import_graph(path)
+    return import_graph(path, require_agent=require_agent)
 
 
 def tasks_path() -> Path:

@@ -3,6 +3,10 @@
 The loop knows nothing about ROS: it calls three functions the caller provides
 (plan, run a skill, report progress). The ROS executor node wires them to the
 plan_task and execute_skill actions; tests wire them to the core directly.
+
+What a failed skill means is read off its typed code (sayplan_core.outcomes):
+a mismatch with the world is replanned, a refusal, a stop or a robot fault ends
+the task with that reason, because no new plan can fix it.
 """
 
 from __future__ import annotations
@@ -10,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from sayplan_core.execution.skills import SkillResult
+from sayplan_core.outcomes import SkillCode, Stage, Status, TaskCode
 from sayplan_core.sim.plan import PlanStep
 
 
@@ -18,38 +24,49 @@ class PlanOutcome:
     success: bool
     full_plan: list[PlanStep] = field(default_factory=list)
     message: str = ""
+    action_set: str = "sayplan"
 
 
 @dataclass
 class StepReport:
-    stage: str  # planning | executing | replanning | done | failed | cancelled
+    stage: Stage
     step_index: int
     step_count: int
     step: PlanStep | None
-    status: str
+    status: Status
     replans: int
+    message: str = ""
+    code: int = 0  # a SkillCode on a failed step, a TaskCode when the task ends
 
 
 @dataclass
 class ExecutionResult:
     success: bool
     message: str
+    code: TaskCode = TaskCode.NONE
     executed: list[PlanStep] = field(default_factory=list)
     replans: int = 0
     failures: list[str] = field(default_factory=list)
-    cancelled: bool = False
 
-
-@dataclass
-class SkillResult:
-    success: bool
-    failure_code: str = ""
-    message: str = ""
+    @property
+    def cancelled(self) -> bool:
+        return self.code is TaskCode.CANCELED
 
 
 PlanFn = Callable[[str, str], PlanOutcome]  # (instruction, context) -> plan
-SkillFn = Callable[[PlanStep], SkillResult]
+SkillFn = Callable[[PlanStep, str], SkillResult]  # (step, action set) -> result
 ReportFn = Callable[[StepReport], None]
+
+
+def _task_code(code: SkillCode) -> TaskCode:
+    """How a skill failure that no new plan can fix ends the task."""
+    if code is SkillCode.CANCELED:
+        return TaskCode.CANCELED
+    if code.refused:
+        return TaskCode.SKILL_REFUSED
+    if code.stopped:
+        return TaskCode.TIMEOUT
+    return TaskCode.ROBOT_FAULT
 
 
 def run_closed_loop(
@@ -59,41 +76,56 @@ def run_closed_loop(
     report: ReportFn = lambda _: None,
     cancelled: Callable[[], bool] = lambda: False,
     max_replans: int = 3,
+    check_plan: Callable[[PlanOutcome], str | None] = lambda _plan: None,
 ) -> ExecutionResult:
+    """Plan, execute, replan; `check_plan` may refuse a plan the robot cannot run before it moves."""
     result = ExecutionResult(False, "")
+
+    def end(code: TaskCode, message: str, stage: Stage = Stage.FAILED) -> ExecutionResult:
+        result.code, result.message = code, message
+        report(StepReport(stage, 0, 0, None, Status.FAILED, result.replans, message, int(code)))
+        return result
+
     context = ""
     while True:
-        stage = "replanning" if result.replans else "planning"
-        report(StepReport(stage, 0, 0, None, context or "asking the planner", result.replans))
+        stage = Stage.REPLANNING if result.replans else Stage.PLANNING
+        report(StepReport(stage, 0, 0, None, Status.PROGRESS, result.replans, context or "asking the planner"))
         outcome = plan(instruction, context)
         if cancelled():
-            return _cancel(result, report)
+            return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
         if not outcome.success:
-            result.message = f"planning failed: {outcome.message}"
-            report(StepReport("failed", 0, 0, None, result.message, result.replans))
-            return result
+            return end(TaskCode.PLANNING_FAILED, f"planning failed: {outcome.message}")
+        refusal = check_plan(outcome)
+        if refusal is not None:
+            return end(TaskCode.ACTION_SET_MISMATCH, f"the robot cannot run this plan: {refusal}")
         steps = outcome.full_plan
         failed = False
         for index, step in enumerate(steps):
             if cancelled():
-                return _cancel(result, report)
-            report(StepReport("executing", index, len(steps), step, "running", result.replans))
-            skill = run_skill(step)
-            if cancelled():
-                return _cancel(result, report)
+                return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
+            report(StepReport(Stage.EXECUTING, index, len(steps), step, Status.RUNNING, result.replans))
+            skill = run_skill(step, outcome.action_set)
+            if cancelled() or skill.code is SkillCode.CANCELED:
+                return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
             if skill.success:
                 result.executed.append(step)
-                report(StepReport("executing", index, len(steps), step, "succeeded", result.replans))
+                report(StepReport(Stage.EXECUTING, index, len(steps), step, Status.SUCCEEDED, result.replans))
                 if step.action == "done":
                     break
                 continue
-            failure = f"step {index} {step} failed ({skill.failure_code}): {skill.message}"
+            failure = f"step {index} {step} failed ({skill.code.label}): {skill.message}"
             result.failures.append(failure)
-            report(StepReport("executing", index, len(steps), step, f"failed: {skill.failure_code}", result.replans))
+            report(
+                StepReport(
+                    Stage.EXECUTING, index, len(steps), step, Status.FAILED, result.replans, skill.message, skill.code
+                )
+            )
+            if not skill.code.replannable:
+                return end(_task_code(skill.code), failure)
             if result.replans >= max_replans:
-                result.message = f"gave up after {result.replans} replan(s); last failure: {failure}"
-                report(StepReport("failed", index, len(steps), step, result.message, result.replans))
-                return result
+                return end(
+                    TaskCode.REPLANS_EXHAUSTED, f"gave up after {result.replans} replan(s); last failure: {failure}"
+                )
             result.replans += 1
             context = (
                 f"Execution of the previous plan stopped: {failure}. The scene graph now shows the current "
@@ -104,12 +136,7 @@ def run_closed_loop(
         if not failed:
             result.success = True
             result.message = f"task done in {len(result.executed)} steps with {result.replans} replan(s)"
-            report(StepReport("done", len(steps), len(steps), None, result.message, result.replans))
+            report(
+                StepReport(Stage.DONE, len(steps), len(steps), None, Status.SUCCEEDED, result.replans, result.message)
+            )
             return result
-
-
-def _cancel(result: ExecutionResult, report: ReportFn) -> ExecutionResult:
-    result.cancelled = True
-    result.message = "cancelled"
-    report(StepReport("cancelled", 0, 0, None, "cancelled", result.replans))
-    return result

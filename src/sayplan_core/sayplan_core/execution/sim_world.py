@@ -11,50 +11,59 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
+from sayplan_core.execution.skills import SkillResult
 from sayplan_core.graph.model import GraphError, SceneGraph, with_state
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step
 from sayplan_core.sim.world_state import WorldState
 
-#: Which failed precondition a robot would report as which failure code.
-FAILURE_CODES: dict[str, str] = {
-    "reachable": "unreachable",
-    "in_agent_room": "not_found",
-    "under_accessed": "not_found",
-    "unknown_node": "not_found",
-    "container_open": "blocked",
-    "target_open": "blocked",
-    "lacks_state": "locked",
+#: Which failed precondition a robot would report as which outcome.
+FAILURE_CODES: dict[str, SkillCode] = {
+    "reachable": SkillCode.UNREACHABLE,
+    "in_agent_room": SkillCode.NOT_FOUND,
+    "under_accessed": SkillCode.NOT_FOUND,
+    "unknown_node": SkillCode.NOT_FOUND,
+    "container_open": SkillCode.BLOCKED,
+    "target_open": SkillCode.BLOCKED,
+    "lacks_state": SkillCode.LOCKED,
 }
-KNOWN_CODES = ("not_found", "grasp_failed", "locked", "blocked", "unreachable", "error")
 
 
 @dataclass
 class InjectedFailure:
+    """Fail `skill(target)` the next `times` times with `code` (any outcome, robot faults included)."""
+
     skill: str
     target: str
-    code: str = "grasp_failed"
+    code: SkillCode = SkillCode.GRASP_FAILED
     times: int = 1
     message: str = ""
 
     def __post_init__(self) -> None:
-        if self.code not in KNOWN_CODES:
-            raise ValueError(f"injected failure code '{self.code}' is not one of {', '.join(KNOWN_CODES)}")
+        if isinstance(self.code, str):
+            self.code = SkillCode.parse(self.code)
+        if self.code is SkillCode.NONE:
+            raise ValueError(f"injected failure {self.skill}({self.target}) needs a failure code, not none")
         if self.times < 1:
             raise ValueError(f"injected failure {self.skill}({self.target}) needs times >= 1")
 
-
-@dataclass
-class SkillOutcome:
-    success: bool
-    failure_code: str = ""
-    message: str = ""
-    update: GraphUpdate = field(default_factory=GraphUpdate)
+    @classmethod
+    def parse(cls, text: str) -> InjectedFailure:
+        """`skill:target:code[:times]`, e.g. `pickup:coffee_mug:grasp_failed:1`."""
+        parts = text.strip().split(":")
+        if len(parts) not in (3, 4) or not all(parts[:3]):
+            raise ValueError(f"failure '{text}' must be skill:target:code[:times]")
+        try:
+            times = int(parts[3]) if len(parts) == 4 else 1
+        except ValueError:
+            raise ValueError(f"failure '{text}': times must be a whole number") from None
+        return cls(parts[0], parts[1], SkillCode.parse(parts[2]), times)
 
 
 def apply_world_changes(graph: SceneGraph, changes: Iterable[Mapping[str, Any]]) -> SceneGraph:
@@ -93,31 +102,31 @@ class SimulatedWorld:
     def truth(self) -> SceneGraph:
         return self.state.apply_to()
 
-    def execute(self, skill: str, target: str) -> SkillOutcome:
+    def execute(self, skill: str, target: str) -> SkillResult:
         step = PlanStep(skill, target)
         for failure in self.failures:
             if failure.times > 0 and failure.skill == skill and failure.target == target:
                 failure.times -= 1
-                message = failure.message or f"{step} failed: {failure.code.replace('_', ' ')} (injected)"
-                return SkillOutcome(False, failure.code, message, self.observe([target]))
+                message = failure.message or f"{step} failed: {failure.code.label.replace('_', ' ')} (injected)"
+                return SkillResult(False, failure.code, message, self.observe([target]))
         held_before = self.state.holding
         outcome = apply_step(self.state, step, self.actions)
         if not outcome.ok:
-            code = FAILURE_CODES.get(outcome.failed, "error")
+            code = FAILURE_CODES.get(outcome.failed, SkillCode.SKILL_FAILED)
             if outcome.failed == "unknown_node":  # gone from the world: the robot's graph should forget it
-                return SkillOutcome(
+                return SkillResult(
                     False, code, outcome.feedback, GraphUpdate(remove=[target], source="sim_skill_server")
                 )
-            if code == "not_found" and self.state.node_type(target) == "object":
-                return SkillOutcome(False, code, outcome.feedback, self._not_found(target))
+            if code is SkillCode.NOT_FOUND and self.state.node_type(target) == "object":
+                return SkillResult(False, code, outcome.feedback, self._not_found(target))
             touched = [target, *self._container_chain(target)]
-            return SkillOutcome(False, code, outcome.feedback, self.observe(touched))
+            return SkillResult(False, code, outcome.feedback, self.observe(touched))
         touched = [target]
         # what was put down (put_on / release names the place, not the object) and what is now held
         touched.extend(n for n in (held_before, self.state.holding) if n)
         if skill.startswith("look_"):  # LookPlanGraph's look_on / look_inside: the robot sees what is there
             touched.extend(self.state.graph.children(target))
-        return SkillOutcome(True, "", f"{step} done", self.observe(touched))
+        return SkillResult(True, SkillCode.NONE, f"{step} done", self.observe(touched))
 
     def _not_found(self, target: str) -> GraphUpdate:
         """The object is not where the robot looked: seen elsewhere in this room, or unknown."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import verify_high_level
@@ -144,7 +145,7 @@ class AbstractCommandPlanner(Planner):
         summary = ", ".join(
             f"#{i + 1}: {candidates[i].score:.2f} ({len(candidates[i].kept)} steps kept)" for i in ranked
         )
-        progress(Progress("plan", 0, "", 0, session.tokens_used, f"candidate scores {summary}"))
+        progress(Progress(PlanStage.PLAN, 0, "", 0, session.tokens_used, f"candidate scores {summary}"))
         for rank, i in enumerate(ranked):
             candidate = candidates[i]
             if not candidate.kept:
@@ -161,12 +162,12 @@ class AbstractCommandPlanner(Planner):
                     f"candidate {i + 1} of {len(candidates)} (relevance {candidate.score:.2f}, "
                     f"{dropped} step(s) below {options.step_threshold}) compiled and verified"
                 )
-                progress(Progress("done", 1, "", rank, session.tokens_used, result.message))
+                progress(Progress(PlanStage.DONE, 1, "", rank, session.tokens_used, result.message))
                 return
             feedback = problem or (check.feedback if check else "")
             result.feedback_history.append(f"candidate {i + 1}: {feedback}")
         result.message = "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history)
-        result.failure = "not_executable"
+        result.failure = PlanCode.NOT_EXECUTABLE
 
     @staticmethod
     def _parse(graph: SceneGraph, data: dict[str, Any]) -> list[list[MoveStep]]:

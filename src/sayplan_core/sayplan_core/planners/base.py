@@ -11,12 +11,13 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import Budget, CallStats, LlmSession
 from sayplan_core.llm.types import LlmBackend
+from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.sim.plan import PlanStep, format_plan
 
 
 @dataclass
 class Progress:
-    stage: str  # search | plan | verify | replan | done
+    stage: PlanStage
     step: int
     node: str = ""
     replanning_round: int = 0
@@ -31,7 +32,7 @@ ProgressCallback = Callable[[Progress], None]
 class PlannerOptions:
     max_replans: int = 5  # SayPlan's limit
     max_search_steps: int = 30
-    action_set: str = "sayplan"
+    action_set: str = ""  # the robot's action set; empty = the planner's own default
     budget: Budget = field(default_factory=Budget)
     temperature: float = 0.0
     max_answer_tokens: int = 1024
@@ -83,11 +84,15 @@ class PlanResult:
     explored_nodes: list[str] = field(default_factory=list)
     answer: list[str] = field(default_factory=list)
     calls: list[CallStats] = field(default_factory=list)
-    cancelled: bool = False
-    failure: str = ""  # "" | backend | budget | replans | search | not_executable | cancelled
+    failure: PlanCode = PlanCode.NONE
     action_set: str = "sayplan"  # the actions `plan` / `full_plan` are written in
     observed_nodes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    progress: list[Progress] = field(default_factory=list)  # every step reported while planning, in order
+
+    @property
+    def cancelled(self) -> bool:
+        return self.failure is PlanCode.CANCELED
 
     @property
     def prompt_tokens(self) -> int:
@@ -99,6 +104,7 @@ class PlanResult:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out["failure"] = self.failure.label
         out["plan"] = [str(s) for s in self.plan]
         out["full_plan"] = [str(s) for s in self.full_plan]
         out["prompt_tokens"] = self.prompt_tokens
@@ -130,10 +136,17 @@ class PlanJob:
 
 class Planner(ABC):
     name = "planner"
+    #: The action sets this planner can write plans in; a request for another is refused, not ignored.
+    action_sets: tuple[str, ...] = ("sayplan",)
 
     def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None) -> None:
         self.backend = backend
         self.options = options or PlannerOptions()
+
+    @property
+    def action_set(self) -> str:
+        """The action set plans are written in: the requested one, else this planner's default."""
+        return self.options.action_set or self.action_sets[0]
 
     def new_session(self, should_cancel: Callable[[], bool] | None = None) -> LlmSession:
         return LlmSession(
@@ -162,20 +175,33 @@ class Planner(ABC):
 
         start = time.perf_counter()
         session = self.new_session(should_cancel)
-        result = PlanResult(self.name, instruction)
+        result = PlanResult(self.name, instruction, action_set=self.action_set)
+        if self.action_set not in self.action_sets:
+            result.failure = PlanCode.UNSUPPORTED_ACTION_SET
+            result.message = (
+                f"the {self.name} planner writes plans in the action set(s) {', '.join(self.action_sets)}, "
+                f"not '{self.action_set}'"
+            )
+            return result
+
+        def progress(step: Progress) -> None:
+            result.progress.append(step)
+            if on_progress is not None:
+                on_progress(step)
+
         try:
-            self._run(PlanJob(graph, instruction, session, result, on_progress or (lambda _: None), context))
+            self._run(PlanJob(graph, instruction, session, result, progress, context))
         except BudgetExhaustedError as exc:
             result.success, result.message = False, str(exc)
-            result.failure = "backend" if exc.backend_failure else "budget"
+            result.failure = PlanCode.BACKEND_ERROR if exc.backend_failure else PlanCode.BUDGET_EXHAUSTED
         except PlanCancelledError:
-            result.success, result.cancelled, result.message, result.failure = False, True, "cancelled", "cancelled"
+            result.success, result.message, result.failure = False, "canceled", PlanCode.CANCELED
         except LlmFatalError as exc:
-            result.success, result.message, result.failure = False, f"LLM backend error: {exc}", "backend"
+            result.success, result.message, result.failure = False, f"LLM backend error: {exc}", PlanCode.BACKEND_ERROR
         except EmbeddingError as exc:
-            result.success, result.message, result.failure = False, f"embedding error: {exc}", "backend"
-        if not result.success and not result.failure:
-            result.failure = "replans" if result.feedback_history else "search"
+            result.success, result.message, result.failure = False, f"embedding error: {exc}", PlanCode.BACKEND_ERROR
+        if not result.success and result.failure is PlanCode.NONE:
+            result.failure = PlanCode.REPLANS_EXHAUSTED if result.feedback_history else PlanCode.SEARCH_FAILED
         result.calls = list(session.calls)
         result.elapsed_s = time.perf_counter() - start
         return result

@@ -23,6 +23,7 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.llm.session import BadAnswerError, LlmSession
+from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import prompts
 from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, PlanResult, Progress
@@ -154,7 +155,7 @@ class EmbodiedRagPlanner(Planner):
 
     def _run(self, job: PlanJob) -> None:
         truth, instruction, session, result, progress = job.parts()
-        actions = load_action_set("sayplan")
+        actions = load_action_set(self.action_set)
         options = self.options
         index = EntityIndex(make_embedder(options.embedder), options.vector_store)
         state = WorldState.from_graph(truth)
@@ -171,7 +172,9 @@ class EmbodiedRagPlanner(Planner):
             "entities",
         )
         retrieval.add(entities)
-        progress(Progress("search", 0, "", 0, session.tokens_used, f"pre-retrieval: {[q.name for q in entities]}"))
+        progress(
+            Progress(PlanStage.SEARCH, 0, "", 0, session.tokens_used, f"pre-retrieval: {[q.name for q in entities]}")
+        )
         history: list[str] = [f"note: {job.context}"] if job.context else []
         failures = 0
         for step in range(MAX_STEPS):
@@ -191,7 +194,9 @@ class EmbodiedRagPlanner(Planner):
             )
             outcome = apply_step(state, move, actions)
             progress(
-                Progress("verify", step, move.target, failures, session.tokens_used, outcome.feedback or str(move))
+                Progress(
+                    PlanStage.VERIFY, step, move.target, failures, session.tokens_used, outcome.feedback or str(move)
+                )
             )
             if outcome.ok:
                 failures = 0
@@ -199,7 +204,7 @@ class EmbodiedRagPlanner(Planner):
                 history.append(f"{len(result.plan)}. {move}: done")
                 if state.finished:
                     self._finish(truth, actions, result)
-                    progress(Progress("done", step, "", 0, session.tokens_used, result.message))
+                    progress(Progress(PlanStage.DONE, step, "", 0, session.tokens_used, result.message))
                     return
                 index.sync(state.apply_to(), state.changed_nodes())
             else:

@@ -7,6 +7,7 @@ navigation) so executability can be reported, and returned either way.
 from __future__ import annotations
 
 from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.action_set import load_action_set
@@ -18,7 +19,7 @@ class LlmAsPlanner(Planner):
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
-        actions = load_action_set(self.options.action_set)
+        actions = load_action_set(self.action_set)
         messages = [
             {"role": "system", "content": prompts.full_plan_system(actions)},
             {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], job.context)},
@@ -30,11 +31,11 @@ class LlmAsPlanner(Planner):
         result.answer = command.answer
         result.explored_nodes = graph.ids_of_type("room")
         result.observed_nodes = sorted(graph.nodes)
-        progress(Progress("verify", 0, "", 0, session.tokens_used, check.feedback))
+        progress(Progress(PlanStage.VERIFY, 0, "", 0, session.tokens_used, check.feedback))
         result.verified = result.success = check.success
         if check.success:
             result.message = "plan verified"
         else:
             result.feedback_history.append(check.feedback)
             result.message = f"open-loop plan is not executable: {check.feedback}"
-            result.failure = "not_executable"
+            result.failure = PlanCode.NOT_EXECUTABLE

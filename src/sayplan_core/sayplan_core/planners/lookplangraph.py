@@ -16,6 +16,7 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import prompts
 from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, Progress
@@ -86,12 +87,12 @@ def state_text(state: WorldState, ids: list[str]) -> str:
 
 class LookPlanGraphPlanner(Planner):
     name = "lookplangraph"
+    action_sets = ("lookplangraph",)
     max_retries = 5  # infeasible proposals per step (the paper's limit)
 
     def _run(self, job: PlanJob) -> None:
         truth, instruction, session, result, progress = job.parts()
-        actions = load_action_set("lookplangraph")
-        result.action_set = "lookplangraph"
+        actions = load_action_set(self.action_set)
         state = WorldState.from_graph(memory_graph(truth), reveal_hook=truth_reveal_hook(truth))
         system = system_prompt(actions)
         touched: list[str] = []
@@ -121,7 +122,11 @@ class LookPlanGraphPlanner(Planner):
             outcome = apply_step(state, move, actions)
             result.explored_nodes = sorted(set(result.explored_nodes) | set(state.revealed))
             result.observed_nodes = sorted(state.graph.nodes)
-            progress(Progress("verify", step, move.target, retries, session.tokens_used, outcome.feedback or str(move)))
+            progress(
+                Progress(
+                    PlanStage.VERIFY, step, move.target, retries, session.tokens_used, outcome.feedback or str(move)
+                )
+            )
             if not outcome.ok:
                 result.feedback_history.append(outcome.feedback)
                 feedback = outcome.feedback

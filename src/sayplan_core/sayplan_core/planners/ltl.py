@@ -28,6 +28,7 @@ from sayplan_core.ltl import (
     parse_prefix,
     require_tools,
 )
+from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners.answers import _enum, _obj
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.plan import PlanStep
@@ -89,7 +90,7 @@ class LtlPlanner(Planner):
             "grounding",
         )
         result.explored_nodes = sorted(set(mapping.values()))
-        progress(Progress("search", 0, "", 0, session.tokens_used, f"grounded: {mapping}"))
+        progress(Progress(PlanStage.SEARCH, 0, "", 0, session.tokens_used, f"grounded: {mapping}"))
         listing = "\n".join(f"- {phrase}: {node}" for phrase, node in mapping.items())
         formula, dfa = session.ask(
             "translate",
@@ -101,7 +102,7 @@ class LtlPlanner(Planner):
             lambda data: self._parse_formula(set(mapping.values()), data),
             "formula",
         )
-        progress(Progress("plan", 1, "", 0, session.tokens_used, f"formula: {formula}"))
+        progress(Progress(PlanStage.PLAN, 1, "", 0, session.tokens_used, f"formula: {formula}"))
         start = graph.agent_location()
         if start is None:
             result.message = "the scene graph has no agent location to start from"
@@ -121,7 +122,7 @@ class LtlPlanner(Planner):
             if check.success
             else f"the path fails in the simulator: {check.feedback}"
         )
-        progress(Progress("done", 2, "", 0, session.tokens_used, result.message))
+        progress(Progress(PlanStage.DONE, 2, "", 0, session.tokens_used, result.message))
 
     @staticmethod
     def _parse_mapping(graph: SceneGraph, data: dict[str, Any]) -> dict[str, str]:

@@ -16,6 +16,7 @@ from sayplan_core.graph.views import GraphView, collapse
 from sayplan_core.llm.session import LlmSession
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
 from sayplan_core.sim.action_set import ActionSet, load_action_set
@@ -46,7 +47,7 @@ class SayPlanPlanner(Planner):
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
-        actions = load_action_set(self.options.action_set)
+        actions = load_action_set(self.action_set)
         system = prompts.sayplan_system(actions)
         view = collapse(graph)
         feedback = job.context
@@ -68,7 +69,9 @@ class SayPlanPlanner(Planner):
                 result.explored_nodes = list(view.memory)
                 result.observed_nodes = sorted(observed)
                 progress(
-                    Progress("search", step, command.node, result.replanning_rounds, session.tokens_used, feedback)
+                    Progress(
+                        PlanStage.SEARCH, step, command.node, result.replanning_rounds, session.tokens_used, feedback
+                    )
                 )
                 continue
             # One dialogue: what a call was for is known only from its answer.
@@ -111,11 +114,11 @@ class SayPlanPlanner(Planner):
     ) -> bool:
         check = verify_high_level(graph, command.plan, actions)
         result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
-        progress(Progress("verify", step, "", result.replanning_rounds, session.tokens_used, check.feedback))
+        progress(Progress(PlanStage.VERIFY, step, "", result.replanning_rounds, session.tokens_used, check.feedback))
         if check.ok:
             result.success = result.verified = True
             result.message = "plan verified"
-            progress(Progress("done", step, "", result.replanning_rounds, session.tokens_used, result.message))
+            progress(Progress(PlanStage.DONE, step, "", result.replanning_rounds, session.tokens_used, result.message))
             return True
         result.feedback_history.append(check.feedback)
         return False

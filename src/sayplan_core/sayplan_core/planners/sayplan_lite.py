@@ -7,6 +7,7 @@ agent only expands and contracts, and the planner only plans and replans.
 from __future__ import annotations
 
 from sayplan_core.graph.views import collapse
+from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import SayPlanPlanner, verify_high_level
@@ -18,7 +19,7 @@ class SayPlanLitePlanner(Planner):
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
-        actions = load_action_set(self.options.action_set)
+        actions = load_action_set(self.action_set)
         view = collapse(graph)
         search_system = prompts.lite_search_system()
         note = job.context
@@ -35,7 +36,7 @@ class SayPlanLitePlanner(Planner):
             note = SayPlanPlanner.search_step(view, command.name, command.node, observed)
             result.explored_nodes = list(view.memory)
             result.observed_nodes = sorted(observed)
-            progress(Progress("search", step, command.node, 0, session.tokens_used, note))
+            progress(Progress(PlanStage.SEARCH, step, command.node, 0, session.tokens_used, note))
         else:
             result.message = f"search did not finish within {self.options.max_search_steps} steps"
             return
@@ -56,7 +57,7 @@ class SayPlanLitePlanner(Planner):
             result.replanning_rounds = round_index
             check = verify_high_level(graph, command.plan, actions)
             result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
-            progress(Progress("verify", round_index, "", round_index, session.tokens_used, check.feedback))
+            progress(Progress(PlanStage.VERIFY, round_index, "", round_index, session.tokens_used, check.feedback))
             if check.ok:
                 result.success = result.verified = True
                 result.message = "plan verified"

@@ -27,7 +27,7 @@ IMPORTERS = {
 }
 
 
-def import_graph(path: str | Path, fmt: str = "auto") -> SceneGraph:
+def import_graph(path: str | Path, fmt: str = "auto", require_agent: bool = True) -> SceneGraph:
     """Load any supported file; `auto` picks by extension and content."""
     from sayplan_core.graph import native_format
 
@@ -44,7 +44,7 @@ def import_graph(path: str | Path, fmt: str = "auto") -> SceneGraph:
             else:
                 fmt = "grasif"
     if fmt == "native":
-        return native_format.load(path)
+        return native_format.load(path, require_agent=require_agent)
     if fmt == "sayplan":
         return import_sayplan_json(path)
     if fmt == "grasif":

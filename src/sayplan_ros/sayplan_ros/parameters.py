@@ -1,0 +1,68 @@
+"""ROS parameters generated from a sayplan_core settings table.
+
+Each setting becomes a declared parameter with its description, its range in the
+descriptor, and `read_only` when it is read at start-up (files always). A change at
+run time goes through an on-set callback that checks it against the same table and
+refuses a bad value with the reason, so `ros2 param set` never reports success for a
+value the node ignores. Per-goal settings are read with `get_parameter` when a goal
+starts.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rclpy.node import Node
+from rclpy.parameter import Parameter
+
+from sayplan_core.settings import Setting, Settings
+
+
+def descriptor(setting: Setting) -> ParameterDescriptor:
+    text = setting.description
+    if setting.range_text():
+        text = f"{text} [{setting.range_text()}]"
+    if setting.read_only:
+        text = f"{text} (read at start-up)"
+    desc = ParameterDescriptor(description=text, read_only=setting.read_only)
+    if setting.type is int and (setting.minimum is not None or setting.maximum is not None):
+        desc.integer_range = [
+            IntegerRange(
+                from_value=int(setting.minimum if setting.minimum is not None else -(2**62)),
+                to_value=int(setting.maximum if setting.maximum is not None else 2**62),
+                step=1,
+            )
+        ]
+    if setting.type is float and setting.minimum is not None and setting.maximum is not None:
+        desc.floating_point_range = [
+            FloatingPointRange(from_value=float(setting.minimum), to_value=float(setting.maximum), step=0.0)
+        ]
+    return desc
+
+
+def declare_settings(node: Node, settings: Settings) -> dict[str, Any]:
+    """Declare every setting of the table on `node`; returns the start-up values, checked (ValueError if bad)."""
+    for setting in settings:
+        node.declare_parameter(setting.name, setting.default, descriptor(setting))
+    values = {s.name: node.get_parameter(s.name).value for s in settings}
+    checked = settings.check(values)
+
+    def on_set(parameters: list[Parameter]) -> SetParametersResult:
+        for parameter in parameters:
+            if parameter.name not in settings:
+                continue
+            try:
+                settings[parameter.name].check(parameter.value)
+            except ValueError as exc:
+                node.get_logger().warning(f"refused parameter change: {exc}")
+                return SetParametersResult(successful=False, reason=str(exc))
+        return SetParametersResult(successful=True)
+
+    node.add_on_set_parameters_callback(on_set)
+    return checked
+
+
+def current(node: Node, settings: Settings) -> dict[str, Any]:
+    """Every setting's value now (per-goal ones may have changed since start-up)."""
+    return {s.name: node.get_parameter(s.name).value for s in settings}

@@ -1,0 +1,124 @@
+"""The contracts between nodes: typed outcomes mirrored exactly, and plans refused before the robot moves
+when they are written in words the robot does not speak."""
+
+from __future__ import annotations
+
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from action_msgs.msg import GoalStatus
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from transcripts import GOOD_PLAN, INSTRUCTION, say, write_transcript
+
+from sayplan_core.outcomes import PlanCode, PlanStage, SkillCode, Stage, Status, TaskCode
+from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
+from sayplan_interfaces.msg import ExecutionEvent, PlanOutcome, PlanProgress, SkillOutcome
+from sayplan_interfaces.srv import DescribeSkills
+from sayplan_ros.stack import ROBOTS, create_nodes
+
+pytestmark = pytest.mark.ros
+
+
+def constants(msg_class: type, prefix: str = "") -> dict[str, Any]:
+    """The named constants of a generated message class (rosidl keeps them in its metaclass)."""
+    meta = type(msg_class)
+    found: dict[str, Any] = getattr(meta, f"_{meta.__name__}__constants")
+    return {k[len(prefix) :]: v for k, v in found.items() if k.startswith(prefix)}
+
+
+@pytest.mark.parametrize(
+    ("enum", "msg_class", "prefix"),
+    [
+        (SkillCode, SkillOutcome, ""),
+        (PlanCode, PlanOutcome, ""),
+        (TaskCode, ExecuteTask.Result, ""),
+        (Stage, ExecutionEvent, "STAGE_"),
+        (Status, ExecutionEvent, "STATUS_"),
+        (PlanStage, PlanProgress, "STAGE_"),
+    ],
+)
+def test_core_enums_mirror_the_interface_constants(enum: type[Enum], msg_class: type, prefix: str) -> None:
+    assert {m.name: m.value for m in enum} == constants(msg_class, prefix)
+
+
+def test_every_skill_code_has_one_spelling() -> None:
+    labels = [c.label for c in SkillCode]
+    assert len(set(labels)) == len(labels) and "canceled" in labels and "cancelled" not in labels
+
+
+def send(ros: Any, client: ActionClient, goal: Any, timeout: float = 60.0) -> Any:
+    assert client.wait_for_server(timeout_sec=10.0)
+    future = client.send_goal_async(goal)
+    ros.wait_for(future.done, what="goal acceptance")
+    handle = future.result()
+    assert handle.accepted
+    result = handle.get_result_async()
+    ros.wait_for(result.done, timeout=timeout, what="result")
+    return result.result()
+
+
+def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: Any) -> None:
+    skills = ros.add(ROBOTS["sim"].load()(context=ros.context))
+    describe = ros.call(ros.node("probe").create_client(DescribeSkills, "describe_skills"), DescribeSkills.Request())
+    assert describe.robot == "sim" and describe.default_action_set == "sayplan"
+    assert {s.name for s in describe.action_sets} == {"sayplan"}
+    client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+    before = skills.world.state.location
+    wrapped = send(ros, client, ExecuteSkill.Goal(skill="go_to", target="kitchen", action_set="lookplangraph"))
+    assert wrapped.status == GoalStatus.STATUS_ABORTED
+    assert wrapped.result.outcome.error_code == SkillCode.WRONG_ACTION_SET
+    assert "not 'lookplangraph'" in wrapped.result.outcome.error_msg
+    wrapped = send(ros, client, ExecuteSkill.Goal(skill="fly", target="kitchen"))
+    assert wrapped.result.outcome.error_code == SkillCode.UNKNOWN_SKILL
+    assert skills.world.state.location == before  # nothing moved
+
+
+def test_a_plan_the_robot_cannot_run_is_refused_before_the_first_step(ros: Any, tmp_path: Path) -> None:
+    """The simulated robot lacks turn_on: the verified plan needs it, so the task ends before moving."""
+    t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))
+    skills_without_turn_on = "goto,access,pickup,release,open,close,turn_off,done"
+    nodes = create_nodes(
+        ros.context,
+        "sim",
+        {
+            "planner": [Parameter("replay_transcript", value=str(t))],
+            "sim_skill_server": [
+                Parameter("skills", value=skills_without_turn_on),
+                Parameter("skill_delay_s", value=0.0),
+            ],
+        },
+    )
+    for node in nodes:
+        ros.add(node)
+    sim = next(n for n in nodes if n.get_name() == "sim_skill_server")
+    before = sim.world.state.location
+    wrapped = send(
+        ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
+    )
+    assert wrapped.status == GoalStatus.STATUS_ABORTED
+    assert wrapped.result.error_code == TaskCode.ACTION_SET_MISMATCH, wrapped.result.error_msg
+    assert "no skill 'turn_on'" in wrapped.result.error_msg and not wrapped.result.executed
+    assert sim.world.state.location == before
+
+
+def test_a_planner_asked_for_words_it_cannot_write_says_so(ros: Any, tmp_path: Path) -> None:
+    """lookplangraph writes go_to/pick_up plans; a robot speaking sayplan gets a typed refusal, not a plan."""
+    t = write_transcript(tmp_path / "t.json")
+    nodes = create_nodes(
+        ros.context,
+        "sim",
+        {"planner": [Parameter("replay_transcript", value=str(t)), Parameter("planner", value="lookplangraph")]},
+    )
+    for node in nodes:
+        ros.add(node)
+    wrapped = send(
+        ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
+    )
+    assert wrapped.result.error_code == TaskCode.PLANNING_FAILED
+    assert "writes plans in the action set(s) lookplangraph, not 'sayplan'" in wrapped.result.error_msg
