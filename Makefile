@@ -10,7 +10,7 @@ BUILD_STAMP := install/.sayplan-build
 SRC_FILES := $(shell find src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo local-llm test lint typecheck pytest build venv bench clean distclean
+.PHONY: all demo local-llm test lint typecheck pytest test-overlay build venv bench clean distclean
 
 all: build
 
@@ -47,8 +47,12 @@ lint: build
 typecheck: build
 	$(WS) mypy
 
-pytest: build
-	$(WS) python -m pytest $(PYTEST_ARGS)
+## Test-only interface packages and ROS 2 launch, built into test_overlay/ (see the script).
+test-overlay: build
+	bash scripts/build_test_overlay.sh
+
+pytest: build test-overlay
+	SAYPLAN_TEST_OVERLAY=1 $(WS) python -m pytest $(PYTEST_ARGS)
 
 ## The whole test suite: linter, type checker, unit and ROS integration tests.
 test: lint typecheck pytest
@@ -57,7 +61,7 @@ bench: build
 	$(WS) python scripts/bench_graph.py
 
 clean:
-	rm -rf build install log
+	rm -rf build install log test_overlay
 
 distclean: clean
 	rm -rf $(VENV)

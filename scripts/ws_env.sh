@@ -23,4 +23,16 @@ if [ -f "$here/install/setup.bash" ]; then
   # ament_python puts console scripts in lib/<pkg> (for `ros2 run`); expose the CLI too.
   export PATH="$here/install/sayplan_core/lib/sayplan_core:$here/install/sayplan_ros/lib/sayplan_ros:$PATH"
 fi
+# The test overlay (scripts/build_test_overlay.sh) is for tests only: SAYPLAN_TEST_OVERLAY=1 adds it.
+if [ "${SAYPLAN_TEST_OVERLAY:-0}" = "1" ]; then
+  if [ -f "$here/test_overlay/install/setup.bash" ]; then
+    set +u
+    # shellcheck disable=SC1091
+    source "$here/test_overlay/install/setup.bash"
+    set -u
+  fi
+  if [ -d "$here/test_overlay/python" ]; then
+    export PYTHONPATH="$here/test_overlay/python${PYTHONPATH:+:$PYTHONPATH}"
+  fi
+fi
 exec "$@"
