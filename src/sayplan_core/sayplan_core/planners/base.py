@@ -143,6 +143,18 @@ class Planner(ABC):
         self.backend = backend
         self.options = options or PlannerOptions()
 
+    def supports(self, action_set: str) -> bool:
+        """True for the planner's own sets and for bundled sets that are subsets of one (a robot that lacks
+        some skills, like Spot without turn_on). Never reads a file: the name may come from a message."""
+        from sayplan_core.sim.action_set import builtin_action_sets, load_action_set
+
+        if action_set in self.action_sets:
+            return True
+        if action_set not in builtin_action_sets():
+            return False
+        wanted = set(load_action_set(action_set).names())
+        return any(wanted <= set(load_action_set(own).names()) for own in self.action_sets)
+
     @property
     def action_set(self) -> str:
         """The action set plans are written in: the requested one, else this planner's default."""
@@ -176,7 +188,7 @@ class Planner(ABC):
         start = time.perf_counter()
         session = self.new_session(should_cancel)
         result = PlanResult(self.name, instruction, action_set=self.action_set)
-        if self.action_set not in self.action_sets:
+        if not self.supports(self.action_set):
             result.failure = PlanCode.UNSUPPORTED_ACTION_SET
             result.message = (
                 f"the {self.name} planner writes plans in the action set(s) {', '.join(self.action_sets)}, "
