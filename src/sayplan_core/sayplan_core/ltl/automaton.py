@@ -22,7 +22,7 @@ import re
 import shutil
 import subprocess
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 
 from sayplan_core.ltl.formula import MAX_FORMULA_SIZE, Formula, FormulaError
 
@@ -163,7 +163,7 @@ class Dfa:
     def atoms(self) -> set[str]:
         return set(self.symbol_of)
 
-    @property
+    @cached_property
     def states(self) -> list[int]:
         out = {self.initial} | set(self.accepting) | set(self.transitions)
         for edges in self.transitions.values():
@@ -199,16 +199,19 @@ class Dfa:
     def accepts(self, trace: list[frozenset[str]]) -> bool:
         return self.run(trace) in self.accepting
 
+    @cached_property
     def live_states(self) -> frozenset[int]:
         """States from which some accepting state can be reached (by zero or more letters)."""
-        live = set(self.accepting)
-        changed = True
-        while changed:
-            changed = False
-            for q in self.states:
-                if q not in live and self.successors(q) & live:
+        predecessors: dict[int, set[int]] = {}
+        for q in self.states:
+            for target in self.successors(q):
+                predecessors.setdefault(target, set()).add(q)
+        live, stack = set(self.accepting), list(self.accepting)
+        while stack:
+            for q in predecessors.get(stack.pop(), ()):
+                if q not in live:
                     live.add(q)
-                    changed = True
+                    stack.append(q)
         return frozenset(live)
 
 

@@ -58,7 +58,7 @@ class ProductSearch:
         self.domain = domain if domain is not None else SearchDomain(graph, dfa.atoms, reach_distance)
         self.labels = self.domain.labels
         self.use_heuristic = use_heuristic and self.domain.positions is not None
-        self.live = dfa.live_states()
+        self.live = dfa.live_states
 
     def _transition_sets(self) -> dict[tuple[int, int], list[int]]:
         by_label: dict[frozenset[str], list[int]] = {}
@@ -73,24 +73,31 @@ class ProductSearch:
         return sets
 
     def _prepare(self, start: int) -> None:
-        """H(q) by Dijkstra on the automaton, and h(x, q) for every location (one KD-tree query per transition)."""
+        """H(q) by Dijkstra on the automaton over lower bounds between location sets (one KD-tree per distinct
+        set); the rows h(., q) are filled on first use."""
         self.cost_to_accept = {q: (0.0 if q in self.dfa.accepting else math.inf) for q in self.dfa.states}
+        self._table: dict[int, np.ndarray] = {}
         if not self.use_heuristic:
             return
         points = self.domain.positions
         assert points is not None
-        sets = self._transition_sets()
-        trees = {key: cKDTree(points[locations]) for key, locations in sets.items()}
-        entry: dict[int, list[int]] = {}
-        for (_, q2), locations in sets.items():
-            entry.setdefault(q2, []).extend(locations)
-        entry.setdefault(self.dfa.step(self.dfa.initial, self.labels[start]), []).append(start)
-        weights: dict[tuple[int, int], float] = {}
-        for q, q2 in sets:
+        # distance from every location to each distinct target set S(q, q')
+        self._dist: dict[tuple[int, ...], np.ndarray] = {}
+        self._out: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        entry: dict[int, set[int]] = {self.dfa.step(self.dfa.initial, self.labels[start]): {start}}
+        for (q, q2), locations in self._transition_sets().items():
+            key = tuple(sorted(set(locations)))
+            if key not in self._dist:
+                self._dist[key] = cKDTree(points[list(key)]).query(points)[0]
+            self._out.setdefault(q, []).append((key, q2))
+            entry.setdefault(q2, set()).update(key)
+        into: dict[int, list[tuple[int, float]]] = {}  # q' -> [(q, lower bound on a move from q into q')]
+        for q, moves in self._out.items():
             sources = entry.get(q)
             if sources:
-                dists, _ = trees[(q, q2)].query(points[sources])
-                weights[(q, q2)] = float(np.min(dists))
+                index = np.fromiter(sources, dtype=np.intp)
+                for key, q2 in moves:
+                    into.setdefault(q2, []).append((q, float(self._dist[key][index].min())))
         queue = [(0.0, q) for q in self.dfa.accepting]
         done: set[int] = set()
         while queue:
@@ -98,22 +105,25 @@ class ProductSearch:
             if q2 in done:
                 continue
             done.add(q2)
-            for (q, target), w in weights.items():
-                if target == q2 and q not in done and cost + w < self.cost_to_accept[q]:
+            for q, w in into.get(q2, ()):
+                if q not in done and cost + w < self.cost_to_accept[q]:
                     self.cost_to_accept[q] = cost + w
                     heapq.heappush(queue, (cost + w, q))
-        self._table: dict[int, np.ndarray] = {}
-        for q in self.dfa.states:
-            best = np.full(len(points), 0.0 if q in self.dfa.accepting else math.inf)
-            if q not in self.dfa.accepting:
-                for (q1, q2), tree in trees.items():
-                    if q1 == q and self.cost_to_accept[q2] < math.inf:
-                        dists, _ = tree.query(points)
-                        np.minimum(best, dists + self.cost_to_accept[q2], out=best)
-            self._table[q] = best
 
     def heuristic(self, location: int, q: int) -> float:
-        return float(self._table[q][location]) if self.use_heuristic else 0.0
+        """h(x, q) = min over q' of d(x, S(q, q')) + H(q'): 0 at accepting states, inf where acceptance is out of
+        reach."""
+        if not self.use_heuristic:
+            return 0.0
+        row = self._table.get(q)
+        if row is None:
+            row = np.full(len(self.labels), 0.0 if q in self.dfa.accepting else math.inf)
+            if q not in self.dfa.accepting:
+                for key, q2 in self._out.get(q, ()):
+                    if self.cost_to_accept[q2] < math.inf:
+                        np.minimum(row, self._dist[key] + self.cost_to_accept[q2], out=row)
+            self._table[q] = row
+        return float(row[location])
 
     def search(self, start: str, weight: float = 1.0) -> LtlPath:
         """A* from the navigation node `start`; weight > 1 gives a faster, w-suboptimal path (weighted A*)."""
@@ -192,12 +202,17 @@ def _listing(atoms: Iterable[str]) -> str:
 
 
 def dijkstra_to_each_goal(
-    graph: SceneGraph, start: str, goals: list[str], reach_distance: float = DEFAULT_REACH_DISTANCE
+    graph: SceneGraph,
+    start: str,
+    goals: list[str],
+    reach_distance: float = DEFAULT_REACH_DISTANCE,
+    label_atoms: Iterable[str] = (),
 ) -> LtlPath:
     """Baseline: visit the goals in the order given, each at its nearest location where it holds (ignores the
-    rest of the mission). Same domain, so the same cost model as the product search."""
+    rest of the mission). Same domain, so the same cost model as the product search; the trace labels the goals
+    and `label_atoms` (a stop in front of another object is never a shortcut, so they do not change the path)."""
     began = time.perf_counter()
-    domain = SearchDomain(graph, goals, reach_distance)
+    domain = SearchDomain(graph, {*goals, *label_atoms}, reach_distance)
     here = domain.location_of(start)
     path, cost = [here], 0.0
     for goal in goals:
