@@ -16,7 +16,7 @@ from sayplan_core.envs import load_env
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.ltl import NoSatisfyingPathError, ProductSearch, build_dfa, dijkstra_to_each_goal, holds, parse_prefix
 from sayplan_core.planners import PlannerOptions, make_planner
-from sayplan_core.planners.ltl import trace_violation
+from sayplan_core.planners.ltl import grounding_catalogue, trace_violation
 from sayplan_core.sim import verify_plan
 
 if shutil.which("mona") is None:
@@ -159,3 +159,41 @@ def test_planner_without_mona_says_what_to_install(monkeypatch: pytest.MonkeyPat
     assert result.message == (
         "the ltl planner cannot run here: the 'mona' program is not installed (Debian: apt-get install mona)"
     )
+
+
+def test_the_grounding_prompt_lists_floors_room_connections_and_contents() -> None:
+    home = load_env("home")
+    catalogue = json.loads(grounding_catalogue(home))
+    assert sorted(catalogue) == sorted(home.ids_of_type("floor"))
+    kitchen = next(f["rooms"]["kitchen"] for f in catalogue.values() if "kitchen" in f["rooms"])
+    assert kitchen["connects_to"] == home.neighbours("kitchen")
+    assert "oven" in kitchen["contains"] and "milk" in kitchen["contains"]
+    poses = {p: n for f in catalogue.values() for p, n in f["poses"].items()}
+    assert set(poses) == set(home.ids_of_type("pose"))
+    assert all(home.nav.has_edge(p, q) for p, near in poses.items() for q in near)
+
+
+def test_automata_are_cached_by_the_formula_shape() -> None:
+    from sayplan_core.ltl.automaton import _run_mona
+
+    build_dfa(parse_prefix("& F kitchen G ! lab"))
+    before = _run_mona.cache_info()
+    dfa = build_dfa(parse_prefix("& F office G ! pantry"))  # same shape, atoms in the same sorted order
+    after = _run_mona.cache_info()
+    assert (after.hits, after.misses) == (before.hits + 1, before.misses)
+    assert dfa.accepts([frozenset({"office"})]) and not dfa.accepts([frozenset({"office", "pantry"})])
+
+
+def test_a_mission_no_path_satisfies_is_reported_with_the_reason() -> None:
+    graph = generate_building(BuildingSpec(floors=1, rooms_per_floor=6, seed=1))
+    start = graph.agent_location()
+    assert start is not None
+    room = graph.ids_of_type("room")[0]
+    door = graph.neighbours(room)[0]
+    graph.disconnect(room, door)
+    with pytest.raises(NoSatisfyingPathError, match=f"{room} hold\\(s\\) nowhere the robot can go from {start}"):
+        ProductSearch(graph, build_dfa(parse_prefix(f"F {room}"))).search(start)
+    other = next(r for r in graph.ids_of_type("room") if r != room)
+    # every path to the other room leaves the start pose
+    with pytest.raises(NoSatisfyingPathError, match="its constraints rule out every way through this building"):
+        ProductSearch(graph, build_dfa(parse_prefix(f"& F {other} X G {start}"))).search(start)
