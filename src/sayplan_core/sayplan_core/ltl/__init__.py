@@ -1,8 +1,9 @@
-"""Optimal scene-graph planning for LTL missions (Dai et al.): formulas, automata, product-graph A*."""
+"""Optimal scene-graph planning for LTLf missions (Dai et al.): formulas, automata, product-graph A*."""
 
 from sayplan_core.ltl.automaton import AutomatonError, Dfa, build_dfa, require_tools
-from sayplan_core.ltl.formula import Formula, FormulaError, check_co_safe, parse_prefix
+from sayplan_core.ltl.formula import Formula, FormulaError, accepted_syntax, parse_prefix
 from sayplan_core.ltl.product_search import LtlPath, NoSatisfyingPathError, ProductSearch, dijkstra_to_each_goal
+from sayplan_core.ltl.semantics import holds
 
 __all__ = [
     "AutomatonError",
@@ -12,9 +13,10 @@ __all__ = [
     "LtlPath",
     "NoSatisfyingPathError",
     "ProductSearch",
+    "accepted_syntax",
     "build_dfa",
-    "check_co_safe",
     "dijkstra_to_each_goal",
+    "holds",
     "parse_prefix",
     "require_tools",
 ]

@@ -1,8 +1,9 @@
-"""LTL formulas in prefix notation over scene-graph node ids: parsing, co-safety, and export to ltlf2dfa.
+"""LTLf formulas in prefix notation over scene-graph node ids: the accepted vocabulary and the parser.
 
 Prefix notation (Dai et al.) needs no brackets, so an LLM's formula either parses
 completely or fails at a named token: `& F kitchen U ! lab nikos_desk` is
-"eventually the kitchen, and avoid the lab until Niko's desk".
+"eventually the kitchen, and avoid the lab until Niko's desk". Brackets and commas
+are ignored, so `F(& a b)` reads as `F & a b`.
 """
 
 from __future__ import annotations
@@ -10,17 +11,48 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-UNARY = {"!": "!", "not": "!", "F": "F", "G": "G", "X": "X"}
-BINARY = {"&": "&", "and": "&", "|": "|", "or": "|", "->": "->", "U": "U", "R": "R"}
+#: Every accepted spelling of each operator, by the operator's canonical symbol.
+#: Words are matched in any case; the one-letter forms only as written here.
+SPELLINGS: dict[str, tuple[str, ...]] = {
+    "!": ("!", "~", "NOT"),
+    "&": ("&", "&&", "AND"),
+    "|": ("|", "||", "OR"),
+    "->": ("->", "=>", "i", "IMPLY", "IMPLIES"),
+    "<->": ("<->", "<=>", "e", "EQUAL", "EQUIV", "IFF"),
+    "X": ("X", "NEXT"),
+    "F": ("F", "<>", "EVENTUALLY", "FINALLY"),
+    "G": ("G", "[]", "ALWAYS", "GLOBALLY"),
+    "U": ("U", "UNTIL"),
+    "R": ("R", "V", "RELEASE"),
+}
+CONSTANTS: dict[str, str] = {"true": "true", "false": "false"}  # any case
+MAX_FORMULA_SIZE = 400  # operators and atoms: MONA's worst case is non-elementary in the formula's size
+UNARY = frozenset({"!", "X", "F", "G"})
+BINARY = frozenset({"&", "|", "->", "<->", "U", "R"})
+
+_WORDS = {s.lower(): op for op, forms in SPELLINGS.items() for s in forms if len(s) > 1 and s.isalpha()}
+_SYMBOLS = {s: op for op, forms in SPELLINGS.items() for s in forms if not (len(s) > 1 and s.isalpha())}
+_NOT_IN_ATOMS = set("!~&|<>=()[],")
+
+
+def accepted_syntax() -> str:
+    """One line listing the vocabulary, for error messages and prompts."""
+    ops = "; ".join(f"{op}: {' '.join(forms)}" for op, forms in SPELLINGS.items())
+    return f"operators ({ops}), constants true and false, and node ids"
+
+
+def operator_of(token: str) -> str | None:
+    """The canonical operator a token spells, or None."""
+    return _SYMBOLS.get(token) or _WORDS.get(token.lower())
 
 
 class FormulaError(ValueError):
-    """A formula that does not parse, names unknown nodes, or is not syntactically co-safe."""
+    """A formula that does not parse, names unknown nodes, or can never be satisfied."""
 
 
 @dataclass(frozen=True)
 class Formula:
-    op: str  # "atom", "true", "false", or an operator of UNARY/BINARY values
+    op: str  # "atom", "true", "false", or a canonical operator (a key of SPELLINGS)
     args: tuple[Formula, ...] = ()
     atom: str = ""
 
@@ -29,33 +61,61 @@ class Formula:
             return {self.atom}
         return set().union(*(a.atoms() for a in self.args)) if self.args else set()
 
+    def size(self) -> int:
+        return 1 + sum(a.size() for a in self.args)
+
     def prefix(self) -> str:
+        """Canonical prefix text (parses back to the same formula)."""
         if self.op == "atom":
             return self.atom
-        if self.op in ("true", "false"):
+        if self.op in CONSTANTS:
             return self.op
         return " ".join([self.op, *(a.prefix() for a in self.args)])
 
-    def infix(self, rename: dict[str, str] | None = None) -> str:
-        """ltlf2dfa syntax; `rename` maps atoms to the tool's lower-case symbols."""
+    def infix(self) -> str:
+        """Fully bracketed infix text, for people."""
         if self.op == "atom":
-            return rename[self.atom] if rename else self.atom
-        if self.op in ("true", "false"):
+            return self.atom
+        if self.op in CONSTANTS:
             return self.op
-        parts = [a.infix(rename) for a in self.args]
-        if self.op == "!":
-            return f"!({parts[0]})"
-        if self.op in ("F", "G", "X"):
-            return f"{self.op}({parts[0]})"
+        parts = [a.infix() for a in self.args]
+        if self.op in UNARY:
+            return f"{self.op}({parts[0]})" if self.op != "!" else f"!{parts[0]}"
         return f"({parts[0]} {self.op} {parts[1]})"
 
 
+def tokenize(text: str) -> list[str]:
+    for bracket in "(),":
+        text = text.replace(bracket, " ")
+    tokens: list[str] = []
+    for raw in text.split():
+        # "!kitchen" and "~kitchen": a negation glued to its argument
+        while len(raw) > 1 and raw[0] in "!~" and operator_of(raw) is None:
+            tokens.append(raw[0])
+            raw = raw[1:]
+        tokens.append(raw)
+    return tokens
+
+
 def parse_prefix(text: str, known_atoms: Iterable[str] | None = None) -> Formula:
-    tokens = text.replace("(", " ").replace(")", " ").split()
+    """Parse a prefix formula; with `known_atoms`, every other token must be an operator or a constant."""
+    tokens = tokenize(text)
     if not tokens:
         raise FormulaError("the formula is empty")
+    if len(tokens) > MAX_FORMULA_SIZE:
+        raise FormulaError(f"the formula has {len(tokens)} tokens; at most {MAX_FORMULA_SIZE}")
     known = set(known_atoms) if known_atoms is not None else None
+    if known is not None:
+        clash = sorted(a for a in known if operator_of(a) is not None or a.lower() in CONSTANTS)
+        if clash:
+            raise FormulaError(f"node id(s) {', '.join(clash)} are spelled like operators and cannot be used")
     position = 0
+
+    def unknown(token: str) -> FormulaError:
+        ids = f"; node ids: {', '.join(sorted(known))}" if known is not None else ""
+        return FormulaError(
+            f"'{token}' is neither an operator nor a node id of the mapping (accepted: {accepted_syntax()}{ids})"
+        )
 
     def parse() -> Formula:
         nonlocal position
@@ -63,53 +123,19 @@ def parse_prefix(text: str, known_atoms: Iterable[str] | None = None) -> Formula
             raise FormulaError(f"the formula ends early: an operator is missing an argument after '{tokens[-1]}'")
         token = tokens[position]
         position += 1
-        if token in UNARY:
-            return Formula(UNARY[token], (parse(),))
-        if token in BINARY:
+        op = operator_of(token)
+        if op in UNARY:
+            return Formula(op, (parse(),))
+        if op in BINARY:
             left = parse()
-            return Formula(BINARY[token], (left, parse()))
-        if token in ("true", "false"):
-            return Formula(token)
-        if known is not None and token not in known:
-            raise FormulaError(f"'{token}' is neither an operator nor a node id of the mapping")
+            return Formula(op, (left, parse()))
+        if token.lower() in CONSTANTS:
+            return Formula(CONSTANTS[token.lower()])
+        if (known is not None and token not in known) or any(c in _NOT_IN_ATOMS for c in token):
+            raise unknown(token)
         return Formula("atom", atom=token)
 
     formula = parse()
     if position != len(tokens):
         raise FormulaError(f"unexpected tokens after a complete formula: '{' '.join(tokens[position:])}'")
     return formula
-
-
-def negation_normal_form(formula: Formula, negate: bool = False) -> Formula:
-    """Push negations down to atoms, so co-safety can be read off the operators."""
-    op, args = formula.op, formula.args
-    if op == "atom":
-        return Formula("!", (formula,)) if negate else formula
-    if op in ("true", "false"):
-        return Formula({"true": "false", "false": "true"}[op]) if negate else formula
-    if op == "!":
-        return negation_normal_form(args[0], not negate)
-    if op == "->":
-        return negation_normal_form(Formula("|", (Formula("!", (args[0],)), args[1])), negate)
-    dual = {"&": "|", "|": "&", "F": "G", "G": "F", "U": "R", "R": "U", "X": "X"}
-    new_op = dual[op] if negate else op
-    return Formula(new_op, tuple(negation_normal_form(a, negate) for a in args))
-
-
-def check_co_safe(formula: Formula) -> None:
-    """Syntactic co-safety: in negation normal form, no G (always) and no R (release).
-
-    Co-safe missions are satisfied by a finite path, which is what a planner can return.
-    """
-
-    def walk(f: Formula) -> None:
-        if f.op in ("G", "R"):
-            what = "G (always)" if f.op == "G" else "R (release)"
-            raise FormulaError(
-                f"the formula is not syntactically co-safe: it needs {what} in negation normal form "
-                f"({f.prefix()}); write 'avoid a until b' as U ! a b instead of G ! a"
-            )
-        for a in f.args:
-            walk(a)
-
-    walk(negation_normal_form(formula))

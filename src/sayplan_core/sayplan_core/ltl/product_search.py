@@ -1,15 +1,16 @@
-"""Optimal paths for co-safe LTL missions: A* on the product of the navigation graph and the DFA.
+"""Optimal paths for LTLf missions: A* on the product of the planning domain (domain.py) and the DFA.
 
-Propositions are node ids. A room or pose holds at itself; an asset or object holds at
-the room that contains it (the robot reaches it by entering that room).
+A path's trace is the labels of the locations it visits, starting with the start
+location; the search stops at the first product state whose automaton state is
+accepting, so the path satisfies the formula on exactly that finite trace.
 
 The heuristic follows Dai et al.'s proposition 1. For a DFA state q and a successor
-q' != q, S(q, q') is the set of navigation nodes whose label moves q to q'. Lower bounds
-between label sets (minimum straight-line distance, never more than the path cost,
-since no edge is cheaper than the straight line) give a cost-to-accept H(q) by
-Dijkstra on the automaton; then h(x, q) = min over q' of d(x, S(q, q')) + H(q'). With the
-entry set of q' containing every node that can lead into q', h is consistent, so the
-first accepting state A* pops is optimal.
+q' != q, S(q, q') is the set of locations whose label moves q to q'. Lower bounds
+between location sets (minimum straight-line distance, never more than the path
+cost, since no move is cheaper than the straight line) give a cost-to-accept H(q)
+by Dijkstra on the automaton; then h(x, q) = min over q' of d(x, S(q, q')) + H(q').
+With the entry set of q' containing every location that can lead into q', h is
+consistent, so the first accepting state A* pops is optimal.
 """
 
 from __future__ import annotations
@@ -17,84 +18,86 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.spatial import cKDTree
 
-from sayplan_core.graph.model import NAV_TYPES, SceneGraph
+from sayplan_core.graph.model import SceneGraph
 from sayplan_core.ltl.automaton import Dfa
-from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.ltl.domain import DEFAULT_REACH_DISTANCE, SearchDomain
+from sayplan_core.sim.plan import PlanStep
 
 
 @dataclass
 class LtlPath:
-    nodes: list[str]
+    nodes: list[str]  # location names: navigation node ids, and the asset/object ids of stops
     cost: float
     expansions: int
     elapsed_s: float
-    found: bool = True
+    trace: list[frozenset[str]] = field(default_factory=list)  # the label of every location visited
+    steps: list[PlanStep] = field(default_factory=list)  # sayplan actions that walk the path
 
 
 class NoSatisfyingPathError(RuntimeError):
-    """No path through the building satisfies the mission."""
-
-
-def nav_labels(graph: SceneGraph, atoms: set[str]) -> dict[str, frozenset[str]]:
-    """Which of `atoms` hold at each navigation node."""
-    labels: dict[str, set[str]] = {n: set() for n in graph.nav.nodes}
-    for atom in atoms:
-        node = graph.nodes[atom]
-        where = atom if node.type in NAV_TYPES else graph.room_of(atom)
-        if where in labels:
-            labels[where].add(atom)
-    return {n: frozenset(v) for n, v in labels.items()}
+    """No path through the building satisfies the mission; the message says why, as far as it is known."""
 
 
 class ProductSearch:
-    def __init__(self, graph: SceneGraph, dfa: Dfa, use_heuristic: bool = True) -> None:
+    def __init__(
+        self,
+        graph: SceneGraph,
+        dfa: Dfa,
+        use_heuristic: bool = True,
+        reach_distance: float = DEFAULT_REACH_DISTANCE,
+        domain: SearchDomain | None = None,
+    ) -> None:
         self.graph = graph
         self.dfa = dfa
-        self.planner = PathPlanner(graph)
-        self.labels = nav_labels(graph, set(dfa.symbol_of))
-        positions = {n: graph.nodes[n].position for n in graph.nav.nodes}
-        self.use_heuristic = use_heuristic and all(p is not None for p in positions.values())
-        self._pos = {n: np.asarray(p, dtype=float) for n, p in positions.items() if p is not None}
-        self._trees: dict[tuple[int, int], cKDTree] = {}
+        self.domain = domain if domain is not None else SearchDomain(graph, dfa.atoms, reach_distance)
+        self.labels = self.domain.labels
+        self.use_heuristic = use_heuristic and self.domain.positions is not None
+        self.live = dfa.live_states
 
-    def _transition_sets(self) -> dict[tuple[int, int], list[str]]:
-        by_label: dict[frozenset[str], list[str]] = {}
-        for node, label in self.labels.items():
-            by_label.setdefault(label, []).append(node)
-        sets: dict[tuple[int, int], list[str]] = {}
+    def _transition_sets(self) -> dict[tuple[int, int], list[int]]:
+        by_label: dict[frozenset[str], list[int]] = {}
+        for i, label in enumerate(self.labels):
+            by_label.setdefault(label, []).append(i)
+        sets: dict[tuple[int, int], list[int]] = {}
         for q in self.dfa.states:
-            for label, nodes in by_label.items():
+            for label, locations in by_label.items():
                 nxt = self.dfa.step(q, label)
-                if nxt != q:
-                    sets.setdefault((q, nxt), []).extend(nodes)
+                if nxt != q and nxt in self.live:
+                    sets.setdefault((q, nxt), []).extend(locations)
         return sets
 
-    def _prepare(self, start: str) -> None:
-        self.sets = self._transition_sets()
-        self.cost_to_accept: dict[int, float] = {
-            q: (0.0 if q in self.dfa.accepting else math.inf) for q in self.dfa.states
-        }
+    def _prepare(self, start: int) -> None:
+        """H(q) by Dijkstra on the automaton over lower bounds between location sets (one KD-tree per distinct
+        set); the rows h(., q) are filled on first use."""
+        self.cost_to_accept = {q: (0.0 if q in self.dfa.accepting else math.inf) for q in self.dfa.states}
+        self._table: dict[int, np.ndarray] = {}
         if not self.use_heuristic:
             return
-        for key, nodes in self.sets.items():
-            self._trees[key] = cKDTree(np.stack([self._pos[n] for n in nodes]))
-        entry: dict[int, list[str]] = {}
-        for (_, q2), nodes in self.sets.items():
-            entry.setdefault(q2, []).extend(nodes)
-        entry.setdefault(self.dfa.step(self.dfa.initial, self.labels[start]), []).append(start)
-        # Dijkstra backwards from the accepting states over w(q, q') = dmin(entry(q), S(q, q')).
-        weights: dict[tuple[int, int], float] = {}
-        for q, q2 in self.sets:
+        points = self.domain.positions
+        assert points is not None
+        # distance from every location to each distinct target set S(q, q')
+        self._dist: dict[tuple[int, ...], np.ndarray] = {}
+        self._out: dict[int, list[tuple[tuple[int, ...], int]]] = {}
+        entry: dict[int, set[int]] = {self.dfa.step(self.dfa.initial, self.labels[start]): {start}}
+        for (q, q2), locations in self._transition_sets().items():
+            key = tuple(sorted(set(locations)))
+            if key not in self._dist:
+                self._dist[key] = cKDTree(points[list(key)]).query(points)[0]
+            self._out.setdefault(q, []).append((key, q2))
+            entry.setdefault(q2, set()).update(key)
+        into: dict[int, list[tuple[int, float]]] = {}  # q' -> [(q, lower bound on a move from q into q')]
+        for q, moves in self._out.items():
             sources = entry.get(q)
             if sources:
-                dists, _ = self._trees[(q, q2)].query(np.stack([self._pos[n] for n in sources]))
-                weights[(q, q2)] = float(np.min(dists))
+                index = np.fromiter(sources, dtype=np.intp)
+                for key, q2 in moves:
+                    into.setdefault(q2, []).append((q, float(self._dist[key][index].min())))
         queue = [(0.0, q) for q in self.dfa.accepting]
         done: set[int] = set()
         while queue:
@@ -102,83 +105,144 @@ class ProductSearch:
             if q2 in done:
                 continue
             done.add(q2)
-            for (q, target), w in weights.items():
-                if target == q2 and q not in done and cost + w < self.cost_to_accept[q]:
+            for q, w in into.get(q2, ()):
+                if q not in done and cost + w < self.cost_to_accept[q]:
                     self.cost_to_accept[q] = cost + w
                     heapq.heappush(queue, (cost + w, q))
-        self._tabulate()
 
-    def _tabulate(self) -> None:
-        """h(x, q) for every navigation node at once: one vectorised KD-tree query per DFA transition."""
-        order = list(self._pos)
-        self._index = {n: i for i, n in enumerate(order)}
-        points = np.stack([self._pos[n] for n in order])
-        self._table: dict[int, np.ndarray] = {}
-        for q in self.dfa.states:
-            best = np.full(len(order), math.inf)
-            if q in self.dfa.accepting:
-                best[:] = 0.0
-            for (q1, q2), tree in self._trees.items():
-                if q1 == q and self.cost_to_accept[q2] < math.inf:
-                    dists, _ = tree.query(points)
-                    np.minimum(best, dists + self.cost_to_accept[q2], out=best)
-            self._table[q] = best
-
-    def heuristic(self, node: str, q: int) -> float:
+    def heuristic(self, location: int, q: int) -> float:
+        """h(x, q) = min over q' of d(x, S(q, q')) + H(q'): 0 at accepting states, inf where acceptance is out of
+        reach."""
         if not self.use_heuristic:
             return 0.0
-        return float(self._table[q][self._index[node]])
+        row = self._table.get(q)
+        if row is None:
+            row = np.full(len(self.labels), 0.0 if q in self.dfa.accepting else math.inf)
+            if q not in self.dfa.accepting:
+                for key, q2 in self._out.get(q, ()):
+                    if self.cost_to_accept[q2] < math.inf:
+                        np.minimum(row, self._dist[key] + self.cost_to_accept[q2], out=row)
+            self._table[q] = row
+        return float(row[location])
 
     def search(self, start: str, weight: float = 1.0) -> LtlPath:
-        """A* from `start`; weight > 1 gives a faster, w-suboptimal path (weighted A*)."""
+        """A* from the navigation node `start`; weight > 1 gives a faster, w-suboptimal path (weighted A*)."""
         began = time.perf_counter()
-        self._prepare(start)
-        q0 = self.dfa.step(self.dfa.initial, self.labels[start])
-        h: Callable[[str, int], float] = self.heuristic
-        frontier = [(weight * h(start, q0), 0.0, 0, start, q0)]
-        best_g = {(start, q0): 0.0}
-        parent: dict[tuple[str, int], tuple[str, int] | None] = {(start, q0): None}
-        closed: set[tuple[str, int]] = set()
+        s = self.domain.location_of(start)
+        self._prepare(s)
+        q0 = self.dfa.step(self.dfa.initial, self.labels[s])
+        if q0 not in self.live:
+            raise NoSatisfyingPathError(
+                f"no path through the navigation graph satisfies the mission: the start position {start} "
+                f"(where {_listing(self.labels[s])} hold) already violates it"
+            )
+        h = self.heuristic
+        frontier = [(weight * h(s, q0), 0.0, 0, s, q0)]
+        best_g = {(s, q0): 0.0}
+        parent: dict[tuple[int, int], tuple[int, int] | None] = {(s, q0): None}
+        closed: set[tuple[int, int]] = set()
         counter = expansions = 0
         while frontier:
-            _, g, _, node, q = heapq.heappop(frontier)
-            if (node, q) in closed:
+            _, g, _, x, q = heapq.heappop(frontier)
+            if (x, q) in closed:
                 continue
-            closed.add((node, q))
+            closed.add((x, q))
             expansions += 1
             if q in self.dfa.accepting:
-                path = [node]
-                back = parent[(node, q)]
+                path = [x]
+                back = parent[(x, q)]
                 while back is not None:
                     path.append(back[0])
                     back = parent[back]
-                return LtlPath(path[::-1], g, expansions, time.perf_counter() - began)
-            for nxt in self.graph.nav.neighbors(node):
-                q2 = self.dfa.step(q, self.labels[nxt])
-                if self.cost_to_accept.get(q2, math.inf) == math.inf and self.use_heuristic:
-                    continue  # a dead automaton state: acceptance is unreachable from there
-                g2 = g + self.planner.edge_cost(node, nxt)
-                if g2 < best_g.get((nxt, q2), math.inf):
-                    best_g[(nxt, q2)] = g2
-                    parent[(nxt, q2)] = (node, q)
+                path.reverse()
+                return LtlPath(
+                    self.domain.names(path),
+                    g,
+                    expansions,
+                    time.perf_counter() - began,
+                    [self.labels[i] for i in path],
+                    self.domain.plan_steps(path),
+                )
+            for y, cost in self.domain.moves[x]:
+                q2 = self.dfa.step(q, self.labels[y])
+                if q2 not in self.live:
+                    continue  # acceptance is unreachable from there
+                g2 = g + cost
+                if g2 < best_g.get((y, q2), math.inf):
+                    h2 = h(y, q2)
+                    if h2 == math.inf:
+                        continue
+                    best_g[(y, q2)] = g2
+                    parent[(y, q2)] = (x, q)
                     counter += 1
-                    h2 = h(nxt, q2)
-                    if h2 < math.inf:
-                        heapq.heappush(frontier, (g2 + weight * h2, g2, counter, nxt, q2))
-        raise NoSatisfyingPathError("no path through the navigation graph satisfies the mission")
+                    heapq.heappush(frontier, (g2 + weight * h2, g2, counter, y, q2))
+        raise NoSatisfyingPathError(
+            f"no path through the navigation graph satisfies the mission: {self._why_not(s, expansions)}"
+        )
+
+    def _why_not(self, start: int, expansions: int) -> str:
+        seen, stack = {start}, [start]
+        while stack:
+            for y, _ in self.domain.moves[stack.pop()]:
+                if y not in seen:
+                    seen.add(y)
+                    stack.append(y)
+        nowhere = sorted(a for a in self.dfa.atoms if not any(a in self.labels[i] for i in seen))
+        if nowhere:
+            return f"{', '.join(nowhere)} hold(s) nowhere the robot can go from {self.domain.locations[start].name}"
+        return f"its constraints rule out every way through this building ({expansions} product states explored)"
 
 
-def dijkstra_to_each_goal(graph: SceneGraph, start: str, goals: list[str]) -> LtlPath:
-    """Baseline: visit the goals in the order given, each by a shortest path (ignores other constraints)."""
+def _listing(atoms: Iterable[str]) -> str:
+    items = sorted(atoms)
+    return ", ".join(items) if items else "no propositions"
+
+
+def dijkstra_to_each_goal(
+    graph: SceneGraph,
+    start: str,
+    goals: list[str],
+    reach_distance: float = DEFAULT_REACH_DISTANCE,
+    label_atoms: Iterable[str] = (),
+) -> LtlPath:
+    """Baseline: visit the goals in the order given, each at its nearest location where it holds (ignores the
+    rest of the mission). Same domain, so the same cost model as the product search; the trace labels the goals
+    and `label_atoms` (a stop in front of another object is never a shortcut, so they do not change the path)."""
     began = time.perf_counter()
-    planner = PathPlanner(graph)
-    here, nodes, cost = start, [start], 0.0
+    domain = SearchDomain(graph, {*goals, *label_atoms}, reach_distance)
+    here = domain.location_of(start)
+    path, cost = [here], 0.0
     for goal in goals:
-        node = graph.nodes[goal]
-        target = goal if node.type in NAV_TYPES else graph.room_of(goal)
-        assert target is not None
-        leg = planner.shortest_path(here, target)
-        nodes.extend(leg.nodes[1:])
-        cost += leg.cost
-        here = target
-    return LtlPath(nodes, cost, 0, time.perf_counter() - began)
+        targets = set(domain.where(goal))
+        dist = {here: 0.0}
+        back: dict[int, int] = {}
+        queue = [(0.0, here)]
+        reached = None
+        while queue:
+            d, x = heapq.heappop(queue)
+            if d > dist[x]:
+                continue
+            if x in targets:
+                reached = x
+                break
+            for y, c in domain.moves[x]:
+                if d + c < dist.get(y, math.inf):
+                    dist[y] = d + c
+                    back[y] = x
+                    heapq.heappush(queue, (d + c, y))
+        if reached is None:
+            raise NoSatisfyingPathError(f"{goal} holds nowhere the robot can go from {domain.locations[here].name}")
+        leg = [reached]
+        while leg[-1] != here:
+            leg.append(back[leg[-1]])
+        path.extend(reversed(leg[:-1]))
+        cost += dist[reached]
+        here = reached
+    return LtlPath(
+        domain.names(path),
+        cost,
+        0,
+        time.perf_counter() - began,
+        [domain.labels[i] for i in path],
+        domain.plan_steps(path),
+    )

@@ -1,13 +1,18 @@
-"""Optimal scene-graph planning for navigation missions (Dai et al.): NL -> LTL -> automaton -> product A*.
+"""Optimal scene-graph planning for navigation missions (Dai et al.): NL -> LTLf -> automaton -> product A*.
 
 Two LLM calls, each re-asked with the error when its answer fails a check:
-1. grounding: the mission's places and objects -> unique node ids of the graph;
-2. translation: the mission -> an LTL formula in prefix notation over those ids,
-   which must parse, name only grounded ids, be syntactically co-safe, and give a
-   satisfiable automaton.
-The path is then found without the LLM, by A* on the product of the navigation graph
-and the automaton with a consistent heuristic, so it is the cheapest path that
-satisfies the formula. The plan is the sequence of goto hops, verified by the simulator.
+1. grounding: the mission's floors, rooms, poses and objects -> unique node ids, from
+   the building's attribute hierarchy (floors, their rooms with what each connects
+   to and contains, their poses);
+2. translation: the mission -> an LTLf formula in prefix notation over those ids,
+   which must parse, name only grounded ids and be satisfiable on some finite trace.
+The path is then found without the LLM, by A* on the product of the planning domain
+(navigation nodes plus a stop at each named object, `ltl/domain.py`) and the
+automaton, with a consistent heuristic, so it is the cheapest path that satisfies
+the formula. Before success is reported, the trace of the path is checked against
+the formula by the LTLf evaluator (`ltl/semantics.py`), independently of the
+automaton, and the plan (goto hops, access at each object stop, done) by the
+simulator.
 """
 
 from __future__ import annotations
@@ -17,52 +22,98 @@ from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.llm.types import LlmBackend
 from sayplan_core.ltl import (
     AutomatonError,
     Dfa,
+    Formula,
     FormulaError,
+    LtlPath,
     NoSatisfyingPathError,
     ProductSearch,
     build_dfa,
-    check_co_safe,
+    holds,
     parse_prefix,
     require_tools,
 )
-from sayplan_core.outcomes import PlanStage
+from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
+from sayplan_core.ltl.semantics import show_trace
+from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanJob, Planner, Progress
-from sayplan_core.sim.plan import PlanStep
+from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, Progress
 from sayplan_core.sim.simulator import verify_plan
 
-GROUNDABLE = ("room", "pose", "asset", "object")
+GROUNDABLE = ("floor", "room", "pose", "asset", "object", "workspace")
+assert set(GROUNDABLE) == ATOM_TYPES
 
-GROUND_SYSTEM = """You ground navigation missions for a mobile robot in a building. The building's scene graph lists
-rooms with the assets and objects in them. For every place or object the mission mentions, give the one node id it
-refers to. Answer with one JSON object: {"mapping": [{"phrase": "<words from the mission>", "node": "<node id>"}]}"""
+GROUND_SYSTEM = """You ground navigation missions for a mobile robot in a building. The building is given as its
+floors; each floor lists its rooms (the rooms and poses each room connects to, and the assets and objects in it) and
+its poses (waypoints in corridors and on stairs, with the poses each connects to). For every floor, room, pose, asset
+or object the mission mentions, give the one node id it refers to.
+Answer with one JSON object: {"mapping": [{"phrase": "<words from the mission>", "node": "<node id>"}]}"""
 
-TRANSLATE_SYSTEM = """Translate a robot navigation mission into linear temporal logic (LTL) in prefix notation.
-Propositions are node ids: a node id is true while the robot is at that room, or in the room holding that asset or
-object. Operators, written before their arguments: ! (not), & (and), | (or), F (eventually), X (next),
-U (until: "U a b" means a holds until b). Do not use G (always): write "avoid a until b" as "U ! a b".
+TRANSLATE_SYSTEM = """Translate a robot navigation mission into linear temporal logic on finite traces (LTLf) in
+prefix notation. The trace is the sequence of places the robot is at, from its start to where it stops. Propositions
+are node ids: a room id holds while the robot is in that room, a floor id while it is on that floor, a pose id at that
+pose, an asset or object id while the robot is next to it. Operators, written before their arguments: ! (not),
+& (and), | (or), -> (implies), <-> (equivalent), F (eventually), G (always: at every position until the robot stops),
+X (at the next position), U (until: "U a b" means a holds at every position before b holds), R (release: "R a b"
+means b holds until and including the position where a holds, or to the end).
 Examples: "go to the kitchen, then to the lab" -> F & kitchen F lab; "visit the kitchen and the lab in any order"
--> & F kitchen F lab; "reach the desk without passing through the lab" -> U ! lab desk.
+-> & F kitchen F lab; "reach the desk and never enter the lab" -> & F desk G ! lab; "stay out of the lab until you
+have been to the kitchen, and end at the desk" -> & U ! lab kitchen F desk; "if you pass the printer, visit the
+kitchen afterwards; reach the desk" -> & F desk G -> printer F kitchen.
 Answer with one JSON object: {"formula": "<prefix formula over the given node ids>"}"""
 
 
 def grounding_catalogue(graph: SceneGraph) -> str:
-    """Rooms with their assets and objects, ids only: enough to ground names, far smaller than the graph."""
-    rooms: dict[str, list[str]] = {}
-    for node_id in sorted(graph.ids_of_type("asset", "object")):
-        room = graph.room_of(node_id)
-        if room:
-            rooms.setdefault(room, []).append(node_id)
+    """The attribute hierarchy (Dai et al. fig. 2a): floors -> rooms (connections, contents) and poses, ids only."""
+    floors: dict[str, dict[str, Any]] = {}
+
+    def floor_entry(node_id: str) -> dict[str, Any]:
+        floor = graph.enclosing(node_id, "floor") or "(no floor)"
+        return floors.setdefault(floor, {"rooms": {}, "poses": {}})
+
     for room in graph.ids_of_type("room"):
-        rooms.setdefault(room, [])
-    return json.dumps(dict(sorted(rooms.items())), separators=(",", ":"))
+        contents = sorted(n for n in graph.descendants(room) if graph.nodes[n].type in ("asset", "object", "workspace"))
+        floor_entry(room)["rooms"][room] = {"connects_to": graph.neighbours(room), "contains": contents}
+    for pose in graph.ids_of_type("pose"):
+        poses = [n for n in graph.neighbours(pose) if graph.nodes[n].type == "pose"]
+        entry = floor_entry(pose)
+        inside = graph.room_of(pose)
+        if inside is not None:
+            entry["rooms"].setdefault(inside, {}).setdefault("poses", []).append(pose)
+        entry["poses"][pose] = poses
+    for floor in graph.ids_of_type("floor"):
+        floors.setdefault(floor, {"rooms": {}, "poses": {}})
+    return json.dumps(dict(sorted(floors.items())), separators=(",", ":"))
+
+
+def trace_violation(formula: Formula, path: LtlPath) -> str | None:
+    """None when the path's trace satisfies `formula` by the LTLf definition; else the internal error to report.
+
+    The search ran on the automaton; this check does not, so a wrong automaton (or a
+    search bug) shows up as an error here instead of a plan that breaks the mission.
+    """
+    if holds(formula, path.trace):
+        return None
+    return (
+        f"internal error: the path found for {formula.prefix()} violates it on the trace {show_trace(path.trace)} "
+        f"(path {' > '.join(path.nodes[:8])}{' ...' if len(path.nodes) > 8 else ''}); no plan is returned"
+    )
 
 
 class LtlPlanner(Planner):
     name = "ltl"
+
+    def __init__(
+        self,
+        backend: LlmBackend,
+        options: PlannerOptions | None = None,
+        reach_distance: float = DEFAULT_REACH_DISTANCE,
+    ) -> None:
+        super().__init__(backend, options)
+        self.reach_distance = reach_distance
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
@@ -76,7 +127,7 @@ class LtlPlanner(Planner):
             "ground",
             [
                 {"role": "system", "content": GROUND_SYSTEM},
-                {"role": "user", "content": f"Scene graph: {grounding_catalogue(graph)}\nMission: {instruction}"},
+                {"role": "user", "content": f"Building: {grounding_catalogue(graph)}\nMission: {instruction}"},
             ],
             _obj(
                 {
@@ -91,7 +142,7 @@ class LtlPlanner(Planner):
         )
         result.explored_nodes = sorted(set(mapping.values()))
         progress(Progress(PlanStage.SEARCH, 0, "", 0, session.tokens_used, f"grounded: {mapping}"))
-        listing = "\n".join(f"- {phrase}: {node}" for phrase, node in mapping.items())
+        listing = "\n".join(f"- {phrase}: {node} ({graph.nodes[node].type})" for phrase, node in mapping.items())
         formula, dfa = session.ask(
             "translate",
             [
@@ -102,25 +153,31 @@ class LtlPlanner(Planner):
             lambda data: self._parse_formula(set(mapping.values()), data),
             "formula",
         )
-        progress(Progress(PlanStage.PLAN, 1, "", 0, session.tokens_used, f"formula: {formula}"))
+        progress(Progress(PlanStage.PLAN, 1, "", 0, session.tokens_used, f"formula: {formula.prefix()}"))
         start = graph.agent_location()
         if start is None:
             result.message = "the scene graph has no agent location to start from"
             return
         try:
-            path = ProductSearch(graph, dfa).search(start)
-        except NoSatisfyingPathError as exc:
-            result.message = f"{exc} ({formula})"
+            path = ProductSearch(graph, dfa, reach_distance=self.reach_distance).search(start)
+        except (NoSatisfyingPathError, DomainError) as exc:
+            result.message = f"{exc} ({formula.prefix()})"
             return
-        result.plan = [PlanStep("goto", hop) for hop in path.nodes[1:]] + [PlanStep("done", "")]
+        violation = trace_violation(formula, path)
+        if violation is not None:
+            result.message, result.failure = violation, PlanCode.INTERNAL_ERROR
+            return
+        result.plan = list(path.steps)
         result.full_plan = list(result.plan)
         check = verify_plan(graph, result.full_plan, "sayplan", strict_navigation=True)
         result.success = result.verified = check.success
+        if not check.success:
+            result.failure = PlanCode.INTERNAL_ERROR
         result.message = (
-            f"optimal path for {formula}: cost {path.cost:.1f} over {len(path.nodes) - 1} hops "
-            f"({path.expansions} A* expansions, {path.elapsed_s * 1000:.1f} ms)"
+            f"optimal path for {formula.prefix()}: cost {path.cost:.1f} over {len(path.nodes) - 1} moves "
+            f"({path.expansions} A* expansions, {path.elapsed_s * 1000:.1f} ms); the trace satisfies the formula"
             if check.success
-            else f"the path fails in the simulator: {check.feedback}"
+            else f"internal error: the path fails in the simulator: {check.feedback}"
         )
         progress(Progress(PlanStage.DONE, 2, "", 0, session.tokens_used, result.message))
 
@@ -135,21 +192,20 @@ class LtlPlanner(Planner):
                 raise BadAnswerError("each mapping item needs a 'phrase' and a 'node'")
             node = item.get("node")
             if not isinstance(node, str) or node not in graph.nodes or graph.nodes[node].type not in GROUNDABLE:
-                raise BadAnswerError(f"'{node}' is not a room, pose, asset or object id of the scene graph")
+                raise BadAnswerError(f"'{node}' is not the id of a {', '.join(GROUNDABLE[:-1])} or {GROUNDABLE[-1]}")
             out[item["phrase"]] = node
         return out
 
     @staticmethod
-    def _parse_formula(atoms: set[str], data: dict[str, Any]) -> tuple[str, Dfa]:
+    def _parse_formula(atoms: set[str], data: dict[str, Any]) -> tuple[Formula, Dfa]:
         text = data.get("formula")
         if not isinstance(text, str):
             raise BadAnswerError("the answer needs a 'formula' string")
         try:
             formula = parse_prefix(text, atoms)
-            check_co_safe(formula)
             dfa = build_dfa(formula)
         except FormulaError as exc:
             raise BadAnswerError(f"formula '{text}': {exc}") from None
         except AutomatonError as exc:
             raise BadAnswerError(f"formula '{text}' could not be turned into an automaton: {exc}") from None
-        return formula.prefix(), dfa
+        return formula, dfa

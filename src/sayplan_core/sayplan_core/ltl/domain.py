@@ -1,0 +1,187 @@
+"""The planning domain of the ltl planner: where the robot can be, how it moves, and which propositions hold where.
+
+This module is the one definition of the propositions, shared by the search, the
+baseline and the planner's trace check.
+
+Locations are the navigation nodes (rooms and poses) plus, for every asset, object
+or workspace the formula names, one *stop* in front of it: its (x, y) position at
+the height of its room's node (Dai et al.'s object level). A stop is joined to its
+room's node and to the other stops of that room by straight-line moves, so
+visiting objects costs the metric walk between them; a stop is reached and left
+through the room's node.
+
+Propositions, at a location l:
+- room r: l is r's node, a pose inside r, or a stop of an object in r (`enter(r)`);
+- floor f: l is on floor f (its enclosing floor node);
+- pose p: l is p;
+- asset, object or workspace o (`reach(o)`): l is on o's floor and within
+  `reach_distance` of o's position, measured in the horizontal plane. A node with
+  no position of its own uses its nearest positioned ancestor's; when neither o
+  nor l has one, o holds only at its own stop. An object in the robot's hand holds
+  everywhere.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+import numpy as np
+
+from sayplan_core.graph.model import NAV_TYPES, SceneGraph
+from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, PathPlanner
+from sayplan_core.sim.plan import PlanStep
+
+DEFAULT_REACH_DISTANCE = 1.0  # metres, horizontal
+REACH_TYPES = frozenset({"asset", "object", "workspace"})
+ATOM_TYPES = frozenset({"room", "pose", "floor"}) | REACH_TYPES
+
+
+class DomainError(ValueError):
+    """A proposition that names no usable node of the scene graph."""
+
+
+@dataclass(frozen=True)
+class Location:
+    name: str  # the navigation node's id, or the id of the asset/object/workspace a stop is in front of
+    is_stop: bool
+    room: str | None
+    floor: str | None
+    position: tuple[float, float, float] | None
+    access: str | None = None  # for a stop: the asset or workspace to access(), if any
+
+
+class SearchDomain:
+    """Locations (indices 0..n-1), weighted moves between them, and the atoms that hold at each."""
+
+    def __init__(self, graph: SceneGraph, atoms: Iterable[str], reach_distance: float = DEFAULT_REACH_DISTANCE):
+        if not (math.isfinite(reach_distance) and reach_distance >= 0):
+            raise DomainError(f"reach_distance must be a finite number >= 0, got {reach_distance}")
+        self.graph = graph
+        self.reach_distance = reach_distance
+        self.atoms = frozenset(atoms)
+        for atom in sorted(self.atoms):
+            node = graph.nodes.get(atom)
+            if node is None:
+                raise DomainError(f"'{atom}' is not a node of the scene graph")
+            if node.type not in ATOM_TYPES:
+                raise DomainError(
+                    f"'{atom}' is a {node.type}; propositions name rooms, poses, floors, assets, objects or workspaces"
+                )
+        self.locations: list[Location] = [self._nav_location(n) for n in sorted(graph.nav.nodes)]
+        self.index = {loc.name: i for i, loc in enumerate(self.locations)}
+        self.moves: list[list[tuple[int, float]]] = [[] for _ in self.locations]
+        planner = PathPlanner(graph)
+        for a, b in graph.nav.edges:
+            cost = planner.edge_cost(a, b)
+            self.moves[self.index[a]].append((self.index[b], cost))
+            self.moves[self.index[b]].append((self.index[a], cost))
+        self._held = graph.held_object()
+        self._add_stops(sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held))
+        known = [loc.position for loc in self.locations]
+        self.positions: np.ndarray | None = (
+            np.asarray(known, dtype=float) if all(p is not None for p in known) else None
+        )
+        self.labels: list[frozenset[str]] = self._label_all()
+
+    # ------------------------------------------------------------------ locations
+    def _position(self, node_id: str) -> tuple[float, float, float] | None:
+        for item in [node_id, *self.graph.ancestors(node_id)]:
+            position = self.graph.nodes[item].position
+            if position is not None:
+                return position
+        return None
+
+    def _nav_location(self, node_id: str) -> Location:
+        room = node_id if self.graph.nodes[node_id].type == "room" else self.graph.room_of(node_id)
+        return Location(
+            node_id, False, room, self.graph.enclosing(node_id, "floor"), self.graph.nodes[node_id].position
+        )
+
+    def _add_stops(self, targets: list[str]) -> None:
+        by_room: dict[str, list[int]] = {}
+        for target in targets:
+            room = self.graph.room_of(target)
+            if room is None or room not in self.index:
+                continue  # not in a room: reach(target) holds only where it is within reach distance
+            where = self._position(target)
+            hub = self.locations[self.index[room]]
+            if where is not None and hub.position is not None:
+                where = (where[0], where[1], hub.position[2])
+            node = self.graph.nodes[target]
+            access = target if node.type in ("asset", "workspace") else self._support(target)
+            stop = Location(target, True, room, hub.floor, where, access)
+            i = len(self.locations)
+            self.locations.append(stop)
+            self.index[target] = i
+            self.moves.append([])
+            for j in [self.index[room], *by_room.get(room, [])]:
+                cost = self._straight(stop, self.locations[j])
+                self.moves[i].append((j, cost))
+                self.moves[j].append((i, cost))
+            by_room.setdefault(room, []).append(i)
+
+    def _support(self, node_id: str) -> str | None:
+        for item in self.graph.ancestors(node_id):
+            if self.graph.nodes[item].type in ("asset", "workspace"):
+                return item
+        return None
+
+    @staticmethod
+    def _straight(a: Location, b: Location) -> float:
+        if a.position is None or b.position is None:
+            return DEFAULT_EDGE_COST
+        return math.dist(a.position, b.position)
+
+    # ------------------------------------------------------------------ labels
+    def _label_all(self) -> list[frozenset[str]]:
+        labels: list[set[str]] = [set() for _ in self.locations]
+        for atom in self.atoms:
+            for i in self.where(atom):
+                labels[i].add(atom)
+        return [frozenset(label) for label in labels]
+
+    def where(self, atom: str) -> list[int]:
+        """The locations at which `atom` holds."""
+        node = self.graph.nodes[atom]
+        locations = self.locations
+        if node.type == "pose":
+            return [self.index[atom]] if atom in self.index else []
+        if node.type == "room":
+            return [i for i, loc in enumerate(locations) if loc.room == atom]
+        if node.type == "floor":
+            return [i for i, loc in enumerate(locations) if loc.floor == atom]
+        if atom == self._held:
+            return list(range(len(locations)))
+        out = {self.index[atom]} if atom in self.index and locations[self.index[atom]].is_stop else set()
+        centre = self._position(atom)
+        if centre is not None:
+            floor = self.graph.enclosing(atom, "floor")
+            r2 = self.reach_distance**2
+            for i, loc in enumerate(locations):
+                p = loc.position
+                if p is not None and loc.floor == floor and (p[0] - centre[0]) ** 2 + (p[1] - centre[1]) ** 2 <= r2:
+                    out.add(i)
+        return sorted(out)
+
+    # ------------------------------------------------------------------ output
+    def names(self, path: list[int]) -> list[str]:
+        return [self.locations[i].name for i in path]
+
+    def plan_steps(self, path: list[int]) -> list[PlanStep]:
+        """The sayplan actions that walk `path`: goto for navigation nodes, access for stops, then done."""
+        steps: list[PlanStep] = []
+        for i in path[1:]:
+            loc = self.locations[i]
+            if not loc.is_stop:
+                steps.append(PlanStep("goto", loc.name))
+            elif loc.access is not None and (not steps or steps[-1] != PlanStep("access", loc.access)):
+                steps.append(PlanStep("access", loc.access))
+        return [*steps, PlanStep("done", "")]
+
+    def location_of(self, node_id: str) -> int:
+        """The location of a navigation node (a start position)."""
+        if node_id not in self.graph.nodes or self.graph.nodes[node_id].type not in NAV_TYPES:
+            raise DomainError(f"'{node_id}' is not a room or pose node, so the robot cannot start there")
+        return self.index[node_id]

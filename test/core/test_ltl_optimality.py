@@ -1,0 +1,210 @@
+"""The product A* against brute force: Dijkstra (networkx) over an explicitly built product graph whose locations,
+moves and labels are rebuilt here from the documented definitions, not taken from the planner's domain.
+
+For random missions of every shape, on generated buildings and the bundled envs, from several start positions:
+the returned cost equals the brute-force optimum, the path is a walk of the oracle's graph with that cost, its
+trace (labelled by the oracle) satisfies the formula by the LTLf definition, and the plan verifies in the
+simulator; when brute force finds no path, the planner reports the mission unsatisfiable."""
+
+from __future__ import annotations
+
+import math
+import random
+import shutil
+from collections import Counter
+from itertools import pairwise
+from typing import Any
+
+import networkx as nx
+import pytest
+
+from sayplan_core.envs import load_env
+from sayplan_core.envs.generator import BuildingSpec, generate_building
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.ltl import (
+    Dfa,
+    FormulaError,
+    NoSatisfyingPathError,
+    ProductSearch,
+    build_dfa,
+    dijkstra_to_each_goal,
+    holds,
+    parse_prefix,
+)
+from sayplan_core.sim import verify_plan
+
+if shutil.which("mona") is None:
+    print("test_ltl_optimality: the Debian package 'mona' is missing; scripts/bootstrap_venv.sh installs it")
+    pytest.skip("MONA (Debian package 'mona') is not installed", allow_module_level=True)
+
+REACHABLE = ("asset", "object", "workspace")
+Loc = Any  # a navigation node id, or ("stop", object id)
+
+
+class Oracle:
+    """The planning domain from its definition (README, "The ltl planner"), as a networkx graph."""
+
+    def __init__(self, graph: SceneGraph, atoms: set[str], reach: float) -> None:
+        self.graph, self.reach = graph, reach
+        g = nx.Graph()
+        self.pos: dict[Loc, tuple[float, float, float]] = {}
+        self.room: dict[Loc, str | None] = {}
+        self.floor: dict[Loc, str | None] = {}
+        for n in graph.nav.nodes:
+            p = graph.nodes[n].position
+            assert p is not None
+            self.pos[n] = p
+            parent = graph.parent(n)
+            own_room = n if graph.nodes[n].type == "room" else parent
+            self.room[n] = own_room if own_room is not None and graph.nodes[own_room].type == "room" else None
+            self.floor[n] = next((a for a in graph.ancestors(n) if graph.nodes[a].type == "floor"), None)
+        for a, b, data in graph.nav.edges(data=True):
+            straight = math.dist(self.pos[a], self.pos[b])
+            g.add_edge(a, b, cost=max(straight, data["weight"]) if "weight" in data else straight)
+        stops_in: dict[str, list[Loc]] = {}
+        for o in sorted(atoms):
+            if graph.nodes[o].type not in REACHABLE:
+                continue
+            room = next(a for a in graph.ancestors(o) if graph.nodes[a].type == "room")
+            p = graph.nodes[o].position
+            assert p is not None
+            stop = ("stop", o)
+            self.pos[stop] = (p[0], p[1], self.pos[room][2])
+            self.room[stop], self.floor[stop] = room, self.floor[room]
+            for other in [room, *stops_in.get(room, [])]:
+                g.add_edge(stop, other, cost=math.dist(self.pos[stop], self.pos[other]))
+            stops_in.setdefault(room, []).append(stop)
+        self.g = g
+        self.labels = {loc: frozenset(a for a in atoms if self.holds_at(a, loc)) for loc in g.nodes}
+
+    def holds_at(self, atom: str, loc: Loc) -> bool:
+        kind = self.graph.nodes[atom].type
+        if kind == "room":
+            return self.room[loc] == atom
+        if kind == "floor":
+            return self.floor[loc] == atom
+        if kind == "pose":
+            return loc == atom
+        o = self.graph.nodes[atom].position
+        assert o is not None
+        o_floor = next((a for a in self.graph.ancestors(atom) if self.graph.nodes[a].type == "floor"), None)
+        p = self.pos[loc]
+        return self.floor[loc] == o_floor and math.hypot(p[0] - o[0], p[1] - o[1]) <= self.reach
+
+    def loc(self, name: str) -> Loc:
+        return name if name in self.g and isinstance(name, str) and name in self.graph.nav else ("stop", name)
+
+    def optimum(self, dfa: Dfa, start: str) -> float | None:
+        product = nx.DiGraph()
+        for x, y, data in self.g.edges(data=True):
+            for q in dfa.states:
+                product.add_edge((x, q), (y, dfa.step(q, self.labels[y])), cost=data["cost"])
+                product.add_edge((y, q), (x, dfa.step(q, self.labels[x])), cost=data["cost"])
+        source = (start, dfa.step(dfa.initial, self.labels[start]))
+        if source[1] in dfa.accepting:
+            return 0.0
+        if source not in product:
+            return None
+        dist = nx.single_source_dijkstra_path_length(product, source, weight="cost")
+        costs = [d for (_, q), d in dist.items() if q in dfa.accepting]
+        return min(costs) if costs else None
+
+
+SHAPES = {
+    "ordered reach": "F & {r1} F & {o1} F {r2}",
+    "reach with avoid": "& & F {r1} F {o1} G ! {r2}",
+    "enter a room, avoid an object in it": "& F {r1} G ! {o_r1}",
+    "until": "& U ! {r2} {r1} F {o1}",
+    "implication": "& F {r1} G -> {r2} F {o1}",
+    "equivalence": "& F {r1} <-> F {r2} F {o1}",
+    "release": "& F {r1} R {o1} ! {r2}",
+    "next": "& F {r1} G -> {p1} X {p2}",
+    "objects in one room": "& & & F {o_r1} F {o2_r1} F {o3_r1} G ! {r2}",
+    "floors": "& F {f1} & F {o1} G ! {r2}",
+    "end in a room": "& F {o2_r1} F G {r1}",
+}
+
+
+def envs() -> dict[str, SceneGraph]:
+    out = {"office": load_env("office"), "home": load_env("home")}
+    for seed in (1, 2):
+        out[f"generated seed {seed}"] = generate_building(BuildingSpec(floors=2, rooms_per_floor=6, seed=seed))
+    return out
+
+
+ENVS = envs()
+
+
+def fill(template: str, graph: SceneGraph, rng: random.Random) -> str:
+    rooms = [
+        r for r in graph.ids_of_type("room") if any(graph.nodes[d].type in REACHABLE for d in graph.descendants(r))
+    ]
+    room = rng.choice([r for r in rooms if sum(graph.nodes[d].type in REACHABLE for d in graph.descendants(r)) >= 3])
+    in_room = rng.sample([d for d in graph.descendants(room) if graph.nodes[d].type in REACHABLE], 3)
+    things = graph.ids_of_type("asset", "object")
+    values = {
+        "r1": room,
+        "r2": rng.choice([r for r in graph.ids_of_type("room") if r != room]),
+        "o1": rng.choice(things),
+        "o_r1": in_room[0],
+        "o2_r1": in_room[1],
+        "o3_r1": in_room[2],
+        "p1": rng.choice(graph.ids_of_type("pose")),
+        "p2": rng.choice(graph.ids_of_type("pose")),
+        "f1": rng.choice(graph.ids_of_type("floor")),
+    }
+    return template.format(**values)
+
+
+@pytest.mark.parametrize("env", sorted(ENVS))
+def test_the_product_search_is_optimal_on_random_missions_of_every_shape(env: str) -> None:
+    graph = ENVS[env]
+    rng = random.Random(f"ltl-{env}")
+    outcomes: Counter[str] = Counter()
+    for shape, template in SHAPES.items():
+        for _ in range(8):
+            text = fill(template, graph, rng)
+            formula = parse_prefix(text)
+            reach = rng.choice([0.5, 1.0, 2.0])
+            start = rng.choice(sorted(graph.nav.nodes))
+            try:
+                dfa = build_dfa(formula)
+            except FormulaError:
+                outcomes["unsatisfiable formula"] += 1
+                continue
+            oracle = Oracle(graph, formula.atoms(), reach)
+            best = oracle.optimum(dfa, start)
+            if best is None:
+                with pytest.raises(NoSatisfyingPathError, match="no path through the navigation graph satisfies"):
+                    ProductSearch(graph, dfa, reach_distance=reach).search(start)
+                outcomes[f"{shape}: no path"] += 1
+                continue
+            path = ProductSearch(graph, dfa, reach_distance=reach).search(start)
+            blind = ProductSearch(graph, dfa, use_heuristic=False, reach_distance=reach).search(start)
+            where = f"{env}: {text} from {start}, reach {reach}"
+            assert path.cost == pytest.approx(best, abs=1e-4), where
+            assert blind.cost == pytest.approx(best, abs=1e-4), where
+            assert path.expansions <= blind.expansions, where
+            locs = [oracle.loc(n) for n in path.nodes]
+            assert locs[0] == start
+            walked = sum(oracle.g.edges[a, b]["cost"] for a, b in pairwise(locs))
+            assert walked == pytest.approx(path.cost, abs=1e-4), where
+            assert holds(formula, [oracle.labels[loc] for loc in locs]), where
+            moved = graph.copy()
+            moved.nodes[moved.agent_id].attributes["location"] = start  # type: ignore[index]
+            check = verify_plan(moved, path.steps, "sayplan", strict_navigation=True)
+            assert check.success, f"{where}: {check.feedback}"
+            outcomes[shape] += 1
+    print(env, dict(outcomes))
+    assert sum(outcomes[s] for s in SHAPES) >= 4 * len(SHAPES), outcomes  # most missions are satisfiable
+
+
+def test_the_in_order_baseline_is_never_cheaper_on_reach_missions() -> None:
+    graph = ENVS["office"]
+    start = graph.agent_location()
+    assert start is not None
+    rng = random.Random(5)
+    for _ in range(6):
+        goals = [*rng.sample(graph.ids_of_type("room"), 2), rng.choice(graph.ids_of_type("object"))]
+        best = ProductSearch(graph, build_dfa(parse_prefix("& F {} & F {} F {}".format(*goals)))).search(start)
+        assert best.cost <= dijkstra_to_each_goal(graph, start, goals).cost + 1e-9
