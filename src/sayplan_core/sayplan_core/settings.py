@@ -136,6 +136,7 @@ PLANNER_SETTINGS = Settings(
         Setting("vector_store", "faiss", "embodiedrag: vector search, both exact", choices=("faiss", "numpy"), flag="--vector-store"),
         Setting("candidate_plans", 3, "abstract: candidate plans asked of the LLM", PER_GOAL, 1, 10, flag="--candidate-plans"),
         Setting("step_threshold", 0.5, "abstract: steps less relevant to the command than this are dropped", PER_GOAL, -1.0, 1.0, flag="--step-threshold"),
+        Setting("reach_distance", 1.0, "ltl: an object's proposition holds within this distance of it, metres", PER_GOAL, 0.05, 100.0, flag="--reach-distance"),
         Setting("replay_transcript", "", "answer from this recorded transcript instead of an LLM (tests, demos)", names_file=True, flag="--replay"),
         Setting("record_transcript", "", "folder (node) or file (CLI) for the transcripts of every LLM exchange; one file per goal", names_file=True, flag="--record"),
         Setting("graph_wait_s", 5.0, "how long a goal that arrives right after start-up waits for the first scene graph", PER_GOAL, 0.0, 600.0),
@@ -177,6 +178,7 @@ def planner_options(values: Mapping[str, Any], action_set: str = "") -> PlannerO
         vector_store=str(values["vector_store"]),
         candidate_plans=int(values["candidate_plans"]),
         step_threshold=float(values["step_threshold"]),
+        reach_distance=float(values["reach_distance"]),
     )
 
 

@@ -22,7 +22,6 @@ from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import BadAnswerError
-from sayplan_core.llm.types import LlmBackend
 from sayplan_core.ltl import (
     AutomatonError,
     Dfa,
@@ -36,11 +35,11 @@ from sayplan_core.ltl import (
     parse_prefix,
     require_tools,
 )
-from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
+from sayplan_core.ltl.domain import ATOM_TYPES, DomainError
 from sayplan_core.ltl.semantics import show_trace
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, Progress
+from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.simulator import verify_plan
 
 GROUNDABLE = ("floor", "room", "pose", "asset", "object", "workspace")
@@ -106,14 +105,9 @@ def trace_violation(formula: Formula, path: LtlPath) -> str | None:
 class LtlPlanner(Planner):
     name = "ltl"
 
-    def __init__(
-        self,
-        backend: LlmBackend,
-        options: PlannerOptions | None = None,
-        reach_distance: float = DEFAULT_REACH_DISTANCE,
-    ) -> None:
-        super().__init__(backend, options)
-        self.reach_distance = reach_distance
+    @property
+    def reach_distance(self) -> float:
+        return self.options.reach_distance
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
