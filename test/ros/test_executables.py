@@ -56,11 +56,25 @@ def test_stack_process_serves_paths(ros: Any) -> None:
 
 
 @needs_stack
-def test_stack_process_rejects_bad_parameters(ros: Any) -> None:
+@pytest.mark.parametrize(
+    ("parameter", "cause"),
+    [
+        (
+            "scene_graph_server:env:=atlantis",
+            "unknown environment 'atlantis': not a bundled one (office, home) and no such file",
+        ),
+        ("planner:timeout_s:=-1.0", "timeout_s"),
+        ("planner:llm:=replay", "the replay backend needs a transcript path"),
+        ("planner:max_calls:=0", "max_calls"),
+        ("executor:planner:=nonsense", "planner must be one of"),
+        ("sim_skill_server:failures:=pickup:mug:melted", "unknown skill outcome 'melted'"),
+    ],
+)
+def test_stack_process_rejects_bad_parameters_in_one_line(ros: Any, parameter: str, cause: str) -> None:
     assert STACK is not None
-    args = [STACK, "--ros-args", "-p", "scene_graph_server:env:=atlantis"]
-    done = subprocess.run(args, env=env_for(ros), capture_output=True, text=True, timeout=30)
-    assert done.returncode == 1
-    assert done.stderr.strip() == (
-        "sayplan_stack: unknown environment 'atlantis': not a bundled one (office, home) and no such file"
-    )
+    args = [STACK, "--ros-args", "-p", parameter]
+    done = subprocess.run(args, env=env_for(ros), capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("sayplan_stack: ")]
+    assert len(errors) == 1 and cause in errors[0], done.stderr  # one line naming the cause (logs aside)
+    assert "Traceback" not in done.stderr and done.stderr.strip().endswith(errors[0])

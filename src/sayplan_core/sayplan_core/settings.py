@@ -220,5 +220,6 @@ SIM_SKILL_SERVER_SETTINGS = Settings(
         Setting("skill_delay_s", 0.2, "simulated duration of every skill, seconds", minimum=0.0, maximum=3600.0),
         Setting("action_set", "sayplan", "action set the skills follow (a bundled name or a YAML file)", names_file=True),
         Setting("skills", "", "comma-separated skills the simulated robot has (empty: every skill of the action set)"),
+        Setting("result_timeout_s", 10.0, "how long a finished skill's result is kept for its client, seconds", minimum=0.1, maximum=3600.0),
     ],
 )  # fmt: skip

@@ -48,7 +48,7 @@ class PlannerNode(Node):
         self._goals = 0
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         group = ReentrantCallbackGroup()
-        self._follower = GraphFollower(self, group)
+        self.follower = GraphFollower(self, group)
         self._single = SingleGoal(self.get_logger(), "plan_task")
         self._server = ActionServer(
             self,
@@ -63,7 +63,7 @@ class PlannerNode(Node):
     @property
     def graph_version(self) -> int:
         """Version of the scene graph this planner would plan on (0 before the first one arrives)."""
-        return self._follower.latest()[1]
+        return self.follower.latest()[1]
 
     @staticmethod
     def _refuse(goal: PlanTask.Goal) -> str | None:
@@ -110,13 +110,13 @@ class PlannerNode(Node):
     def _plan(self, handle: ServerGoalHandle, planner_name: str) -> PlanOutcome:
         goal: PlanTask.Goal = handle.request
         values = current(self, PLANNER_SETTINGS)
-        self._follower.wait(float(values["graph_wait_s"]))
-        graph, version = self._follower.latest()
+        self.follower.wait(float(values["graph_wait_s"]))
+        graph, version = self.follower.latest()
         if graph is None:
             return plan_failure_to_msg(
                 planner_name, goal.action_set, PlanCode.NO_SCENE_GRAPH, "no scene graph received yet on 'scene_graph'"
             )
-        problem = self._follower.problem()
+        problem = self.follower.problem()
         if problem:
             return plan_failure_to_msg(
                 planner_name,

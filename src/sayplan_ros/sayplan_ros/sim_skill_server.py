@@ -57,7 +57,7 @@ class SimSkillServer(SkillServer):
         unknown = sorted(set(skills or ()) - set(self.world.actions.names()))
         if unknown:
             raise ValueError(f"skills: {', '.join(unknown)} not in action set '{self.world.actions.name}'")
-        self.serve(SkillCatalog.of("sim", [self.world.actions], skills))
+        self.serve(SkillCatalog.of("sim", [self.world.actions], skills), float(settings["result_timeout_s"]))
         note = f", {len(failures)} injected failure(s)" if failures else ""
         self.get_logger().info(f"simulated world from '{settings['env']}' ({action_set}){note}")
 

@@ -29,9 +29,6 @@ from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.conversions import skill_result_to_msg
 from sayplan_ros.single_goal import SingleGoal
 
-#: Seconds a finished execute_skill goal's result stays available to its client.
-RESULT_TIMEOUT_S = 30
-
 
 @dataclass
 class SkillContext:
@@ -74,8 +71,9 @@ class SkillServer(Node):
         self._single = SingleGoal(self.get_logger(), "execute_skill")
         self._catalog: SkillCatalog | None = None
 
-    def serve(self, catalog: SkillCatalog) -> None:
-        """Start serving once the subclass knows what its robot can do."""
+    def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
+        """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
+        `result_timeout_s` for its client, then forgotten (a long run holds no finished goals)."""
         self._catalog = catalog
         self._server = ActionServer(
             self,
@@ -85,7 +83,7 @@ class SkillServer(Node):
             goal_callback=self._single.accept,
             cancel_callback=self._on_cancel_request,
             callback_group=self._group,
-            result_timeout=RESULT_TIMEOUT_S,
+            result_timeout=max(1, round(result_timeout_s)),
         )
         self.create_service(DescribeSkills, "describe_skills", self._on_describe, callback_group=self._group)
 

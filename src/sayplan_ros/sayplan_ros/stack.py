@@ -11,13 +11,16 @@ Parameters reach each node by its name exactly as with a launch file.
 
 from __future__ import annotations
 
+import argparse
 import importlib
+import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.utilities import remove_ros_args
 
 from sayplan_ros.runner import run_nodes
 
@@ -82,4 +85,9 @@ def create_nodes(
 
 
 def main(args: list[str] | None = None) -> None:
-    run_nodes("sayplan_stack", create_nodes, args)
+    """`sayplan_stack [--robot sim] --ros-args ...`"""
+    argv = list(sys.argv if args is None else ["sayplan_stack", *args])
+    parser = argparse.ArgumentParser(prog="sayplan_stack", description="run the whole stack in one process")
+    parser.add_argument("--robot", default="sim", choices=sorted(ROBOTS), help="which robot's skill server to start")
+    options = parser.parse_args(remove_ros_args(argv)[1:])
+    run_nodes("sayplan_stack", lambda: create_nodes(robot=options.robot), argv[1:])

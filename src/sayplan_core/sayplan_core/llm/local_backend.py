@@ -65,6 +65,9 @@ class LocalBackend:
         self._llama: Any = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
         self.info = BackendInfo("local", path.stem, str(path))
 
+    def start_task(self, instruction: str) -> None:
+        """A live model answers any task."""
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         if request.images:
             raise LlmFatalError("the embedded model reads text only; use --llm openai or ollama with a vision model")

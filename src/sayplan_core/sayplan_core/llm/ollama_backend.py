@@ -6,6 +6,7 @@ import base64
 import time
 from typing import Any
 
+from sayplan_core.llm.http import deadline, deadline_transport, redact_url
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -13,12 +14,18 @@ DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 
 class OllamaBackend:
     def __init__(self, model: str, base_url: str | None = None, timeout_s: float = 60.0) -> None:
+        import httpx
         import ollama
 
         self._ollama = ollama
+        self._timeout_s = timeout_s
         host = base_url or DEFAULT_OLLAMA_URL
-        self._client = ollama.Client(host=host, timeout=timeout_s)
+        # the transport enforces a deadline on the whole call, not only on each read
+        self._client = ollama.Client(host=host, timeout=timeout_s, transport=deadline_transport(httpx))
         self.info = BackendInfo("ollama", model, host)
+
+    def start_task(self, instruction: str) -> None:
+        """A live model answers any task."""
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         import httpx
@@ -30,21 +37,22 @@ class OllamaBackend:
             messages[-1] = {**messages[-1], "images": [base64.b64encode(i).decode() for i in request.images]}
         start = time.perf_counter()
         try:
-            reply = self._client.chat(
-                model=self.info.model,
-                messages=messages,
-                format=request.schema if request.schema is not None else None,
-                options=options,
-            )
+            with deadline(self._timeout_s):
+                reply = self._client.chat(
+                    model=self.info.model,
+                    messages=messages,
+                    format=request.schema if request.schema is not None else None,
+                    options=options,
+                )
         except ollama.ResponseError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
             if status == 429 or status >= 500:
                 raise LlmTransientError(f"http_{status}", str(exc.error)) from exc
             raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {exc.error}") from exc
         except httpx.TimeoutException as exc:
-            raise LlmTransientError("timeout", str(exc) or "request timed out") from exc
+            raise LlmTransientError("timeout", f"no complete answer within {self._timeout_s:g} s") from exc
         except (httpx.ConnectError, httpx.RemoteProtocolError, ConnectionError) as exc:
-            raise LlmTransientError("connection", str(exc)) from exc
+            raise LlmTransientError("connection", redact_url(str(exc))) from exc
         latency = time.perf_counter() - start
         message = reply.message
         return LlmResponse(

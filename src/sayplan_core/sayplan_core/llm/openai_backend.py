@@ -7,6 +7,7 @@ import base64
 import time
 from typing import Any
 
+from sayplan_core.llm.http import deadline, http_client, redact_url, retry_after_s
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 
@@ -22,12 +23,21 @@ class OpenAIBackend:
         import openai
 
         self._openai = openai
-        # Retries are ours (bounded, budgeted, logged), so the SDK's are off.
+        self._timeout_s = timeout_s
+        # Retries are ours (bounded, budgeted, logged), so the SDK's are off; the HTTP client enforces a
+        # deadline on the whole call, not only on each read.
         self._client = openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None, timeout=timeout_s, max_retries=0
+            api_key=api_key or "not-needed",
+            base_url=base_url or None,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=http_client(_sdk_httpx(), timeout_s),
         )
         self.strict_schema = strict_schema
         self.info = BackendInfo("openai", model, base_url or "https://api.openai.com/v1")
+
+    def start_task(self, instruction: str) -> None:
+        """A live model answers any task."""
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         openai = self._openai
@@ -52,15 +62,16 @@ class OpenAIBackend:
             }
         start = time.perf_counter()
         try:
-            completion = self._client.chat.completions.create(**kwargs)
+            with deadline(self._timeout_s):
+                completion = self._client.chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:
-            raise LlmTransientError("timeout", str(exc)) from exc
+            raise LlmTransientError("timeout", f"no complete answer within {self._timeout_s:g} s") from exc
         except openai.APIConnectionError as exc:
-            raise LlmTransientError("connection", str(exc)) from exc
+            raise LlmTransientError("connection", redact_url(str(exc))) from exc
         except openai.RateLimitError as exc:
-            raise LlmTransientError("http_429", str(exc)) from exc
+            raise LlmTransientError("http_429", str(exc), retry_after_s(exc.response.headers)) from exc
         except openai.InternalServerError as exc:
-            raise LlmTransientError(f"http_{exc.status_code}", str(exc)) from exc
+            raise LlmTransientError(f"http_{exc.status_code}", str(exc), retry_after_s(exc.response.headers)) from exc
         except openai.APIStatusError as exc:
             raise LlmFatalError(f"HTTP {exc.status_code} from {self.info.base_url}: {exc.message}") from exc
         latency = time.perf_counter() - start
@@ -77,6 +88,13 @@ class OpenAIBackend:
             finish_reason=str(choice.finish_reason or "stop"),
             refusal=getattr(choice.message, "refusal", None),
         )
+
+
+def _sdk_httpx() -> Any:
+    """The httpx flavour this openai SDK is built on (recent releases ship `httpx2`)."""
+    import openai._base_client as base
+
+    return getattr(base, "httpx2", None) or getattr(base, "httpx")  # noqa: B009
 
 
 def image_mime(data: bytes) -> str:

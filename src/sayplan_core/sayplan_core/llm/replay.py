@@ -1,6 +1,9 @@
 """Record any run to a JSON transcript and replay it deterministically.
 
-A transcript is {"format": "sayplan-transcript", "version": 1, "backend": ..., "calls": [...]}.
+A transcript is {"format": "sayplan-transcript", "version": 1, "backend": ..., "instruction": ..., "calls": [...]}.
+It records the instruction it was made for, and replay refuses a run for another one, so a
+transcript never answers a task it was not made for (a hand-written one names its
+instruction too; only a transcript that names none answers any).
 Each call holds the request messages, the schema name, and either the response or
 the transient error the backend raised, so replay reproduces failures too.
 Replay checks that the run asks the same questions in the same order; a transcript
@@ -38,6 +41,13 @@ class RecordingBackend:
         self.inner = inner
         self.info = inner.info
         self.calls: list[dict[str, Any]] = []
+        self.instruction: str | None = None
+
+    def start_task(self, instruction: str) -> None:
+        if self.instruction is not None and instruction != self.instruction:
+            raise LlmFatalError("a transcript records one instruction; record each task to a transcript of its own")
+        self.instruction = instruction
+        self.inner.start_task(instruction)
 
     def complete(self, request: LlmRequest) -> LlmResponse:
         entry: dict[str, Any] = {"schema_name": request.schema_name, "messages": request.messages}
@@ -58,6 +68,7 @@ class RecordingBackend:
             "format": TRANSCRIPT_FORMAT,
             "version": 1,
             "backend": {"name": self.info.name, "model": self.info.model, "base_url": self.info.base_url},
+            "instruction": self.instruction,
             "calls": self.calls,
         }
 
@@ -74,6 +85,8 @@ class ReplayBackend:
         backend = transcript.get("backend") or {}
         self.info = BackendInfo("replay", str(backend.get("model", "replay")), source)
         self.calls: list[dict[str, Any]] = transcript["calls"]
+        instruction = transcript.get("instruction")
+        self.instruction = instruction if isinstance(instruction, str) else None
         self.source = source
         self.check_messages = check_messages
         self.position = 0
@@ -88,6 +101,12 @@ class ReplayBackend:
         except json.JSONDecodeError as exc:
             raise LlmFatalError(f"transcript {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
         return cls(data, str(path), check_messages)
+
+    def start_task(self, instruction: str) -> None:
+        if self.instruction is not None and instruction.strip() != self.instruction.strip():
+            raise ReplayMismatchError(
+                f"{self.source} was recorded for the instruction {self.instruction!r}, not {instruction!r}"
+            )
 
     @property
     def exhausted(self) -> bool:

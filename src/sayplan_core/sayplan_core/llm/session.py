@@ -1,11 +1,14 @@
 """One task's conversation with an LLM: budget, retries, answer validation and accounting.
 
 Two kinds of failure are handled differently. Transport failures (timeout, HTTP 429
-or 5xx, connection) are retried with bounded exponential backoff. Bad answers
-(not JSON, wrong fields, unknown node or action, an empty plan, a refusal) are fed
-back to the model as a new user message so it can correct itself. Both spend the
-task's budget of calls and tokens; when it runs out, BudgetExhaustedError says why and
-carries the last feedback.
+or 5xx, connection) are retried with bounded exponential backoff, waiting longer when
+the server says so (Retry-After, up to `max_retry_after_s`). Bad answers (not JSON,
+wrong fields, unknown node or action, an empty plan, a refusal) are fed back to the
+model as a new user message so it can correct itself. Every attempt counts against the
+call budget; only answers count against the token budget, with the tokens the server
+reports (estimated with the model's tokenizer when it reports none): a failed attempt
+costs no tokens. When a budget runs out, BudgetExhaustedError says why and carries the
+last feedback.
 """
 
 from __future__ import annotations
@@ -48,6 +51,7 @@ class Budget:
     max_transient_retries: int = 4
     backoff_initial_s: float = 0.5
     backoff_max_s: float = 8.0
+    max_retry_after_s: float = 60.0  # a server asking for a longer pause ends the task instead
 
 
 @dataclass
@@ -97,10 +101,8 @@ class LlmSession:
             try:
                 response = self.backend.complete(request)
             except LlmTransientError as exc:
-                prompt = sum(count_tokens(m["content"]) for m in request.messages)
-                self.calls.append(
-                    CallStats(stage, self.backend.info.model, prompt, 0, 0.0, "transient_error", str(exc))
-                )
+                # a failed attempt used no tokens the server reported: it spends a call, not the token budget
+                self.calls.append(CallStats(stage, self.backend.info.model, 0, 0, 0.0, "transient_error", str(exc)))
                 last_feedback = f"LLM backend error: {exc}"
                 if attempt == self.budget.max_transient_retries:
                     raise BudgetExhaustedError(
@@ -108,7 +110,17 @@ class LlmSession:
                         last_feedback,
                         backend_failure=True,
                     ) from exc
-                self.sleep(delay)
+                wait = delay
+                if exc.retry_after_s is not None:
+                    if exc.retry_after_s > self.budget.max_retry_after_s:
+                        raise BudgetExhaustedError(
+                            f"the LLM server asks to retry after {exc.retry_after_s:g} s, longer than the "
+                            f"{self.budget.max_retry_after_s:g} s allowed",
+                            last_feedback,
+                            backend_failure=True,
+                        ) from exc
+                    wait = max(wait, exc.retry_after_s)
+                self.sleep(wait)
                 delay = min(delay * 2, self.budget.backoff_max_s)
                 continue
             if not response.prompt_tokens:

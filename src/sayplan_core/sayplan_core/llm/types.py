@@ -34,11 +34,15 @@ class LlmError(Exception):
 
 
 class LlmTransientError(LlmError):
-    """Worth retrying after a pause: timeout, connection refused, HTTP 429 or 5xx."""
+    """Worth retrying after a pause: timeout, connection refused, HTTP 429 or 5xx.
 
-    def __init__(self, kind: str, message: str) -> None:
+    retry_after_s: how long the server asked us to wait (a Retry-After header), when it said.
+    """
+
+    def __init__(self, kind: str, message: str, retry_after_s: float | None = None) -> None:
         super().__init__(f"{kind}: {message}")
         self.kind = kind
+        self.retry_after_s = retry_after_s
 
 
 class LlmFatalError(LlmError):
@@ -47,10 +51,17 @@ class LlmFatalError(LlmError):
 
 @dataclass
 class BackendInfo:
+    """What a backend is, safe to print and to store: the URL never carries credentials."""
+
     name: str
     model: str
     base_url: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        from sayplan_core.llm.http import redact_url
+
+        self.base_url = redact_url(self.base_url)
 
     def describe(self) -> str:
         where = f" at {self.base_url}" if self.base_url else ""
@@ -59,5 +70,8 @@ class BackendInfo:
 
 class LlmBackend(Protocol):
     info: BackendInfo
+
+    def start_task(self, instruction: str) -> None:
+        """Called before a task's first request (a replayed transcript refuses another task's instruction)."""
 
     def complete(self, request: LlmRequest) -> LlmResponse: ...

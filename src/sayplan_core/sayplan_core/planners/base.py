@@ -205,6 +205,7 @@ class Planner(ABC):
                 on_progress(step)
 
         try:
+            self.backend.start_task(instruction)
             self._run(PlanJob(graph, instruction, session, result, progress, context))
         except BudgetExhaustedError as exc:
             result.success, result.message = False, str(exc)
