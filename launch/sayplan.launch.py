@@ -1,15 +1,21 @@
-"""Launch the SayPlan stack on a ROS 2 install.
+"""Launch the SayPlan stack on a ROS 2 install: one process per node.
 
-    ros2 launch sayplan_ros sayplan.launch.py robot:=sim planner:=sayplan llm:=auto env:=office rviz:=true
+    ros2 launch sayplan_ros sayplan.launch.py robot:=sim planner:=sayplan llm:=auto env:=office rviz:=true \
+        params_file:=my_site.yaml namespace:=robot1 use_sim_time:=false log_level:=info
 
-Without `ros2 launch` (the PyPI wheels), the same nodes run composed in one process:
-`sayplan_stack --ros-args --params-file config/sayplan.yaml --params-file config/robots/sim.yaml`.
+The node list is `sayplan_ros.stack.stack_specs(robot)`, the same list `sayplan_stack`, `sayplan_demo` and the tests
+compose in one process. Parameters come, in order (later wins), from config/sayplan.yaml,
+config/robots/<robot>.yaml, config/planners/<planner>.yaml, `params_file`, and the launch arguments
+(env, llm, use_sim_time). Every file is keyed by node name; the sections are applied to the nodes whatever their
+namespace.
 """
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
+import yaml
 from ament_index_python.packages import get_package_share_directory
 from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, OpaqueFunction
@@ -17,56 +23,101 @@ from launch.conditions import IfCondition
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from sayplan_core.planners import PLANNERS as PLANNER_REGISTRY
+from sayplan_core.llm.selection import BACKENDS
+from sayplan_core.planners import PLANNERS
+from sayplan_ros.stack import ROBOTS, stack_specs
 
-ROBOTS = ("sim", "franka_omron", "spot")
-PLANNERS = tuple(PLANNER_REGISTRY)  # every planner of sayplan_core (each has config/planners/<name>.yaml)
-LLMS = ("auto", "openai", "ollama", "local")
+LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
+LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+
+
+def node_sections(path: str, node: str) -> dict[str, Any]:
+    """The parameters a params file gives `node` (its own section, then a `/**` section for every node)."""
+    with open(path, encoding="utf-8") as handle:
+        data = yaml.safe_load(handle) or {}
+    if not isinstance(data, dict):
+        raise RuntimeError(f"params file {path}: expected node names at the top level")
+    out: dict[str, Any] = {}
+    for key in ("/**", node, f"/{node}"):
+        body = data.get(key)
+        if isinstance(body, dict):
+            out.update(body.get("ros__parameters") or {})
+    return out
+
+
+def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, Any]]:
+    """Each node's parameters for these launch argument values: the files in order, then the arguments."""
+    files = [
+        os.path.join(config, "sayplan.yaml"),
+        os.path.join(config, "robots", f"{value['robot']}.yaml"),
+        os.path.join(config, "planners", f"{value['planner']}.yaml"),
+    ]
+    if value["params_file"]:
+        files.append(value["params_file"])
+    sim_time = value["use_sim_time"].lower() in ("true", "1", "yes")
+    given = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
+    if value["robot"] == "sim":
+        given["sim_skill_server"] = {"env": value["env"]}
+    out: dict[str, dict[str, Any]] = {}
+    for spec in stack_specs(value["robot"]):
+        parameters: dict[str, Any] = {}
+        for path in files:
+            parameters.update(node_sections(path, spec.name))
+        parameters.update(given.get(spec.name, {}))
+        parameters["use_sim_time"] = sim_time
+        out[spec.name] = parameters
+    return out
 
 
 def _nodes(context: LaunchContext) -> list[Node]:
-    share = get_package_share_directory("sayplan_ros")
-    config = os.path.join(share, "config")
-    robot = LaunchConfiguration("robot").perform(context)
-    planner = LaunchConfiguration("planner").perform(context)
-    llm = LaunchConfiguration("llm").perform(context)
-    env = LaunchConfiguration("env").perform(context)
-    for name, value, allowed in (("robot", robot, ROBOTS), ("planner", planner, PLANNERS), ("llm", llm, LLMS)):
-        if value not in allowed:
-            raise RuntimeError(f"launch argument {name}:={value} is not one of {', '.join(allowed)}")
-    if robot != "sim":
-        raise RuntimeError(
-            f"robot:={robot}: its skill server comes with the robot-backend work; use robot:=sim for now"
+    config = os.path.join(get_package_share_directory("sayplan_ros"), "config")
+    value = {name: LaunchConfiguration(name).perform(context) for name in (
+        "robot", "planner", "llm", "env", "params_file", "namespace", "use_sim_time", "log_level")}  # fmt: skip
+    for name, allowed in (
+        ("robot", tuple(ROBOTS)),
+        ("planner", tuple(PLANNERS)),
+        ("llm", LLMS),
+        ("log_level", LOG_LEVELS),
+    ):
+        if value[name] not in allowed:
+            raise RuntimeError(f"launch argument {name}:={value[name]} is not one of {', '.join(allowed)}")
+    parameters = stack_parameters(value, config)
+    nodes = []
+    for spec in stack_specs(value["robot"]):
+        nodes.append(
+            Node(
+                package=spec.package,
+                executable=spec.executable,
+                name=spec.name,
+                namespace=value["namespace"],
+                parameters=[parameters[spec.name]],
+                arguments=["--ros-args", "--log-level", value["log_level"]],
+                output="screen",
+            )
         )
-    common = os.path.join(config, "sayplan.yaml")
-    planner_yaml = os.path.join(config, "planners", f"{planner}.yaml")  # may also set the skills' action set
-    return [
-        Node(package="sayplan_ros", executable="scene_graph_server", name="scene_graph_server",
-             parameters=[common, {"env": env}], output="screen"),
-        Node(package="sayplan_ros", executable="path_planner", name="path_planner",
-             parameters=[common], output="screen"),
-        Node(package="sayplan_ros", executable="planner", name="planner",
-             parameters=[common, planner_yaml, {"llm": llm}], output="screen"),
-        Node(package="sayplan_ros", executable="executor", name="executor",
-             parameters=[common], output="screen"),
-        Node(package="sayplan_ros", executable="sim_skill_server", name="sim_skill_server",
-             parameters=[os.path.join(config, "robots", f"{robot}.yaml"), planner_yaml, {"env": env}], output="screen"),
-    ]  # fmt: skip
+    return nodes
 
 
 def generate_launch_description() -> LaunchDescription:
     share = get_package_share_directory("sayplan_ros")
     return LaunchDescription(
         [
-            DeclareLaunchArgument("robot", default_value="sim", description="sim | franka_omron | spot"),
+            DeclareLaunchArgument("robot", default_value="sim", description=" | ".join(ROBOTS)),
             DeclareLaunchArgument("planner", default_value="sayplan", description=" | ".join(PLANNERS)),
             DeclareLaunchArgument("llm", default_value="auto", description=" | ".join(LLMS)),
             DeclareLaunchArgument("env", default_value="office", description="office | home | <graph file>"),
+            DeclareLaunchArgument("params_file", default_value="", description="YAML keyed by node name, applied last"),
+            DeclareLaunchArgument("namespace", default_value="", description="namespace of every node of the stack"),
+            DeclareLaunchArgument(
+                "use_sim_time", default_value="false", description="use /clock (bag replay, simulators)"
+            ),
+            DeclareLaunchArgument("log_level", default_value="info", description=" | ".join(LOG_LEVELS)),
             DeclareLaunchArgument("rviz", default_value="false", description="start RViz with the scene graph view"),
             OpaqueFunction(function=_nodes),
             Node(
                 package="rviz2",
                 executable="rviz2",
+                namespace=LaunchConfiguration("namespace"),
                 arguments=["-d", os.path.join(share, "config", "sayplan.rviz")],
                 condition=IfCondition(LaunchConfiguration("rviz")),
             ),
