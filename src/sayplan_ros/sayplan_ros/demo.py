@@ -33,7 +33,7 @@ from rclpy.parameter import Parameter
 
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.llm.selection import BACKENDS
-from sayplan_core.outcomes import Stage, Status
+from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_core.sim.goals import check_goals
 from sayplan_interfaces.action import ExecuteTask
 from sayplan_interfaces.msg import ExecutionEvent, PlanReport
@@ -113,7 +113,10 @@ def _print_event(e: ExecutionEvent) -> None:
         return
     if e.stage == Stage.EXECUTING:
         step = f"{e.step.action}({e.step.target})"
-        status = e.status if e.status != Status.FAILED else f"failed: {e.message}"
+        status = e.status
+        if e.status == Status.FAILED:
+            detail = e.message.removeprefix(f"{step} failed: ")
+            status = f"failed ({SkillCode(e.error_code).label}): {detail}"
         _say(e.stage, f"{e.step_index + 1}/{e.step_count} {step} {status}")
     else:
         _say(e.stage, e.message)
