@@ -217,3 +217,40 @@ def yaml_storage(bag: Path) -> str:
     import yaml
 
     return str(yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["storage_identifier"])
+
+
+def test_malformed_sensor_messages_are_dropped_and_the_node_lives(ros: Any) -> None:
+    from geometry_msgs.msg import PoseStamped
+    from sensor_msgs.msg import CameraInfo, Image
+    from std_srvs.srv import Trigger
+
+    from sayplan_interfaces.msg import Detection2D, DetectionArray
+    from sayplan_ros.perception_node import PerceptionNode
+    from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
+
+    node = ros.add(PerceptionNode(context=ros.context))
+    peer = ros.node("camera")
+    publishers = {
+        "info": peer.create_publisher(CameraInfo, "camera/camera_info", SENSOR_QOS),
+        "depth": peer.create_publisher(Image, "camera/depth", SENSOR_QOS),
+        "pose": peer.create_publisher(PoseStamped, "camera/pose", EVENTS_QOS),
+        "det": peer.create_publisher(DetectionArray, "detections", EVENTS_QOS),
+    }
+    ros.wait_for(lambda: all(p.get_subscription_count() for p in publishers.values()), what="the perception node")
+    info = CameraInfo(width=4, height=4)
+    info.k = [2.0, 0.0, 2.0, 0.0, 2.0, 2.0, 0.0, 0.0, 1.0]
+    depth = Image(width=640, height=480, encoding="32FC1", data=b"\x00" * 10)  # far too short for its size
+    pose = PoseStamped()
+    pose.pose.orientation.w = 1.0
+    detections = DetectionArray(detections=[Detection2D(label="mug", score=0.9, box=[0, 0, 2, 2])])
+    for msg in (depth, pose, detections):
+        msg.header.stamp.sec = 7
+    for _ in range(20):  # best-effort camera topics: resend until the node has all three
+        publishers["info"].publish(info)
+        publishers["depth"].publish(depth)
+        publishers["pose"].publish(pose)
+        time.sleep(0.05)
+    publishers["det"].publish(detections)
+    time.sleep(0.5)
+    answer = ros.call(ros.node("operator").create_client(Trigger, "/perception/finalize"), Trigger.Request())
+    assert answer.success and node.frames_fused == 0  # the bad frame was dropped; the node answers

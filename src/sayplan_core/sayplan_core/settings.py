@@ -16,6 +16,7 @@ from typing import Any
 
 from sayplan_core.llm.selection import BACKENDS, LlmConfig
 from sayplan_core.llm.session import Budget
+from sayplan_core.perception.structure import DEFAULT_ASSETS, DEFAULT_CONTAINERS
 from sayplan_core.planners import PLANNERS
 from sayplan_core.planners.base import PlannerOptions
 
@@ -221,5 +222,18 @@ SIM_SKILL_SERVER_SETTINGS = Settings(
         Setting("action_set", "sayplan", "action set the skills follow (a bundled name or a YAML file)", names_file=True),
         Setting("skills", "", "comma-separated skills the simulated robot has (empty: every skill of the action set)"),
         Setting("result_timeout_s", 10.0, "how long a finished skill's result is kept for its client, seconds", minimum=0.1, maximum=3600.0),
+    ],
+)  # fmt: skip
+
+
+PERCEPTION_SETTINGS = Settings(
+    "perception",
+    [
+        Setting("room_regions_file", "", "YAML mapping room id -> [[x_min, y_min], [x_max, y_max]] (empty: nearest room/pose node)", names_file=True),
+        Setting("asset_labels", ",".join(sorted(DEFAULT_ASSETS)), "comma-separated labels of immovable assets"),
+        Setting("container_labels", ",".join(sorted(DEFAULT_CONTAINERS)), "assets whose inside can hold objects"),
+        Setting("voxel", 0.025, "voxel size of object clouds, metres", minimum=0.001, maximum=1.0),
+        Setting("match_threshold", 1.1, "geometric overlap + semantic similarity needed to merge a detection", minimum=0.0, maximum=2.0),
+        Setting("min_detections", 2, "objects seen fewer times are dropped at finalize", minimum=1, maximum=1000),
     ],
 )  # fmt: skip

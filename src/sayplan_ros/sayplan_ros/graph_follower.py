@@ -14,12 +14,13 @@ from typing import Any
 from rclpy.node import Node
 from rclpy.task import Future
 
-from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
+from sayplan_ros.guard import guarded
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
 
@@ -34,10 +35,18 @@ class GraphFollower:
         self._fetching = False
         self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)
         node.create_subscription(
-            SceneGraphMsg, "scene_graph", self._on_graph, LATCHED_STATE_QOS, callback_group=callback_group
+            SceneGraphMsg,
+            "scene_graph",
+            guarded(node, "scene_graph", self._on_graph),
+            LATCHED_STATE_QOS,
+            callback_group=callback_group,
         )
         node.create_subscription(
-            GraphUpdateMsg, "scene_graph_updates", self._on_update, GRAPH_UPDATES_QOS, callback_group=callback_group
+            GraphUpdateMsg,
+            "scene_graph_updates",
+            guarded(node, "scene_graph_updates", self._on_update),
+            GRAPH_UPDATES_QOS,
+            callback_group=callback_group,
         )
 
     # ------------------------------------------------------------------ incoming
@@ -48,9 +57,9 @@ class GraphFollower:
         version = int(msg.version)
         try:
             graph = msg_to_graph(msg, require_agent=False)  # the server's rules; planners check the agent
-        except (GraphError, ValueError) as exc:
+        except Exception as exc:  # untrusted input: anything the loader cannot take (deep JSON included)
             with self._lock:
-                self._replica.refuse_full(version, str(exc))
+                self._replica.refuse_full(version, str(exc) or repr(exc))
                 problem = self._replica.problem
             self._node.get_logger().error(f"{problem} (from {where})")
             return
@@ -63,8 +72,8 @@ class GraphFollower:
     def _on_update(self, msg: GraphUpdateMsg) -> None:
         try:
             update = msg_to_update(msg)
-        except (GraphError, ValueError) as exc:
-            self._node.get_logger().error(f"cannot read scene graph update {msg.version}: {exc}")
+        except Exception as exc:  # untrusted input
+            self._node.get_logger().error(f"cannot read scene graph update {msg.version}: {exc!r}")
             self._request_full()
             return
         with self._lock:
@@ -86,7 +95,7 @@ class GraphFollower:
                 self._fetching = False
             return
         future = self._fetch.call_async(GetSceneGraph.Request())
-        future.add_done_callback(self._on_fetched)
+        future.add_done_callback(guarded(self._node, "get_scene_graph answer", self._on_fetched))
 
     def _on_fetched(self, future: Future) -> None:
         with self._lock:

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 import yaml
 from geometry_msgs.msg import PoseStamped
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 from sensor_msgs.msg import CameraInfo, Image
@@ -27,11 +26,14 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, ObjectMap
 from sayplan_core.perception.geometry import CameraIntrinsics
-from sayplan_core.perception.structure import DEFAULT_ASSETS, DEFAULT_CONTAINERS, SceneGraphMapper, StructureConfig
+from sayplan_core.perception.structure import SceneGraphMapper, StructureConfig
+from sayplan_core.settings import PERCEPTION_SETTINGS
 from sayplan_interfaces.msg import DetectionArray
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import update_to_msg
 from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.guard import guarded, guarded_service
+from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
 from sayplan_ros.runner import run_nodes
 
@@ -70,35 +72,32 @@ def stamp_ns(header: Any) -> int:
 class PerceptionNode(Node):
     def __init__(self, node_name: str = "perception", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        params = {
-            "room_regions_file": ("", "YAML mapping room id -> [[x_min, y_min], [x_max, y_max]]"),
-            "asset_labels": (",".join(sorted(DEFAULT_ASSETS)), "comma-separated labels of immovable assets"),
-            "container_labels": (",".join(sorted(DEFAULT_CONTAINERS)), "assets whose inside can hold objects"),
-            "voxel": (0.025, "voxel size of object clouds, metres"),
-            "match_threshold": (1.1, "geometric overlap + semantic similarity needed to merge a detection"),
-            "min_detections": (2, "objects seen fewer times are dropped at finalize"),
-        }
-        for name, (default, text) in params.items():
-            self.declare_parameter(name, default, ParameterDescriptor(description=text))
+        settings = declare_settings(self, PERCEPTION_SETTINGS)
         regions: dict[str, Any] = {}
-        regions_file = str(self.get_parameter("room_regions_file").value)
+        regions_file = str(settings["room_regions_file"])
         if regions_file:
             try:
                 raw = yaml.safe_load(Path(regions_file).read_text(encoding="utf-8")) or {}
                 regions = {
                     str(k): ((float(v[0][0]), float(v[0][1])), (float(v[1][0]), float(v[1][1]))) for k, v in raw.items()
                 }
-            except (OSError, yaml.YAMLError, TypeError, IndexError, ValueError, AttributeError) as exc:
+            except (
+                OSError,
+                UnicodeDecodeError,
+                yaml.YAMLError,
+                TypeError,
+                IndexError,
+                ValueError,
+                AttributeError,
+            ) as exc:
                 raise ValueError(f"room_regions_file {regions_file}: {exc}") from exc
-        labels = {k: frozenset(x.strip() for x in str(self.get_parameter(k).value).split(",") if x.strip())
+        labels = {k: frozenset(x.strip() for x in str(settings[k]).split(",") if x.strip())
                   for k in ("asset_labels", "container_labels")}  # fmt: skip
         fusion = FusionConfig(
-            voxel=float(self.get_parameter("voxel").value),
-            threshold=float(self.get_parameter("match_threshold").value),
-            min_detections=int(self.get_parameter("min_detections").value),
+            voxel=float(settings["voxel"]),
+            threshold=float(settings["match_threshold"]),
+            min_detections=int(settings["min_detections"]),
         )
-        if fusion.voxel <= 0 or fusion.min_detections < 1:
-            raise ValueError("voxel must be positive and min_detections at least 1")
         structure = StructureConfig(labels["asset_labels"], labels["container_labels"], regions)
         self.mapper = SceneGraphMapper(ObjectMap(fusion), structure)
         self._lock = threading.Lock()
@@ -109,12 +108,18 @@ class PerceptionNode(Node):
         self.frames_skipped = 0  # detections whose depth image, pose or camera info never arrived
         group = MutuallyExclusiveCallbackGroup()  # frames are fused one at a time, in order
         self._follower = GraphFollower(self)
-        self.create_subscription(Image, "camera/depth", lambda m: self._keep(self._depth, m), SENSOR_QOS)
-        self.create_subscription(PoseStamped, "camera/pose", lambda m: self._keep(self._poses, m), EVENTS_QOS)
-        self.create_subscription(CameraInfo, "camera/camera_info", self._on_info, SENSOR_QOS)
-        self.create_subscription(DetectionArray, "detections", self._on_detections, EVENTS_QOS, callback_group=group)
+        depth = guarded(self, "camera/depth", lambda m: self._keep(self._depth, m))
+        pose = guarded(self, "camera/pose", lambda m: self._keep(self._poses, m))
+        self.create_subscription(Image, "camera/depth", depth, SENSOR_QOS)
+        self.create_subscription(PoseStamped, "camera/pose", pose, EVENTS_QOS)
+        self.create_subscription(
+            CameraInfo, "camera/camera_info", guarded(self, "camera_info", self._on_info), SENSOR_QOS
+        )
+        detections = guarded(self, "detections", self._on_detections)
+        self.create_subscription(DetectionArray, "detections", detections, EVENTS_QOS, callback_group=group)
         self._updates = self.create_client(ApplyGraphUpdate, "apply_graph_update")
-        self.create_service(Trigger, "~/finalize", self._on_finalize, callback_group=group)
+        finalize = guarded_service(self, self._on_finalize, Trigger.Response)
+        self.create_service(Trigger, "~/finalize", finalize, callback_group=group)
 
     def _keep(self, buffer: OrderedDict[int, Any], msg: Any) -> None:
         with self._lock:

@@ -16,8 +16,7 @@ no request can end the node (errors are answered, and logged).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
@@ -36,11 +35,10 @@ from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
 from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
+from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
-
-Response = TypeVar("Response")
 
 
 class SceneGraphServer(Node):
@@ -70,13 +68,15 @@ class SceneGraphServer(Node):
         self._updates = self.create_publisher(GraphUpdateMsg, "scene_graph_updates", updates_qos)
         self._marker_pub = self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS)
         self._plan_nodes: list[str] = []
-        self.create_subscription(Plan, "active_plan", self._on_plan, LATCHED_STATE_QOS)
-        self.create_service(GraphView, "graph_view", self._guard(self._on_view, GraphView.Response))
-        self.create_service(GetSceneGraph, "get_scene_graph", self._guard(self._on_get, GetSceneGraph.Response))
+        self.create_subscription(Plan, "active_plan", guarded(self, "active_plan", self._on_plan), LATCHED_STATE_QOS)
+        self.create_service(GraphView, "graph_view", guarded_service(self, self._on_view, GraphView.Response))
         self.create_service(
-            ApplyGraphUpdate, "apply_graph_update", self._guard(self._on_update, ApplyGraphUpdate.Response)
+            GetSceneGraph, "get_scene_graph", guarded_service(self, self._on_get, GetSceneGraph.Response)
         )
-        self.create_service(VerifyPlan, "verify_plan", self._guard(self._on_verify, VerifyPlan.Response))
+        self.create_service(
+            ApplyGraphUpdate, "apply_graph_update", guarded_service(self, self._on_update, ApplyGraphUpdate.Response)
+        )
+        self.create_service(VerifyPlan, "verify_plan", guarded_service(self, self._on_verify, VerifyPlan.Response))
         self._publish_full()
         self.get_logger().info(
             f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}; "
@@ -93,23 +93,6 @@ class SceneGraphServer(Node):
             action_set = load_action_set(path)
             sets[action_set.name] = action_set
         return sets
-
-    def _guard(self, handler: Callable[[Any, Any], Any], response_type: Callable[[], Any]) -> Callable[[Any, Any], Any]:
-        """Wrap a service callback so that an unexpected error is answered and logged, never raised."""
-
-        def call(request: Any, response: Any) -> Any:
-            try:
-                return handler(request, response)
-            except Exception as exc:
-                self.get_logger().error(f"{handler.__name__} failed on a request: {exc!r}")
-                answer = response_type()
-                if hasattr(answer, "message"):
-                    answer.message = f"internal error: {exc!r}"
-                if hasattr(answer, "feedback"):
-                    answer.feedback = f"internal error: {exc!r}"
-                return answer
-
-        return call
 
     @property
     def graph(self) -> SceneGraph:
