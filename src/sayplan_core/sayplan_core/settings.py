@@ -72,12 +72,21 @@ class Setting:
 
     def range_text(self) -> str:
         if self.choices:
-            return " | ".join(self.choices)
+            return ", ".join(c or '""' for c in self.choices)
         if self.minimum is not None or self.maximum is not None:
-            low = "" if self.minimum is None else f"{self.minimum:g}"
-            high = "" if self.maximum is None else f"{self.maximum:g}"
-            return f"{low}..{high}"
+            return f"{_number_text(self.minimum)}..{_number_text(self.maximum)}"
         return ""
+
+    def default_text(self) -> str:
+        if isinstance(self.default, bool):
+            return str(self.default).lower()
+        return str(self.default)
+
+
+def _number_text(value: float | None) -> str:
+    if value is None:
+        return ""
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
 def _endpoint(value: str) -> bool:
@@ -237,3 +246,29 @@ PERCEPTION_SETTINGS = Settings(
         Setting("min_detections", 2, "objects seen fewer times are dropped at finalize", minimum=1, maximum=1000),
     ],
 )  # fmt: skip
+
+#: Every node's settings, by node name (the keys of the config files).
+NODE_SETTINGS: dict[str, Settings] = {
+    "scene_graph_server": SCENE_GRAPH_SERVER_SETTINGS,
+    "path_planner": PATH_PLANNER_SETTINGS,
+    "planner": PLANNER_SETTINGS,
+    "executor": EXECUTOR_SETTINGS,
+    "sim_skill_server": SIM_SKILL_SERVER_SETTINGS,
+    "perception": PERCEPTION_SETTINGS,
+}
+
+
+def markdown_table(nodes: Mapping[str, Settings] | None = None) -> str:
+    """The README's parameter table, generated from the settings (a test keeps the README equal to it)."""
+    lines = [
+        "| node | parameter | default | range | read | meaning |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for node, settings in (nodes or NODE_SETTINGS).items():
+        for index, s in enumerate(settings):
+            text = s.default_text()
+            default = f"`{text if len(text) <= 40 else text[:37] + '...'}`" if text else "empty"
+            read = "start-up" if s.read_only else "per goal"
+            label = f"`{node}`" if index == 0 else ""
+            lines.append(f"| {label} | `{s.name}` | {default} | {s.range_text()} | {read} | {s.description} |")
+    return "\n".join(lines)
