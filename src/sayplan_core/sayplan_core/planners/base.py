@@ -11,6 +11,7 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import Budget, CallStats, LlmSession
 from sayplan_core.llm.types import LlmBackend
+from sayplan_core.ltl.domain import DEFAULT_REACH_DISTANCE
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.sim.plan import PlanStep, format_plan
 
@@ -45,7 +46,7 @@ class PlannerOptions:
     candidate_plans: int = 3
     step_threshold: float = 0.5
     # ltl: how close (m, horizontally) the robot must come to an object for its proposition to hold
-    reach_distance: float = 1.0
+    reach_distance: float = DEFAULT_REACH_DISTANCE
 
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
