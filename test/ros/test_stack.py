@@ -25,24 +25,23 @@ from sayplan_core.outcomes import PlanCode, SkillCode, Stage, Status, TaskCode
 from sayplan_core.sim import check_goals
 from sayplan_interfaces.action import ExecuteTask, PlanTask
 from sayplan_interfaces.srv import GetSceneGraph, GraphView
-from sayplan_ros.executor_node import ExecutorNode
 from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.qos import LATCHED_STATE_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
-from sayplan_ros.sim_skill_server import SimSkillServer
+from sayplan_ros.stack import create_nodes
 
 pytestmark = pytest.mark.ros
 REST_OF_PLAN = GOOD_PLAN[2:]
 
 
 def start_stack(ros: Any, planner: list[Parameter], skills: list[Parameter]) -> dict[str, Any]:
-    ctx = ros.context
-    return {
-        "graph": ros.add(SceneGraphServer(context=ctx)),
-        "planner": ros.add(PlannerNode(context=ctx, parameter_overrides=planner)),
-        "executor": ros.add(ExecutorNode(context=ctx)),
-        "skills": ros.add(SimSkillServer(context=ctx, parameter_overrides=skills)),
+    """The stack as every program assembles it (stack.create_nodes), by role."""
+    nodes = {
+        n.get_name(): ros.add(n)
+        for n in create_nodes(ros.context, "sim", {"planner": planner, "sim_skill_server": skills})
     }
+    return {"graph": nodes["scene_graph_server"], "planner": nodes["planner"], "executor": nodes["executor"],
+            "skills": nodes["sim_skill_server"]}  # fmt: skip
 
 
 def send(ros: Any, client: ActionClient, goal: Any, on_feedback: Any = None, timeout: float = 60.0) -> tuple[Any, Any]:
