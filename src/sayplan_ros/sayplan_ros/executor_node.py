@@ -73,12 +73,14 @@ class _TaskRun:
         self.plan_msgs: list[Any] = []
         self.action_set = ""
         self.child: Any = None  # the running plan_task / execute_skill goal handle
+        self.replans = 0
         self.lock = threading.Lock()
 
     def cancelled(self) -> bool:
         return bool(self.handle.is_cancel_requested)
 
     def emit(self, report: StepReport) -> None:
+        self.replans = report.replans
         event = step_report_to_event(report, self.instruction, self.sequence)
         self.sequence += 1
         event.header.stamp = self.node.get_clock().now().to_msg()
@@ -91,7 +93,10 @@ class _TaskRun:
         with self.lock:
             child = self.child
         if child is not None:
-            child.cancel_goal_async()
+            try:
+                child.cancel_goal_async()
+            except Exception as exc:  # the client may be gone (shutdown); the wait ends on its own deadline
+                self.node.get_logger().warning(f"could not forward the cancel: {exc!r}")
 
 
 class ExecutorNode(Node):
@@ -171,7 +176,7 @@ class ExecutorNode(Node):
         def forward(progress: PlanProgress) -> None:
             if progress.sequence == forwarded[0]:  # in order; a gap is filled from the result below
                 forwarded[0] += 1
-                run.emit(StepReport(stage, 0, 0, None, Status.PROGRESS, 0, describe_progress(progress)))
+                run.emit(StepReport(stage, 0, 0, None, Status.PROGRESS, run.replans, describe_progress(progress)))
 
         wrapped = self._send(
             run,
@@ -269,7 +274,7 @@ class ExecutorNode(Node):
             code = TaskCode.CANCELED if run.cancelled() else failure[0].code
             message = "canceled" if run.cancelled() else str(failure[0])
             stage = Stage.CANCELED if run.cancelled() else Stage.FAILED
-            run.emit(StepReport(stage, 0, 0, None, Status.FAILED, 0, message, int(code)))
+            run.emit(StepReport(stage, 0, 0, None, Status.FAILED, run.replans, message, int(code)))
             return ExecuteTask.Result(error_code=int(code), error_msg=message)
         return ExecuteTask.Result(
             success=outcome.success,
