@@ -7,6 +7,7 @@ import math
 from pathlib import Path
 
 import pytest
+import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -34,10 +35,12 @@ from sayplan_core.robots.spot import (
     resolve_waypoint,
     skill_update,
 )
+from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
 from sayplan_core.sim import check_goals, goal_from_dict
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 
+ROOT = Path(__file__).resolve().parents[2]
 OFFICE = load_env("office")
 SPOT = load_action_set("spot")
 OPTIONS = SpotOptions(standoff_m=0.8, place_height_m=0.8, image_source="hand_color_image")
@@ -107,6 +110,14 @@ def test_a_bad_site_file_names_what_is_wrong(spot: dict[str, object], message: s
     with pytest.raises(ValueError, match=r"site\.yaml") as caught:
         SpotSite.from_dict({"nodes": {}, "spot": spot}, "site.yaml")
     assert message in str(caught.value)
+
+
+def test_the_robot_config_sets_only_declared_spot_settings_with_valid_values() -> None:
+    config = yaml.safe_load((ROOT / "config" / "robots" / "spot.yaml").read_text())
+    values = config["spot_skill_server"]["ros__parameters"]
+    checked = SPOT_SKILL_SERVER_SETTINGS.check(values)  # unknown keys and bad values raise, naming them
+    assert checked["action_set"] == "spot" and "password" not in " ".join(values)
+    assert all(SPOT_SKILL_SERVER_SETTINGS[key].description for key in values)
 
 
 def test_the_binding_rules_still_apply_inside_a_spot_site() -> None:

@@ -140,7 +140,7 @@ def fault_from(exc: BaseException, doing: str) -> SpotError:
         words = f": {text}" if text else ""
         return SpotError(sf.refusal(kind, status), f"{doing}: the robot refused ({kind} {sf.explain(status)}){words}")
     if isinstance(exc, RpcError):
-        return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: lost contact with the robot ({exc})")
+        return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: no answer from the robot ({exc})")
     if isinstance(exc, TimeSyncError):
         return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: no time sync with the robot ({type(exc).__name__})")
     if isinstance(exc, SdkError):

@@ -221,8 +221,10 @@ class SpotSkillServer(SkillServer):
         )  # fmt: skip
         if outcome.revealed is not None:
             update.upsert.extend(outcome.revealed.upsert)
-        log = self.get_logger().info if outcome.code is SkillCode.NONE else self.get_logger().warning
-        log(outcome.message)
+        if outcome.code is SkillCode.NONE:
+            self.get_logger().info(outcome.message)
+        else:
+            self.get_logger().warning(outcome.message)
         return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
 
     def _run_program(self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress) -> _Outcome:

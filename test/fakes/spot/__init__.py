@@ -13,6 +13,10 @@ for; the server certificate is made at test time for those names (certs.py).
 
 from __future__ import annotations
 
+import os
+
+os.environ.setdefault("GRPC_VERBOSITY", "ERROR")  # keep gRPC's own info logs out of the test output
+
 import copy
 import threading
 from collections.abc import Callable, Iterator

@@ -14,6 +14,7 @@ written here, not taken from the SDK.
 
 from __future__ import annotations
 
+import hashlib
 import io
 import math
 import secrets
@@ -330,6 +331,8 @@ class Power(Base, power_service_pb2_grpc.PowerServiceServicer):
                 ):
                     if self.w.estopped:
                         response.status = power_pb2.STATUS_ESTOPPED
+                    elif self.w.power_fault:
+                        response.status = power_pb2.PowerCommandStatus.Value(self.w.power_fault)
                     else:
                         response.status = power_pb2.STATUS_IN_PROGRESS
                         response.power_command_id = self.w.new_id()
@@ -890,6 +893,15 @@ class WorldObjects(Base, world_object_service_pb2_grpc.WorldObjectServiceService
         return response
 
 
+def camera_image(quality: int = 75) -> bytes:
+    """What every fake camera shows: a small orange JPEG (the same bytes every time)."""
+    from PIL import Image as PilImage
+
+    buffer = io.BytesIO()
+    PilImage.new("RGB", (64, 48), (200, 120, 40)).save(buffer, format="JPEG", quality=quality)
+    return buffer.getvalue()
+
+
 class Image(Base, image_service_pb2_grpc.ImageServiceServicer):
     def ListImageSources(self, request: Any, context: Any) -> Any:
         received = self.w.robot_now()
@@ -900,8 +912,6 @@ class Image(Base, image_service_pb2_grpc.ImageServiceServicer):
         return response
 
     def GetImage(self, request: Any, context: Any) -> Any:
-        from PIL import Image as PilImage
-
         received = self.w.robot_now()
         response = image_pb2.GetImageResponse()
         for wanted in request.image_requests:
@@ -910,18 +920,14 @@ class Image(Base, image_service_pb2_grpc.ImageServiceServicer):
             if wanted.image_source_name not in CAMERAS:
                 item.status = image_pb2.ImageResponse.STATUS_UNKNOWN_CAMERA
                 continue
-            buffer = io.BytesIO()
-            PilImage.new("RGB", (64, 48), (200, 120, 40)).save(
-                buffer, format="JPEG", quality=wanted.quality_percent or 75
-            )
             shot = item.shot
-            shot.image.data = buffer.getvalue()
+            shot.image.data = camera_image(int(wanted.quality_percent or 75))
             shot.image.format = image_pb2.Image.FORMAT_JPEG
             shot.image.cols, shot.image.rows = 64, 48
             shot.acquisition_time.CopyFrom(stamp(received))
             shot.frame_name_image_sensor = wanted.image_source_name + "_sensor"
             item.status = image_pb2.ImageResponse.STATUS_OK
             with self.w.lock:
-                self.w.captures.append(wanted.image_source_name)
+                self.w.captures.append((wanted.image_source_name, hashlib.sha256(shot.image.data).hexdigest()))
         self.header(response, request, received)
         return response

@@ -137,9 +137,10 @@ class FakeWorld:
         self.speed_mps = 60.0  # walking speed (fast, so tests are short)
         self.action_s = 0.05  # how long a stand, grasp phase, arm move or gripper move takes
         self.arm_reach_m = 1.2  # farthest horizontal hand target from the body
-        self.grasp_tolerance_m = 0.12  # a ray passing farther than this from every object finds nothing
+        self.grasp_tolerance_m = 0.1  # a ray passing farther than this from every object finds nothing
         self.estopped = False
         self.behavior_fault = ""  # a cause text: commands are refused while it is set
+        self.power_fault = ""  # a PowerCommandStatus name the robot answers power-on with (e.g. STATUS_FAULTED)
         self.localized = True
         self.lost = False
         self.grasp_failures: dict[str, int] = {}  # object id -> grasps that fail before one succeeds
@@ -169,7 +170,7 @@ class FakeWorld:
         self.power_commands: dict[int, tuple[str, float]] = {}
         # what happened (for tests)
         self.placements: list[tuple[str, Point]] = []
-        self.captures: list[str] = []
+        self.captures: list[tuple[str, str]] = []  # (camera, sha256 of the image sent)
         self.stop_count = 0
         self.clock_id = "fake-clock-7"
 

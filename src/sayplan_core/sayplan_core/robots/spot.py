@@ -433,13 +433,13 @@ def skill_update(
     waypoint_nodes = waypoint_nodes or {}
     state = WorldState.from_graph(graph)
     state.accessed = belief.accessed if belief.accessed in graph.nodes else None
-    held_before = state.holding
     touched: list[str] = []
     remove: list[str] = []
     kind = SKILL_KINDS.get(step.action, "")
+    if code is SkillCode.NONE and kind == "release" and state.holding is None and step.target in graph.nodes:
+        state.holding = step.target  # the robot let go of it, whatever the graph said it held
+    held_before = state.holding
     if code is SkillCode.NONE and step.action in actions.actions:
-        if kind in ("release", "put") and state.holding is None and step.target in graph.nodes:
-            state.holding = step.target if kind == "release" else None
         try:
             for clause in actions.actions[step.action].effects:
                 EFFECTS[clause.name](state, step.target, clause.arg)
