@@ -105,6 +105,18 @@ def test_the_node_refuses_to_start_without_a_login_in_the_environment(
     assert spot.world.username not in str(caught.value) and spot.requests == []
 
 
+def test_without_the_sdk_the_node_says_how_to_install_it(
+    ros: Any, spot: FakeSpot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from sayplan_spot.skill_server import SpotSkillServer
+
+    monkeypatch.setitem(sys.modules, "sayplan_spot.robot", None)  # as if bosdyn-client were not installed
+    with pytest.raises(ValueError, match=r"robot spot needs the Spot SDK \(pip install -r requirements/spot\.txt"):
+        SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None))
+
+
 def test_a_wrong_password_is_a_robot_fault_that_does_not_print_the_password(
     ros: Any, spot: FakeSpot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

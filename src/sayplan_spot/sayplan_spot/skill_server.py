@@ -118,6 +118,7 @@ class SpotSkillServer(SkillServer):
         self.robot = SpotRobot(config, log.info, log.warning)
         self._power_off = bool(settings["power_off_on_exit"])
         self._stop = threading.Event()
+        self._destroyed = False
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
         self._follower = GraphFollower(self, self._group)
         self._checked_site = False
@@ -276,6 +277,9 @@ class SpotSkillServer(SkillServer):
         self.robot.stop()
 
     def destroy_node(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
         self._stop.set()
         try:
             done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())
