@@ -112,12 +112,16 @@ def test_a_bad_site_file_names_what_is_wrong(spot: dict[str, object], message: s
     assert message in str(caught.value)
 
 
-def test_the_robot_config_sets_only_declared_spot_settings_with_valid_values() -> None:
-    config = yaml.safe_load((ROOT / "config" / "robots" / "spot.yaml").read_text())
-    values = config["spot_skill_server"]["ros__parameters"]
-    checked = SPOT_SKILL_SERVER_SETTINGS.check(values)  # unknown keys and bad values raise, naming them
-    assert checked["action_set"] == "spot" and "password" not in " ".join(values)
-    assert all(SPOT_SKILL_SERVER_SETTINGS[key].description for key in values)
+def test_config_files_set_only_declared_spot_settings_with_valid_values() -> None:
+    found = {}
+    for path in sorted((ROOT / "config").rglob("*.yaml")):
+        body = (yaml.safe_load(path.read_text()) or {}).get("spot_skill_server")
+        if body is not None:
+            values = body["ros__parameters"]
+            found[path.stem] = SPOT_SKILL_SERVER_SETTINGS.check(values)  # unknown keys and bad values raise
+            assert all(SPOT_SKILL_SERVER_SETTINGS[key].description for key in values)
+            assert not {"username", "password"} & set(values)
+    assert found["spot"]["action_set"] == "spot" and found["lookplangraph"]["action_set"] == "spot_lookplangraph"
 
 
 def test_the_binding_rules_still_apply_inside_a_spot_site() -> None:

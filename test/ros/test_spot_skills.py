@@ -375,14 +375,21 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
     assert spot.world.holding == "coffee_mug"
 
 
-def test_release_puts_it_down_at_the_place_and_stows(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
-    with spot_skill_server(ros, spot, tmp_path):
+@pytest.mark.parametrize("reachable", [True, False])
+def test_release_puts_it_down_at_the_place_and_stows(ros: Any, spot: FakeSpot, tmp_path: Path, reachable: bool) -> None:
+    place = DESK_PLACE if reachable else (DESK_PLACE[0] + 3.0, DESK_PLACE[1], DESK_PLACE[2])  # out of the arm's reach
+    site = office_site(tmp_path / "site.yaml", OFFICE, desk_place=place)
+    with spot_skill_server(ros, spot, tmp_path, site=site):
         skills = client(ros)
         at_cupboard(ros, skills)
         for skill, target in (("pickup", "coffee_mug"), ("goto", "nikos_office"), ("access", "nikos_desk")):
             status, outcome = run_skill(ros, skills, skill, target)
             assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
         status, outcome = run_skill(ros, skills, "release", "coffee_mug")
+    if not reachable:
+        assert outcome.error_code == SkillCode.UNREACHABLE and "STATUS_TRAJECTORY_STALLED" in outcome.error_msg
+        assert spot.world.placements == [] and spot.world.holding == "coffee_mug"
+        return
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
     (placed,) = spot.world.placements
     assert placed[0] == "coffee_mug" and placed[1] == pytest.approx(DESK_PLACE, abs=1e-6)

@@ -259,7 +259,7 @@ class SpotRobot:
                 fault = fault_from(exc, "powering on")
                 raise SpotError(SkillCode.NOT_POWERED, f"powering on failed: {fault.message}") from None
         self._command(RobotCommandBuilder.synchro_stand_command(), "standing up", limits, threading.Event(),
-                      self.config.connect_timeout_s, lambda fb: _stand_done(fb))  # fmt: skip
+                      self.config.connect_timeout_s, _stand_done)  # fmt: skip
 
     def ready(self, limits: Limits) -> None:
         """Before a skill: connected, lease ours, not e-stopped, no behaviour fault, powered and standing."""
@@ -325,7 +325,7 @@ class SpotRobot:
         if power_off and lease_ok:
             try:
                 self._command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits, threading.Event(),
-                              self.config.connect_timeout_s, lambda fb: _sit_done(fb))  # fmt: skip
+                              self.config.connect_timeout_s, _sit_done)  # fmt: skip
                 self.robot.power_off(cut_immediately=False, timeout_sec=self.config.connect_timeout_s,
                                      update_frequency=1.0 / limits.feedback_period_s)  # fmt: skip
                 self._info("sat down and powered the motors off")
@@ -538,7 +538,7 @@ class SpotRobot:
         ends = time.monotonic() + limits.handle_pull_s
         try:
             self._command(command, doing, limits, stop, limits.handle_pull_s + limits.arm_timeout_s,
-                          lambda fb: _constrained_state(fb, ends))  # fmt: skip
+                          _pull_done(ends))  # fmt: skip
         finally:
             self._release_quietly(limits)
 
@@ -560,7 +560,7 @@ class SpotRobot:
         limits: Limits,
         stop: threading.Event,
         timeout_s: float,
-        done: Callable[[Any], SkillCode | None],
+        done: Callable[[Any], Reading],
         end_time_secs: float | None = None,
     ) -> None:
         """Issue a robot command and follow its feedback until `done` says NONE (or a failure)."""
@@ -575,11 +575,11 @@ class SpotRobot:
             status, verdict = _command_status(response.feedback)
             if verdict is not None and verdict is not SkillCode.NONE:
                 raise SpotError(verdict, f"{doing}: the command ended with {status}")
-            code = done(response.feedback)
+            code, name = done(response.feedback)
             if code is SkillCode.NONE:
                 return
             if code is not None:
-                raise SpotError(code, f"{doing}: {_describe(response.feedback)}")
+                raise SpotError(code, f"{doing}: {sf.explain(name)}")
             self._wait(stop, limits, deadline, doing)
 
     def _stow(self, limits: Limits, stop: threading.Event) -> None:
@@ -626,55 +626,59 @@ def _command_status(feedback: Any) -> tuple[str, SkillCode | None]:
     return (names[0] if names else "STATUS_UNKNOWN"), None
 
 
-def _describe(feedback: Any) -> str:
-    return str(feedback).replace("\n", " ")[:200]
+Reading = tuple["SkillCode | None", str]  # the verdict on one part's feedback, and its status name
 
 
-def _stand_done(fb: Any) -> SkillCode | None:
+def _read(table: sf.Feedback, enum: Any, value: int) -> Reading:
+    name = _name(enum, value)
+    return sf.verdict(table, name), name
+
+
+def _stand_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.mobility_command_feedback.stand_feedback.status
-    return sf.verdict(sf.STAND_FEEDBACK, _name(StandCommand.Feedback.Status, status))
+    return _read(sf.STAND_FEEDBACK, StandCommand.Feedback.Status, status)
 
 
-def _sit_done(fb: Any) -> SkillCode | None:
+def _sit_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.mobility_command_feedback.sit_feedback.status
-    return sf.verdict(sf.SIT_FEEDBACK, _name(SitCommand.Feedback.Status, status))
+    return _read(sf.SIT_FEEDBACK, SitCommand.Feedback.Status, status)
 
 
-def _walk_done(fb: Any) -> SkillCode | None:
+def _walk_done(fb: Any) -> Reading:
     traj = fb.synchronized_feedback.mobility_command_feedback.se2_trajectory_feedback
-    blocked = sf.verdict(
-        sf.TRAJECTORY_GOAL, _name(SE2TrajectoryCommand.Feedback.FinalGoalStatus, traj.final_goal_status)
-    )
-    if blocked is not None:
+    blocked = _read(sf.TRAJECTORY_GOAL, SE2TrajectoryCommand.Feedback.FinalGoalStatus, traj.final_goal_status)
+    if blocked[0] is not None:
         return blocked
-    return sf.verdict(sf.TRAJECTORY_FEEDBACK, _name(SE2TrajectoryCommand.Feedback.Status, traj.status))
+    return _read(sf.TRAJECTORY_FEEDBACK, SE2TrajectoryCommand.Feedback.Status, traj.status)
 
 
-def _arm_named_done(fb: Any) -> SkillCode | None:
+def _arm_named_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.arm_command_feedback.named_arm_position_feedback.status
-    return sf.verdict(sf.ARM_STOW_FEEDBACK, _name(NamedArmPositionsCommand.Feedback.Status, status))
+    return _read(sf.ARM_STOW_FEEDBACK, NamedArmPositionsCommand.Feedback.Status, status)
 
 
-def _arm_cartesian_done(fb: Any) -> SkillCode | None:
+def _arm_cartesian_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.arm_command_feedback.arm_cartesian_feedback.status
-    return sf.verdict(sf.ARM_CARTESIAN_FEEDBACK, _name(ArmCartesianCommand.Feedback.Status, status))
+    return _read(sf.ARM_CARTESIAN_FEEDBACK, ArmCartesianCommand.Feedback.Status, status)
 
 
-def _gripper_done(fb: Any) -> SkillCode | None:
+def _gripper_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.gripper_command_feedback.claw_gripper_feedback.status
-    return sf.verdict(sf.GRIPPER_FEEDBACK, _name(ClawGripperCommand.Feedback.Status, status))
+    return _read(sf.GRIPPER_FEEDBACK, ClawGripperCommand.Feedback.Status, status)
 
 
-def _constrained_state(fb: Any, ends: float) -> SkillCode | None:
-    """A position-controlled pull has no 'done' status: it has worked when it ran its time without the arm
+def _pull_done(ends: float) -> Callable[[Any], Reading]:
+    """A position-controlled pull has no 'done' status: it has worked when it ran until `ends` without the arm
     getting stuck or the grasp slipping."""
-    status = fb.full_body_feedback.constrained_manipulation_feedback.status
-    code = sf.verdict(
-        sf.CONSTRAINED_MANIPULATION_FEEDBACK, _name(ConstrainedManipulationCommand.Feedback.Status, status)
-    )
-    if code is None and time.monotonic() >= ends:
-        return SkillCode.NONE
-    return code
+
+    def read(fb: Any) -> Reading:
+        status = fb.full_body_feedback.constrained_manipulation_feedback.status
+        code, name = _read(sf.CONSTRAINED_MANIPULATION_FEEDBACK, ConstrainedManipulationCommand.Feedback.Status, status)
+        if code is None and time.monotonic() >= ends:
+            return SkillCode.NONE, name
+        return code, name
+
+    return read
 
 
 def _handle_command(handle: Handle, direction: tuple[float, float, float]) -> Any:

@@ -49,7 +49,13 @@ def office_world(graph: SceneGraph | None = None) -> FakeWorld:
     return world
 
 
-def office_site(path: Path, graph: SceneGraph | None = None, unbound: tuple[str, ...] = (), **extra: Any) -> Path:
+def office_site(
+    path: Path,
+    graph: SceneGraph | None = None,
+    unbound: tuple[str, ...] = (),
+    desk_place: tuple[float, float, float] = DESK_PLACE,
+    **extra: Any,
+) -> Path:
     graph = graph or office()
     nodes: dict[str, Any] = {n.id: {"target": n.id} for n in graph.iter_nodes("room", "pose") if n.id not in unbound}
     nodes.update(extra.pop("nodes", {}))
@@ -65,7 +71,7 @@ def office_site(path: Path, graph: SceneGraph | None = None, unbound: tuple[str,
                     "pull": list(CUPBOARD_PULL),
                 }
             },
-            "places": {"nikos_desk": list(DESK_PLACE)},
+            "places": {"nikos_desk": list(desk_place)},
         },
     }
     site.update(extra)
