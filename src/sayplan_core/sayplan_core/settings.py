@@ -250,6 +250,39 @@ PERCEPTION_SETTINGS = Settings(
     ],
 )  # fmt: skip
 
+# ----------------------------------------------------------------------------- robot `spot` (sayplan_spot)
+# The robot's address is a parameter; the login never is: it is read from the environment variables named here.
+SPOT_SKILL_SERVER_SETTINGS = Settings(
+    "spot_skill_server",
+    [
+        Setting("hostname", "192.168.80.3", "the robot's address (hostname or IP; 192.168.80.3 is Spot's own WiFi access point)"),
+        Setting("port", 0, "the robot's gRPC port (0: the SDK's default, 443)", minimum=0, maximum=65535),
+        Setting("ca_cert_file", "", "root certificate the robot's TLS certificate is checked against (empty: the one bundled with bosdyn-client)", names_file=True),
+        Setting("username_env", "BOSDYN_CLIENT_USERNAME", "environment variable holding the robot user name (never logged)"),
+        Setting("password_env", "BOSDYN_CLIENT_PASSWORD", "environment variable holding the robot password (never logged)"),
+        Setting("site_file", "", "site file: scene-graph node -> GraphNav waypoint and/or map pose, plus handles and places (sayplan_core.robots.spot)", names_file=True),
+        Setting("action_set", "spot", "the action set plans are written in (spot_lookplangraph for the lookplangraph planner)", choices=("spot", "spot_lookplangraph")),
+        Setting("take_lease", False, "take the body lease even when another client (the tablet) holds it"),
+        Setting("power_off_on_exit", True, "sit and power the motors off when the node stops"),
+        Setting("connect_timeout_s", 30.0, "how long connecting, powering on and standing may take, seconds", minimum=1.0, maximum=600.0),
+        Setting("lease_check_in_s", 1.0, "seconds between lease keep-alive check-ins", minimum=0.05, maximum=10.0),
+        Setting("feedback_period_s", 0.1, "seconds between feedback requests while a command runs", PER_GOAL, 0.01, 5.0),
+        Setting("navigate_timeout_s", 120.0, "longest a navigate_to or a walk may take, seconds", PER_GOAL, 1.0, 3600.0),
+        Setting("arm_timeout_s", 30.0, "longest a grasp, place or arm move may take, seconds", PER_GOAL, 0.1, 600.0),
+        Setting("handle_pull_s", 3.0, "how long open/close pull or push a grasped handle (position-controlled constrained manipulation) before letting go, seconds", PER_GOAL, 0.05, 60.0),
+        Setting("max_walk_m", 15.0, "farthest a body trajectory goes to a node without a waypoint, metres", PER_GOAL, 0.5, 200.0),
+        Setting("standoff_m", 0.8, "how far from an asset the robot stands to reach it, metres", PER_GOAL, 0.3, 3.0),
+        Setting("place_height_m", 0.8, "hand height above an asset's position to let go at, when the site file has no place for it", PER_GOAL, 0.0, 2.0),
+        Setting("image_source", "hand_color_image", "camera that look_on / look_inside capture", PER_GOAL),
+        Setting("vlm_llm", "", "VLM backend that names what look_on / look_inside see (empty: capture only)", choices=("", *BACKENDS)),
+        Setting("vlm_model", "", "VLM model name (empty: the backend's default)"),
+        Setting("vlm_base_url", "", "VLM server URL (empty: the backend's default)"),
+        Setting("vlm_api_key_env", "OPENAI_API_KEY", "environment variable holding the VLM API key (never logged)"),
+        Setting("vlm_replay_transcript", "", "answer the VLM from this recorded transcript (tests)", names_file=True),
+    ],
+)  # fmt: skip
+
+
 #: Every node's settings, by node name (the keys of the config files).
 NODE_SETTINGS: dict[str, Settings] = {
     "scene_graph_server": SCENE_GRAPH_SERVER_SETTINGS,
@@ -258,6 +291,7 @@ NODE_SETTINGS: dict[str, Settings] = {
     "executor": EXECUTOR_SETTINGS,
     "sim_skill_server": SIM_SKILL_SERVER_SETTINGS,
     "perception": PERCEPTION_SETTINGS,
+    "spot_skill_server": SPOT_SKILL_SERVER_SETTINGS,
 }
 
 

@@ -51,6 +51,7 @@ CORE_NODES: tuple[NodeSpec, ...] = (
 #: Each robot's skill server (serving `execute_skill` and `describe_skills`).
 ROBOTS: dict[str, NodeSpec] = {
     "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer"),
+    "spot": NodeSpec("spot_skill_server", "sayplan_spot", "spot_skill_server", "sayplan_spot.skill_server:SpotSkillServer"),
 }  # fmt: skip
 
 

@@ -1,0 +1,484 @@
+"""Spot's skills as short programs of robot primitives, and what a finished program tells the scene graph.
+
+Nothing here imports the Spot SDK: `sayplan_spot` runs these programs through bosdyn-client. A skill request
+(`goto(kitchen)`, `pickup(coffee_mug)`) becomes primitives such as "GraphNav navigate_to the waypoint bound to
+the node", "walk (body trajectory) to a map pose", "grasp at a point (Manipulation API, ray in world)", "pull a
+handle (constrained manipulation)" or "capture the gripper camera image". Every position is in the site's map
+frame, which is the frame of the GraphNav map's seed (record the map first, then write positions in it); the
+adapter converts them to the robot's odom and vision frames with its live localization.
+
+The site file is the SiteBinding file (node -> waypoint and/or map pose) with an optional `spot` section for what
+only an arm needs:
+
+    frame: map
+    nodes:
+      kitchen: {target: wp-kitchen}                 # a GraphNav waypoint id or its recorded name
+      kitchen_cupboard: {pose: [54.5, -2.8, -90]}   # where to stand to reach it (x, y, heading in degrees)
+    spot:
+      handles:   # how open/close pull: handle position (m), hinge (opening in degrees) or drawer (metres),
+                 # and the horizontal direction the handle first moves when opening
+        kitchen_cupboard: {position: [54.47, -3.3, 0.9], kind: hinge, opening: 90, pull: [0, 1]}
+      places:    # where the hand lets go when putting something down on/in the asset (map frame, m)
+        nikos_desk: [41.5, 4.6, 0.95]
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.binding import MAX_SITE_FILE_BYTES, SiteBinding
+from sayplan_core.sim.action_set import ActionSet
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.predicates import EFFECTS
+from sayplan_core.sim.world_state import WorldState
+
+Point = tuple[float, float, float]
+Pose2 = tuple[float, float, float]  # x, y (m), heading (rad) in the map frame
+
+#: What each action of the Spot action sets does on the robot.
+SKILL_KINDS: dict[str, str] = {
+    "goto": "goto", "go_to": "goto",
+    "access": "access",
+    "pickup": "pickup", "pick_up": "pick_up",
+    "release": "release", "put_on": "put", "put_inside": "put",
+    "open": "open", "close": "close",
+    "look_on": "look", "look_inside": "look",
+    "done": "done",
+}  # fmt: skip
+HANDLE_KINDS = ("hinge", "drawer")
+#: Default travel of a handle when the site file gives none: degrees for a hinge, metres for a drawer.
+DEFAULT_OPENING = {"hinge": 90.0, "drawer": 0.3}
+
+
+class TargetError(ValueError):
+    """The step cannot be turned into robot motion here (no such node, no position, no handle): refused before
+    the robot moves."""
+
+
+# ----------------------------------------------------------------------------- the site file
+@dataclass(frozen=True)
+class Handle:
+    """A door or drawer handle: where it is, how it moves, how far (rad for a hinge, m for a drawer)."""
+
+    node: str
+    position: Point
+    kind: str
+    opening: float
+    pull: tuple[float, float]  # unit vector, map frame
+
+    def stand_pose(self, standoff: float) -> Pose2:
+        """In front of the handle, `standoff` metres out along the pull direction, facing it."""
+        x, y, _ = self.position
+        px, py = self.pull
+        return (x + px * standoff, y + py * standoff, math.atan2(-py, -px))
+
+
+@dataclass(frozen=True)
+class SpotSite:
+    binding: SiteBinding = field(default_factory=SiteBinding)
+    handles: Mapping[str, Handle] = field(default_factory=dict)
+    places: Mapping[str, Point] = field(default_factory=dict)
+
+    @classmethod
+    def load(cls, path: str | Path) -> SpotSite:
+        path = Path(path)
+        try:
+            if path.stat().st_size > MAX_SITE_FILE_BYTES:
+                raise ValueError(f"site file {path} is larger than {MAX_SITE_FILE_BYTES} bytes")
+            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ValueError(f"cannot read site file {path}: {exc}") from exc
+        return cls.from_dict(data, str(path))
+
+    @classmethod
+    def from_dict(cls, data: Any, source: str = "<site>") -> SpotSite:
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise ValueError(f"{source}: a site file holds 'frame', 'nodes' and optionally 'spot'")
+        rest = {k: v for k, v in data.items() if k != "spot"}
+        binding = SiteBinding.from_dict(rest, source)
+        spot = data.get("spot") or {}
+        if not isinstance(spot, Mapping) or set(spot) - {"handles", "places"}:
+            raise ValueError(f"{source}: 'spot' holds 'handles' and/or 'places'")
+        handles_raw = spot.get("handles") or {}
+        places_raw = spot.get("places") or {}
+        if not isinstance(handles_raw, Mapping) or not isinstance(places_raw, Mapping):
+            raise ValueError(f"{source}: spot.handles and spot.places are mappings from node ids")
+        handles = {str(n): _handle(str(n), raw, source) for n, raw in handles_raw.items()}
+        places = {str(n): _point(raw, f"{source}: spot.places.{n}") for n, raw in places_raw.items()}
+        return cls(binding, handles, places)
+
+    def check_against(self, graph: SceneGraph) -> list[str]:
+        """Entries naming nodes the graph does not have."""
+        names = set(self.binding.entries) | set(self.handles) | set(self.places)
+        return sorted(n for n in names if n not in graph.nodes)
+
+
+def _number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _point(raw: Any, where: str) -> Point:
+    if not isinstance(raw, list) or len(raw) != 3 or not all(_number(v) for v in raw):
+        raise ValueError(f"{where} must be [x, y, z] with finite numbers (metres, map frame)")
+    return (float(raw[0]), float(raw[1]), float(raw[2]))
+
+
+def _handle(node: str, raw: Any, source: str) -> Handle:
+    where = f"{source}: spot.handles.{node}"
+    if not isinstance(raw, Mapping) or set(raw) - {"position", "kind", "opening", "pull"}:
+        raise ValueError(f"{where} holds position [x, y, z], kind (hinge|drawer), opening and pull [dx, dy]")
+    position = _point(raw.get("position"), f"{where}.position")
+    kind = raw.get("kind")
+    if kind not in HANDLE_KINDS:
+        raise ValueError(f"{where}.kind must be one of {', '.join(HANDLE_KINDS)}, got {kind!r}")
+    opening = raw.get("opening", DEFAULT_OPENING[kind])
+    if not _number(opening) or opening <= 0:
+        raise ValueError(f"{where}.opening must be a positive number (degrees for a hinge, metres for a drawer)")
+    if kind == "hinge" and opening > 180:
+        raise ValueError(f"{where}.opening is in degrees and at most 180, got {opening}")
+    pull = raw.get("pull")
+    if not isinstance(pull, list) or len(pull) != 2 or not all(_number(v) for v in pull):
+        raise ValueError(f"{where}.pull must be [dx, dy]: the horizontal direction the handle first moves")
+    norm = math.hypot(float(pull[0]), float(pull[1]))
+    if norm < 1e-6:
+        raise ValueError(f"{where}.pull must not be zero")
+    travel = math.radians(float(opening)) if kind == "hinge" else float(opening)
+    return Handle(node, position, str(kind), travel, (float(pull[0]) / norm, float(pull[1]) / norm))
+
+
+# ----------------------------------------------------------------------------- primitives
+@dataclass(frozen=True)
+class Navigate:
+    """GraphNav navigate_to the waypoint bound to `node` (its id or recorded name, resolved on the robot)."""
+
+    node: str
+    waypoint: str
+
+
+@dataclass(frozen=True)
+class Walk:
+    """A body trajectory to a map pose (for nodes without a waypoint; limited to short distances)."""
+
+    node: str
+    pose: Pose2
+
+
+@dataclass(frozen=True)
+class Approach:
+    """Walk to `standoff` metres from a point, facing it, coming from wherever the robot stands."""
+
+    node: str
+    point: tuple[float, float]
+    standoff: float
+
+
+@dataclass(frozen=True)
+class Grasp:
+    """Pick up what is at `point` (Manipulation API, ray in world); `world_object` names a live detection whose
+    position replaces the point when the robot sees it."""
+
+    node: str
+    point: Point | None
+    world_object: str = ""
+
+
+@dataclass(frozen=True)
+class Place:
+    """Move the hand to `point`, open the gripper, stow the arm."""
+
+    node: str
+    point: Point
+
+
+@dataclass(frozen=True)
+class Articulate:
+    """Grasp a handle, pull (opening) or push (closing) it by constrained manipulation, let go, stow."""
+
+    node: str
+    handle: Handle
+    opening: bool
+
+
+@dataclass(frozen=True)
+class Capture:
+    """Capture one camera image of a node (for the VLM hook)."""
+
+    node: str
+    source: str
+    relation: str  # ontop_of / inside_of: what the image is asked about
+
+
+Primitive = Navigate | Walk | Approach | Grasp | Place | Articulate | Capture
+
+
+def describe(primitive: Primitive) -> str:
+    """One line for logs and feedback."""
+    if isinstance(primitive, Navigate):
+        return f"navigate to waypoint '{primitive.waypoint}' ({primitive.node})"
+    if isinstance(primitive, Walk):
+        x, y, yaw = primitive.pose
+        return f"walk to ({x:.2f}, {y:.2f}, {math.degrees(yaw):.0f} deg) ({primitive.node})"
+    if isinstance(primitive, Approach):
+        return f"walk up to {primitive.node}"
+    if isinstance(primitive, Grasp):
+        return f"grasp {primitive.node}"
+    if isinstance(primitive, Place):
+        return f"put down at {primitive.node}"
+    if isinstance(primitive, Articulate):
+        return f"{'open' if primitive.opening else 'close'} {primitive.node} ({primitive.handle.kind})"
+    return f"capture {primitive.source} of {primitive.node}"
+
+
+@dataclass(frozen=True)
+class SpotOptions:
+    standoff_m: float = 0.8  # how far from an asset's reference point the robot stands to reach it
+    place_height_m: float = 0.8  # hand height above an asset's reference point when putting down without a place
+    image_source: str = "hand_color_image"
+
+
+@dataclass(frozen=True)
+class SpotProgram:
+    step: PlanStep
+    kind: str
+    primitives: tuple[Primitive, ...]
+
+    def describe(self) -> str:
+        return " > ".join(describe(p) for p in self.primitives) or "nothing to do"
+
+
+def compile_skill(
+    step: PlanStep, graph: SceneGraph, site: SpotSite, accessed: str | None, options: SpotOptions
+) -> SpotProgram:
+    """The primitives that carry out `step` on Spot; TargetError when the robot cannot be told where to go."""
+    kind = SKILL_KINDS.get(step.action)
+    if kind is None:
+        raise TargetError(f"Spot has no program for '{step.action}'")
+    if kind == "done":
+        return SpotProgram(step, kind, ())
+    if not step.target:
+        raise TargetError(f"{step.action} needs a target node")
+    if step.target not in graph.nodes:
+        raise TargetError(f"'{step.target}' is not in the scene graph")
+    node = step.target
+    prims: list[Primitive]
+    if kind == "goto":
+        prims = [_go(graph, site, node)]
+    elif kind == "access":
+        prims = [_reach(graph, site, node, options)]
+    elif kind == "pickup":
+        prims = [_grasp(graph, site, node)]
+    elif kind == "pick_up":
+        prims = [_reach(graph, site, node, options), _grasp(graph, site, node)]
+    elif kind == "release":
+        if accessed is None or accessed not in graph.nodes:
+            raise TargetError(f"release({node}) needs an accessed asset to put it on; access one first")
+        prims = [Place(accessed, _place_point(graph, site, accessed, options))]
+    elif kind == "put":
+        prims = [_reach(graph, site, node, options), Place(node, _place_point(graph, site, node, options))]
+    elif kind in ("open", "close"):
+        handle = site.handles.get(node)
+        if handle is None:
+            raise TargetError(f"{step.action}({node}) needs the handle of {node} in the site file (spot.handles)")
+        entry = site.binding.entries.get(node)
+        reach = (
+            _reach(graph, site, node, options)
+            if entry is not None
+            else Walk(node, handle.stand_pose(options.standoff_m))
+        )
+        prims = [reach, Articulate(node, handle, kind == "open")]
+    else:  # look
+        relation = "inside_of" if step.action == "look_inside" else "ontop_of"
+        prims = [_reach(graph, site, node, options), Capture(node, options.image_source, relation)]
+    return SpotProgram(step, kind, tuple(prims))
+
+
+def _go(graph: SceneGraph, site: SpotSite, node: str) -> Primitive:
+    try:
+        target = site.binding.target(graph, node)
+    except GraphError as exc:
+        raise TargetError(str(exc)) from None
+    if target.name:
+        return Navigate(node, target.name)
+    assert target.pose is not None
+    return Walk(node, target.pose)
+
+
+def _reach(graph: SceneGraph, site: SpotSite, node: str, options: SpotOptions) -> Primitive:
+    """Stand where the node can be reached: its bound waypoint or pose, else `standoff_m` from it."""
+    entry = site.binding.entries.get(node)
+    if entry is not None:
+        if entry.name:
+            return Navigate(node, entry.name)
+        assert entry.pose is not None
+        return Walk(node, entry.pose)
+    position = graph.nodes[node].position
+    if position is None:
+        raise TargetError(f"'{node}' has no position in the scene graph and no entry in the site file")
+    return Approach(node, (float(position[0]), float(position[1])), options.standoff_m)
+
+
+def _grasp(graph: SceneGraph, site: SpotSite, node: str) -> Grasp:
+    entry = site.binding.entries.get(node)
+    position = graph.nodes[node].position
+    if entry is not None and entry.pose is not None:
+        z = float(position[2]) if position is not None else 0.0
+        return Grasp(node, (entry.pose[0], entry.pose[1], z), entry.name or "")
+    name = (entry.name or "") if entry is not None else ""
+    if position is None:
+        if name:
+            return Grasp(node, None, name)
+        raise TargetError(f"'{node}' has no position in the scene graph and no entry in the site file")
+    return Grasp(node, (float(position[0]), float(position[1]), float(position[2])), name)
+
+
+def _place_point(graph: SceneGraph, site: SpotSite, node: str, options: SpotOptions) -> Point:
+    if node in site.places:
+        return site.places[node]
+    position = graph.nodes[node].position
+    if position is None:
+        raise TargetError(f"'{node}' has no position in the scene graph and no spot.places entry in the site file")
+    return (float(position[0]), float(position[1]), float(position[2]) + options.place_height_m)
+
+
+# ----------------------------------------------------------------------------- geometry the adapter needs
+def approach_pose(robot: tuple[float, float], point: tuple[float, float], standoff: float) -> Pose2:
+    """Where to stand `standoff` m from `point` on the line from the robot to it, facing the point. A robot
+    already closer than that stays where it is and only turns."""
+    dx, dy = point[0] - robot[0], point[1] - robot[1]
+    distance = math.hypot(dx, dy)
+    heading = math.atan2(dy, dx) if distance > 1e-9 else 0.0
+    if distance <= standoff:
+        return (robot[0], robot[1], heading)
+    scale = (distance - standoff) / distance
+    return (robot[0] + dx * scale, robot[1] + dy * scale, heading)
+
+
+def resolve_waypoint(name: str, waypoints: Mapping[str, str]) -> str:
+    """The waypoint id for a site-file name: an id of the robot's map, else a unique recorded waypoint name.
+    `waypoints` maps ids to recorded names. TargetError names the problem."""
+    if name in waypoints:
+        return name
+    matches = sorted(wid for wid, recorded in waypoints.items() if recorded == name)
+    if len(matches) == 1:
+        return matches[0]
+    if not matches:
+        raise TargetError(f"no waypoint '{name}' in the robot's GraphNav map ({len(waypoints)} waypoints)")
+    raise TargetError(f"waypoint name '{name}' is ambiguous in the robot's GraphNav map ({', '.join(matches[:3])})")
+
+
+# ----------------------------------------------------------------------------- what the robot now knows
+@dataclass(frozen=True)
+class RobotPose:
+    """The robot's localization in the map frame, and the waypoint it is localized to ('' if none)."""
+
+    x: float
+    y: float
+    yaw: float
+    z: float = 0.0
+    waypoint: str = ""
+
+
+def nearest_place(graph: SceneGraph, x: float, y: float) -> str | None:
+    """The room or pose node nearest to a map position (ties: the lower id)."""
+    best: tuple[float, str] | None = None
+    for node in graph.iter_nodes(*sorted(NAV_TYPES)):
+        if node.position is None:
+            continue
+        distance = math.hypot(node.position[0] - x, node.position[1] - y)
+        if best is None or (distance, node.id) < best:
+            best = (distance, node.id)
+    return best[1] if best else None
+
+
+@dataclass
+class SpotBelief:
+    """What the skill server remembers between skills that the scene graph does not hold: the accessed asset."""
+
+    accessed: str | None = None
+
+
+def skill_update(
+    graph: SceneGraph,
+    step: PlanStep,
+    actions: ActionSet,
+    belief: SpotBelief,
+    code: SkillCode,
+    pose: RobotPose | None,
+    moved_off_course: bool = False,
+    waypoint_nodes: Mapping[str, str] | None = None,
+    placed_at: Point | None = None,
+    source: str = "spot_skill_server",
+) -> GraphUpdate:
+    """The scene-graph update a finished skill reports, and the belief after it.
+
+    On success the step's effects (from the action set: the object now in the hand, the door now open) are
+    applied to the robot's graph, so the planner's model and the robot agree. The agent's place always comes
+    from the robot: the goto target on arrival; after a navigation that stopped on the way, the node whose
+    waypoint the robot is localized to, else the room or pose node nearest to its map position. A grasp that
+    found nothing where the graph said removes that object, as the simulated robot does for objects it cannot
+    see where they should be. An object put down takes `placed_at` (where the hand let go) as its position.
+    """
+    waypoint_nodes = waypoint_nodes or {}
+    state = WorldState.from_graph(graph)
+    state.accessed = belief.accessed if belief.accessed in graph.nodes else None
+    touched: list[str] = []
+    remove: list[str] = []
+    kind = SKILL_KINDS.get(step.action, "")
+    if code is SkillCode.NONE and kind == "release" and state.holding is None and step.target in graph.nodes:
+        state.holding = step.target  # the robot let go of it, whatever the graph said it held
+    held_before = state.holding
+    if code is SkillCode.NONE and step.action in actions.actions:
+        try:
+            for clause in actions.actions[step.action].effects:
+                EFFECTS[clause.name](state, step.target, clause.arg)
+        except (AssertionError, GraphError, KeyError):
+            pass  # the graph disagrees with what the robot did: report the robot's place only
+        touched = [n for n in (step.target, held_before, state.holding) if n and n in graph.nodes]
+        belief.accessed = state.accessed
+    else:
+        if kind not in ("pickup", "release"):  # the robot may have walked away from what it had accessed
+            belief.accessed = None
+        gone = code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up") and step.target in graph.nodes
+        if gone and graph.nodes[step.target].type == "object" and not graph.children(step.target):
+            remove.append(step.target)
+    location = state.location
+    if kind == "goto" and code is SkillCode.NONE:
+        location = step.target
+    elif moved_off_course and pose is not None:
+        bound = waypoint_nodes.get(pose.waypoint)
+        if bound is None or bound not in graph.nodes or graph.nodes[bound].type not in NAV_TYPES:
+            bound = nearest_place(graph, pose.x, pose.y)
+        location = bound or location
+    upserts: list[NodeUpsert] = []
+    for node_id in dict.fromkeys(touched):
+        if node_id in remove or graph.nodes[node_id].type == "agent":
+            continue
+        node = copy.deepcopy(graph.nodes[node_id])
+        node.states = list(state.states(node_id))
+        if placed_at is not None and node_id == held_before and state.holding != node_id:
+            node.position = placed_at
+        upserts.append(NodeUpsert(node, state.parent(node_id), state.relation(node_id) or "in"))
+    agent_id = graph.agent_id
+    if agent_id is not None:
+        agent = copy.deepcopy(graph.nodes[agent_id])
+        if location is not None:
+            agent.attributes["location"] = location
+        if pose is not None:
+            agent.position = (pose.x, pose.y, pose.z)
+            agent.attributes["heading_deg"] = round(math.degrees(pose.yaw), 1)
+            if pose.waypoint:
+                agent.attributes["waypoint"] = pose.waypoint
+        upserts.append(NodeUpsert(agent))
+    return GraphUpdate(upsert=upserts, remove=remove, source=source)

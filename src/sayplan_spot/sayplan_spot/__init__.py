@@ -1,0 +1,1 @@
+"""Robot `spot`: a Boston Dynamics Spot with an arm, driven through bosdyn-client (the optional `spot` extra)."""

@@ -1,0 +1,713 @@
+"""Spot through bosdyn-client: the session and the primitives of sayplan_core.robots.spot.
+
+Session: log in (credentials from the environment, never logged), time sync, acquire the body lease and keep
+it alive, check the e-stop, power the motors on, stand; at the end sit, power off and return the lease.
+Primitives: GraphNav navigate_to, body trajectories, grasps through the Manipulation API (ray in world),
+placing with the arm, handle pulls by constrained manipulation, camera images. Every status the robot
+reports is translated by sayplan_core.robots.spot_failures; a failure raises SpotError with the typed code
+and the robot's own words.
+
+Everything here blocks: the skill server runs it on one worker thread and polls it from its coroutine, so
+the ROS executor never waits on the robot. `stop()` is the exception: it is called from the cancel callback
+while a primitive runs, sends one stop command, and wakes the worker through the shared stop event.
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import bosdyn.client
+from bosdyn.api import geometry_pb2, manipulation_api_pb2
+from bosdyn.api.arm_command_pb2 import ArmCartesianCommand, NamedArmPositionsCommand
+from bosdyn.api.basic_command_pb2 import (
+    ConstrainedManipulationCommand,
+    RobotCommandFeedbackStatus,
+    SE2TrajectoryCommand,
+    SitCommand,
+    StandCommand,
+)
+from bosdyn.api.graph_nav.graph_nav_pb2 import NavigationFeedbackResponse
+from bosdyn.api.gripper_command_pb2 import ClawGripperCommand
+from bosdyn.api.image_pb2 import ImageResponse
+from bosdyn.api.lease_pb2 import LeaseUseResult
+from bosdyn.api.manipulation_api_pb2 import ManipulationFeedbackState
+from bosdyn.client import frame_helpers, math_helpers
+from bosdyn.client.auth import InvalidLoginError
+from bosdyn.client.estop import EstopClient
+from bosdyn.client.exceptions import Error as SdkError
+from bosdyn.client.exceptions import LeaseUseError, ResponseError, RpcError
+from bosdyn.client.graph_nav import GraphNavClient
+from bosdyn.client.image import ImageClient
+from bosdyn.client.lease import Error as LeaseWalletError
+from bosdyn.client.lease import LeaseClient, LeaseKeepAlive, ResourceAlreadyClaimedError
+from bosdyn.client.manipulation_api_client import ManipulationApiClient
+from bosdyn.client.power import PowerClient
+from bosdyn.client.robot_command import RobotCommandBuilder, RobotCommandClient
+from bosdyn.client.robot_state import RobotStateClient
+from bosdyn.client.time_sync import TimeSyncError
+from bosdyn.client.world_object import WorldObjectClient
+
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots import spot_failures as sf
+from sayplan_core.robots.spot import (
+    Approach,
+    Articulate,
+    Capture,
+    Grasp,
+    Handle,
+    Navigate,
+    Place,
+    Primitive,
+    RobotPose,
+    TargetError,
+    Walk,
+    approach_pose,
+    resolve_waypoint,
+)
+
+#: Hand pointing straight down (pitch +90 deg about y) when putting things down.
+HAND_DOWN = math_helpers.Quat(w=math.cos(math.pi / 4), x=0.0, y=math.sin(math.pi / 4), z=0.0)
+#: The grasp ray starts this far back (horizontally) and up from the target, and ends this far past it.
+RAY_BACK_M, RAY_UP_M, RAY_PAST = 0.6, 0.5, 0.3
+HANDLE_SPEED = 0.25  # m/s along the handle's path while pulling or pushing it
+HANDLE_FORCE_N, HANDLE_TORQUE_NM = 40.0, 5.0
+
+
+class SpotError(Exception):
+    """A primitive or the session failed: the typed code and the robot's own message."""
+
+    def __init__(self, code: SkillCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass(frozen=True)
+class SpotConfig:
+    hostname: str
+    port: int
+    ca_cert_file: str
+    username: str = ""
+    password: str = ""
+    take_lease: bool = False
+    lease_check_in_s: float = 1.0
+    connect_timeout_s: float = 30.0
+
+    def __repr__(self) -> str:  # never print the login
+        return f"SpotConfig(hostname={self.hostname!r}, port={self.port})"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Per-goal limits (the node's per-goal settings when the skill started)."""
+
+    feedback_period_s: float = 0.1
+    navigate_timeout_s: float = 120.0
+    arm_timeout_s: float = 30.0
+    max_walk_m: float = 15.0
+    handle_pull_s: float = 3.0
+
+
+Report = Callable[[str], None]
+
+
+def fault_from(exc: BaseException, doing: str) -> SpotError:
+    """The typed fault for an SDK exception raised while `doing` something."""
+    if isinstance(exc, SpotError):
+        return exc
+    if isinstance(exc, ResourceAlreadyClaimedError):
+        owner = exc.response.lease_owner.client_name or "another client"
+        return SpotError(
+            SkillCode.LEASE_LOST,
+            f"{doing}: the body lease is held by {owner}; release it (tablet: release control) or set take_lease",
+        )
+    if isinstance(exc, LeaseUseError):
+        result = exc.lease_use_result
+        status = LeaseUseResult.Status.Name(result.status)
+        owner = result.owner.client_name or "another client"
+        return SpotError(sf.LEASE_USE.get(status, SkillCode.LEASE_LOST), f"{doing}: lease lost to {owner} ({status})")
+    if isinstance(exc, LeaseWalletError):
+        return SpotError(SkillCode.LEASE_LOST, f"{doing}: the lease is no longer ours ({exc})")
+    refused = _response_status(exc)
+    if refused is not None:
+        kind, status = refused
+        text = str(getattr(exc, "error_message", "") or "")
+        words = f": {text}" if text else ""
+        return SpotError(sf.refusal(kind, status), f"{doing}: the robot refused ({kind} {sf.explain(status)}){words}")
+    if isinstance(exc, RpcError):
+        return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: no answer from the robot ({exc})")
+    if isinstance(exc, TimeSyncError):
+        return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: no time sync with the robot ({type(exc).__name__})")
+    if isinstance(exc, SdkError):
+        return SpotError(SkillCode.ROBOT_FAULT, f"{doing}: {type(exc).__name__}: {exc}")
+    return SpotError(SkillCode.INTERNAL_ERROR, f"{doing}: {type(exc).__name__}: {exc}")
+
+
+def _response_status(exc: BaseException) -> tuple[str, str] | None:
+    """(response type, `status` enum value name) of a refused response, when the exception carries one."""
+    response: Any = getattr(exc, "response", None) if isinstance(exc, ResponseError) else None
+    if response is None:
+        return None
+    field = response.DESCRIPTOR.fields_by_name.get("status")
+    if field is None or field.enum_type is None:
+        return None
+    value = field.enum_type.values_by_number.get(response.status)
+    return (str(response.DESCRIPTOR.name), str(value.name)) if value is not None else None
+
+
+def _name(enum: Any, value: int) -> str:
+    return str(enum.Name(value))
+
+
+class SpotRobot:
+    def __init__(self, config: SpotConfig, info: Callable[[str], None], warn: Callable[[str], None]) -> None:
+        self.config = config
+        self._info, self._warn = info, warn
+        self._sdk: Any = None
+        self.robot: Any = None
+        self._keepalive: Any = None
+        self._lease_problem = ""
+        self._lock = threading.Lock()
+        self.waypoints: dict[str, str] = {}  # GraphNav waypoint id -> recorded name
+        self.serial = ""
+
+    # ------------------------------------------------------------------ session
+    @property
+    def connected(self) -> bool:
+        return self.robot is not None
+
+    def connect(self, limits: Limits) -> None:
+        """Log in, time-sync, take the lease, check the e-stop, power on and stand."""
+        self.disconnect()
+        cfg = self.config
+        doing = f"connecting to {cfg.hostname}"
+        try:
+            sdk = bosdyn.client.create_standard_sdk("sayplan_spot", cert_resource_glob=cfg.ca_cert_file or None)
+            robot = sdk.create_robot(cfg.hostname)
+            if cfg.port:
+                robot.update_secure_channel_port(cfg.port)
+            self._sdk, self.robot = sdk, robot
+            robot.authenticate(cfg.username, cfg.password, timeout=cfg.connect_timeout_s)
+            self.serial = robot.get_id().serial_number
+            robot.time_sync.wait_for_sync(timeout_sec=cfg.connect_timeout_s)
+            for name in (
+                LeaseClient.default_service_name, EstopClient.default_service_name, PowerClient.default_service_name,
+                RobotStateClient.default_service_name, RobotCommandClient.default_service_name,
+                ManipulationApiClient.default_service_name, GraphNavClient.default_service_name,
+                WorldObjectClient.default_service_name, ImageClient.default_service_name,
+            ):  # fmt: skip
+                robot.ensure_client(name)
+            if robot.is_estopped(timeout=cfg.connect_timeout_s):
+                raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
+            lease_client = self._client(LeaseClient)
+            if cfg.take_lease:
+                lease_client.take()
+            self._lease_problem = ""
+            self._keepalive = LeaseKeepAlive(
+                lease_client, must_acquire=True, return_at_exit=True, rpc_interval_seconds=cfg.lease_check_in_s,
+                on_failure_callback=self._on_lease_failure, warnings=False,
+            )  # fmt: skip
+            self.refresh_map()
+            self.power_on_and_stand(limits)
+        except InvalidLoginError:
+            self.disconnect()
+            raise SpotError(
+                SkillCode.ROBOT_FAULT, f"{doing}: the robot refused the login (user name or password)"
+            ) from None
+        except Exception as exc:
+            self.disconnect()
+            raise fault_from(exc, doing) from None
+        self._info(f"connected to Spot {self.serial} at {cfg.hostname}: lease held, powered on, standing")
+
+    def _on_lease_failure(self, exc: Exception) -> None:
+        """Called by the SDK's keep-alive thread after a failed check-in."""
+        if isinstance(exc, (LeaseUseError, LeaseWalletError)):
+            with self._lock:
+                self._lease_problem = fault_from(exc, "keeping the lease").message
+        else:
+            self._warn(f"lease check-in failed ({type(exc).__name__}); retrying")
+
+    def _client(self, kind: Any) -> Any:
+        return self.robot.ensure_client(kind.default_service_name)
+
+    def refresh_map(self) -> None:
+        graph = self._client(GraphNavClient).download_graph()
+        self.waypoints = {w.id: w.annotations.name for w in graph.waypoints}
+
+    def waypoint_id(self, name: str) -> str:
+        try:
+            return resolve_waypoint(name, self.waypoints)
+        except TargetError:
+            self.refresh_map()  # a map uploaded since we connected
+            return resolve_waypoint(name, self.waypoints)
+
+    def power_on_and_stand(self, limits: Limits) -> None:
+        robot = self.robot
+        if not robot.is_powered_on():
+            try:
+                robot.power_on(
+                    timeout_sec=self.config.connect_timeout_s, update_frequency=1.0 / limits.feedback_period_s
+                )
+            except Exception as exc:
+                if robot.is_estopped():
+                    raise SpotError(SkillCode.ESTOPPED, "powering on: the robot is e-stopped") from None
+                fault = fault_from(exc, "powering on")
+                raise SpotError(SkillCode.NOT_POWERED, f"powering on failed: {fault.message}") from None
+        self._command(RobotCommandBuilder.synchro_stand_command(), "standing up", limits, threading.Event(),
+                      self.config.connect_timeout_s, _stand_done)  # fmt: skip
+
+    def ready(self, limits: Limits) -> None:
+        """Before a skill: connected, lease ours, not e-stopped, no behaviour fault, powered and standing."""
+        with self._lock:
+            lease_problem = self._lease_problem
+        if lease_problem:
+            self._warn(f"{lease_problem}; connecting again")
+            self.disconnect()
+        if not self.connected:
+            self.connect(limits)
+            return
+        try:
+            if self.robot.is_estopped():
+                raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop, then retry")
+            state = self._client(RobotStateClient).get_robot_state()
+            faults = list(state.behavior_fault_state.faults)
+            if faults:
+                ids = ", ".join(str(f.behavior_fault_id) for f in faults)
+                raise SpotError(
+                    SkillCode.ROBOT_FAULT, f"the robot has behaviour fault(s) {ids}: clear them on the tablet"
+                )
+            if state.power_state.motor_power_state != state.power_state.STATE_ON:
+                self.power_on_and_stand(limits)
+        except Exception as exc:
+            raise fault_from(exc, "checking the robot") from None
+
+    def estopped(self) -> bool:
+        try:
+            return bool(self.robot is not None and self.robot.is_estopped(timeout=2.0))
+        except Exception:
+            return False
+
+    def stop(self) -> None:
+        """Stop all motion now (cancel). Safe to call from another thread while a primitive runs."""
+        if self.robot is None:
+            return
+        try:
+            self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
+        except Exception as exc:
+            self._warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
+
+    def disconnect(self) -> None:
+        """Stop the keep-alive (it returns the lease if it is still ours) and close the SDK's threads and channels."""
+        keepalive, self._keepalive = self._keepalive, None
+        if keepalive is not None:
+            try:
+                keepalive.shutdown()
+            except Exception as exc:
+                self._warn(f"returning the lease failed: {type(exc).__name__}")
+        sdk, robot = self._sdk, self.robot
+        self._sdk = self.robot = None
+        if sdk is not None:
+            sdk.clear_robots()  # stops the SDK's time-sync and token threads
+        if robot is not None:
+            robot.shutdown()
+
+    def shutdown(self, power_off: bool, limits: Limits) -> None:
+        """Sit and power off (when asked and the lease is still ours), then return the lease."""
+        if self.robot is None:
+            return
+        with self._lock:
+            lease_ok = not self._lease_problem
+        if power_off and lease_ok:
+            try:
+                self._command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits, threading.Event(),
+                              self.config.connect_timeout_s, _sit_done)  # fmt: skip
+                self.robot.power_off(cut_immediately=False, timeout_sec=self.config.connect_timeout_s,
+                                     update_frequency=1.0 / limits.feedback_period_s)  # fmt: skip
+                self._info("sat down and powered the motors off")
+            except Exception as exc:
+                self._warn(f"sitting and powering off failed: {fault_from(exc, 'shutting down').message}")
+        self.disconnect()
+
+    # ------------------------------------------------------------------ what the robot knows
+    def pose(self) -> RobotPose | None:
+        """The robot's GraphNav localization in the map (seed) frame; None when it is not localized."""
+        try:
+            loc = self._client(GraphNavClient).get_localization_state().localization
+        except Exception:
+            return None
+        if not loc.waypoint_id:
+            return None
+        seed_tform_body = math_helpers.SE3Pose.from_proto(loc.seed_tform_body)
+        yaw = seed_tform_body.rot.to_yaw()
+        return RobotPose(seed_tform_body.x, seed_tform_body.y, yaw, seed_tform_body.z, loc.waypoint_id)
+
+    def holding(self) -> bool:
+        return bool(self._client(RobotStateClient).get_robot_state().manipulator_state.is_gripper_holding_item)
+
+    def frames(self) -> tuple[Any, Any, Any]:
+        """(odom_tform_seed, vision_tform_seed, seed_tform_body) from one localization and the kinematics taken
+        with it, so the map -> odom/vision transforms are consistent."""
+        state = self._client(GraphNavClient).get_localization_state()
+        loc = state.localization
+        if not loc.waypoint_id:
+            raise SpotError(SkillCode.ROBOT_FAULT, "the robot is not localized on its GraphNav map: localize it first")
+        snapshot = state.robot_kinematics.transforms_snapshot
+        if not snapshot.child_to_parent_edge_map:
+            snapshot = self._client(RobotStateClient).get_robot_state().kinematic_state.transforms_snapshot
+        seed_tform_body = math_helpers.SE3Pose.from_proto(loc.seed_tform_body)
+        body_tform_seed = seed_tform_body.inverse()
+        odom = frame_helpers.get_a_tform_b(snapshot, frame_helpers.ODOM_FRAME_NAME, frame_helpers.BODY_FRAME_NAME)
+        vision = frame_helpers.get_a_tform_b(snapshot, frame_helpers.VISION_FRAME_NAME, frame_helpers.BODY_FRAME_NAME)
+        return odom * body_tform_seed, vision * body_tform_seed, seed_tform_body
+
+    # ------------------------------------------------------------------ primitives
+    def run(self, primitive: Primitive, stop: threading.Event, limits: Limits, report: Report) -> bytes | None:
+        """Carry out one primitive; returns the image for Capture. Raises SpotError."""
+        try:
+            if isinstance(primitive, Navigate):
+                self._navigate(primitive, stop, limits, report)
+            elif isinstance(primitive, Walk):
+                self._walk(primitive.node, primitive.pose, stop, limits, report)
+            elif isinstance(primitive, Approach):
+                here = self.frames()[2]
+                pose = approach_pose((here.x, here.y), primitive.point, primitive.standoff)
+                self._walk(primitive.node, pose, stop, limits, report)
+            elif isinstance(primitive, Grasp):
+                self._grasp(primitive, stop, limits, report)
+            elif isinstance(primitive, Place):
+                self._place(primitive, stop, limits, report)
+            elif isinstance(primitive, Articulate):
+                self._articulate(primitive, stop, limits, report)
+            else:
+                return self._capture(primitive)
+        except TargetError as exc:
+            raise SpotError(SkillCode.INVALID_TARGET, str(exc)) from None
+        except SpotError:
+            raise
+        except Exception as exc:
+            raise fault_from(exc, type(primitive).__name__.lower()) from None
+        return None
+
+    def _navigate(self, prim: Navigate, stop: threading.Event, limits: Limits, report: Report) -> None:
+        waypoint = self.waypoint_id(prim.waypoint)
+        client = self._client(GraphNavClient)
+        doing = f"navigating to waypoint '{prim.waypoint}'"
+        try:
+            command_id = client.navigate_to(waypoint, limits.navigate_timeout_s)
+        except Exception as exc:
+            raise fault_from(exc, doing) from None
+        deadline = time.monotonic() + limits.navigate_timeout_s + 5.0
+        while True:
+            feedback = client.navigation_feedback(command_id)
+            status = _name(NavigationFeedbackResponse.Status, feedback.status)
+            code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
+            if code is SkillCode.NONE:
+                return
+            if code is not None:
+                raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
+            report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
+            self._wait(stop, limits, deadline, doing)
+
+    def _walk(
+        self, node: str, pose: tuple[float, float, float], stop: threading.Event, limits: Limits, report: Report
+    ) -> None:
+        odom_tform_seed, _, seed_tform_body = self.frames()
+        distance = math.hypot(pose[0] - seed_tform_body.x, pose[1] - seed_tform_body.y)
+        if distance > limits.max_walk_m:
+            raise SpotError(
+                SkillCode.UNREACHABLE,
+                f"{node} is {distance:.1f} m away and has no GraphNav waypoint in the site file "
+                f"(walks without one are limited to max_walk_m = {limits.max_walk_m:g} m)",
+            )
+        goal = odom_tform_seed * math_helpers.SE3Pose(pose[0], pose[1], 0.0, math_helpers.Quat.from_yaw(pose[2]))
+        command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
+            goal.x, goal.y, goal.rot.to_yaw(), frame_helpers.ODOM_FRAME_NAME
+        )
+        doing = f"walking to {node}"
+        report(doing)
+        self._command(command, doing, limits, stop, limits.navigate_timeout_s, _walk_done,
+                      end_time_secs=time.time() + limits.navigate_timeout_s)  # fmt: skip
+
+    def _ray(self, target_seed: tuple[float, float, float]) -> tuple[Any, Any]:
+        """Start and end of a grasp ray (vision frame) through a map point, from above and in front of it."""
+        _, vision_tform_seed, seed_tform_body = self.frames()
+        dx, dy = target_seed[0] - seed_tform_body.x, target_seed[1] - seed_tform_body.y
+        norm = math.hypot(dx, dy) or 1.0
+        start = (
+            target_seed[0] - dx / norm * RAY_BACK_M,
+            target_seed[1] - dy / norm * RAY_BACK_M,
+            target_seed[2] + RAY_UP_M,
+        )
+        end = tuple(t + (t - s) * RAY_PAST for t, s in zip(target_seed, start, strict=True))
+        return vision_tform_seed.transform_point(*start), vision_tform_seed.transform_point(*end)
+
+    def _world_object(self, name: str) -> tuple[float, float, float] | None:
+        """A live world object's position in the vision frame, or None when the robot does not see it."""
+        objects = self._client(WorldObjectClient).list_world_objects().world_objects
+        for obj in objects:
+            if obj.name == name:
+                tform = frame_helpers.get_a_tform_b(obj.transforms_snapshot, frame_helpers.VISION_FRAME_NAME, name)
+                if tform is not None:
+                    return (tform.x, tform.y, tform.z)
+        return None
+
+    def _pick(self, node: str, start: Any, end: Any, stop: threading.Event, limits: Limits, report: Report) -> None:
+        """Manipulation API pick along a ray (vision frame); returns once the gripper holds it."""
+        request = manipulation_api_pb2.ManipulationApiRequest(
+            pick_object_ray_in_world=manipulation_api_pb2.PickObjectRayInWorld(
+                ray_start_rt_frame=geometry_pb2.Vec3(x=start[0], y=start[1], z=start[2]),
+                ray_end_rt_frame=geometry_pb2.Vec3(x=end[0], y=end[1], z=end[2]),
+                frame_name=frame_helpers.VISION_FRAME_NAME,
+                walk_gaze_mode=manipulation_api_pb2.PICK_AUTO_WALK_AND_GAZE,
+            )
+        )
+        client = self._client(ManipulationApiClient)
+        doing = f"grasping {node}"
+        command_id = client.manipulation_api_command(request).manipulation_cmd_id
+        deadline = time.monotonic() + limits.arm_timeout_s
+        while True:
+            feedback = client.manipulation_api_feedback_command(
+                manipulation_api_pb2.ManipulationApiFeedbackRequest(manipulation_cmd_id=command_id)
+            )
+            state = _name(ManipulationFeedbackState, feedback.current_state)
+            code = sf.verdict(sf.MANIPULATION_FEEDBACK, state)
+            if code is SkillCode.NONE:
+                break
+            if code is not None:
+                self._stow_quietly(limits)
+                raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}")
+            report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
+            self._wait(stop, limits, deadline, doing)
+        if not self.holding():
+            self._stow_quietly(limits)
+            raise SpotError(SkillCode.GRASP_FAILED, f"{doing}: the grasp ended but the gripper holds nothing")
+
+    def _grasp(self, prim: Grasp, stop: threading.Event, limits: Limits, report: Report) -> None:
+        if prim.world_object:
+            seen = self._world_object(prim.world_object)
+            if seen is None:
+                raise SpotError(
+                    SkillCode.NOT_FOUND, f"the robot does not see world object '{prim.world_object}' ({prim.node})"
+                )
+            _, vision_tform_seed, _ = self.frames()
+            target = vision_tform_seed.inverse().transform_point(*seen)
+        elif prim.point is None:
+            raise SpotError(SkillCode.INVALID_TARGET, f"{prim.node} has no position")
+        else:
+            target = prim.point
+        start, end = self._ray(target)
+        self._pick(prim.node, start, end, stop, limits, report)
+        # carry: the arm folds in with the object so the robot can walk
+        self._command(RobotCommandBuilder.arm_carry_command(), f"carrying {prim.node}", limits, stop,
+                      limits.arm_timeout_s, _arm_named_done)  # fmt: skip
+
+    def _place(self, prim: Place, stop: threading.Event, limits: Limits, report: Report) -> None:
+        _, vision_tform_seed, _ = self.frames()
+        x, y, z = vision_tform_seed.transform_point(*prim.point)
+        doing = f"putting down at {prim.node}"
+        report(doing)
+        move = RobotCommandBuilder.arm_pose_command(x, y, z, HAND_DOWN.w, HAND_DOWN.x, HAND_DOWN.y, HAND_DOWN.z,
+                                                    frame_helpers.VISION_FRAME_NAME, seconds=2.0)  # fmt: skip
+        self._command(move, doing, limits, stop, limits.arm_timeout_s, _arm_cartesian_done)
+        self._command(RobotCommandBuilder.claw_gripper_open_command(), f"{doing}: opening the gripper", limits, stop,
+                      limits.arm_timeout_s, _gripper_done)  # fmt: skip
+        self._stow(limits, stop)
+        if self.holding():
+            raise SpotError(SkillCode.SKILL_FAILED, f"{doing}: the gripper still holds something after opening")
+
+    def _articulate(self, prim: Articulate, stop: threading.Event, limits: Limits, report: Report) -> None:
+        handle = prim.handle
+        verb = "opening" if prim.opening else "closing"
+        start, end = self._ray(handle.position)
+        self._pick(f"the handle of {prim.node}", start, end, stop, limits, report)
+        odom_tform_seed, _, _ = self.frames()
+        sign = 1.0 if prim.opening else -1.0
+        direction = odom_tform_seed.rot.transform_point(sign * handle.pull[0], sign * handle.pull[1], 0.0)
+        command = _handle_command(handle, direction)
+        request = command.full_body_command.constrained_manipulation_request
+        request.end_time.CopyFrom(
+            self.robot.time_sync.robot_timestamp_from_local_secs(time.time() + limits.handle_pull_s + 1.0)
+        )
+        doing = f"{verb} {prim.node}"
+        report(doing)
+        ends = time.monotonic() + limits.handle_pull_s
+        try:
+            self._command(command, doing, limits, stop, limits.handle_pull_s + limits.arm_timeout_s,
+                          _pull_done(ends))  # fmt: skip
+        finally:
+            self._release_quietly(limits)
+
+    def _capture(self, prim: Capture) -> bytes:
+        responses = self._client(ImageClient).get_image_from_sources([prim.source])
+        if not responses:
+            raise SpotError(SkillCode.ROBOT_FAULT, f"camera {prim.source} returned nothing")
+        status = _name(ImageResponse.Status, responses[0].status)
+        code = sf.IMAGE_STATUS.get(status, SkillCode.ROBOT_FAULT)
+        if code is not SkillCode.NONE:
+            raise SpotError(code, f"capturing {prim.source}: {status}")
+        return bytes(responses[0].shot.image.data)
+
+    # ------------------------------------------------------------------ robot commands
+    def _command(
+        self,
+        command: Any,
+        doing: str,
+        limits: Limits,
+        stop: threading.Event,
+        timeout_s: float,
+        done: Callable[[Any], Reading],
+        end_time_secs: float | None = None,
+    ) -> None:
+        """Issue a robot command and follow its feedback until `done` says NONE (or a failure)."""
+        client = self._client(RobotCommandClient)
+        try:
+            command_id = client.robot_command(command, end_time_secs=end_time_secs)
+        except Exception as exc:
+            raise fault_from(exc, doing) from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            response = client.robot_command_feedback(command_id)
+            status, verdict = _command_status(response.feedback)
+            if verdict is not None and verdict is not SkillCode.NONE:
+                raise SpotError(verdict, f"{doing}: the command ended with {status}")
+            code, name = done(response.feedback)
+            if code is SkillCode.NONE:
+                return
+            if code is not None:
+                raise SpotError(code, f"{doing}: {sf.explain(name)}")
+            self._wait(stop, limits, deadline, doing)
+
+    def _stow(self, limits: Limits, stop: threading.Event) -> None:
+        stow = RobotCommandBuilder.arm_stow_command(build_on_command=RobotCommandBuilder.claw_gripper_close_command())
+        self._command(stow, "stowing the arm", limits, stop, limits.arm_timeout_s, _arm_named_done)
+
+    def _stow_quietly(self, limits: Limits) -> None:
+        try:
+            self._stow(limits, threading.Event())
+        except Exception as exc:
+            self._warn(f"stowing the arm failed: {exc}")
+
+    def _release_quietly(self, limits: Limits) -> None:
+        try:
+            self._command(RobotCommandBuilder.claw_gripper_open_command(), "letting go", limits, threading.Event(),
+                          limits.arm_timeout_s, _gripper_done)  # fmt: skip
+        except Exception as exc:
+            self._warn(f"opening the gripper failed: {exc}")
+        self._stow_quietly(limits)
+
+    @staticmethod
+    def _wait(stop: threading.Event, limits: Limits, deadline: float, doing: str) -> None:
+        if stop.wait(limits.feedback_period_s):
+            raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
+        if time.monotonic() > deadline:
+            raise SpotError(SkillCode.TIMEOUT, f"{doing}: no result in time")
+
+
+# ----------------------------------------------------------------------------- feedback readers
+def _command_status(feedback: Any) -> tuple[str, SkillCode | None]:
+    """The overall status of a command's feedback (full body, or the worst synchronized part)."""
+    names = []
+    if feedback.HasField("full_body_feedback"):
+        names.append(_name(RobotCommandFeedbackStatus.Status, feedback.full_body_feedback.status))
+    else:
+        synchro = feedback.synchronized_feedback
+        for part in ("mobility_command_feedback", "arm_command_feedback", "gripper_command_feedback"):
+            if synchro.HasField(part):
+                names.append(_name(RobotCommandFeedbackStatus.Status, getattr(synchro, part).status))
+    for name in names:
+        code = sf.verdict(sf.COMMAND_FEEDBACK, name)
+        if code is not None:
+            return name, code
+    return (names[0] if names else "STATUS_UNKNOWN"), None
+
+
+Reading = tuple["SkillCode | None", str]  # the verdict on one part's feedback, and its status name
+
+
+def _read(table: sf.Feedback, enum: Any, value: int) -> Reading:
+    name = _name(enum, value)
+    return sf.verdict(table, name), name
+
+
+def _stand_done(fb: Any) -> Reading:
+    status = fb.synchronized_feedback.mobility_command_feedback.stand_feedback.status
+    return _read(sf.STAND_FEEDBACK, StandCommand.Feedback.Status, status)
+
+
+def _sit_done(fb: Any) -> Reading:
+    status = fb.synchronized_feedback.mobility_command_feedback.sit_feedback.status
+    return _read(sf.SIT_FEEDBACK, SitCommand.Feedback.Status, status)
+
+
+def _walk_done(fb: Any) -> Reading:
+    traj = fb.synchronized_feedback.mobility_command_feedback.se2_trajectory_feedback
+    blocked = _read(sf.TRAJECTORY_GOAL, SE2TrajectoryCommand.Feedback.FinalGoalStatus, traj.final_goal_status)
+    if blocked[0] is not None:
+        return blocked
+    return _read(sf.TRAJECTORY_FEEDBACK, SE2TrajectoryCommand.Feedback.Status, traj.status)
+
+
+def _arm_named_done(fb: Any) -> Reading:
+    status = fb.synchronized_feedback.arm_command_feedback.named_arm_position_feedback.status
+    return _read(sf.ARM_STOW_FEEDBACK, NamedArmPositionsCommand.Feedback.Status, status)
+
+
+def _arm_cartesian_done(fb: Any) -> Reading:
+    status = fb.synchronized_feedback.arm_command_feedback.arm_cartesian_feedback.status
+    return _read(sf.ARM_CARTESIAN_FEEDBACK, ArmCartesianCommand.Feedback.Status, status)
+
+
+def _gripper_done(fb: Any) -> Reading:
+    status = fb.synchronized_feedback.gripper_command_feedback.claw_gripper_feedback.status
+    return _read(sf.GRIPPER_FEEDBACK, ClawGripperCommand.Feedback.Status, status)
+
+
+def _pull_done(ends: float) -> Callable[[Any], Reading]:
+    """A position-controlled pull has no 'done' status: it has worked when it ran until `ends` without the arm
+    getting stuck or the grasp slipping."""
+
+    def read(fb: Any) -> Reading:
+        status = fb.full_body_feedback.constrained_manipulation_feedback.status
+        code, name = _read(sf.CONSTRAINED_MANIPULATION_FEEDBACK, ConstrainedManipulationCommand.Feedback.Status, status)
+        if code is None and time.monotonic() >= ends:
+            return SkillCode.NONE, name
+        return code, name
+
+    return read
+
+
+def _handle_command(handle: Handle, direction: tuple[float, float, float]) -> Any:
+    """Constrained manipulation for a hinge (cabinet door whose grasp may slip) or a drawer, position-controlled
+    over the handle's travel, starting with a force along `direction` (odom frame)."""
+    request = ConstrainedManipulationCommand.Request
+    wrench = geometry_pb2.Wrench(force=geometry_pb2.Vec3(x=direction[0], y=direction[1], z=direction[2]))
+    if handle.kind == "drawer":
+        task, travel = request.TASK_TYPE_R3_LINEAR_FORCE, {"target_linear_position": handle.opening}
+    else:
+        task, travel = request.TASK_TYPE_R3_CIRCLE_FORCE, {"target_angle": handle.opening}
+    return RobotCommandBuilder.constrained_manipulation_command(
+        task_type=task,
+        init_wrench_direction_in_frame_name=wrench,
+        force_limit=HANDLE_FORCE_N,
+        torque_limit=HANDLE_TORQUE_NM,
+        frame_name=frame_helpers.ODOM_FRAME_NAME,
+        tangential_speed=HANDLE_SPEED,
+        control_mode=request.CONTROL_MODE_POSITION,
+        **travel,
+    )
+
+
+def waypoint_nodes(entries: Mapping[str, str], waypoints: Mapping[str, str]) -> dict[str, str]:
+    """GraphNav waypoint id -> the node bound to it (entries: node -> the site file's waypoint name)."""
+    out: dict[str, str] = {}
+    for node, name in sorted(entries.items()):
+        try:
+            out.setdefault(resolve_waypoint(name, waypoints), node)
+        except TargetError:
+            continue
+    return out

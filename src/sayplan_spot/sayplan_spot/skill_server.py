@@ -1,0 +1,294 @@
+"""spot_skill_server: the skill server of robot `spot`, a Boston Dynamics Spot with an arm, through bosdyn-client.
+
+It serves the same `execute_skill` action and `describe_skills` service as the simulated robot (SkillServer).
+A request becomes a program of robot primitives (sayplan_core.robots.spot, checked against the live scene
+graph and the site file before the robot moves); the program runs on one worker thread that owns every
+blocking SDK call, while the skill's coroutine waits on the ROS timer (`context.sleep`) and relays progress,
+so no executor thread ever blocks on the robot. Cancel sends a stop command at once and wakes the worker.
+
+The robot login comes from the environment variables named by `username_env` / `password_env` (as in Boston
+Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
+logged. The node connects when it starts (log in, time sync, lease, e-stop check, power on, stand) and, when
+it stops, sits, powers off and returns the lease.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from concurrent.futures import Future as ThreadFuture
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any
+
+from sayplan_core.execution.skills import SkillCatalog, SkillResult
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.updates import GraphUpdate
+from sayplan_core.llm.selection import LlmConfig, make_backend
+from sayplan_core.llm.types import LlmError
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.perception.vlm import VlmAugmenter
+from sayplan_core.robots.spot import (
+    Capture,
+    Place,
+    SpotBelief,
+    SpotOptions,
+    SpotProgram,
+    SpotSite,
+    TargetError,
+    compile_skill,
+    describe,
+    skill_update,
+)
+from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.parameters import current, declare_settings
+from sayplan_ros.runner import run_nodes
+from sayplan_ros.skill_server import SkillContext, SkillServer
+
+#: How long a skill that arrives right after start-up waits for the first scene graph, seconds.
+GRAPH_WAIT_S = 5.0
+#: How long stopping the node waits for the robot to sit and power off, seconds.
+SHUTDOWN_WAIT_S = 60.0
+
+
+@dataclass
+class _Progress:
+    """What the worker is doing, for the skill's feedback (written by the worker, read by the coroutine)."""
+
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    status: str = ""
+    value: float = 0.0
+    version: int = 0
+
+    def set(self, status: str, value: float | None = None) -> None:
+        with self.lock:
+            self.status = status
+            if value is not None:
+                self.value = value
+            self.version += 1
+
+    def read(self) -> tuple[int, str, float]:
+        with self.lock:
+            return self.version, self.status, self.value
+
+
+@dataclass
+class _Outcome:
+    code: SkillCode
+    message: str
+    pose: Any = None
+    off_course: bool = False
+    revealed: GraphUpdate | None = None
+
+
+class SpotSkillServer(SkillServer):
+    def __init__(self, node_name: str = "spot_skill_server", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        settings = declare_settings(self, SPOT_SKILL_SERVER_SETTINGS)
+        try:
+            from sayplan_spot.robot import Limits, SpotConfig, SpotRobot, waypoint_nodes
+        except ImportError as exc:
+            raise ValueError(
+                f"robot spot needs the Spot SDK (pip install -r requirements/spot.txt: bosdyn-client 5.2.0): {exc}"
+            ) from None
+        self._limits_class, self._waypoint_nodes = Limits, waypoint_nodes
+        user_env, password_env = str(settings["username_env"]), str(settings["password_env"])
+        username, password = os.environ.get(user_env, ""), os.environ.get(password_env, "")
+        if not username or not password:
+            raise ValueError(f"set {user_env} and {password_env} to the robot's login (they are never logged)")
+        site_file = str(settings["site_file"])
+        self.site = SpotSite.load(site_file) if site_file else SpotSite()
+        self.actions = load_action_set(str(settings["action_set"]))
+        self.belief = SpotBelief()
+        self.vlm = self._vlm(settings)
+        config = SpotConfig(
+            hostname=str(settings["hostname"]),
+            port=int(settings["port"]),
+            ca_cert_file=str(settings["ca_cert_file"]),
+            username=username,
+            password=password,
+            take_lease=bool(settings["take_lease"]),
+            lease_check_in_s=float(settings["lease_check_in_s"]),
+            connect_timeout_s=float(settings["connect_timeout_s"]),
+        )
+        log = self.get_logger()
+        self.robot = SpotRobot(config, log.info, log.warning)
+        self._power_off = bool(settings["power_off_on_exit"])
+        self._stop = threading.Event()
+        self._destroyed = False
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
+        self._follower = GraphFollower(self, self._group)
+        self._checked_site = False
+        self.waypoint_to_node: dict[str, str] = {}
+        self._connecting: ThreadFuture[None] = self._worker.submit(self._connect)
+        self.serve(SkillCatalog.of("spot", [self.actions]))
+        log.info(f"Spot at {config.hostname} ({self.actions.name}); connecting")
+
+    # ------------------------------------------------------------------ setup
+    def _vlm(self, settings: dict[str, Any]) -> VlmAugmenter | None:
+        backend_name = str(settings["vlm_llm"])
+        replay = str(settings["vlm_replay_transcript"])
+        if not backend_name and not replay:
+            return None
+        config = LlmConfig(
+            backend="replay" if replay else backend_name,
+            model=str(settings["vlm_model"]),
+            base_url=str(settings["vlm_base_url"]),
+            api_key_env=str(settings["vlm_api_key_env"]),
+            replay_path=replay,
+        )
+        try:
+            backend, note = make_backend(config)
+        except LlmError as exc:
+            raise ValueError(f"vlm_llm: {exc}") from None
+        self.get_logger().info(f"look_on / look_inside images go to the VLM: {note}")
+        return VlmAugmenter(backend)
+
+    def _limits(self) -> Any:
+        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
+        return self._limits_class(
+            feedback_period_s=float(values["feedback_period_s"]),
+            navigate_timeout_s=float(values["navigate_timeout_s"]),
+            arm_timeout_s=float(values["arm_timeout_s"]),
+            max_walk_m=float(values["max_walk_m"]),
+            handle_pull_s=float(values["handle_pull_s"]),
+        )
+
+    def _connect(self) -> None:
+        """On the worker at start-up; a failure is logged and retried by the next skill."""
+        try:
+            self.robot.connect(self._limits())
+            self._bind_waypoints()
+        except Exception as exc:
+            self.get_logger().error(f"Spot is not ready: {getattr(exc, 'message', exc)}")
+
+    def _bind_waypoints(self) -> None:
+        entries = {node: t.name for node, t in self.site.binding.entries.items() if t.name}
+        self.waypoint_to_node = self._waypoint_nodes(entries, self.robot.waypoints)
+        unknown = sorted(set(entries) - set(self.waypoint_to_node.values()))
+        if unknown:
+            self.get_logger().warning(
+                f"site file: no waypoint in the robot's map for {', '.join(unknown)}; those nodes are refused"
+            )
+
+    # ------------------------------------------------------------------ skills
+    async def _graph(self, context: SkillContext) -> SceneGraph | None:
+        waited = 0.0
+        while True:
+            graph, _ = self._follower.latest()
+            if graph is not None or waited >= GRAPH_WAIT_S:
+                return graph
+            await context.sleep(0.05)
+            waited += 0.05
+
+    async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+        graph = await self._graph(context)
+        if graph is None:
+            return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: no scene graph yet to bind '{step.target}'")
+        if not self._checked_site:
+            self._checked_site = True
+            for node in self.site.check_against(graph):
+                self.get_logger().warning(f"site file names '{node}', which is not in the scene graph")
+        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
+        options = SpotOptions(
+            standoff_m=float(values["standoff_m"]),
+            place_height_m=float(values["place_height_m"]),
+            image_source=str(values["image_source"]),
+        )
+        try:
+            program = compile_skill(step, graph, self.site, self.belief.accessed, options)
+        except TargetError as exc:
+            return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
+        self.get_logger().info(f"{step}: {program.describe()}")
+        self._stop.clear()
+        progress = _Progress()
+        limits = self._limits()
+        job = self._worker.submit(self._run_program, program, graph, limits, progress)
+        seen = -1
+        while not job.done():
+            version, status, value = progress.read()
+            if version != seen and status:
+                seen = version
+                context.feedback(status, value)
+            await context.sleep(limits.feedback_period_s)
+        outcome = job.result()
+        places = [p.point for p in program.primitives if isinstance(p, Place)]
+        update = skill_update(
+            graph, step, self.actions, self.belief, outcome.code, outcome.pose, outcome.off_course,
+            dict(self.waypoint_to_node), places[-1] if places else None,
+        )  # fmt: skip
+        if outcome.revealed is not None:
+            update.upsert.extend(outcome.revealed.upsert)
+        if outcome.code is SkillCode.NONE:
+            self.get_logger().info(outcome.message)
+        else:
+            self.get_logger().warning(outcome.message)
+        return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
+
+    def _run_program(self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress) -> _Outcome:
+        """On the worker: make the robot ready, run the primitives, then read where it is."""
+        from sayplan_spot.robot import SpotError
+
+        step = program.step
+        code, message = SkillCode.NONE, f"{step} done"
+        revealed: GraphUpdate | None = None
+        total = max(len(program.primitives), 1)
+        try:
+            if program.primitives:
+                progress.set("checking the robot", 0.0)
+                self.robot.ready(limits)
+                if not self.waypoint_to_node and self.site.binding.entries:
+                    self._bind_waypoints()
+            for index, primitive in enumerate(program.primitives):
+                if self._stop.is_set():
+                    raise SpotError(SkillCode.CANCELED, "canceled")
+                progress.set(describe(primitive), index / total)
+                image = self.robot.run(primitive, self._stop, limits, progress.set)
+                if isinstance(primitive, Capture) and image is not None:
+                    revealed, note = self._look(graph, primitive, image)
+                    message = f"{step} done: {note}"
+        except SpotError as fault:
+            code, message = fault.code, f"{step} failed: {fault.message}"
+        except LlmError as exc:
+            code, message = SkillCode.SKILL_FAILED, f"{step} failed: the VLM could not describe the image: {exc}"
+        except Exception as exc:  # a bug here must not leave the robot's state unread
+            code, message = SkillCode.INTERNAL_ERROR, f"{step} failed: {type(exc).__name__}: {exc}"
+        if code is not SkillCode.NONE and code is not SkillCode.CANCELED and self.robot.estopped():
+            code, message = SkillCode.ESTOPPED, f"{step} failed: the robot is e-stopped ({message})"
+        pose = self.robot.pose() if self.robot.connected else None
+        off_course = program.kind == "goto" and code is not SkillCode.NONE
+        return _Outcome(code, message, pose, off_course, revealed)
+
+    def _look(self, graph: SceneGraph, capture: Capture, image: bytes) -> tuple[GraphUpdate | None, str]:
+        if self.vlm is None:
+            return (
+                None,
+                f"captured {len(image)} bytes from {capture.source}; no VLM configured (vlm_llm), nothing named",
+            )
+        update = self.vlm.look(graph, capture.node, capture.relation, image)
+        names = ", ".join(u.node.id for u in update.upsert) or "nothing new"
+        return update, f"the VLM sees {names}"
+
+    def on_cancel(self) -> None:
+        self._stop.set()
+        self.robot.stop()
+
+    def destroy_node(self) -> None:
+        if self._destroyed:
+            return
+        self._destroyed = True
+        self._stop.set()
+        try:
+            done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())
+            done.result(timeout=SHUTDOWN_WAIT_S)
+        except Exception as exc:
+            self.get_logger().error(f"shutting Spot down failed: {exc}")
+        self._worker.shutdown(wait=False, cancel_futures=True)
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_nodes("spot_skill_server", lambda: [SpotSkillServer()], args)

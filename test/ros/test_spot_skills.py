@@ -1,0 +1,485 @@
+"""spot_skill_server over DDS against the fake Spot (test/fakes/spot), driven by the unmodified bosdyn-client:
+the session (login, time sync, lease, e-stop, power, stand, and the way back), every skill's happy path and
+failure paths with their typed codes, and cancel. The fake computes frames on its own, so where the robot
+walks, grasps and puts things down is checked against an oracle that shares no code with the adapter."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+pytest.importorskip(
+    "bosdyn.client", reason="the Spot SDK is not installed: pip install -r requirements/spot.txt (make test does)"
+)
+
+from action_msgs.msg import GoalStatus
+from fakes.spot import FakeSpot, Se2
+from fakes.spot.harness import login, run_skill, spot_parameters, spot_skill_server, wait_until
+from fakes.spot.office import DESK_PLACE, office, office_site, office_world, waypoint_id
+from fakes.spot.services import camera_image
+from rclpy.action import ActionClient
+from transcripts import write_transcript
+
+from sayplan_core.outcomes import SkillCode
+from sayplan_interfaces.action import ExecuteSkill
+
+pytestmark = pytest.mark.ros
+OFFICE = office()
+
+
+@pytest.fixture
+def spot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSpot]:
+    with FakeSpot.running(tmp_path, office_world(OFFICE)) as fake:
+        login(monkeypatch, fake)
+        yield fake
+
+
+def client(ros: Any) -> ActionClient:
+    return ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+
+
+def upserted(outcome: Any) -> dict[str, Any]:
+    return {node.id: node for node in outcome.graph_update.upsert}
+
+
+def agent_attributes(outcome: Any) -> dict[str, str]:
+    return {kv.key: kv.value.strip('"') for kv in upserted(outcome)["agent"].attributes}
+
+
+def index(methods: list[str], name: str) -> int:
+    return methods.index(name)
+
+
+def nearest_place(x: float, y: float) -> str:
+    """Brute force over the office's rooms and poses."""
+    places = [n for n in OFFICE.iter_nodes("room", "pose") if n.position is not None]
+    return min(places, key=lambda n: (math.hypot(n.position[0] - x, n.position[1] - y), n.id)).id  # type: ignore[index]
+
+
+# ----------------------------------------------------------------------------- the session
+def test_connecting_follows_the_spot_sequence_and_stopping_sits_powers_off_and_returns_the_lease(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        world = spot.world
+        assert world.motors_on and world.standing and world.lease_owner
+        methods = spot.methods()
+        assert spot.refused == []  # every call after the login carried the token
+        assert index(methods, "GetAuthToken") < index(methods, "ListServiceEntries")
+        assert methods.count("TimeSyncUpdate") >= 2 and index(methods, "TimeSyncUpdate") < index(
+            methods, "AcquireLease"
+        )
+        assert index(methods, "GetEstopSystemStatus") < index(methods, "PowerCommand")
+        assert index(methods, "AcquireLease") < index(methods, "PowerCommand") < index(methods, "RobotCommand")
+        stand = spot.calls("RobotCommand")[0]
+        assert stand.command.synchronized_command.mobility_command.HasField("stand_request")
+        assert stand.clock_identifier == world.clock_id and stand.lease.epoch == world.lease_epoch
+        retained = len(spot.calls("RetainLease"))
+        time.sleep(0.35)
+        assert len(spot.calls("RetainLease")) >= retained + 2  # the keep-alive checks in (every 0.1 s here)
+        # the login is in the environment only: no parameter holds it
+        values = [str(p.value) for p in server.get_parameters_by_prefix("").values()]
+        assert len(values) > 20 and world.password not in values and world.username not in values
+    commands = [c.command for c in spot.calls("RobotCommand")]
+    assert commands[-2].synchronized_command.mobility_command.HasField("sit_request")
+    assert commands[-1].full_body_command.HasField("safe_power_off_request")
+    assert spot.methods()[-1] == "ReturnLease" and world.lease_owner == "" and not world.motors_on
+
+
+def test_the_node_refuses_to_start_without_a_login_in_the_environment(
+    ros: Any, spot: FakeSpot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sayplan_spot.skill_server import SpotSkillServer
+
+    monkeypatch.delenv("BOSDYN_CLIENT_PASSWORD")
+    with pytest.raises(ValueError, match="set BOSDYN_CLIENT_USERNAME and BOSDYN_CLIENT_PASSWORD") as caught:
+        SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None))
+    assert spot.world.username not in str(caught.value) and spot.requests == []
+
+
+def test_without_the_sdk_the_node_says_how_to_install_it(
+    ros: Any, spot: FakeSpot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import sys
+
+    from sayplan_spot.skill_server import SpotSkillServer
+
+    monkeypatch.setitem(sys.modules, "sayplan_spot.robot", None)  # as if bosdyn-client were not installed
+    with pytest.raises(ValueError, match=r"robot spot needs the Spot SDK \(pip install -r requirements/spot\.txt"):
+        SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None))
+
+
+def test_a_wrong_password_is_a_robot_fault_that_does_not_print_the_password(
+    ros: Any, spot: FakeSpot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BOSDYN_CLIENT_PASSWORD", "hunter2-wrong")
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+    assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT
+    assert "refused the login" in outcome.error_msg and "hunter2" not in outcome.error_msg
+    assert "NavigateTo" not in spot.methods() and not spot.world.motors_on
+
+
+def test_a_lease_held_by_another_client_is_lease_lost_until_it_is_released(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    spot.world.lease_owner = "tablet-operator"
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert outcome.error_code == SkillCode.LEASE_LOST and "held by tablet-operator" in outcome.error_msg
+        assert "NavigateTo" not in spot.methods() and not spot.world.motors_on  # nothing moved
+        spot.world.lease_owner = ""  # the operator releases control on the tablet
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    spot.world.speed_mps = 3.0
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
+        spot.world.steal_lease("tablet-operator")
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        outcome = result.result().result.outcome
+        assert outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
+        assert agent_attributes(outcome)["location"] != "kitchen"
+        wait_until(lambda: bool(server.robot._lease_problem), what="the keep-alive to notice")
+
+
+def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        spot.world.estopped = True
+        _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert outcome.error_code == SkillCode.ESTOPPED and "e-stopped" in outcome.error_msg
+        assert "NavigateTo" not in spot.methods()
+        spot.world.estopped = False  # released: the next skill powers on and stands again
+        spot.world.speed_mps = 3.0
+        skills = client(ros)
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
+        spot.world.press_estop()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        assert result.result().result.outcome.error_code == SkillCode.ESTOPPED
+
+
+def test_behaviour_faults_and_motors_that_will_not_power_on_are_robot_faults(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        spot.world.behavior_fault = "slipped"
+        _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert outcome.error_code == SkillCode.ROBOT_FAULT and "behaviour fault" in outcome.error_msg
+        spot.world.behavior_fault = ""
+        spot.world.motors_on = False
+        spot.world.power_fault = "STATUS_FAULTED"
+        _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert outcome.error_code == SkillCode.NOT_POWERED and "STATUS_FAULTED" in outcome.error_msg
+        assert "NavigateTo" not in spot.methods()
+
+
+# ----------------------------------------------------------------------------- goto / access
+def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+    assert status == GoalStatus.STATUS_SUCCEEDED and outcome.error_code == SkillCode.NONE
+    (navigate,) = spot.calls("NavigateTo")
+    assert navigate.destination_waypoint_id == waypoint_id("kitchen")  # the site names it; the map knows its id
+    assert navigate.clock_identifier == spot.world.clock_id
+    kitchen = OFFICE.nodes["kitchen"].position
+    assert kitchen is not None and (spot.world.body.x, spot.world.body.y) == pytest.approx(kitchen[:2])
+    agent = upserted(outcome)["agent"]
+    assert agent_attributes(outcome)["location"] == "kitchen" and agent_attributes(outcome)["waypoint"] == waypoint_id(
+        "kitchen"
+    )
+    assert (agent.position.x, agent.position.y) == pytest.approx(kitchen[:2])
+
+
+def test_goto_a_node_without_waypoint_walks_there_in_the_odom_frame(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8", "kitchen"))
+    with spot_skill_server(ros, spot, tmp_path, site=site):
+        status, outcome = run_skill(ros, client(ros), "goto", "pose8")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        walks = [
+            c
+            for c in spot.calls("RobotCommand")
+            if c.command.synchronized_command.mobility_command.HasField("se2_trajectory_request")
+        ]
+        assert walks[-1].command.synchronized_command.mobility_command.se2_trajectory_request.se2_frame_name == "odom"
+        pose8 = OFFICE.nodes["pose8"].position
+        assert pose8 is not None
+        assert (spot.world.body.x, spot.world.body.y) == pytest.approx(pose8[:2], abs=1e-6)  # the fake's own frames
+        # the kitchen is 20 m further and has no waypoint: refused before the robot moves
+        sent = len(spot.calls("RobotCommand"))
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+        assert outcome.error_code == SkillCode.UNREACHABLE and "max_walk_m" in outcome.error_msg
+        assert len(spot.calls("RobotCommand")) == sent
+
+
+def test_a_stuck_navigation_is_blocked_and_reports_where_the_robot_stopped(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    spot.world.stuck[waypoint_id("kitchen")] = 0.45
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+    assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.BLOCKED
+    assert "STATUS_STUCK" in outcome.error_msg
+    body = spot.world.body
+    assert agent_attributes(outcome)["location"] == nearest_place(body.x, body.y) != "kitchen"
+
+
+@pytest.mark.parametrize(
+    ("setup", "code", "words"),
+    [
+        ("lost", SkillCode.ROBOT_FAULT, "STATUS_LOST"),
+        ("unknown_waypoint", SkillCode.INVALID_TARGET, "no waypoint 'kitchen_door'"),
+        ("blocked_walk", SkillCode.BLOCKED, "walking to kitchen_bench"),
+    ],
+)
+def test_navigation_failures_have_their_codes(
+    ros: Any, spot: FakeSpot, tmp_path: Path, setup: str, code: SkillCode, words: str
+) -> None:
+    renamed = {"kitchen": {"target": "kitchen_door"}} if setup == "unknown_waypoint" else {}
+    site = office_site(tmp_path / "site.yaml", OFFICE, nodes=renamed)
+    target = "kitchen"
+    if setup == "lost":
+        spot.world.lost = True
+    elif setup == "blocked_walk":
+        spot.world.body = Se2(55.0, -5.0, 0.0)  # in the kitchen already
+        spot.world.walk_blocked = True
+        target = "kitchen_bench"
+    with spot_skill_server(ros, spot, tmp_path, site=site):
+        _, outcome = run_skill(ros, client(ros), "access" if setup == "blocked_walk" else "goto", target)
+    assert outcome.error_code == code and words in outcome.error_msg, outcome.error_msg
+
+
+def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    spot.world.speed_mps = 2.0  # 25 m to the kitchen: about 12 s
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        started = time.monotonic()
+        handle.cancel_goal_async()
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=10.0, what="canceled result")
+        assert time.monotonic() - started < 2.0
+        wrapped = result.result()
+        assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+        assert spot.world.stop_count >= 1  # a stop command reached the robot
+        stopped = (spot.world.body.x, spot.world.body.y)
+        time.sleep(0.3)
+        with spot.world.lock:
+            spot.world.advance()
+            assert (spot.world.body.x, spot.world.body.y) == stopped  # and it no longer moves
+        assert math.hypot(stopped[0] - 55.0, stopped[1] + 5.0) > 5.0  # far from the kitchen
+
+
+# ----------------------------------------------------------------------------- arm skills
+def at_cupboard(ros: Any, skills: ActionClient) -> None:
+    for skill, target in (("goto", "kitchen"), ("open", "kitchen_cupboard"), ("access", "kitchen_cupboard")):
+        status, outcome = run_skill(ros, skills, skill, target)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_pickup_grasps_along_a_ray_through_the_object_in_the_vision_frame(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        assert spot.world.handles["kitchen_cupboard"].opened
+        status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    _handle, pick = spot.calls("ManipulationApi")  # the cupboard's handle (open), then the mug
+    ray = pick.pick_object_ray_in_world
+    assert ray.frame_name == "vision"
+    world = spot.world
+    mug = world.seed_tform_vision.inverse().point(OFFICE.nodes["coffee_mug"].position)  # type: ignore[arg-type]
+    start = (ray.ray_start_rt_frame.x, ray.ray_start_rt_frame.y, ray.ray_start_rt_frame.z)
+    end = (ray.ray_end_rt_frame.x, ray.ray_end_rt_frame.y, ray.ray_end_rt_frame.z)
+    t = sum((mug[i] - start[i]) * (end[i] - start[i]) for i in range(3)) / sum(
+        (end[i] - start[i]) ** 2 for i in range(3)
+    )
+    closest = [start[i] + t * (end[i] - start[i]) for i in range(3)]
+    assert 0 < t < 1 and math.dist(closest, mug) < 0.01
+    assert world.holding == "coffee_mug"
+    mug_node = upserted(outcome)["coffee_mug"]
+    assert mug_node.parent == "agent" and mug_node.relation == "inside_hand"
+
+
+def test_a_failed_grasp_is_grasp_failed_stows_the_arm_and_the_next_try_works(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    spot.world.grasp_failures["coffee_mug"] = 1
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.GRASP_FAILED
+        assert "MANIP_STATE_GRASP_FAILED" in outcome.error_msg and "coffee_mug" not in upserted(outcome)
+        last = spot.calls("RobotCommand")[-1].command.synchronized_command.arm_command
+        assert last.HasField("named_arm_position_command")  # stowed after the failure
+        status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_an_object_that_is_not_there_is_not_found_and_forgotten(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    spot.world.objects["coffee_mug"].position = (41.5, 5.3, 0.8)  # someone took it to Niko's office
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+    assert status == GoalStatus.STATUS_ABORTED
+    assert (
+        outcome.error_code == SkillCode.NOT_FOUND
+        and "MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP" in outcome.error_msg
+    )
+    assert list(outcome.graph_update.remove) == ["coffee_mug"]
+
+
+def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    site = office_site(tmp_path / "site.yaml", OFFICE, nodes={"coffee_mug": {"target": "mug_tag"}})
+    mug = spot.world.objects["coffee_mug"]
+    mug.position = (mug.position[0] - 0.3, mug.position[1], mug.position[2])  # not where the graph says
+    with spot_skill_server(ros, spot, tmp_path, site=site):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        grasps = len(spot.calls("ManipulationApi"))  # the cupboard handle's
+        _, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+        assert outcome.error_code == SkillCode.NOT_FOUND and "world object 'mug_tag'" in outcome.error_msg
+        assert len(spot.calls("ManipulationApi")) == grasps  # no grasp without seeing it
+        mug.world_object = "mug_tag"  # now the robot sees it
+        status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    assert spot.world.holding == "coffee_mug"
+
+
+@pytest.mark.parametrize("reachable", [True, False])
+def test_release_puts_it_down_at_the_place_and_stows(ros: Any, spot: FakeSpot, tmp_path: Path, reachable: bool) -> None:
+    place = DESK_PLACE if reachable else (DESK_PLACE[0] + 3.0, DESK_PLACE[1], DESK_PLACE[2])  # out of the arm's reach
+    site = office_site(tmp_path / "site.yaml", OFFICE, desk_place=place)
+    with spot_skill_server(ros, spot, tmp_path, site=site):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        for skill, target in (("pickup", "coffee_mug"), ("goto", "nikos_office"), ("access", "nikos_desk")):
+            status, outcome = run_skill(ros, skills, skill, target)
+            assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        status, outcome = run_skill(ros, skills, "release", "coffee_mug")
+    if not reachable:
+        assert outcome.error_code == SkillCode.UNREACHABLE and "STATUS_TRAJECTORY_STALLED" in outcome.error_msg
+        assert spot.world.placements == [] and spot.world.holding == "coffee_mug"
+        return
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    (placed,) = spot.world.placements
+    assert placed[0] == "coffee_mug" and placed[1] == pytest.approx(DESK_PLACE, abs=1e-6)
+    assert spot.world.holding is None and spot.world.arm_stowed
+    mug = upserted(outcome)["coffee_mug"]
+    assert (mug.parent, mug.relation) == ("nikos_desk", "ontop_of")
+    assert (mug.position.x, mug.position.y, mug.position.z) == pytest.approx(DESK_PLACE)
+
+
+def test_open_pulls_the_handle_and_a_locked_door_is_locked(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        run_skill(ros, skills, "goto", "kitchen")
+        spot.world.handles["kitchen_cupboard"].locked = True
+        status, outcome = run_skill(ros, skills, "open", "kitchen_cupboard")
+        assert outcome.error_code == SkillCode.LOCKED and "STATUS_ARM_IS_STUCK" in outcome.error_msg
+        assert spot.world.holding is None  # let go of the handle
+        spot.world.handles["kitchen_cupboard"].locked = False
+        status, outcome = run_skill(ros, skills, "open", "kitchen_cupboard")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        assert spot.world.handles["kitchen_cupboard"].opened and upserted(outcome)["kitchen_cupboard"].states == [
+            "open"
+        ]
+        status, outcome = run_skill(ros, skills, "close", "kitchen_cupboard")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        assert not spot.world.handles["kitchen_cupboard"].opened  # pushed the other way
+    pulls = [
+        c
+        for c in spot.calls("RobotCommand")
+        if c.command.full_body_command.HasField("constrained_manipulation_request")
+    ]
+    assert len(pulls) == 3 and all(
+        p.command.full_body_command.constrained_manipulation_request.HasField("end_time") for p in pulls
+    )
+
+
+def test_look_on_sends_the_gripper_image_to_the_vlm_and_adds_what_it_names(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    answer = '{"objects": [{"name": "banana", "states": []}]}'
+    transcript = write_transcript(tmp_path / "vlm.json", answer)
+    data = json.loads(transcript.read_text())
+    data["calls"][0]["images_sha256"] = [hashlib.sha256(camera_image()).hexdigest()]  # the replay checks the image
+    transcript.write_text(json.dumps(data))
+    spot.world.body = Se2(55.0, -5.0, 0.0)
+    with spot_skill_server(ros, spot, tmp_path, action_set="spot_lookplangraph", vlm_replay_transcript=str(transcript)):
+        status, outcome = run_skill(ros, client(ros), "look_on", "kitchen_bench", action_set="spot_lookplangraph")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    assert spot.world.captures == [("hand_color_image", data["calls"][0]["images_sha256"][0])]
+    banana = upserted(outcome)["banana_1"]
+    assert (banana.parent, banana.relation, banana.type) == ("kitchen_bench", "ontop_of", "object")
+
+
+def test_a_skill_spot_lacks_is_refused_before_the_robot_moves(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        sent = len(spot.requests)
+        status, outcome = run_skill(ros, client(ros), "turn_on", "coffee_machine")
+        assert (
+            status == GoalStatus.STATUS_ABORTED
+            and outcome.error_code == SkillCode.UNKNOWN_SKILL
+            and "no skill 'turn_on'" in outcome.error_msg
+        )
+        _, outcome = run_skill(ros, client(ros), "goto", "atlantis")
+        assert outcome.error_code == SkillCode.INVALID_TARGET and "atlantis" in outcome.error_msg
+        assert [m for m in spot.methods()[sent:] if m != "RetainLease"] == []
+
+
+def test_the_fake_refuses_calls_without_the_login_token(spot: FakeSpot) -> None:
+    """The fake itself: a client that skips the login is refused (UNAUTHENTICATED) at the protocol level."""
+    import bosdyn.client
+    from bosdyn.client.exceptions import UnauthenticatedError
+    from bosdyn.client.robot_state import RobotStateClient
+
+    sdk = bosdyn.client.create_standard_sdk("no-login", cert_resource_glob=str(spot.ca_path))
+    robot = sdk.create_robot("127.0.0.1")
+    robot.update_secure_channel_port(spot.port)
+    assert robot.get_id().serial_number == "fake-spot-0001"  # open without a token
+    try:
+        robot.sync_with_services_list(
+            [
+                type(
+                    "E",
+                    (),
+                    {"name": "robot-state", "authority": "api.spot.robot", "type": RobotStateClient.service_type},
+                )()
+            ]
+        )
+        with pytest.raises(UnauthenticatedError):
+            robot.ensure_client(RobotStateClient.default_service_name).get_robot_state()
+    finally:
+        sdk.clear_robots()
+        robot.shutdown()
+    assert spot.refused == ["/bosdyn.api.RobotStateService/GetRobotState"]
