@@ -51,14 +51,7 @@ class SiteBinding:
 
     @classmethod
     def load(cls, path: str | Path) -> SiteBinding:
-        path = Path(path)
-        try:
-            if path.stat().st_size > MAX_SITE_FILE_BYTES:
-                raise ValueError(f"site file {path} is larger than {MAX_SITE_FILE_BYTES} bytes")
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ValueError(f"cannot read site file {path}: {exc}") from exc
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_site_file(path), str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<site>") -> SiteBinding:
@@ -89,6 +82,21 @@ class SiteBinding:
         return sorted(n for n in self.entries if n not in graph.nodes)
 
 
+def read_site_file(path: str | Path) -> Any:
+    """The YAML of a site file, refused whole when too large or unreadable (one line naming the file)."""
+    path = Path(path)
+    try:
+        if path.stat().st_size > MAX_SITE_FILE_BYTES:
+            raise ValueError(f"site file {path} is larger than {MAX_SITE_FILE_BYTES} bytes")
+        return yaml.safe_load(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        raise ValueError(f"cannot read site file {path}: {exc}") from exc
+
+
+def finite_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
 def _target(node: str, raw: Any, source: str) -> Target:
     where = f"{source}: node '{node}'"
     if not isinstance(raw, Mapping) or not raw or set(raw) - {"target", "pose"}:
@@ -99,11 +107,7 @@ def _target(node: str, raw: Any, source: str) -> Target:
     pose = raw.get("pose")
     parsed: tuple[float, float, float] | None = None
     if pose is not None:
-        if not isinstance(pose, list) or len(pose) != 3 or not all(_number(v) for v in pose):
+        if not isinstance(pose, list) or len(pose) != 3 or not all(finite_number(v) for v in pose):
             raise ValueError(f"{where}: pose must be [x, y, heading_deg] with finite numbers")
         parsed = (float(pose[0]), float(pose[1]), math.radians(float(pose[2])))
     return Target(node, name.strip() if isinstance(name, str) else None, parsed)
-
-
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)

@@ -31,12 +31,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.binding import MAX_SITE_FILE_BYTES, SiteBinding
+from sayplan_core.robots.binding import SiteBinding, finite_number, read_site_file
 from sayplan_core.sim.action_set import ActionSet
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.predicates import EFFECTS
@@ -91,14 +89,7 @@ class SpotSite:
 
     @classmethod
     def load(cls, path: str | Path) -> SpotSite:
-        path = Path(path)
-        try:
-            if path.stat().st_size > MAX_SITE_FILE_BYTES:
-                raise ValueError(f"site file {path} is larger than {MAX_SITE_FILE_BYTES} bytes")
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ValueError(f"cannot read site file {path}: {exc}") from exc
-        return cls.from_dict(data, str(path))
+        return cls.from_dict(read_site_file(path), str(path))
 
     @classmethod
     def from_dict(cls, data: Any, source: str = "<site>") -> SpotSite:
@@ -125,12 +116,8 @@ class SpotSite:
         return sorted(n for n in names if n not in graph.nodes)
 
 
-def _number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-
-
 def _point(raw: Any, where: str) -> Point:
-    if not isinstance(raw, list) or len(raw) != 3 or not all(_number(v) for v in raw):
+    if not isinstance(raw, list) or len(raw) != 3 or not all(finite_number(v) for v in raw):
         raise ValueError(f"{where} must be [x, y, z] with finite numbers (metres, map frame)")
     return (float(raw[0]), float(raw[1]), float(raw[2]))
 
@@ -144,12 +131,12 @@ def _handle(node: str, raw: Any, source: str) -> Handle:
     if kind not in HANDLE_KINDS:
         raise ValueError(f"{where}.kind must be one of {', '.join(HANDLE_KINDS)}, got {kind!r}")
     opening = raw.get("opening", DEFAULT_OPENING[kind])
-    if not _number(opening) or opening <= 0:
+    if not finite_number(opening) or opening <= 0:
         raise ValueError(f"{where}.opening must be a positive number (degrees for a hinge, metres for a drawer)")
     if kind == "hinge" and opening > 180:
         raise ValueError(f"{where}.opening is in degrees and at most 180, got {opening}")
     pull = raw.get("pull")
-    if not isinstance(pull, list) or len(pull) != 2 or not all(_number(v) for v in pull):
+    if not isinstance(pull, list) or len(pull) != 2 or not all(finite_number(v) for v in pull):
         raise ValueError(f"{where}.pull must be [dx, dy]: the horizontal direction the handle first moves")
     norm = math.hypot(float(pull[0]), float(pull[1]))
     if norm < 1e-6:
