@@ -46,7 +46,7 @@ def _load(env: str) -> SceneGraph:
 
 
 def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, Any]:
-    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed."""
+    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed (without and with poses)."""
     from sayplan_core.graph.text import node_record
 
     rows: dict[str, dict[str, float]] = {}
@@ -56,17 +56,22 @@ def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, A
             continue
         total = sum(count_tokens(json.dumps(node_record(graph, n), separators=(",", ":")), encoding) for n in ids)
         rows[node_type] = {"count": len(ids), "tokens": total, "average": round(total / len(ids), 2)}
-    full_text = to_prompt_text(graph)
-    collapsed_text = collapse(graph).text()
-    full = count_tokens(full_text, encoding)
-    collapsed = count_tokens(collapsed_text, encoding)
+    full = count_tokens(to_prompt_text(graph), encoding)
+    collapsed = count_tokens(collapse(graph).text(), encoding)
+    with_poses = count_tokens(collapse(graph, with_poses=True).text(), encoding)
+
+    def cut(part: int) -> float:
+        return round(100.0 * (1 - part / full), 1) if full else 0.0
+
     return {
         "env": graph.name,
         "encoding": encoding,
         "groups": rows,
         "full_tokens": full,
         "collapsed_tokens": collapsed,
-        "reduction_percent": round(100.0 * (1 - collapsed / full), 1) if full else 0.0,
+        "reduction_percent": cut(collapsed),
+        "collapsed_with_poses_tokens": with_poses,
+        "reduction_with_poses_percent": cut(with_poses),
     }
 
 
@@ -80,7 +85,7 @@ def cmd_env_show(args: argparse.Namespace) -> int:
     graph = _load(args.env)
     counts = {t: graph.count(t) for t in ("floor", "room", "pose", "workspace", "asset", "object", "agent")}
     if args.collapsed:
-        text = collapse(graph).text()
+        text = collapse(graph, with_poses=args.with_poses).text()
     elif args.native:
         text = native_format.dumps(graph)
     else:
@@ -102,6 +107,10 @@ def cmd_env_tokens(args: argparse.Namespace) -> int:
         lines.append(f"{name:<8} {row['count']:>6} {row['tokens']:>8} {row['average']:>7}")
     lines.append(f"full graph {table['full_tokens']} tokens, collapsed {table['collapsed_tokens']} tokens")
     lines.append(f"reduction {table['reduction_percent']}%")
+    lines.append(
+        f"collapsed with pose nodes {table['collapsed_with_poses_tokens']} tokens, "
+        f"reduction {table['reduction_with_poses_percent']}%"
+    )
     _emit(args, table, "\n".join(lines))
     return 0
 
@@ -356,6 +365,7 @@ def build_parser() -> argparse.ArgumentParser:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--collapsed", action="store_true", help="with --text: the collapsed view")
     view.add_argument("--native", action="store_true", help="with --text: native JSON")
+    p.add_argument("--with-poses", action="store_true", help="with --collapsed: keep the pose nodes and their links")
     p.set_defaults(func=cmd_env_show)
     p = env.add_parser("tokens", help="token table: full vs collapsed graph (SayPlan tables 4/5)")
     p.add_argument("env")
