@@ -7,14 +7,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import yaml
+
 from sayplan_core.envs import list_envs, load_env
 from sayplan_core.graph import native_format
-from sayplan_core.graph.importers import import_graph
+from sayplan_core.graph.importers import (
+    FORMATS,
+    ImportOptions,
+    import_file,
+    import_grasif_tasks,
+    is_task_list,
+    read_connectivity,
+    read_types,
+)
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
@@ -115,12 +127,74 @@ def cmd_env_tokens(args: argparse.Namespace) -> int:
     return 0
 
 
+def import_options(args: argparse.Namespace) -> ImportOptions:
+    return ImportOptions(
+        connectivity=read_connectivity(args.connectivity) if args.connectivity else None,
+        types=read_types(args.types) if args.types else {},
+        agent_at=args.agent_at,
+    )
+
+
+def _writable(path: Path, what: str) -> None:
+    if not path.parent.is_dir():
+        raise CliError(f"cannot write {what} {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise CliError(f"cannot write {what} {path}: it is a folder")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, so a failed write leaves the old file whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def cmd_env_import(args: argparse.Namespace) -> int:
-    graph = import_graph(args.source, args.format)
-    out = Path(args.output)
-    native_format.save(graph, out)
-    msg = f"imported {len(graph)} nodes from {args.source} into {out}"
-    _emit(args, {"nodes": len(graph), "output": str(out)}, msg)
+    source, out = Path(args.source), Path(args.output)
+    options = import_options(args)  # option files are read and checked before the input
+    if args.format in ("auto", "grasif") and is_task_list(source):
+        return _import_tasks(args, source, out, options)
+    _writable(out, "graph file")
+    imported = import_file(source, args.format, options)
+    write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
+    msg = f"imported {imported.summary()} from {source} ({imported.format}) into {out}"
+    payload = {"nodes": len(imported.graph), "output": str(out), "format": imported.format, "notes": imported.notes}
+    _emit(args, payload, msg)
+    return 0
+
+
+def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions) -> int:
+    """A GRASIF task list: each init scene and goal scene as native graphs, plus a task file for `sayplan bench`."""
+    if out.suffix in (".json", ".yaml", ".yml") or (out.exists() and not out.is_dir()):
+        raise CliError(f"{source} holds task scenes: give a folder to write them into, not {out}")
+    if not out.parent.is_dir():
+        raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
+    tasks = import_grasif_tasks(source, options)  # everything is read and checked before anything is written
+    out.mkdir(exist_ok=True)
+    entries: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for task in tasks:
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", task.id)
+        write_text_atomic(out / f"{stem}.json", native_format.dumps(task.init.graph) + "\n")
+        write_text_atomic(out / f"{stem}.goal.json", native_format.dumps(task.goal.graph) + "\n")
+        entries.append(
+            {
+                "id": task.id,
+                "env": f"{stem}.json",
+                "family": "grasif",
+                "instruction": task.instruction,
+                "goal": {"graph": f"{stem}.goal.json"},
+            }
+        )
+        notes.extend(n for n in task.init.notes if n not in notes)
+    header = f"# Imported from {source} by `sayplan env import`; env and goal paths are relative to this file.\n"
+    write_text_atomic(out / "tasks.yaml", header + yaml.safe_dump({"tasks": entries}, sort_keys=False))
+    msg = f"imported {len(tasks)} task scene(s) from {source} into {out} (tasks.yaml, scene and goal graphs)"
+    _emit(args, {"tasks": len(tasks), "output": str(out), "notes": notes}, "; ".join([msg, *notes]))
     return 0
 
 
@@ -373,8 +447,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_env_tokens)
     p = env.add_parser("import", help="convert SayPlan / GRASIF JSON or Stanford 3DSG .npz to native JSON")
     p.add_argument("source")
-    p.add_argument("output")
-    p.add_argument("--format", choices=("auto", "native", "sayplan", "grasif", "stanford"), default="auto")
+    p.add_argument("output", help="native graph file; a folder for a GRASIF task list (scenes, goals, tasks.yaml)")
+    p.add_argument("--format", choices=FORMATS, default="auto")
+    p.add_argument(
+        "--connectivity", default="", help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms"
+    )
+    p.add_argument("--types", default="", help="YAML/JSON {object: [class, ...], asset: [...]}: fix a dataset's types")
+    p.add_argument("--agent-at", default="", help="room or pose node where the robot is (needed to plan on the graph)")
     p.set_defaults(func=cmd_env_import)
 
     p = sub.add_parser("verify", help="run the scene-graph simulator on a plan")
