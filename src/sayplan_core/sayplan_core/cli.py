@@ -12,7 +12,7 @@ import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import yaml
 
@@ -37,12 +37,14 @@ from sayplan_core.llm.session import Budget
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
-from sayplan_core.sim.action_set import ActionSetError
+from sayplan_core.sim.action_set import ActionSetError, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+#: `sayplan bench`: every run was recorded, but some raised (error rows in the report)
+EXIT_RUN_ERRORS = 3
 
 
 class CliError(Exception):
@@ -53,8 +55,12 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
     print(json.dumps(payload, indent=1) if args.json else text)
 
 
+def _progress(line: str) -> None:
+    print(f"sayplan: {line}", file=sys.stderr, flush=True)
+
+
 def _load(env: str) -> SceneGraph:
-    return load_env(env)
+    return load_env(env, progress=_progress)
 
 
 def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, Any]:
@@ -199,24 +205,15 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    graph = _load(args.env)
-    raw: Any
-    if args.plan == "-":
-        raw = sys.stdin.read()
-    elif Path(args.plan).exists():
-        text = Path(args.plan).read_text(encoding="utf-8")
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError:
-            raw = text
-    else:
-        raw = args.plan
+    raw = _read_plan(args.plan)
     steps = parse_plan(raw)
+    if not steps:
+        raise CliError("--plan holds no steps")
+    actions = load_action_set(args.action_set)
+    graph = _load(args.env)
     if args.expand:
-        steps = PathPlanner(graph, goto_action="go_to" if args.action_set == "lookplangraph" else "goto").expand_plan(
-            steps
-        )
-    result = verify_plan(graph, steps, args.action_set, strict_navigation=args.strict)
+        steps = PathPlanner(graph, goto_action=actions.verb("navigate") or "goto").expand_plan(steps)
+    result = verify_plan(graph, steps, actions, strict_navigation=args.strict)
     payload = {
         "success": result.success,
         "failed_step": result.failed_step,
@@ -229,6 +226,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
         text = f"step {result.failed_step} {result.step}: {result.feedback}"
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED
+
+
+def _read_plan(value: str) -> Any:
+    """--plan: '-' for stdin, a file (JSON or text), or the plan itself."""
+    if not value.strip():
+        raise CliError("--plan is empty: give a plan ('goto(kitchen) > done'), a plan file, or '-' for stdin")
+    if value == "-":
+        return sys.stdin.read(native_format.MAX_FILE_BYTES)
+    path = Path(value)
+    looks_like_plan = "(" in value or ">" in value
+    if not looks_like_plan and (path.exists() or path.suffix in (".json", ".txt", ".yaml")):
+        text = native_format.read_text(path, "plan file", 16 * 1024 * 1024)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        except RecursionError:
+            raise CliError(f"plan file {path}: nested too deeply") from None
+    return value
 
 
 def cmd_path(args: argparse.Namespace) -> int:
@@ -354,14 +370,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Everything is checked before results.jsonl is touched (--fresh deletes it only once the bench can run)."""
     from sayplan_core.bench.report import write_report
-    from sayplan_core.bench.runner import BenchConfig, run_bench
+    from sayplan_core.bench.runner import BenchConfig, options_settings, run_bench
     from sayplan_core.envs.tasks import load_tasks
 
     planners = [p.strip() for p in args.planners.split(",") if p.strip()]
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown or not planners:
         raise CliError(f"unknown planner(s) {', '.join(unknown) or '(none)'} (available: {', '.join(PLANNERS)})")
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit must be 1 or more, got {args.limit}")
     tasks = load_tasks(args.tasks or None)
     if args.ids:
         wanted = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -374,10 +393,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks = [t for t in tasks if t.family in families]
     if args.env:
         tasks = [t for t in tasks if t.env == args.env]
-    if args.limit:
+    if args.limit is not None:
         tasks = tasks[: args.limit]
     if not tasks:
         raise CliError("no tasks selected")
+    options = planner_options(args)
+    replay_dir = Path(args.replay_dir) if args.replay_dir else None
+    if replay_dir is not None and not replay_dir.is_dir():
+        raise CliError(f"--replay-dir {replay_dir} is not a folder")
+    if replay_dir is None:
+        llm_config(args).validate()
+    out = Path(args.out)
+    for flag, folder in (("--out", out), ("--record-dir", Path(args.record_dir) if args.record_dir else None)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise CliError(f"{flag} {folder} is a file, not a folder")
     backends: list[Any] = []
 
     def backend() -> Any:
@@ -387,21 +416,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
             backends.append(made)
         return backends[0]
 
-    out = Path(args.out)
+    settings: dict[str, Any] = {"llm": "replay" if replay_dir else args.llm, "model": args.model}
+    settings["base_url"] = args.base_url
+    if replay_dir is not None:
+        settings["replay_dir"] = str(replay_dir.resolve())
+    settings.update(options_settings(options))
     config = BenchConfig(
         planners=planners,
         out_dir=out,
-        options=planner_options(args),
+        options=options,
         record_dir=Path(args.record_dir) if args.record_dir else None,
-        replay_dir=Path(args.replay_dir) if args.replay_dir else None,
+        replay_dir=replay_dir,
         resume=not args.fresh,
+        settings=settings,
     )
     print(f"bench: {len(tasks)} tasks x {len(planners)} planners -> {out}", flush=True)
     rows = run_bench(tasks, config, backend)
     where = f"replayed from {args.replay_dir}" if args.replay_dir else f"LLM: {args.llm} {args.model}".strip()
-    paths = write_report(rows, out, f"{len(rows)} runs; {where}.")
+    errors = sum(1 for r in rows if r.get("error"))
+    note = f"{len(rows)} runs ({errors} raised); {where}." if errors else f"{len(rows)} runs; {where}."
+    paths = write_report(rows, out, note)
     print("\n".join(f"wrote {p}" for p in paths.values()))
     print(paths["report"].read_text(encoding="utf-8"))
+    if errors:
+        print(f"sayplan: {errors} run(s) raised; see the errors column and {paths['report']}", file=sys.stderr)
+        return EXIT_RUN_ERRORS
     return 0
 
 
@@ -426,7 +465,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
+    parser = OneLineParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -485,7 +524,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", default="", help="comma-separated task ids")
     p.add_argument("--families", default="", help="simple_search,complex_search,simple_planning,long_horizon")
     p.add_argument("--env", default="", help="only tasks of this env")
-    p.add_argument("--limit", type=int, default=0, help="first N selected tasks")
+    p.add_argument("--limit", type=int, default=None, help="first N selected tasks (N >= 1)")
     p.add_argument("--record-dir", default="", help="save each run's transcript here")
     p.add_argument("--replay-dir", default="", help="answer each run from <planner>__<task>.json here")
     p.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
@@ -505,17 +544,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit 2, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+#: What the user can fix (a bad file, option or answer): "sayplan: error: ...". Anything else is a bug.
+USER_ERRORS = (GraphError, PlanFormatError, ActionSetError, CliError, ValueError, LlmError, OSError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every outcome is an exit code: 0 done, 1 plan not verified, 2 error (one line on stderr), 3 bench runs
+    raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a SIGPIPE would."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (GraphError, PlanFormatError, ActionSetError, CliError, ValueError, LlmError) as exc:
-        print(f"sayplan: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
     except KeyboardInterrupt:
         print("sayplan: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:
+        print("sayplan: error: input nested too deeply", file=sys.stderr)
+        return EXIT_USAGE
+    except USER_ERRORS as exc:
+        print(f"sayplan: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, and said to be one
+        print(f"sayplan: internal error: {type(exc).__name__}: {_one_line(exc)} (please report it)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -92,6 +92,7 @@ class LookPlanGraphPlanner(Planner):
         truth, instruction, session, result, progress = job.parts()
         actions = load_action_set("lookplangraph")
         result.action_set = "lookplangraph"
+        result.stepwise = True
         state = WorldState.from_graph(memory_graph(truth), reveal_hook=truth_reveal_hook(truth))
         system = system_prompt(actions)
         touched: list[str] = []
