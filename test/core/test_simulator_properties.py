@@ -21,12 +21,13 @@ from sayplan_core.envs import load_env
 from sayplan_core.execution.sim_world import SimulatedWorld
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.native_format import graph_from_dict, graph_to_dict, validate
-from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.action_set import ActionSet, builtin_action_sets, load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step, check_step, verify_plan
 from sayplan_core.sim.world_state import WorldState
 
-CASES = [(env, actions) for env in ("office", "home") for actions in ("sayplan", "lookplangraph")]
+#: Every bundled action set (a new one is covered by adding its YAML) on both bundled environments.
+CASES = [(env, actions) for env in ("office", "home") for actions in builtin_action_sets()]
 CALL = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)\(([^()]*)\)")
 QUOTED_SUGGESTION = re.compile(r"did you mean '([^']+)'")
 
