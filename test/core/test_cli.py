@@ -131,13 +131,18 @@ def test_a_deeply_nested_graph_file_is_one_line(tmp_path: Path, capsys: pytest.C
     assert code == 2 and out == "" and err.count("\n") == 1 and "nested too deeply" in err
 
 
-def test_a_closed_pipe_ends_quietly() -> None:
-    """`sayplan env show office --text | head -1`: no BrokenPipe traceback."""
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`sayplan env show BIG --text | head -1`: no BrokenPipe traceback, the exit code of a SIGPIPE."""
     import subprocess
     import sys
 
+    from sayplan_core.envs.generator import generate_building, spec_for_size
+    from sayplan_core.graph.native_format import save
+
+    big = tmp_path / "big.json"
+    save(generate_building(spec_for_size(3000, seed=1)), big)  # its text is far more than a pipe buffer holds
     reader = subprocess.Popen(
-        [sys.executable, "-m", "sayplan_core.cli", "env", "show", "office", "--text"],
+        [sys.executable, "-m", "sayplan_core.cli", "env", "show", str(big), "--text"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
     )
@@ -146,4 +151,29 @@ def test_a_closed_pipe_ends_quietly() -> None:
     reader.stdout.close()  # what head does after its line
     err = reader.stderr.read().decode()
     assert reader.wait(timeout=60) == 141
-    assert first.startswith(b"office:") and err == "", err
+    assert first.startswith(b"building_") and err == "", err
+
+
+def test_lookplangraph_tells_the_model_when_a_step_changed_nothing() -> None:
+    """Under the noop policy a repeated open succeeds; the next prompt says it changed nothing."""
+    from transcripts import transcript
+
+    from sayplan_core.envs import load_env
+    from sayplan_core.llm.replay import RecordingBackend
+    from sayplan_core.planners import make_planner
+
+    def move(name: str, target: str) -> str:
+        return json.dumps({"chain_of_thought": "", "next_move": {"function_name": name, "function_target": target}})
+
+    answers = [move("go_to", "kitchen"), move("open", "fridge"), move("open", "fridge"), move("done", "")]
+    recorder = RecordingBackend(transcript(*answers))
+    result = make_planner("lookplangraph", recorder).plan(load_env("office"), "open the fridge")
+    assert result.success and [str(s) for s in result.plan] == [
+        "go_to(kitchen)",
+        "open(fridge)",
+        "open(fridge)",
+        "done",
+    ]
+    last_prompt = recorder.calls[3]["messages"][1]["content"]
+    assert "open(fridge): fridge is already open; nothing to do" in last_prompt
+    assert "already open" not in recorder.calls[2]["messages"][1]["content"]

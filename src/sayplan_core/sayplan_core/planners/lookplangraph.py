@@ -132,7 +132,7 @@ class LookPlanGraphPlanner(Planner):
                     result.message = f"no feasible move after {self.max_retries} retries; last feedback: {feedback}"
                     return
                 continue
-            retries, feedback = 0, ""
+            retries, feedback = 0, (f"{move}: {outcome.note}" if outcome.note else "")  # a no-op says so
             result.plan.append(move)
             result.full_plan.append(move)
             if move.target:
