@@ -114,14 +114,18 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
     print("## Tokens: full vs collapsed graph\n")
-    print("| env | tokenizer | rooms | assets | objects | full graph | collapsed | reduction |")
-    print("|---|---|---|---|---|---|---|---|")
+    print(
+        "| env | tokenizer | rooms | poses | assets | objects | full graph | collapsed | reduction "
+        "| collapsed with poses | reduction with poses |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for key, t in tables.items():
         env, enc = key.split("/")
         g = t["groups"]
         print(
-            f"| {env} | {enc} | {g['room']['count']} | {g['asset']['count']} | {g['object']['count']} "
-            f"| {t['full_tokens']} | {t['collapsed_tokens']} | {t['reduction_percent']}% |"
+            f"| {env} | {enc} | {g['room']['count']} | {g['pose']['count']} | {g['asset']['count']} "
+            f"| {g['object']['count']} | {t['full_tokens']} | {t['collapsed_tokens']} | {t['reduction_percent']}% "
+            f"| {t['collapsed_with_poses_tokens']} | {t['reduction_with_poses_percent']}% |"
         )
     print("\nSayPlan (paper, GPT-4 tokenizer): office 6731 -> 878 (82.1%), home 6598 -> 1817 (60.4%).\n")
     print(f"## Scene-graph operations on generated buildings (median of {args.repeat} runs, ms)\n")

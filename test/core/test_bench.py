@@ -69,8 +69,8 @@ def test_bench_scores_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[
     assert by_key[("sayplan", "office-ss-02")]["search_success"] is True
     assert by_key[("llm_p", "office-ss-02")]["search_success"] is False
     report = (out / "report.md").read_text()
-    assert "| sayplan | long_horizon | 1 | - | 100.0% | 100.0% | 0.50 |" in report
-    assert "| llm_p | simple_search | 1 | 0.0% |" in report
+    assert "| sayplan | long_horizon | 1 | 0 | - | 100.0% | 100.0% | 0.50 |" in report
+    assert "| llm_p | simple_search | 1 | 0 | 0.0% |" in report
     with (out / "results.csv").open() as fh:
         assert len(list(csv.DictReader(fh))) == 4
     for png in ("tokens_per_call.png", "cumulative_tokens.png", "time_per_call.png"):
@@ -162,4 +162,122 @@ def test_every_planner_side_by_side(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert {p for p, r in rows.items() if r["correct"]} == set(PLANNERS) - {"ltl"}
     report = (out / "report.md").read_text()
     assert all(f"| {p} |" in report for p in PLANNERS)
+    capsys.readouterr()
+
+
+# ------------------------------------------------------------------ issue 13 / 11: a bench that survives bad input
+def bench_args(replay: Path, out: Path, ids: str, planners: str) -> list[str]:
+    return ["bench", "--ids", ids, "--planners", planners, "--replay-dir", str(replay), "--out", str(out)]
+
+
+def test_a_run_that_raises_becomes_an_error_row_and_the_bench_goes_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    (replay / "llm_p__office-lh-05.json").unlink()  # this run cannot even start
+    out = tmp_path / "bench"
+    code = cli_main(bench_args(replay, out, "office-lh-05,office-ss-02", "sayplan,llm_p"))
+    captured = capsys.readouterr()
+    assert code == 3, captured.err
+    assert "1 run(s) raised" in captured.err
+    rows = {(r["planner"], r["task"]): r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert len(rows) == 4
+    broken = rows[("llm_p", "office-lh-05")]
+    assert broken["error"].startswith("LlmFatalError: cannot read transcript") and broken["correct"] is False
+    assert rows[("sayplan", "office-lh-05")]["correct"] and "error" not in rows[("llm_p", "office-ss-02")]
+    report = (out / "report.md").read_text()
+    header = next(line for line in report.splitlines() if line.startswith("| planner"))
+    assert "| errors |" in header
+    assert "| llm_p | all | 2 | 1 |" in report and "| sayplan | all | 2 | 0 |" in report
+    assert "## Runs that raised" in report and "llm_p office-lh-05: LlmFatalError" in report
+
+
+def test_a_task_whose_graph_is_broken_is_an_error_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    (tmp_path / "broken.json").write_text(
+        '{"format": "sayplan-3dsg", "nodes": [{"id": "a", "type": "room"}], "edges": ['
+    )
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text(
+        "tasks:\n"
+        "  - {id: broken, env: broken.json, family: custom, instruction: x, note: no goal}\n"
+        "  - {id: office-ss-02, env: office, family: simple_search, instruction: find the carrot,"
+        " goal: {search: {any: [carrot]}}}\n"
+    )
+    out = tmp_path / "bench"
+    args = ["bench", "--tasks", str(tasks), "--planners", "sayplan", "--replay-dir", str(replay), "--out", str(out)]
+    assert cli_main(args) == 3
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["task"] == "broken" and "GraphError" in rows[0]["error"] and "not valid JSON" in rows[0]["error"]
+    assert rows[1]["search_success"] is True
+    assert "| sayplan | custom | 1 | 1 |" in (out / "report.md").read_text()
+    capsys.readouterr()
+
+
+def test_nothing_is_deleted_before_every_option_is_checked(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    base = bench_args(replay, out, "office-ss-02", "sayplan")
+    assert cli_main(base) == 0
+    before = (out / "results.jsonl").read_text()
+    bad_runs = [
+        [*base, "--fresh", "--top-k", "0"],
+        [*base[:-4], "--replay-dir", str(tmp_path / "missing"), "--out", str(out), "--fresh"],
+        [*base, "--fresh", "--limit", "0"],
+        [*base, "--fresh", "--limit", "-1"],
+        [*base, "--fresh", "--tasks", str(tmp_path / "nope.yaml")],
+    ]
+    for args in bad_runs:
+        assert cli_main(args) == 2, args
+        err = capsys.readouterr().err
+        assert err.startswith("sayplan: error: ") and err.count("\n") == 1, err
+        assert (out / "results.jsonl").read_text() == before, args
+
+
+def test_resume_with_other_settings_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    base = bench_args(replay, out, "office-ss-02", "sayplan,sayplan_lite")
+    assert cli_main([*base[:-4], "--planners", "sayplan", *base[-4:]]) == 0
+    before = (out / "results.jsonl").read_text()
+    assert json.loads(before)["settings"]["max_calls"] == 40
+    assert cli_main([*base, "--max-calls", "6"]) == 2
+    err = capsys.readouterr().err
+    assert "made with other settings (max_calls: 40 there, 6 now)" in err and "--fresh" in err
+    assert (out / "results.jsonl").read_text() == before
+    assert cli_main(base) == 0  # the same settings resume
+    assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
+
+
+def test_goal_graph_tasks_from_a_grasif_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = Path(__file__).parent / "data" / "grasif_node_list_tasks.json"
+    folder = tmp_path / "grasif"
+    assert cli_main(["env", "import", str(data), str(folder)]) == 0
+
+    def move(name: str, target: str) -> str:
+        return json.dumps({"chain_of_thought": "", "next_move": {"function_name": name, "function_target": target}})
+
+    replay = tmp_path / "transcripts"
+    replay.mkdir()
+    write_transcript(
+        replay / "lookplangraph__refrigerate-milk.json",
+        move("go_to", "kitchen-1"),
+        move("look_on", "bench-1"),
+        move("pick_up", "milk-1"),
+        move("open", "fridge-1"),
+        move("put_inside", "fridge-1"),
+        move("done", ""),
+    )
+    write_transcript(replay / "lookplangraph__grasif_node_list_tasks-1.json", move("done", ""))
+    out = tmp_path / "bench"
+    args = ["bench", "--tasks", str(folder / "tasks.yaml"), "--planners", "lookplangraph"]
+    assert cli_main([*args, "--replay-dir", str(replay), "--out", str(out)]) == 0
+    rows = {r["task"]: r for r in map(json.loads, (out / "results.jsonl").read_text().splitlines())}
+    assert rows["refrigerate-milk"]["correct"] is True
+    assert rows["grasif_node_list_tasks-1"]["correct"] is False  # the kettle was never switched on
+    assert "| lookplangraph | grasif | 2 | 0 |" in (out / "report.md").read_text()
     capsys.readouterr()

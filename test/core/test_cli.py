@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -68,3 +69,111 @@ def test_demo_shows_the_closed_loop(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == 0
     assert "cannot pickup(coffee_mug): it is inside kitchen_cupboard, which is closed" in out
     assert "plan verified" in out and "goal met" in out and "replanning rounds 1" in out
+
+
+def test_a_stepwise_run_ended_by_the_model_says_what_was_executed(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 13: five refused moves and then done() is not 'verified after 5 replanning rounds: done'."""
+    from transcripts import write_transcript
+
+    def move(name: str, target: str) -> str:
+        return json.dumps({"chain_of_thought": "", "next_move": {"function_name": name, "function_target": target}})
+
+    bad = [move("pick_up", "kitchen_bench")] * 5  # an asset: refused each time
+    path = write_transcript(tmp_path / "lpg.json", move("go_to", "kitchen"), *bad, move("done", ""))
+    code, out, _ = run(
+        ["plan", "--env", "office", "--instruction", "x", "--planner", "lookplangraph", "--replay", str(path)], capsys
+    )
+    assert code == 0
+    summary = next(line for line in out.splitlines() if line.startswith("lookplangraph:"))
+    assert summary == (
+        "lookplangraph: executed 1 action(s) step by step (5 infeasible proposal(s) refused), "
+        "then the model ended the task: go_to(kitchen) > done"
+    )
+
+
+# ------------------------------------------------------------------ issue 11: one-line errors, never a traceback
+@pytest.mark.parametrize(
+    ("make_plan", "message"),
+    [
+        (lambda d: str(d), "it is a folder"),
+        (lambda d: "", "--plan is empty"),
+        (lambda d: "   ", "--plan is empty"),
+        (lambda d: _write(d / "plan.json", b"\xff\xfe not utf-8"), "not UTF-8 text"),
+        (lambda d: _write(d / "deep.json", b"[" * 100_000 + b"]" * 100_000), "nested too deeply"),
+        (lambda d: str(d / "missing.json"), "No such file"),
+    ],
+)
+def test_verify_plan_argument_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make_plan: Any, message: str
+) -> None:
+    code, out, err = run(["verify", "--env", "office", "--plan", make_plan(tmp_path)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def _write(path: Path, data: bytes) -> str:
+    path.write_bytes(data)
+    return str(path)
+
+
+def test_usage_errors_are_one_line(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["verify", "--env", "office"])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "the following arguments are required: --plan" in err
+
+
+def test_a_deeply_nested_graph_file_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    deep = tmp_path / "deep.json"
+    deep.write_text("{" + '"a":{' * 50_000 + "}" * 50_001)
+    code, out, err = run(["env", "show", str(deep)], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and "nested too deeply" in err
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """`sayplan env show BIG --text | head -1`: no BrokenPipe traceback, the exit code of a SIGPIPE."""
+    import subprocess
+    import sys
+
+    from sayplan_core.envs.generator import generate_building, spec_for_size
+    from sayplan_core.graph.native_format import save
+
+    big = tmp_path / "big.json"
+    save(generate_building(spec_for_size(3000, seed=1)), big)  # its text is far more than a pipe buffer holds
+    reader = subprocess.Popen(
+        [sys.executable, "-m", "sayplan_core.cli", "env", "show", str(big), "--text"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert reader.stdout is not None and reader.stderr is not None
+    first = reader.stdout.readline()
+    reader.stdout.close()  # what head does after its line
+    err = reader.stderr.read().decode()
+    assert reader.wait(timeout=60) == 141
+    assert first.startswith(b"building_") and err == "", err
+
+
+def test_lookplangraph_tells_the_model_when_a_step_changed_nothing() -> None:
+    """Under the noop policy a repeated open succeeds; the next prompt says it changed nothing."""
+    from transcripts import transcript
+
+    from sayplan_core.envs import load_env
+    from sayplan_core.llm.replay import RecordingBackend
+    from sayplan_core.planners import make_planner
+
+    def move(name: str, target: str) -> str:
+        return json.dumps({"chain_of_thought": "", "next_move": {"function_name": name, "function_target": target}})
+
+    answers = [move("go_to", "kitchen"), move("open", "fridge"), move("open", "fridge"), move("done", "")]
+    recorder = RecordingBackend(transcript(*answers))
+    result = make_planner("lookplangraph", recorder).plan(load_env("office"), "open the fridge")
+    assert result.success and [str(s) for s in result.plan] == [
+        "go_to(kitchen)",
+        "open(fridge)",
+        "open(fridge)",
+        "done",
+    ]
+    last_prompt = recorder.calls[3]["messages"][1]["content"]
+    assert "open(fridge): fridge is already open; nothing to do" in last_prompt
+    assert "already open" not in recorder.calls[2]["messages"][1]["content"]

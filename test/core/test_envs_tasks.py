@@ -78,12 +78,35 @@ def test_setup_applies_to_a_copy() -> None:
 
 def test_bad_task_file(tmp_path: Path) -> None:
     bad = tmp_path / "tasks.yaml"
-    bad.write_text("tasks:\n  - {id: t1, env: office, family: cooking, instruction: x}\n")
-    with pytest.raises(TaskFileError, match="task t1: family must be one of"):
+    bad.write_text("tasks:\n  - {id: t1, env: office, family: 'cooking tasks!', instruction: x, note: n}\n")
+    with pytest.raises(TaskFileError, match="task t1: family 'cooking tasks!' must be a name"):
+        load_tasks(bad)
+    bad.write_text("tasks:\n  - {id: t1, env: office, family: x, instruction: x, goal: {graph: g.json, search: {}}}\n")
+    with pytest.raises(TaskFileError, match="holds one of 'predicates', 'search' or 'graph'"):
+        load_tasks(bad)
+    bad.write_text("[" * 50_000)
+    with pytest.raises(TaskFileError, match=r"tasks\.yaml"):
         load_tasks(bad)
     bad.write_text("tasks:\n  - {id: t2, env: office, family: simple_planning, instruction: x, goal: null}\n")
     with pytest.raises(TaskFileError, match="needs a 'note'"):
         load_tasks(bad)
+
+
+def test_custom_families_and_goal_graphs_relative_to_the_task_file(tmp_path: Path) -> None:
+    """Issue 13: task files are not limited to SayPlan's four families, and a goal may be a goal graph."""
+    from sayplan_core.graph.native_format import save
+    from sayplan_core.sim import verify_plan
+
+    graph = load_env("office")
+    save(verify_plan(graph, "goto(kitchen) > turn_on(coffee_machine)").final_graph(), tmp_path / "goal.json")
+    save(graph, tmp_path / "scene.json")
+    (tmp_path / "tasks.yaml").write_text(
+        "tasks:\n  - {id: c1, env: scene.json, family: cooking, instruction: make coffee, goal: {graph: goal.json}}\n"
+    )
+    (task,) = load_tasks(tmp_path / "tasks.yaml")
+    assert task.family == "cooking" and task.checkable and not task.is_search
+    assert task.env == str(tmp_path / "scene.json") and task.goal_graph == str(tmp_path / "goal.json")
+    assert len(load_env(task.env)) == len(graph)
 
 
 def test_unknown_env_is_a_clear_error() -> None:

@@ -68,7 +68,7 @@ def test_scoring_against_a_goal_graph() -> None:
     bad = verify_plan(graph, "goto(kitchen) > open(fridge)").final_graph()
     assert score_against_goal_graph(graph, good, goal_graph).success
     wrong = score_against_goal_graph(graph, bad, goal_graph)
-    assert not wrong.success and wrong.precision == 0.0 and wrong.important == ["coffee_machine"]
+    assert not wrong.success and wrong.precision == 0.0 and wrong.important == ["agent", "coffee_machine"]
 
 
 # ------------------------------------------------------------------ path planner
@@ -118,3 +118,19 @@ def test_generated_building_paths() -> None:
     d = planner.shortest_path(a, b)
     s = planner.shortest_path(a, b, method="astar")
     assert d.cost == pytest.approx(s.cost) and d.cost > 0
+
+
+def test_goal_graph_scoring_checks_the_agent() -> None:
+    """A goal graph that puts the agent somewhere is met only when the agent got there (issue 13)."""
+    graph = load_env("office")
+    goal_graph = verify_plan(graph, "goto(kitchen) > turn_on(coffee_machine) > goto(nikos_office) > done").final_graph()
+    stayed = verify_plan(graph, "goto(kitchen) > turn_on(coffee_machine) > done").final_graph()
+    score = score_against_goal_graph(graph, stayed, goal_graph)
+    assert not score.success and "agent" in score.important
+    went = verify_plan(graph, "goto(kitchen) > turn_on(coffee_machine) > goto(nikos_office)").final_graph()
+    assert score_against_goal_graph(graph, went, goal_graph).success
+    # a pose inside the goal room counts as being in that room; holding is part of the agent too
+    holding = verify_plan(graph, "goto(kitchen) > access(kitchen_bench) > pickup(orange)").final_graph()
+    empty_handed = verify_plan(graph, "goto(kitchen)").final_graph()
+    assert not score_against_goal_graph(graph, empty_handed, holding).success
+    assert score_against_goal_graph(graph, holding, holding).success

@@ -1,7 +1,9 @@
-"""Importers: SayPlan JSON (appendix L), GRASIF JSON (both layouts), Stanford 3DSG .npz."""
+"""Importers: SayPlan JSON (appendix L), GRASIF JSON (grouped, keyed, node list, task list), Stanford 3DSG .npz;
+the options every importer shares (connectivity, types, agent) and their errors."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -9,8 +11,24 @@ import numpy as np
 import pytest
 
 from sayplan_core.cli import main as cli_main
+from sayplan_core.envs import load_env
+from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph import GraphError, load
-from sayplan_core.graph.importers import import_graph, import_grasif_json, import_sayplan_json, import_stanford_npz
+from sayplan_core.graph.importers import (
+    ImportOptions,
+    import_graph,
+    import_grasif,
+    import_grasif_json,
+    import_grasif_tasks,
+    import_sayplan_json,
+    import_stanford,
+    import_stanford_npz,
+    read_connectivity,
+    read_types,
+)
+from sayplan_core.nav import PathPlanner
+from sayplan_core.sim import verify_plan
+from sayplan_core.sim.goals import score_against_goal_graph
 
 DATA = Path(__file__).parent / "data"
 
@@ -59,7 +77,7 @@ def test_grasif_object_without_parent_is_rejected() -> None:
         import_grasif_json(data)
 
 
-def write_stanford_npz(path: Path) -> None:
+def write_stanford_npz(path: Path, extra_rooms: dict[int, Any] | None = None, extra_objects: Any = None) -> None:
     """A two-floor building with the Gibson 3DSG layout: one pickled dict under 'output'."""
     output: dict[str, Any] = {
         "building": {
@@ -132,6 +150,8 @@ def write_stanford_npz(path: Path) -> None:
         },
         "camera": {0: {"id": 0, "name": "p0", "location": np.array([0.0, 0.0, 1.5])}},
     }
+    output["room"].update(extra_rooms or {})
+    output["object"].update(extra_objects or {})
     np.savez(path, output=np.array(output, dtype=object))
 
 
@@ -167,3 +187,244 @@ def test_import_auto_and_cli_round_trip(tmp_path: Path, capsys: pytest.CaptureFi
     write_stanford_npz(npz)
     assert import_graph(npz).count("room") == 3
     assert "imported" in capsys.readouterr().out
+
+
+# ------------------------------------------------------------------ issue 13: no silent empty graphs
+def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = cli_main(args)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_file_with_none_of_the_format_keys_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    task_file = tmp_path / "tasks.json"
+    task_file.write_text(json.dumps({"tasks": [{"id": "t1", "instruction": "x"}], "version": 1}))
+    code, out, err = run_cli(["env", "import", str(task_file), str(tmp_path / "out.json")], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1
+    assert "not a scene graph in any format read here; tried native" in err
+    other = tmp_path / "other.json"
+    other.write_text(json.dumps({"hello": "world"}))
+    code, _, err = run_cli(["env", "import", str(other), str(tmp_path / "out.json")], capsys)
+    assert code == 2 and "not a scene graph in any format read here; tried native" in err
+    assert "sayplan (" in err and "grasif (" in err and "stanford" in err
+    for fmt, expected in (("grasif", "not GRASIF JSON: 'places'/'rooms'"), ("sayplan", "not SayPlan JSON")):
+        code, _, err = run_cli(["env", "import", str(other), str(tmp_path / "o.json"), "--format", fmt], capsys)
+        assert code == 2 and expected in err, err
+    assert not (tmp_path / "out.json").exists() and not (tmp_path / "o.json").exists()
+
+
+def test_inputs_without_nodes_or_rooms_are_errors() -> None:
+    with pytest.raises(GraphError, match="no nodes found; expected SayPlan JSON"):
+        import_sayplan_json({"nodes": {}, "links": []})
+    with pytest.raises(GraphError, match="no rooms found; expected GRASIF JSON"):
+        import_grasif_json({"assets": {}, "objects": {}, "agent": {"id": "agent"}})
+
+
+def test_errors_list_every_problem_up_to_a_limit() -> None:
+    nodes = [{"name": ["kitchen", 1], "type": "room"}]
+    nodes += [{"name": ["cup", i], "type": "object", "related_to": ["shelf", 9]} for i in range(3)]
+    nodes += [{"name": ["ghost", 1], "type": "spirit"}]
+    with pytest.raises(GraphError) as info:
+        import_grasif_json(nodes)
+    message = str(info.value)
+    assert message.startswith("<dict>: 4 problems: ") and "\n" not in message
+    assert all(f"cup-{i}" in message for i in range(3)) and "'ghost-1' has type 'spirit'" in message
+    many = [{"name": ["kitchen", 1], "type": "room"}]
+    many += [{"name": ["cup", i], "type": "object"} for i in range(30)]
+    with pytest.raises(GraphError, match=r"30 problems: .*; and 10 more$"):
+        import_grasif_json(many)
+
+
+# ------------------------------------------------------------------ GRASIF node list and task list
+def test_grasif_node_list_scene() -> None:
+    graph = import_grasif_json(DATA / "grasif_node_list_scene.json")
+    assert graph.count("room") == 2 and graph.count("asset") == 4 and graph.count("object") == 6
+    assert graph.parent("apple-1") == "bowl-1" and graph.relation("apple-1") == "inside_of"
+    assert graph.room_of("apple-1") == "kitchen-1"
+    assert graph.nodes["tv-1"].states == ["off"]  # the VLM's turned_off
+    assert graph.parent("book-1") == "living_room-1"  # no relation: in its place
+    assert graph.held_object() == "cup-1" and graph.agent_location() == "living_room-1"
+    assert graph.nodes["fridge-1"].attributes == {"tags": ["white"]}
+
+
+def test_grasif_rooms_without_connectivity_are_joined_by_an_invented_hallway() -> None:
+    graph = import_grasif_json(DATA / "grasif_node_list_scene.json")
+    assert graph.neighbours("hall") == ["kitchen-1", "living_room-1"]
+    plan = "go_to(kitchen-1) > open(fridge-1) > put_inside(fridge-1) > done"
+    result = verify_plan(graph, plan, "lookplangraph")
+    assert result.success, result.feedback
+    assert result.final_graph().parent("cup-1") == "fridge-1"
+
+
+def test_grasif_connectivity_from_a_file(tmp_path: Path) -> None:
+    doors = tmp_path / "doors.yaml"
+    doors.write_text("links:\n  - kitchen-1 living_room-1\n")
+    imported = import_grasif(DATA / "grasif_node_list_scene.json", ImportOptions(connectivity=read_connectivity(doors)))
+    assert imported.graph.neighbours("kitchen-1") == ["living_room-1"] and imported.graph.count("pose") == 0
+    assert "1 link(s) from the connectivity file" in imported.summary()
+    doors.write_text("- [kitchen-1, garage-1]\n- [kitchen-1]\n")
+    with pytest.raises(GraphError, match="links\\[1\\]: \\['kitchen-1'\\] must join two nodes"):
+        read_connectivity(doors)
+    doors.write_text("- [kitchen-1, garage-1]\n")
+    with pytest.raises(GraphError, match="refers to 'garage-1', which does not exist"):
+        import_grasif(DATA / "grasif_node_list_scene.json", ImportOptions(connectivity=read_connectivity(doors)))
+
+
+def test_type_overrides_by_class(tmp_path: Path) -> None:
+    types = tmp_path / "types.yaml"
+    types.write_text("asset: [bowl]\nobject: [tv]\n")
+    graph = import_grasif(DATA / "grasif_node_list_scene.json", ImportOptions(types=read_types(types))).graph
+    assert graph.nodes["bowl-1"].type == "asset" and graph.parent("bowl-1") == "kitchen-1"
+    assert graph.parent("apple-1") == "bowl-1"  # what it held stays on it
+    assert graph.nodes["tv-1"].type == "object" and graph.parent("tv-1") == "living_room-1"
+    types.write_text("furniture: [sofa]\n")
+    with pytest.raises(GraphError, match="'furniture' is not a type that can be set"):
+        read_types(types)
+
+
+def test_grasif_task_list_with_goal_scenes() -> None:
+    tasks = import_grasif_tasks(DATA / "grasif_node_list_tasks.json")
+    assert [t.id for t in tasks] == ["refrigerate-milk", "grasif_node_list_tasks-1"]
+    milk = tasks[0]
+    assert milk.init.graph.parent("milk-1") == "bench-1" and milk.goal.graph.parent("milk-1") == "fridge-1"
+    plan = "go_to(kitchen-1) > pick_up(milk-1) > open(fridge-1) > put_inside(fridge-1) > done"
+    final = verify_plan(milk.init.graph, plan, "lookplangraph").final_graph()
+    assert score_against_goal_graph(milk.init.graph, final, milk.goal.graph).success
+    with pytest.raises(GraphError, match="holds 2 task scene"):
+        import_grasif_json(DATA / "grasif_node_list_tasks.json")
+
+
+def test_cli_imports_a_task_list_into_a_folder_the_bench_reads(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "grasif"
+    code, text, _ = run_cli(["env", "import", str(DATA / "grasif_node_list_tasks.json"), str(out)], capsys)
+    assert code == 0 and "imported 2 task scene(s)" in text and "added 1 hallway pose" in text
+    tasks = load_tasks(out / "tasks.yaml")
+    assert [t.family for t in tasks] == ["grasif", "grasif"]
+    assert tasks[0].goal_graph is not None and load(tasks[0].goal_graph).parent("milk-1") == "fridge-1"
+    assert load_env(tasks[0].env).agent_location() == "hall-1"
+    code, _, err = run_cli(
+        ["env", "import", str(DATA / "grasif_node_list_tasks.json"), str(tmp_path / "x.json")], capsys
+    )
+    assert code == 2 and "give a folder" in err
+
+
+# ------------------------------------------------------------------ the agent
+def test_an_import_without_agent_is_written_but_cannot_be_planned_on(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    npz = tmp_path / "3DSceneGraph_Allensville.npz"
+    write_stanford_npz(npz)
+    out = tmp_path / "allensville.json"
+    code, text, _ = run_cli(["env", "import", str(npz), str(out)], capsys)
+    assert code == 0 and "no agent in the data: to plan on this graph, import it again with --agent-at" in text
+    with pytest.raises(GraphError, match=r"no agent node, so the robot cannot plan on it; place it with .*--agent-at"):
+        load_env(str(out))
+    code, text, _ = run_cli(["env", "import", str(npz), str(out), "--agent-at", "bathroom_1"], capsys)
+    assert code == 0 and "agent placed at bathroom_1" in text
+    assert load_env(str(out)).agent_location() == "bathroom_1"
+    code, _, err = run_cli(["env", "import", str(npz), str(out), "--agent-at", "toilet_10"], capsys)
+    assert code == 2 and "--agent-at toilet_10: it is a asset, not a room or pose" in err
+
+
+# ------------------------------------------------------------------ Stanford 3DSG (issue 12)
+def staircase_building(path: Path) -> None:
+    write_stanford_npz(
+        path,
+        extra_rooms={
+            4: {"id": 4, "scene_category": "staircase", "floor_number": "A", "location": np.array([9.0, 0, 0.5])},
+            5: {"id": 5, "scene_category": "staircase", "floor_number": "B", "location": np.array([9.0, 0, 3.5])},
+        },
+        extra_objects={
+            13: {"id": 13, "class_": "cup", "parent_room": 2, "location": np.array([5.0, 1.0, 0.9])},
+            14: {"id": 14, "class_": "teddy bear", "parent_room": 3, "action_affordance": ["pick up"]},
+        },
+    )
+
+
+def test_stanford_movable_classes_become_objects(tmp_path: Path) -> None:
+    path = tmp_path / "3DSceneGraph_Allensville.npz"
+    staircase_building(path)
+    graph = import_stanford_npz(path)
+    assert graph.nodes["cup_13"].type == "object" and graph.parent("cup_13") == "living_room_2"
+    assert graph.nodes["teddy_bear_14"].type == "object"
+    assert graph.nodes["teddy_bear_14"].affordances == ["pick_up"]
+    assert graph.nodes["couch_11"].type == "asset"
+    result = verify_plan(
+        graph_with_agent(graph, "living_room_2"), "pick_up(cup_13) > go_to(bedroom_3) > done", "lookplangraph"
+    )
+    assert result.success, result.feedback
+
+
+def graph_with_agent(graph: Any, where: str) -> Any:
+    from sayplan_core.graph.model import Node
+
+    out = graph.copy()
+    out.add_node(Node("agent", "agent", attributes={"location": where}))
+    return out
+
+
+def test_stanford_floors_are_joined_through_staircase_rooms(tmp_path: Path) -> None:
+    path = tmp_path / "3DSceneGraph_Allensville.npz"
+    staircase_building(path)
+    imported = import_stanford(path)
+    graph = imported.graph
+    assert not graph.nav.has_edge("hall_floor_a", "hall_floor_b")
+    assert graph.nav.has_edge("staircase_4", "staircase_5")
+    route = PathPlanner(graph).shortest_path("bathroom_1", "bedroom_3").nodes
+    assert route == ["bathroom_1", "hall_floor_a", "staircase_4", "staircase_5", "hall_floor_b", "bedroom_3"]
+    assert "floors joined through staircase rooms (0 pair(s) hub to hub" in imported.summary()
+    # without staircases the hubs are joined, and the summary says so
+    plain = tmp_path / "plain.npz"
+    write_stanford_npz(plain)
+    assert "1 pair(s) hub to hub: no staircase" in import_stanford(plain).summary()
+
+
+def test_stanford_connectivity_and_types_from_files(tmp_path: Path) -> None:
+    path = tmp_path / "3DSceneGraph_Allensville.npz"
+    staircase_building(path)
+    doors = tmp_path / "doors.json"
+    doors.write_text(
+        json.dumps([["bathroom_1", "living_room_2", 2.5], "living_room_2 staircase_4", "staircase_4<->staircase_5"])
+    )
+    types = tmp_path / "types.yaml"
+    types.write_text("object: [couch]\n")
+    options = ImportOptions(connectivity=read_connectivity(doors), types=read_types(types), agent_at="bathroom_1")
+    imported = import_stanford(path, options)
+    graph = imported.graph
+    assert graph.count("pose") == 0 and graph.nav["bathroom_1"]["living_room_2"]["weight"] == 2.5
+    assert graph.nodes["couch_11"].type == "object"
+    assert "1 room(s) left unlinked (unreachable)" in imported.summary()
+
+
+# ------------------------------------------------------------------ hostile files, one-line errors
+@pytest.mark.parametrize(
+    ("make", "fmt", "message"),
+    [
+        (lambda p: p.write_text("[" * 100_000 + "]" * 100_000), "auto", "nested too deeply"),
+        (lambda p: p.write_text('{"nodes": {"room": [{"id": "a"}]}, "links": []}'), "stanford", "reads .npz files"),
+        (lambda p: p.write_bytes(b"\xff\xfe\x00garbage"), "auto", "not UTF-8 text"),
+        (lambda p: p.mkdir(), "auto", "it is a folder"),
+    ],
+)
+def test_hostile_inputs_give_one_line_errors(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], make: Any, fmt: str, message: str
+) -> None:
+    source = tmp_path / "in.json"
+    make(source)
+    code, out, err = run_cli(["env", "import", str(source), str(tmp_path / "out.json"), "--format", fmt], capsys)
+    assert code == 2 and out == "" and err.count("\n") == 1 and message in err, err
+
+
+def test_a_json_file_given_as_npz_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    fake = tmp_path / "fake.npz"
+    fake.write_text('{"hello": 1}')
+    code, _, err = run_cli(["env", "import", str(fake), str(tmp_path / "out.json")], capsys)
+    assert code == 2 and "not a 3D Scene Graph .npz" in err and err.count("\n") == 1
+
+
+def test_import_into_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "nowhere" / "out.json"
+    code, _, err = run_cli(["env", "import", str(DATA / "sayplan_appendix_l.json"), str(out)], capsys)
+    assert code == 2 and f"folder {out.parent} does not exist" in err

@@ -237,12 +237,14 @@ def test_a_new_skill_is_a_data_change() -> None:
         "actions": {
             "unlock": {
                 "targets": ["asset"],
+                "affordance": None,
                 "description": "Unlock an asset.",
                 "preconditions": [{"has_state": "locked"}, "in_agent_room"],
                 "effects": [{"set_state": "unlocked"}],
             },
             "open": {
                 "targets": ["asset"],
+                "affordance": "open",
                 "preconditions": [{"has_affordance": "open"}, {"lacks_state": "locked"}, {"has_state": "closed"}],
                 "effects": [{"set_state": "open"}],
             },
@@ -257,7 +259,9 @@ def test_a_new_skill_is_a_data_change() -> None:
 
 def test_bad_action_set_names_the_action() -> None:
     with pytest.raises(ActionSetError, match="action 'fly': unknown 'levitate'"):
-        action_set_from_dict({"actions": {"fly": {"targets": ["room"], "preconditions": ["levitate"]}}})
+        action_set_from_dict(
+            {"actions": {"fly": {"targets": ["room"], "affordance": None, "preconditions": ["levitate"]}}}
+        )
     with pytest.raises(ActionSetError, match="unknown action set 'nope'"):
         load_action_set("nope")
 
@@ -279,3 +283,163 @@ def test_plan_parsing_forms() -> None:
         parse_plan("goto(kitchen) > pick up the mug")
     with pytest.raises(PlanFormatError, match="several arguments"):
         parse_plan("put(mug, table)")
+
+
+# ------------------------------------------------------------------ issue 13: plans that verify always materialise
+def office() -> SceneGraph:
+    from sayplan_core.envs import load_env
+
+    return load_env("office")
+
+
+def test_putting_the_held_object_on_or_inside_itself_is_refused() -> None:
+    for verb in ("put_on", "put_inside"):  # verified on main, then the final graph failed with a cycle
+        result = verify_plan(office(), f"go_to(kitchen) > pick_up(orange) > {verb}(orange) > done", "lookplangraph")
+        assert not result.success and result.failed_step == 2
+        assert result.final_graph().held_object() == "orange"
+    # an object that things can be put on still cannot take itself
+    result = verify_plan(nesting_world(), "pick_up(tray) > put_on(tray)", "lookplangraph")
+    assert result.feedback == (
+        "cannot put_on(tray): tray is what the agent is holding; an object cannot go on or inside itself"
+    )
+
+
+def nesting_world() -> SceneGraph:
+    """A tray (an object that things can be put on) carrying a cup, on a table."""
+    nodes: list[dict[str, Any]] = [
+        {"id": "room", "type": "room"},
+        {"id": "table", "type": "asset", "affordances": ["put_on"]},
+        {"id": "tray", "type": "object", "affordances": ["pick_up", "put_on"]},
+        {"id": "cup", "type": "object", "affordances": ["pick_up", "put_on"]},
+        {"id": "agent", "type": "agent", "attributes": {"location": "room"}},
+    ]
+    edges = [
+        {"source": "table", "relation": "in", "target": "room"},
+        {"source": "tray", "relation": "ontop_of", "target": "table"},
+        {"source": "cup", "relation": "ontop_of", "target": "tray"},
+    ]
+    return graph_from_dict({"nodes": nodes, "edges": edges})
+
+
+def test_putting_the_held_object_on_something_it_carries_is_refused() -> None:
+    result = verify_plan(nesting_world(), "pick_up(tray) > put_on(cup)", "lookplangraph")
+    assert not result.success and result.failed_step == 1
+    assert result.feedback == "cannot put_on(cup): cup is on tray, which the agent is holding; put tray down first"
+    # the other way round is fine: the cup goes onto the table, then the tray onto the cup
+    final = verify_plan(nesting_world(), "pick_up(cup) > put_on(table) > pick_up(tray) > put_on(cup)", "lookplangraph")
+    assert final.success, final.feedback
+    assert final.final_graph().parent("tray") == "cup"
+
+
+# ------------------------------------------------------------------ affordances
+def test_every_action_declares_the_affordance_its_target_needs() -> None:
+    from importlib import resources
+
+    import yaml
+
+    from sayplan_core.sim.action_set import builtin_action_sets
+
+    for name in builtin_action_sets():
+        raw = yaml.safe_load(resources.files("sayplan_core.sim").joinpath("action_sets", f"{name}.yaml").read_text())
+        for action, spec in raw["actions"].items():
+            assert "affordance" in spec, f"{name}.{action} declares no affordance"
+    with pytest.raises(ActionSetError, match="action 'grab': missing 'affordance'"):
+        action_set_from_dict({"actions": {"grab": {"targets": ["object"]}}})
+
+
+def test_lookplangraph_checks_affordances_with_feedback_naming_them() -> None:
+    graph = world()
+    graph.nodes["apple"].affordances = []
+    result = verify_plan(graph, "pick_up(apple)", "lookplangraph")
+    assert result.feedback == "cannot pick_up(apple): apple does not afford pick_up (it needs one of: pick_up, pickup)"
+    # the stove affords no placing: nothing can be put on it, though it is in the agent's room
+    result = verify_plan(world(), "pick_up(apple) > put_on(stove)", "lookplangraph")
+    assert result.feedback == "cannot put_on(stove): stove does not afford put_on (it needs one of: put_on, release)"
+    # the box opens, but nothing is put inside it unless it affords that
+    result = verify_plan(world(), "go_to(bedroom) > pick_up(ring)", "lookplangraph")
+    assert result.feedback == "cannot pick_up(ring): it is inside box, which is closed"
+    result = verify_plan(world(), "go_to(bedroom) > open(box) > pick_up(ring) > put_inside(box)", "lookplangraph")
+    assert result.failed_step == 3
+    assert result.feedback == (
+        "cannot put_inside(box): box does not afford put_inside (it needs one of: put_inside, release)"
+    )
+
+
+def test_sayplan_pickup_needs_the_pickup_affordance() -> None:
+    graph = world()
+    graph.nodes["apple"].affordances = ["eat"]
+    result = verify_plan(graph, "access(bench) > pickup(apple)")
+    assert result.feedback == "cannot pickup(apple): apple does not afford pickup (it needs one of: pickup, pick_up)"
+
+
+# ------------------------------------------------------------------ feedback in the words of the set in force
+def test_feedback_uses_the_verbs_of_the_action_set_in_force() -> None:
+    result = verify_plan(world(), "go_to(bedroom) > pick_up(apple)", "lookplangraph")
+    assert result.feedback == (
+        "cannot pick_up(apple): the agent is in bedroom, but apple is in kitchen; go_to(kitchen) first"
+    )
+    result = verify_plan(office(), "pick_up(orange)", "lookplangraph")
+    assert result.feedback == (
+        "cannot pick_up(orange): the agent is at pose7, in no room, but orange is in kitchen; go_to(kitchen) first"
+    )
+
+
+def test_a_set_without_a_navigation_verb_gives_no_hint() -> None:
+    data = {
+        "name": "arm_only",
+        "actions": {
+            "grab": {"targets": ["object"], "affordance": "pickup", "preconditions": ["hand_empty", "in_agent_room"]},
+        },
+    }
+    result = verify_plan(world(), "grab(mug)", action_set_from_dict(data))
+    assert result.feedback == "cannot grab(mug): the agent is in kitchen, but mug is in bedroom"
+
+
+# ------------------------------------------------------------------ repeated actions: a choice of the action set
+def test_repeated_actions_are_errors_in_sayplan() -> None:
+    assert load_action_set("sayplan").on_repeat == "error"
+    fails("open(fridge) > open(fridge)", "cannot open(fridge): fridge is open, not closed", 1)
+    fails("turn_on(stove) > turn_on(stove)", "cannot turn_on(stove): stove is on", 1)
+
+
+def test_repeated_actions_are_noops_with_a_note_in_lookplangraph() -> None:
+    assert load_action_set("lookplangraph").on_repeat == "noop"
+    result = verify_plan(world(), "open(fridge) > open(fridge) > turn_on(stove) > turn_on(stove)", "lookplangraph")
+    assert result.success, result.feedback
+    assert result.notes == ["step 1 open(fridge): fridge is already open; nothing to do",
+                            "step 3 turn_on(stove): stove is already on; nothing to do"]  # fmt: skip
+    final = result.final_graph()
+    assert final.nodes["fridge"].states == ["open"] and final.nodes["stove"].states == ["on"]
+    # a no-op still needs everything else: the agent in the room, the affordance
+    result = verify_plan(world(), "open(fridge) > go_to(bedroom) > open(fridge)", "lookplangraph")
+    assert result.failed_step == 2 and "go_to(kitchen) first" in result.feedback
+
+
+def test_repeat_policy_is_validated() -> None:
+    with pytest.raises(ActionSetError, match="on_repeat must be error or noop"):
+        action_set_from_dict({"name": "x", "on_repeat": "ignore", "actions": {}})
+
+
+# ------------------------------------------------------------------ input types
+def test_verify_plan_accepts_a_list_of_strings() -> None:
+    result = verify_plan(world(), ["access(bench)", "pickup(apple)", "done"])
+    assert result.success and result.steps_executed == 3
+
+
+def test_verify_plan_refuses_other_types_with_a_type_error() -> None:
+    with pytest.raises(TypeError, match="plan must be"):
+        verify_plan(world(), 42)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="action_set must be"):
+        verify_plan(world(), "done", 3)  # type: ignore[arg-type]
+
+
+def test_a_user_set_that_forgets_the_guard_still_cannot_build_a_cycle() -> None:
+    data = {
+        "name": "careless",
+        "actions": {
+            "take": {"targets": ["object"], "affordance": None, "preconditions": ["hand_empty"], "effects": ["grasp"]},
+            "drop_on": {"targets": ["object"], "affordance": None, "effects": [{"place_held": "ontop_of"}]},
+        },
+    }
+    result = verify_plan(nesting_world(), "take(tray) > drop_on(cup)", action_set_from_dict(data))
+    assert result.failed_step == 1 and "which the agent is holding" in result.feedback

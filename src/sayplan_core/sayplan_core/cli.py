@@ -7,14 +7,26 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import re
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
+
+import yaml
 
 from sayplan_core.envs import list_envs, load_env
 from sayplan_core.graph import native_format
-from sayplan_core.graph.importers import import_graph
+from sayplan_core.graph.importers import (
+    FORMATS,
+    ImportOptions,
+    import_file,
+    import_grasif_tasks,
+    is_task_list,
+    read_connectivity,
+    read_types,
+)
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
@@ -26,12 +38,14 @@ from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
-from sayplan_core.sim.action_set import ActionSetError
+from sayplan_core.sim.action_set import ActionSetError, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
+#: `sayplan bench`: every run was recorded, but some raised (error rows in the report)
+EXIT_RUN_ERRORS = 3
 
 
 class CliError(Exception):
@@ -42,12 +56,16 @@ def _emit(args: argparse.Namespace, payload: dict[str, Any], text: str) -> None:
     print(json.dumps(payload, indent=1) if args.json else text)
 
 
+def _progress(line: str) -> None:
+    print(f"sayplan: {line}", file=sys.stderr, flush=True)
+
+
 def _load(env: str) -> SceneGraph:
-    return load_env(env)
+    return load_env(env, progress=_progress)
 
 
 def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, Any]:
-    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed."""
+    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed (without and with poses)."""
     from sayplan_core.graph.text import node_record
 
     rows: dict[str, dict[str, float]] = {}
@@ -57,17 +75,22 @@ def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, A
             continue
         total = sum(count_tokens(json.dumps(node_record(graph, n), separators=(",", ":")), encoding) for n in ids)
         rows[node_type] = {"count": len(ids), "tokens": total, "average": round(total / len(ids), 2)}
-    full_text = to_prompt_text(graph)
-    collapsed_text = collapse(graph).text()
-    full = count_tokens(full_text, encoding)
-    collapsed = count_tokens(collapsed_text, encoding)
+    full = count_tokens(to_prompt_text(graph), encoding)
+    collapsed = count_tokens(collapse(graph).text(), encoding)
+    with_poses = count_tokens(collapse(graph, with_poses=True).text(), encoding)
+
+    def cut(part: int) -> float:
+        return round(100.0 * (1 - part / full), 1) if full else 0.0
+
     return {
         "env": graph.name,
         "encoding": encoding,
         "groups": rows,
         "full_tokens": full,
         "collapsed_tokens": collapsed,
-        "reduction_percent": round(100.0 * (1 - collapsed / full), 1) if full else 0.0,
+        "reduction_percent": cut(collapsed),
+        "collapsed_with_poses_tokens": with_poses,
+        "reduction_with_poses_percent": cut(with_poses),
     }
 
 
@@ -81,7 +104,7 @@ def cmd_env_show(args: argparse.Namespace) -> int:
     graph = _load(args.env)
     counts = {t: graph.count(t) for t in ("floor", "room", "pose", "workspace", "asset", "object", "agent")}
     if args.collapsed:
-        text = collapse(graph).text()
+        text = collapse(graph, with_poses=args.with_poses).text()
     elif args.native:
         text = native_format.dumps(graph)
     else:
@@ -103,38 +126,95 @@ def cmd_env_tokens(args: argparse.Namespace) -> int:
         lines.append(f"{name:<8} {row['count']:>6} {row['tokens']:>8} {row['average']:>7}")
     lines.append(f"full graph {table['full_tokens']} tokens, collapsed {table['collapsed_tokens']} tokens")
     lines.append(f"reduction {table['reduction_percent']}%")
+    lines.append(
+        f"collapsed with pose nodes {table['collapsed_with_poses_tokens']} tokens, "
+        f"reduction {table['reduction_with_poses_percent']}%"
+    )
     _emit(args, table, "\n".join(lines))
     return 0
 
 
+def import_options(args: argparse.Namespace) -> ImportOptions:
+    return ImportOptions(
+        connectivity=read_connectivity(args.connectivity) if args.connectivity else None,
+        types=read_types(args.types) if args.types else {},
+        agent_at=args.agent_at,
+    )
+
+
+def _writable(path: Path, what: str) -> None:
+    if not path.parent.is_dir():
+        raise CliError(f"cannot write {what} {path}: folder {path.parent} does not exist")
+    if path.is_dir():
+        raise CliError(f"cannot write {what} {path}: it is a folder")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write through a temporary file in the same folder, so a failed write leaves the old file whole."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise CliError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def cmd_env_import(args: argparse.Namespace) -> int:
-    graph = import_graph(args.source, args.format)
-    out = Path(args.output)
-    native_format.save(graph, out)
-    msg = f"imported {len(graph)} nodes from {args.source} into {out}"
-    _emit(args, {"nodes": len(graph), "output": str(out)}, msg)
+    source, out = Path(args.source), Path(args.output)
+    options = import_options(args)  # option files are read and checked before the input
+    if args.format in ("auto", "grasif") and is_task_list(source):
+        return _import_tasks(args, source, out, options)
+    _writable(out, "graph file")
+    imported = import_file(source, args.format, options)
+    write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
+    msg = f"imported {imported.summary()} from {source} ({imported.format}) into {out}"
+    payload = {"nodes": len(imported.graph), "output": str(out), "format": imported.format, "notes": imported.notes}
+    _emit(args, payload, msg)
+    return 0
+
+
+def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions) -> int:
+    """A GRASIF task list: each init scene and goal scene as native graphs, plus a task file for `sayplan bench`."""
+    if out.suffix in (".json", ".yaml", ".yml") or (out.exists() and not out.is_dir()):
+        raise CliError(f"{source} holds task scenes: give a folder to write them into, not {out}")
+    if not out.parent.is_dir():
+        raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
+    tasks = import_grasif_tasks(source, options)  # everything is read and checked before anything is written
+    out.mkdir(exist_ok=True)
+    entries: list[dict[str, Any]] = []
+    notes: list[str] = []
+    for task in tasks:
+        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", task.id)
+        write_text_atomic(out / f"{stem}.json", native_format.dumps(task.init.graph) + "\n")
+        write_text_atomic(out / f"{stem}.goal.json", native_format.dumps(task.goal.graph) + "\n")
+        entries.append(
+            {
+                "id": task.id,
+                "env": f"{stem}.json",
+                "family": "grasif",
+                "instruction": task.instruction,
+                "goal": {"graph": f"{stem}.goal.json"},
+            }
+        )
+        notes.extend(n for n in task.init.notes if n not in notes)
+    header = f"# Imported from {source} by `sayplan env import`; env and goal paths are relative to this file.\n"
+    write_text_atomic(out / "tasks.yaml", header + yaml.safe_dump({"tasks": entries}, sort_keys=False))
+    msg = f"imported {len(tasks)} task scene(s) from {source} into {out} (tasks.yaml, scene and goal graphs)"
+    _emit(args, {"tasks": len(tasks), "output": str(out), "notes": notes}, "; ".join([msg, *notes]))
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    graph = _load(args.env)
-    raw: Any
-    if args.plan == "-":
-        raw = sys.stdin.read()
-    elif Path(args.plan).exists():
-        text = Path(args.plan).read_text(encoding="utf-8")
-        try:
-            raw = json.loads(text)
-        except json.JSONDecodeError:
-            raw = text
-    else:
-        raw = args.plan
+    raw = _read_plan(args.plan)
     steps = parse_plan(raw)
+    if not steps:
+        raise CliError("--plan holds no steps")
+    actions = load_action_set(args.action_set)
+    graph = _load(args.env)
     if args.expand:
-        steps = PathPlanner(graph, goto_action="go_to" if args.action_set == "lookplangraph" else "goto").expand_plan(
-            steps
-        )
-    result = verify_plan(graph, steps, args.action_set, strict_navigation=args.strict)
+        steps = PathPlanner(graph, goto_action=actions.verb("navigate") or "goto").expand_plan(steps)
+    result = verify_plan(graph, steps, actions, strict_navigation=args.strict)
     payload = {
         "success": result.success,
         "failed_step": result.failed_step,
@@ -147,6 +227,25 @@ def cmd_verify(args: argparse.Namespace) -> int:
         text = f"step {result.failed_step} {result.step}: {result.feedback}"
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED
+
+
+def _read_plan(value: str) -> Any:
+    """--plan: '-' for stdin, a file (JSON or text), or the plan itself."""
+    if not value.strip():
+        raise CliError("--plan is empty: give a plan ('goto(kitchen) > done'), a plan file, or '-' for stdin")
+    if value == "-":
+        return sys.stdin.read(native_format.MAX_FILE_BYTES)
+    path = Path(value)
+    looks_like_plan = "(" in value or ">" in value
+    if not looks_like_plan and (path.exists() or path.suffix in (".json", ".txt", ".yaml")):
+        text = native_format.read_text(path, "plan file", 16 * 1024 * 1024)
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            return text
+        except RecursionError:
+            raise CliError(f"plan file {path}: nested too deeply") from None
+    return value
 
 
 def cmd_path(args: argparse.Namespace) -> int:
@@ -272,14 +371,17 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_bench(args: argparse.Namespace) -> int:
+    """Everything is checked before results.jsonl is touched (--fresh deletes it only once the bench can run)."""
     from sayplan_core.bench.report import write_report
-    from sayplan_core.bench.runner import BenchConfig, run_bench
+    from sayplan_core.bench.runner import BenchConfig, options_settings, run_bench
     from sayplan_core.envs.tasks import load_tasks
 
     planners = [p.strip() for p in args.planners.split(",") if p.strip()]
     unknown = [p for p in planners if p not in PLANNERS]
     if unknown or not planners:
         raise CliError(f"unknown planner(s) {', '.join(unknown) or '(none)'} (available: {', '.join(PLANNERS)})")
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit must be 1 or more, got {args.limit}")
     tasks = load_tasks(args.tasks or None)
     if args.ids:
         wanted = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -292,10 +394,20 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks = [t for t in tasks if t.family in families]
     if args.env:
         tasks = [t for t in tasks if t.env == args.env]
-    if args.limit:
+    if args.limit is not None:
         tasks = tasks[: args.limit]
     if not tasks:
         raise CliError("no tasks selected")
+    options = planner_options(args)
+    replay_dir = Path(args.replay_dir) if args.replay_dir else None
+    if replay_dir is not None and not replay_dir.is_dir():
+        raise CliError(f"--replay-dir {replay_dir} is not a folder")
+    if replay_dir is None:
+        llm_config(args).validate()
+    out = Path(args.out)
+    for flag, folder in (("--out", out), ("--record-dir", Path(args.record_dir) if args.record_dir else None)):
+        if folder is not None and folder.exists() and not folder.is_dir():
+            raise CliError(f"{flag} {folder} is a file, not a folder")
     backends: list[Any] = []
 
     def backend() -> Any:
@@ -305,21 +417,31 @@ def cmd_bench(args: argparse.Namespace) -> int:
             backends.append(made)
         return backends[0]
 
-    out = Path(args.out)
+    settings: dict[str, Any] = {"llm": "replay" if replay_dir else args.llm, "model": args.model}
+    settings["base_url"] = args.base_url
+    if replay_dir is not None:
+        settings["replay_dir"] = str(replay_dir.resolve())
+    settings.update(options_settings(options))
     config = BenchConfig(
         planners=planners,
         out_dir=out,
-        options=planner_options(args),
+        options=options,
         record_dir=Path(args.record_dir) if args.record_dir else None,
-        replay_dir=Path(args.replay_dir) if args.replay_dir else None,
+        replay_dir=replay_dir,
         resume=not args.fresh,
+        settings=settings,
     )
     print(f"bench: {len(tasks)} tasks x {len(planners)} planners -> {out}", flush=True)
     rows = run_bench(tasks, config, backend)
     where = f"replayed from {args.replay_dir}" if args.replay_dir else f"LLM: {args.llm} {args.model}".strip()
-    paths = write_report(rows, out, f"{len(rows)} runs; {where}.")
+    errors = sum(1 for r in rows if r.get("error"))
+    note = f"{len(rows)} runs ({errors} raised); {where}." if errors else f"{len(rows)} runs; {where}."
+    paths = write_report(rows, out, note)
     print("\n".join(f"wrote {p}" for p in paths.values()))
     print(paths["report"].read_text(encoding="utf-8"))
+    if errors:
+        print(f"sayplan: {errors} run(s) raised; see the errors column and {paths['report']}", file=sys.stderr)
+        return EXIT_RUN_ERRORS
     return 0
 
 
@@ -344,7 +466,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 # ----------------------------------------------------------------------------- parser
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
+    parser = OneLineParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
     parser.add_argument("--json", action="store_true", help="machine-readable output")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -357,6 +479,7 @@ def build_parser() -> argparse.ArgumentParser:
     view = p.add_mutually_exclusive_group()
     view.add_argument("--collapsed", action="store_true", help="with --text: the collapsed view")
     view.add_argument("--native", action="store_true", help="with --text: native JSON")
+    p.add_argument("--with-poses", action="store_true", help="with --collapsed: keep the pose nodes and their links")
     p.set_defaults(func=cmd_env_show)
     p = env.add_parser("tokens", help="token table: full vs collapsed graph (SayPlan tables 4/5)")
     p.add_argument("env")
@@ -364,8 +487,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_env_tokens)
     p = env.add_parser("import", help="convert SayPlan / GRASIF JSON or Stanford 3DSG .npz to native JSON")
     p.add_argument("source")
-    p.add_argument("output")
-    p.add_argument("--format", choices=("auto", "native", "sayplan", "grasif", "stanford"), default="auto")
+    p.add_argument("output", help="native graph file; a folder for a GRASIF task list (scenes, goals, tasks.yaml)")
+    p.add_argument("--format", choices=FORMATS, default="auto")
+    p.add_argument(
+        "--connectivity", default="", help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms"
+    )
+    p.add_argument("--types", default="", help="YAML/JSON {object: [class, ...], asset: [...]}: fix a dataset's types")
+    p.add_argument("--agent-at", default="", help="room or pose node where the robot is (needed to plan on the graph)")
     p.set_defaults(func=cmd_env_import)
 
     p = sub.add_parser("verify", help="run the scene-graph simulator on a plan")
@@ -397,7 +525,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--ids", default="", help="comma-separated task ids")
     p.add_argument("--families", default="", help="simple_search,complex_search,simple_planning,long_horizon")
     p.add_argument("--env", default="", help="only tasks of this env")
-    p.add_argument("--limit", type=int, default=0, help="first N selected tasks")
+    p.add_argument("--limit", type=int, default=None, help="first N selected tasks (N >= 1)")
     p.add_argument("--record-dir", default="", help="save each run's transcript here")
     p.add_argument("--replay-dir", default="", help="answer each run from <planner>__<task>.json here")
     p.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
@@ -417,17 +545,54 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """Usage errors as one line and exit 2, like every other error of the command."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"{self.prog}: error: {message} (see {self.prog} --help)", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+#: What the user can fix (a bad file, option or answer): "sayplan: error: ...". Anything else is a bug.
+USER_ERRORS = (GraphError, PlanFormatError, ActionSetError, CliError, ValueError, LlmError, OSError)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """Every outcome is an exit code: 0 done, 1 plan not verified, 2 error (one line on stderr), 3 bench runs
+    raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a SIGPIPE would."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
-    except (GraphError, PlanFormatError, ActionSetError, CliError, ValueError, LlmError) as exc:
-        print(f"sayplan: error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    except BrokenPipeError:
+        _silence_stdout()
+        return 141
     except KeyboardInterrupt:
         print("sayplan: interrupted", file=sys.stderr)
         return 130
+    except RecursionError:
+        print("sayplan: error: input nested too deeply", file=sys.stderr)
+        return EXIT_USAGE
+    except USER_ERRORS as exc:
+        print(f"sayplan: error: {_one_line(exc)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as exc:  # a bug: still one line, and said to be one
+        print(f"sayplan: internal error: {type(exc).__name__}: {_one_line(exc)} (please report it)", file=sys.stderr)
+        return EXIT_USAGE
+
+
+def _one_line(exc: BaseException) -> str:
+    text = " ".join(str(exc).split()) or type(exc).__name__
+    return text if len(text) <= 2000 else text[:2000] + " ..."
+
+
+def _silence_stdout() -> None:
+    """After a broken pipe, point stdout at /dev/null so the interpreter's final flush does not fail again."""
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -17,6 +17,7 @@ from typing import Any
 CSV_FIELDS = (
     "task", "env", "family", "planner", "executable", "correct", "search_success", "precision", "nrr",
     "replanning_rounds", "plan_length", "llm_calls", "prompt_tokens", "completion_tokens", "elapsed_s", "failure",
+    "error",
 )  # fmt: skip
 
 
@@ -42,22 +43,24 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
         search = [bool(r["search_success"]) for r in items if r["search_success"] is not None]
         planning = [r for r in items if r["correct"] is not None]
         successes = [r for r in planning if r["correct"]]
+        ran = [r for r in items if not r.get("error")]  # costs are means over runs that did not raise
         out.append(
             {
                 "planner": planner,
                 "family": family,
                 "runs": len(items),
+                "errors": len(items) - len(ran),
                 "search_success": _pct(search),
                 "executability": _pct([bool(r["executable"]) for r in planning]) if planning else "-",
                 "correctness (SR)": _pct([bool(r["correct"]) for r in planning]) if planning else "-",
                 "APP": _num(_mean([float(r["precision"]) for r in planning])),
                 "APL": _num(_mean([float(r["plan_length"]) for r in successes]), 1),
                 "NRR": _num(_mean([float(r["nrr"]) for r in planning if r["nrr"] is not None])),
-                "replans": _num(_mean([float(r["replanning_rounds"]) for r in items])),
-                "calls": _num(_mean([float(r["llm_calls"]) for r in items]), 1),
-                "tokens": _num(_mean([float(r["prompt_tokens"] + r["completion_tokens"]) for r in items]), 0),
+                "replans": _num(_mean([float(r["replanning_rounds"]) for r in ran])),
+                "calls": _num(_mean([float(r["llm_calls"]) for r in ran]), 1),
+                "tokens": _num(_mean([float(r["prompt_tokens"] + r["completion_tokens"]) for r in ran]), 0),
                 "s/call": _num(
-                    _mean([c["latency_s"] for r in items for c in r.get("calls", []) if c.get("latency_s")]), 2
+                    _mean([c["latency_s"] for r in ran for c in r.get("calls", []) if c.get("latency_s")]), 2
                 ),
             }
         )
@@ -71,7 +74,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
         writer.writerows(rows)
 
 
-def markdown(summary: list[dict[str, Any]], header_note: str) -> str:
+def markdown(summary: list[dict[str, Any]], header_note: str, rows: list[dict[str, Any]] | None = None) -> str:
     if not summary:
         return "# Bench report\n\nNo runs.\n"
     columns = list(summary[0])
@@ -85,10 +88,16 @@ def markdown(summary: list[dict[str, Any]], header_note: str) -> str:
         "executability: share of planning runs with a simulator-verified plan; correctness (SR): goal met.",
         "APP: mean plan precision; APL: mean plan length of successful runs;",
         "NRR: nodes observed / nodes the goal names.",
+        "errors: runs that raised instead of returning a result; they count as failed runs in the shares",
+        "and are left out of the cost means (replans, calls, tokens, s/call).",
         "",
         "Plots: tokens_per_call.png (prompt tokens at each call, SayPlan figure 3) and "
         "cumulative_tokens.png, time_per_call.png.",
     ]
+    errors = [r for r in rows or [] if r.get("error")]
+    if errors:
+        lines += ["", "## Runs that raised", ""]
+        lines += [f"- {r['planner']} {r['task']}: {str(r['error']).splitlines()[0][:300]}" for r in errors]
     return "\n".join(lines) + "\n"
 
 
@@ -141,7 +150,7 @@ def _cumulative(calls: list[dict[str, Any]]) -> list[float]:
 def write_report(rows: list[dict[str, Any]], out_dir: Path, header_note: str) -> dict[str, Path]:
     summary = summarise(rows)
     paths = {"report": out_dir / "report.md", "csv": out_dir / "results.csv"}
-    paths["report"].write_text(markdown(summary, header_note), encoding="utf-8")
+    paths["report"].write_text(markdown(summary, header_note, rows), encoding="utf-8")
     write_csv(rows, paths["csv"])
     for path in plot(rows, out_dir):
         paths[path.stem] = path

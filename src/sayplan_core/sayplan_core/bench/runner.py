@@ -1,28 +1,36 @@
 """Run a task set with several planners and score every run.
 
 Results are appended to results.jsonl one run at a time, so an interrupted bench
-resumes where it stopped. Each run's LLM exchange can be recorded to, or replayed
-from, a transcript named <planner>__<task>.json.
+resumes where it stopped. Every row carries the settings it ran with (backend, model,
+planner options); a resume with other settings is refused, so one report never mixes
+them. A run that raises (a bad graph, a missing transcript, a bug) becomes an error
+row with the exception's text and the bench goes on. Each run's LLM exchange can be
+recorded to, or replayed from, a transcript named <planner>__<task>.json.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import Task, apply_setup
+from sayplan_core.graph import native_format
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
-from sayplan_core.sim.goals import changed_nodes, score_against_goals
+from sayplan_core.sim.goals import changed_nodes, score_against_goal_graph, score_against_goals
 from sayplan_core.sim.simulator import verify_plan
 
 RESULTS_FILE = "results.jsonl"
+
+
+class BenchError(ValueError):
+    """The bench cannot start (bad settings, results written with other settings); nothing was touched."""
 
 
 @dataclass
@@ -33,6 +41,26 @@ class BenchConfig:
     record_dir: Path | None = None
     replay_dir: Path | None = None
     resume: bool = True
+    #: what the rows were produced with (backend, model, options); a resume must match it
+    settings: Mapping[str, Any] = field(default_factory=dict)
+
+
+def options_settings(options: PlannerOptions) -> dict[str, Any]:
+    """The planner options that change results, as plain data for a row."""
+    budget = options.budget
+    return {
+        "max_replans": options.max_replans,
+        "max_calls": budget.max_calls,
+        "max_tokens": budget.max_tokens,
+        "max_answer_tokens": options.max_answer_tokens,
+        "temperature": options.temperature,
+        "embedder": options.embedder,
+        "retrieval_top_k": options.retrieval_top_k,
+        "retrieval_threshold": options.retrieval_threshold,
+        "vector_store": options.vector_store,
+        "candidate_plans": options.candidate_plans,
+        "step_threshold": options.step_threshold,
+    }
 
 
 def transcript_name(planner: str, task_id: str) -> str:
@@ -70,18 +98,59 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
     }
     if task.search is not None:
         row["search_success"] = task.search.satisfied_by(result.answer)
-    if task.predicates:
-        important = len({n for g in task.predicates for n in g.nodes()})
+    goal_graph = load_goal_graph(task)
+    if task.predicates or goal_graph is not None:
+        if goal_graph is not None:
+            important = len(changed_nodes(graph, goal_graph))
+        else:
+            important = len({n for g in task.predicates for n in g.nodes()})
         row["nrr"] = round(len(result.observed_nodes) / important, 2) if important else None
         if result.verified:
             strict = result.action_set == "sayplan"  # LookPlanGraph moves room to room
             final = verify_plan(graph, result.full_plan, result.action_set, strict_navigation=strict).final_graph()
-            score = score_against_goals(graph, final, task.predicates)
+            if goal_graph is not None:
+                score = score_against_goal_graph(graph, final, goal_graph)
+            else:
+                score = score_against_goals(graph, final, task.predicates)
             row["correct"], row["precision"] = score.success, round(score.precision, 3)
             row["changed_nodes"] = sorted(changed_nodes(graph, final))
         else:
             row["correct"], row["precision"] = False, 0.0
     return row
+
+
+def load_goal_graph(task: Task) -> SceneGraph | None:
+    return None if task.goal_graph is None else native_format.load(task.goal_graph, require_agent=False)
+
+
+def error_row(task: Task, planner: str, exc: BaseException) -> dict[str, Any]:
+    """A run that raised: counted as a failed run of its kind, with the exception's text."""
+    planning = bool(task.predicates) or task.goal_graph is not None
+    return {
+        "task": task.id,
+        "env": task.env,
+        "family": task.family,
+        "planner": planner,
+        "instruction": task.instruction,
+        "executable": False,
+        "failure": "error",
+        "error": f"{type(exc).__name__}: {exc}",
+        "message": f"the run raised {type(exc).__name__}: {exc}",
+        "replanning_rounds": 0,
+        "llm_calls": 0,
+        "prompt_tokens": 0,
+        "completion_tokens": 0,
+        "elapsed_s": 0.0,
+        "plan_length": 0,
+        "explored": [],
+        "answer": [],
+        "plan": [],
+        "calls": [],
+        "search_success": False if task.search is not None else None,
+        "correct": False if planning else None,
+        "precision": 0.0 if planning else None,
+        "nrr": None,
+    }
 
 
 def load_results(out_dir: Path) -> list[dict[str, Any]]:
@@ -109,12 +178,50 @@ def repair_results(out_dir: Path) -> int:
     return dropped
 
 
+def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
+    """The (planner, task) runs already done with these settings; refuses results made with other ones."""
+    rows = _read_rows(config.out_dir)
+    other = [r for r in rows if r.get("settings") != dict(config.settings)]
+    if other:
+        theirs = other[0].get("settings")
+        described = "no recorded settings (an older bench)" if theirs is None else _describe(theirs, config.settings)
+        raise BenchError(
+            f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
+            "resume with the same settings, or use --fresh or another --out"
+        )
+    return {(r["planner"], r["task"]) for r in rows}
+
+
+def _describe(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
+    keys = sorted(set(theirs) | set(ours))
+    diffs = [f"{k}: {theirs.get(k)!r} there, {ours.get(k)!r} now" for k in keys if theirs.get(k) != ours.get(k)]
+    return "; ".join(diffs[:4])
+
+
+def _read_rows(out_dir: Path) -> list[dict[str, Any]]:
+    path = out_dir / RESULTS_FILE
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
 def run_bench(
     tasks: Iterable[Task],
     config: BenchConfig,
     make_backend: Callable[[], LlmBackend],
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
+    """Run every task with every planner; returns all rows of results.jsonl (errors included, see `error`)."""
+    tasks = list(tasks)
+    done = check_resume(config) if config.resume else set()  # checked before anything is written
     config.out_dir.mkdir(parents=True, exist_ok=True)
     if config.record_dir:
         config.record_dir.mkdir(parents=True, exist_ok=True)
@@ -122,39 +229,53 @@ def run_bench(
         dropped = repair_results(config.out_dir)
         if dropped:
             log(f"dropped {dropped} unfinished result line(s) from an interrupted run")
-        done = {(r["planner"], r["task"]) for r in load_results(config.out_dir)}
     else:
         (config.out_dir / RESULTS_FILE).unlink(missing_ok=True)
-        done = set()
     envs: dict[str, SceneGraph] = {}
-    tasks = list(tasks)
     total = len(tasks) * len(config.planners)
     index = 0
     for task in tasks:
-        if task.env not in envs:
-            envs[task.env] = load_env(task.env)
-        graph = apply_setup(envs[task.env], task)
         for planner_name in config.planners:
             index += 1
             if (planner_name, task.id) in done:
                 log(f"[{index}/{total}] {planner_name} {task.id}: done earlier, skipped")
                 continue
-            backend: LlmBackend
-            if config.replay_dir is not None:
-                backend = ReplayBackend.from_file(config.replay_dir / transcript_name(planner_name, task.id))
-            else:
-                backend = make_backend()
-            recorder = RecordingBackend(backend) if config.record_dir else None
-            planner = make_planner(planner_name, recorder or backend, config.options)
-            result = planner.plan(graph, task.instruction)
-            if recorder is not None and config.record_dir is not None:
-                recorder.save(config.record_dir / transcript_name(planner_name, task.id))
-            row = score_run(graph, task, result)
+            try:
+                row, result = _run_one(task, planner_name, config, envs, make_backend)
+            except Exception as exc:  # one bad run must not end the bench: record it and go on
+                row, result = error_row(task, planner_name, exc), None
+            row["settings"] = dict(config.settings)
             with (config.out_dir / RESULTS_FILE).open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row) + "\n")
+            if result is None:
+                log(f"[{index}/{total}] {planner_name} {task.id}: ERROR {row['error']}")
+                continue
             verdict = "verified" if result.verified else f"failed ({result.failure.label})"
             log(
                 f"[{index}/{total}] {planner_name} {task.id}: {verdict}, {len(result.calls)} calls, "
                 f"{result.prompt_tokens + result.completion_tokens} tokens, {result.elapsed_s:.1f} s"
             )
     return load_results(config.out_dir)
+
+
+def _run_one(
+    task: Task,
+    planner_name: str,
+    config: BenchConfig,
+    envs: dict[str, SceneGraph],
+    make_backend: Callable[[], LlmBackend],
+) -> tuple[dict[str, Any], PlanResult]:
+    if task.env not in envs:
+        envs[task.env] = load_env(task.env)
+    graph = apply_setup(envs[task.env], task)
+    backend: LlmBackend
+    if config.replay_dir is not None:
+        backend = ReplayBackend.from_file(config.replay_dir / transcript_name(planner_name, task.id))
+    else:
+        backend = make_backend()
+    recorder = RecordingBackend(backend) if config.record_dir else None
+    planner = make_planner(planner_name, recorder or backend, config.options)
+    result = planner.plan(graph, task.instruction)
+    if recorder is not None and config.record_dir is not None:
+        recorder.save(config.record_dir / transcript_name(planner_name, task.id))
+    return score_run(graph, task, result), result

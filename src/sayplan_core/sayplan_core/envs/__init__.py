@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 
 import yaml
 
 from sayplan_core.envs.authoring import env_from_authoring
+from sayplan_core.graph import native_format
 from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.native_format import read_text
 
 BUNDLED_ENVS: tuple[str, ...] = ("office", "home")
 
@@ -17,10 +21,14 @@ def list_envs() -> list[str]:
     return list(BUNDLED_ENVS)
 
 
-def load_env(name_or_path: str, require_agent: bool = True) -> SceneGraph:
-    """A bundled environment by name, or any graph file the importers read.
+def load_env(
+    name_or_path: str, require_agent: bool = True, progress: Callable[[str], None] | None = None
+) -> SceneGraph:
+    """A bundled environment by name, or any graph file the importers read, ready to plan on.
 
-    require_agent: a native graph file without the robot is refused unless this is False (a map being built).
+    A graph to plan on needs the robot in it: a file without an agent (an import that was not given
+    --agent-at) is refused with a message naming the option, unless require_agent is False (a map
+    perception is building). progress: stage lines for big native files.
     """
     if name_or_path in BUNDLED_ENVS:
         resource = resources.files("sayplan_core.envs").joinpath("data", f"{name_or_path}.yaml")
@@ -33,15 +41,36 @@ def load_env(name_or_path: str, require_agent: bool = True) -> SceneGraph:
         )
     if path.suffix in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
+            data = yaml.safe_load(read_text(path, "environment file"))
         except yaml.YAMLError as exc:
-            raise GraphError(f"{path}: invalid YAML: {exc}") from exc
+            raise GraphError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from exc
+        except RecursionError:
+            raise GraphError(f"{path}: nested too deeply to be an environment") from None
         if not isinstance(data, dict):
             raise GraphError(f"{path}: expected a mapping at the top level")
         return env_from_authoring(data, source=str(path))
-    from sayplan_core.graph.importers import import_graph
+    from sayplan_core.graph.importers import detect_format, import_file
 
-    return import_graph(path, require_agent=require_agent)
+    if _looks_native(path) or detect_format(path) == "native":
+        graph = native_format.load(path, require_agent=False, progress=progress)
+    else:
+        graph = import_file(path).graph
+    if graph.agent_id is None and require_agent:
+        raise GraphError(
+            f"{path}: the graph has no agent node, so the robot cannot plan on it; "
+            "place it with `sayplan env import SOURCE OUT --agent-at <room|pose>` (or add an agent node)"
+        )
+    return graph
+
+
+def _looks_native(path: Path) -> bool:
+    """A native file names its format in its first bytes (as `save` writes it): no second parse to find out."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(4096)
+    except OSError:
+        return False
+    return re.search(rb'^\s*\{\s*"format"\s*:\s*"sayplan-3dsg"', head) is not None
 
 
 def tasks_path() -> Path:

@@ -1,7 +1,15 @@
-"""Task sets: instructions with their family, environment, setup and machine-checkable goal."""
+"""Task sets: instructions with their family, environment, setup and machine-checkable goal.
+
+A task file is YAML or JSON: `tasks:` a list of {id, env, family, instruction, goal, setup, reference_plan,
+note}. `family` is SayPlan's four or any name of your own (letters, digits, _ and -). `env` is a bundled
+environment or a graph file, relative to the task file. `goal` holds `predicates`, a `search` answer, or a
+goal `graph` (a native graph file, relative to the task file: a GRASIF goal scene as `sayplan env import`
+writes it), or is null with a `note` saying why.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -10,11 +18,15 @@ from typing import Any
 import yaml
 
 from sayplan_core.graph.model import GraphError, SceneGraph, with_state
+from sayplan_core.graph.native_format import read_text
 from sayplan_core.sim.goals import GoalPredicate, goal_from_dict
 from sayplan_core.sim.plan import PlanStep, parse_plan
 
-FAMILIES = ("simple_search", "complex_search", "simple_planning", "long_horizon")
+FAMILIES = ("simple_search", "complex_search", "simple_planning", "long_horizon")  # SayPlan's; others may be named
 SEARCH_FAMILIES = ("simple_search", "complex_search")
+_FAMILY = re.compile(r"^[A-Za-z][A-Za-z0-9_-]{0,63}$")
+#: The largest task file read.
+MAX_TASK_FILE_BYTES = 64 * 1024 * 1024
 
 
 class TaskFileError(ValueError):
@@ -55,30 +67,51 @@ class Task:
     reference_plan: tuple[PlanStep, ...] = ()
     note: str = ""
     extra: Mapping[str, Any] = field(default_factory=dict)
+    #: a goal graph file (native), scored with sim.goals.score_against_goal_graph
+    goal_graph: str | None = None
 
     @property
     def checkable(self) -> bool:
-        return bool(self.predicates) or self.search is not None
+        return bool(self.predicates) or self.search is not None or self.goal_graph is not None
 
     @property
     def is_search(self) -> bool:
         return self.family in SEARCH_FAMILIES
 
 
-def _task_from_dict(raw: Any, index: int) -> Task:
+def _relative(value: str, base: Path | None) -> str:
+    """A path in a task file, relative to the file's folder; bundled env names stay as they are."""
+    from sayplan_core.envs import BUNDLED_ENVS
+
+    if base is None or value in BUNDLED_ENVS or Path(value).is_absolute():
+        return value
+    return str(base / value)
+
+
+def _task_from_dict(raw: Any, index: int, base: Path | None = None) -> Task:
     if not isinstance(raw, Mapping):
         raise TaskFileError(f"tasks[{index}] must be a mapping")
     task_id = str(raw.get("id", f"#{index}"))
     for key in ("env", "family", "instruction"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise TaskFileError(f"task {task_id}: missing '{key}'")
-    if raw["family"] not in FAMILIES:
-        raise TaskFileError(f"task {task_id}: family must be one of {', '.join(FAMILIES)}")
+    if not _FAMILY.match(raw["family"]):
+        raise TaskFileError(
+            f"task {task_id}: family '{raw['family']}' must be a name (letters, digits, _ and -), "
+            f"such as one of SayPlan's: {', '.join(FAMILIES)}"
+        )
     goal = raw.get("goal")
     predicates: tuple[GoalPredicate, ...] = ()
     search = None
+    goal_graph = None
     try:
-        if isinstance(goal, Mapping) and "predicates" in goal:
+        if isinstance(goal, Mapping) and len({"predicates", "search", "graph"} & set(goal)) > 1:
+            raise TaskFileError(f"task {task_id}: a goal holds one of 'predicates', 'search' or 'graph'")
+        if isinstance(goal, Mapping) and "graph" in goal:
+            if not isinstance(goal["graph"], str) or not goal["graph"]:
+                raise TaskFileError(f"task {task_id}: goal 'graph' must name a graph file")
+            goal_graph = _relative(goal["graph"], base)
+        elif isinstance(goal, Mapping) and "predicates" in goal:
             predicates = tuple(goal_from_dict(g) for g in goal["predicates"])
         elif isinstance(goal, Mapping) and "search" in goal:
             s = goal["search"]
@@ -89,7 +122,7 @@ def _task_from_dict(raw: Any, index: int) -> Task:
                 count=int(s.get("count", 1)),
             )
         elif goal is not None:
-            raise TaskFileError(f"task {task_id}: goal must hold 'predicates' or 'search', or be null")
+            raise TaskFileError(f"task {task_id}: goal must hold 'predicates', 'search' or 'graph', or be null")
         plan = tuple(parse_plan(raw["reference_plan"])) if raw.get("reference_plan") else ()
     except (ValueError, TypeError) as exc:
         if isinstance(exc, TaskFileError):
@@ -99,7 +132,7 @@ def _task_from_dict(raw: Any, index: int) -> Task:
         raise TaskFileError(f"task {task_id}: a task without a goal needs a 'note' saying why")
     return Task(
         id=task_id,
-        env=raw["env"],
+        env=_relative(raw["env"], base),
         family=raw["family"],
         instruction=raw["instruction"],
         predicates=predicates,
@@ -107,6 +140,7 @@ def _task_from_dict(raw: Any, index: int) -> Task:
         setup=tuple(raw.get("setup") or ()),
         reference_plan=plan,
         note=str(raw.get("note", "")),
+        goal_graph=goal_graph,
     )
 
 
@@ -118,14 +152,16 @@ def load_tasks(path: str | Path | None = None) -> list[Task]:
         path = tasks_path()
     path = Path(path)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise TaskFileError(f"cannot read task file {path}: {exc.strerror or exc}") from exc
+        data = yaml.safe_load(read_text(path, "task file", MAX_TASK_FILE_BYTES))
+    except GraphError as exc:
+        raise TaskFileError(str(exc)) from None
     except yaml.YAMLError as exc:
-        raise TaskFileError(f"{path}: invalid YAML/JSON: {exc}") from exc
+        raise TaskFileError(f"{path}: invalid YAML/JSON: {str(exc).splitlines()[0]}") from exc
+    except RecursionError:
+        raise TaskFileError(f"{path}: nested too deeply to be a task file") from None
     if not isinstance(data, Mapping) or not isinstance(data.get("tasks"), list):
         raise TaskFileError(f"{path}: expected a 'tasks' list")
-    tasks = [_task_from_dict(raw, i) for i, raw in enumerate(data["tasks"])]
+    tasks = [_task_from_dict(raw, i, path.parent) for i, raw in enumerate(data["tasks"])]
     seen: set[str] = set()
     for task in tasks:
         if task.id in seen:

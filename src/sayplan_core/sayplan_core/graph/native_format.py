@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,12 @@ from sayplan_core.graph.model import (
 
 FORMAT_NAME = "sayplan-3dsg"
 FORMAT_VERSION = 1
+#: The largest graph file read (a 100k-node building is about 20 MB); bigger files are refused before reading.
+MAX_FILE_BYTES = 256 * 1024 * 1024
+#: Files at least this big report progress while they load.
+PROGRESS_BYTES = 8 * 1024 * 1024
+
+Progress = Callable[[str], None]
 _NODE_KEYS = {"id", "type", "name", "states", "affordances", "attributes", "position"}
 _EDGE_KEYS = {"source", "target", "relation", "weight"}
 
@@ -64,22 +71,57 @@ def save(graph: SceneGraph, path: str | Path) -> None:
     Path(path).write_text(dumps(graph) + "\n", encoding="utf-8")
 
 
-def load(path: str | Path, require_agent: bool = True) -> SceneGraph:
+def read_text(path: str | Path, what: str = "scene graph file", limit: int = MAX_FILE_BYTES) -> str:
+    """A text file's content, refused with a GraphError if it is missing, a folder, too big or not UTF-8."""
     path = Path(path)
     try:
-        text = path.read_text(encoding="utf-8")
+        if path.is_dir():
+            raise GraphError(f"cannot read {what} {path}: it is a folder")
+        size = path.stat().st_size
+        if size > limit:
+            raise GraphError(f"cannot read {what} {path}: {size / 1e6:.0f} MB is over the {limit / 1e6:.0f} MB limit")
+        return path.read_text(encoding="utf-8")
     except OSError as exc:
-        raise GraphError(f"cannot read scene graph file {path}: {exc.strerror or exc}") from exc
-    return loads(text, source=str(path), require_agent=require_agent)
+        raise GraphError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise GraphError(f"cannot read {what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
 
 
-def loads(text: str, source: str = "<string>", require_agent: bool = True) -> SceneGraph:
+def parse_json(text: str, source: str) -> Any:
+    """JSON with the decoder's errors (and inputs nested too deeply to parse) as one-line GraphErrors."""
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
+    except RecursionError:
+        raise GraphError(f"{source}: JSON nested too deeply to be a scene graph") from None
+
+
+def load(path: str | Path, require_agent: bool = True, progress: Progress | None = None) -> SceneGraph:
+    """Read and validate a native file. progress: called with a line per stage for files of 8 MB or more."""
+    path = Path(path)
+    start = time.perf_counter()
+    text = read_text(path)
+    report = progress if progress is not None and len(text) >= PROGRESS_BYTES else None
+    if report is not None:
+        report(f"{path}: read {len(text) / 1e6:.0f} MB in {time.perf_counter() - start:.1f} s")
+    return loads(text, source=str(path), require_agent=require_agent, progress=report)
+
+
+def loads(
+    text: str, source: str = "<string>", require_agent: bool = True, progress: Progress | None = None
+) -> SceneGraph:
     with gc_paused():
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
-        return graph_from_dict(data, source=source, require_agent=require_agent)
+        start = time.perf_counter()
+        data = parse_json(text, source)
+        if progress is not None:
+            count = len(data.get("nodes") or []) if isinstance(data, dict) else 0
+            progress(f"{source}: parsed {count} nodes in {time.perf_counter() - start:.1f} s; building and checking")
+            start = time.perf_counter()
+        graph = graph_from_dict(data, source=source, require_agent=require_agent)
+        if progress is not None:
+            progress(f"{source}: {len(graph)} nodes checked in {time.perf_counter() - start:.1f} s")
+        return graph
 
 
 def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None:

@@ -12,8 +12,10 @@ from collections.abc import Iterable
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 
-#: Levels shown when collapsed: the navigation layer plus the agent (SayPlan appendix K).
-COLLAPSED_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "agent")
+#: Levels shown when collapsed: floors, rooms and the agent (SayPlan appendix K). Pose nodes are left out by
+#: default: the path planner fills in the moves between rooms, and they cost the office's collapsed prompt a
+#: third of its tokens; `with_poses=True` keeps them (and their links) for planners that navigate themselves.
+COLLAPSED_TYPES: tuple[str, ...] = ("building", "floor", "room", "agent")
 #: Only floors (and the agent) when the building is collapsed to its very top.
 TOP_ONLY_TYPES: tuple[str, ...] = ("building", "floor", "agent")
 EXPANDABLE_TYPES: frozenset[str] = frozenset({"building", "floor", "room", "workspace", "asset"})
@@ -22,9 +24,11 @@ EXPANDABLE_TYPES: frozenset[str] = frozenset({"building", "floor", "room", "work
 class GraphView:
     """The part of the graph a planner currently sees, plus its search memory."""
 
-    def __init__(self, graph: SceneGraph, top_only: bool = False) -> None:
+    def __init__(self, graph: SceneGraph, top_only: bool = False, with_poses: bool = False) -> None:
         self.graph = graph
-        self.base_types = TOP_ONLY_TYPES if top_only else COLLAPSED_TYPES
+        self.with_poses = with_poses
+        base = TOP_ONLY_TYPES if top_only else COLLAPSED_TYPES
+        self.base_types = (*base, "pose") if with_poses and not top_only else base
         self.expanded: list[str] = []
         #: Every node ever expanded, in order (SayPlan's "Memory").
         self.memory: list[str] = []
@@ -73,9 +77,12 @@ class GraphView:
             if node_id not in graph:
                 continue
             if graph.nodes[node_id].type in ("building", "floor"):
-                visible.update(c for c in graph.children(node_id) if graph.nodes[c].type in ("room", "pose"))
+                shown = ("room", "pose") if self.with_poses else ("room",)
+                visible.update(c for c in graph.children(node_id) if graph.nodes[c].type in shown)
             else:
-                visible.update(graph.descendants(node_id))
+                visible.update(
+                    d for d in graph.descendants(node_id) if self.with_poses or graph.nodes[d].type != "pose"
+                )
         held = graph.held_object()
         if held:
             visible.add(held)
@@ -100,8 +107,8 @@ class GraphView:
         return self.graph.subgraph(self.visible_ids())
 
 
-def collapse(graph: SceneGraph, top_only: bool = False) -> GraphView:
-    return GraphView(graph, top_only=top_only)
+def collapse(graph: SceneGraph, top_only: bool = False, with_poses: bool = False) -> GraphView:
+    return GraphView(graph, top_only=top_only, with_poses=with_poses)
 
 
 def induced_subgraph(graph: SceneGraph, node_ids: Iterable[str]) -> SceneGraph:

@@ -92,6 +92,8 @@ class PlanResult:
     action_set: str = "sayplan"  # the actions `plan` / `full_plan` are written in
     observed_nodes: list[str] = field(default_factory=list)
     elapsed_s: float = 0.0
+    #: the plan was executed one action at a time (lookplangraph, embodiedrag): refused proposals are not replans
+    stepwise: bool = False
     progress: list[Progress] = field(default_factory=list)  # every step reported while planning, in order
 
     @property
@@ -120,6 +122,12 @@ class PlanResult:
             return f"{self.planner}: no verified plan: {self.message}"
         plan = format_plan(self.full_plan) if self.full_plan else "(no actions)"
         answer = f" | answer: {', '.join(self.answer)}" if self.answer else ""
+        if self.stepwise:
+            executed = sum(1 for s in self.plan if s.action != "done")
+            return (
+                f"{self.planner}: executed {executed} action(s) step by step ({self.replanning_rounds} infeasible "
+                f"proposal(s) refused), then the model ended the task: {plan}{answer}"
+            )
         return f"{self.planner}: verified after {self.replanning_rounds} replanning round(s): {plan}{answer}"
 
 

@@ -156,6 +156,7 @@ class EmbodiedRagPlanner(Planner):
     def _run(self, job: PlanJob) -> None:
         truth, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.action_set)
+        result.stepwise = True
         options = self.options
         index = EntityIndex(make_embedder(options.embedder), options.vector_store)
         state = WorldState.from_graph(truth)

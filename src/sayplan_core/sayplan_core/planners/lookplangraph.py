@@ -93,6 +93,7 @@ class LookPlanGraphPlanner(Planner):
     def _run(self, job: PlanJob) -> None:
         truth, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.action_set)
+        result.stepwise = True
         state = WorldState.from_graph(memory_graph(truth), reveal_hook=truth_reveal_hook(truth))
         system = system_prompt(actions)
         touched: list[str] = []
@@ -136,7 +137,7 @@ class LookPlanGraphPlanner(Planner):
                     result.message = f"no feasible move after {self.max_retries} retries; last feedback: {feedback}"
                     return
                 continue
-            retries, feedback = 0, ""
+            retries, feedback = 0, (f"{move}: {outcome.note}" if outcome.note else "")  # a no-op says so
             result.plan.append(move)
             result.full_plan.append(move)
             if move.target:

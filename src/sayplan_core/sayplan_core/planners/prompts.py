@@ -17,7 +17,8 @@ STATES = """Scene graph states:
 SEARCH_API = """Graph API (search):
 - expand(<node>): reveal the assets and objects in a room (or the rooms of a floor).
 - contract(<node>): hide them again to keep the graph small; the node stays in memory.
-Rooms and pose nodes are always visible. Expand only rooms or floors that may hold what the task needs."""
+Rooms are always visible (a path planner handles the pose nodes between them).
+Expand only rooms or floors that may hold what the task needs."""
 
 
 def functions_block(actions: ActionSet) -> str:

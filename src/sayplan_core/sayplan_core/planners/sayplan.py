@@ -33,7 +33,7 @@ class Verification:
 
 def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionSet) -> Verification:
     """Fill in navigation with the path planner, then forward-simulate the full plan."""
-    goto = "go_to" if "go_to" in actions else "goto"
+    goto = actions.verb("navigate") or "goto"
     try:
         full = PathPlanner(graph, goto_action=goto).expand_plan(steps)
     except GraphError as exc:

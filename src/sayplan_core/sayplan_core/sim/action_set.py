@@ -1,4 +1,24 @@
-"""Action sets loaded from YAML: which actions exist, their targets, preconditions and effects."""
+"""Action sets loaded from YAML: which actions exist, their targets, preconditions and effects.
+
+Schema (every key but `actions` optional; `affordance` required on actions that take a target):
+
+    name: my_set
+    description: one line
+    on_repeat: error        # a step that would change nothing (open on an open node, turn_on on a node
+                            # that is on): `error` refuses it with feedback, `noop` accepts it with a note
+    actions:
+      goto:
+        role: navigate      # feedback names this verb when the agent must move first (navigate / access / open)
+        targets: [room, pose]
+        affordance: null    # what the target must afford: a name, a list of accepted names, or null for nothing
+        preconditions: [reachable]
+        effects: [move_agent]
+        description: "Move the agent to any room node or pose node."
+        on_repeat: error    # overrides the set's policy for this action
+
+A set made of some of another set's actions (a robot without a toggle skill) is the
+other file with those actions deleted: roles travel with their actions.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +32,14 @@ from typing import Any
 import yaml
 
 from sayplan_core.graph.model import NODE_TYPES
-from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS
+from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, ROLES
+
+REPEAT_POLICIES = ("error", "noop")
+_ACTION_KEYS = {"targets", "preconditions", "effects", "description", "optional_target", "affordance", "role"}
+_ACTION_KEYS |= {"on_repeat"}
+_SET_KEYS = {"name", "description", "actions", "on_repeat"}
+#: The largest action-set file read (a set is a page of YAML; anything bigger is a mistake).
+MAX_FILE_BYTES = 1_000_000
 
 
 class ActionSetError(ValueError):
@@ -33,6 +60,10 @@ class ActionSpec:
     effects: tuple[Clause, ...]
     description: str = ""
     optional_target: bool = False
+    #: Affordance names any one of which the target must list; empty: the target needs none.
+    affordances: tuple[str, ...] = ()
+    role: str = ""
+    on_repeat: str = "error"
 
     @property
     def takes_target(self) -> bool:
@@ -44,12 +75,23 @@ class ActionSet:
     name: str
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     description: str = ""
+    on_repeat: str = "error"
 
     def __contains__(self, action: object) -> bool:
         return action in self.actions
 
     def names(self) -> list[str]:
         return list(self.actions)
+
+    def verb(self, role: str) -> str | None:
+        """The action playing `role` (navigate, access, open) in this set, if any."""
+        for spec in self.actions.values():
+            if spec.role == role:
+                return spec.name
+        return None
+
+    def verbs(self) -> dict[str, str]:
+        return {spec.role: spec.name for spec in self.actions.values() if spec.role}
 
     def prompt_lines(self) -> list[str]:
         """One line per action for an LLM prompt: `pickup(<object>): ...`."""
@@ -67,32 +109,92 @@ def _clause(raw: Any, table: Mapping[str, Any], where: str) -> Clause:
         name, arg = next(iter(raw.items()))
     else:
         raise ActionSetError(f"{where}: expected a name or {{name: argument}}, got {raw!r}")
-    if name not in table:
+    if not isinstance(name, str) or name not in table:
         raise ActionSetError(f"{where}: unknown '{name}' (known: {', '.join(sorted(table))})")
-    return Clause(str(name), arg)
+    return Clause(name, arg)
+
+
+def _str_list(raw: Any, where: str, what: str) -> tuple[str, ...]:
+    if raw is None:
+        return ()
+    if isinstance(raw, str):
+        return (raw,)
+    if not isinstance(raw, list) or not all(isinstance(v, str) and v for v in raw):
+        raise ActionSetError(f"{where}: {what} must be a name or a list of names, got {raw!r}")
+    return tuple(raw)
+
+
+def _repeat_policy(raw: Any, where: str, default: str) -> str:
+    if raw is None:
+        return default
+    if raw not in REPEAT_POLICIES:
+        raise ActionSetError(f"{where}: on_repeat must be error or noop, got {raw!r}")
+    return str(raw)
+
+
+def _action(name: Any, spec: Any, source: str, set_repeat: str) -> ActionSpec:
+    where = f"{source}: action '{name}'"
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ActionSetError(f"{where}: an action name must be a word (letters, digits, _)")
+    if not isinstance(spec, Mapping):
+        raise ActionSetError(f"{where} must be a mapping")
+    unknown = set(spec) - _ACTION_KEYS
+    if unknown:
+        raise ActionSetError(
+            f"{where}: unknown key(s) {', '.join(sorted(map(str, unknown)))} (known: {', '.join(sorted(_ACTION_KEYS))})"
+        )
+    targets = _str_list(spec.get("targets"), where, "targets")
+    bad = [t for t in targets if t not in NODE_TYPES]
+    if bad:
+        raise ActionSetError(f"{where}: unknown target type(s) {bad} (known: {', '.join(NODE_TYPES)})")
+    if targets and "affordance" not in spec:
+        raise ActionSetError(
+            f"{where}: missing 'affordance' (what the target must afford: a name, a list of accepted names, "
+            "or null when any target will do)"
+        )
+    role = spec.get("role") or ""
+    if role and role not in ROLES:
+        raise ActionSetError(f"{where}: unknown role '{role}' (known: {', '.join(ROLES)})")
+    for key in ("preconditions", "effects"):
+        if spec.get(key) is not None and not isinstance(spec.get(key), list):
+            raise ActionSetError(f"{where}: {key} must be a list")
+    return ActionSpec(
+        name=name,
+        targets=targets,
+        preconditions=tuple(_clause(c, PRECONDITIONS, where) for c in spec.get("preconditions") or ()),
+        effects=tuple(_clause(c, EFFECTS, where) for c in spec.get("effects") or ()),
+        description=str(spec.get("description", "")),
+        optional_target=bool(spec.get("optional_target", False)),
+        affordances=_str_list(spec.get("affordance"), where, "affordance"),
+        role=str(role),
+        on_repeat=_repeat_policy(spec.get("on_repeat"), where, set_repeat),
+    )
 
 
 def action_set_from_dict(data: Any, source: str = "<dict>") -> ActionSet:
     if not isinstance(data, Mapping) or not isinstance(data.get("actions"), Mapping):
         raise ActionSetError(f"{source}: an action set needs a 'name' and an 'actions' mapping")
+    unknown = set(data) - _SET_KEYS
+    if unknown:
+        raise ActionSetError(
+            f"{source}: unknown key(s) {', '.join(sorted(map(str, unknown)))} (known: {', '.join(sorted(_SET_KEYS))})"
+        )
+    set_repeat = _repeat_policy(data.get("on_repeat"), source, "error")
     actions: dict[str, ActionSpec] = {}
     for name, spec in data["actions"].items():
-        where = f"{source}: action '{name}'"
-        if not isinstance(spec, Mapping):
-            raise ActionSetError(f"{where} must be a mapping")
-        targets = tuple(spec.get("targets") or ())
-        bad = [t for t in targets if t not in NODE_TYPES]
-        if bad:
-            raise ActionSetError(f"{where}: unknown target type(s) {bad}")
-        actions[str(name)] = ActionSpec(
-            name=str(name),
-            targets=targets,
-            preconditions=tuple(_clause(c, PRECONDITIONS, where) for c in spec.get("preconditions") or ()),
-            effects=tuple(_clause(c, EFFECTS, where) for c in spec.get("effects") or ()),
-            description=str(spec.get("description", "")),
-            optional_target=bool(spec.get("optional_target", False)),
-        )
-    return ActionSet(name=str(data.get("name", source)), actions=actions, description=str(data.get("description", "")))
+        actions[str(name)] = _action(name, spec, source, set_repeat)
+    roles: dict[str, str] = {}
+    for spec in actions.values():
+        if spec.role and spec.role in roles:
+            raise ActionSetError(f"{source}: role '{spec.role}' is played by both {roles[spec.role]} and {spec.name}")
+        if spec.role:
+            roles[spec.role] = spec.name
+    return ActionSet(
+        name=str(data.get("name", source)),
+        actions=actions,
+        description=str(data.get("description", "")),
+        on_repeat=set_repeat,
+    )
 
 
 def builtin_action_sets() -> list[str]:
@@ -103,13 +205,20 @@ def builtin_action_sets() -> list[str]:
 @lru_cache(maxsize=16)
 def load_action_set(name_or_path: str) -> ActionSet:
     """A bundled set by name (sayplan, lookplangraph) or a YAML file path."""
+    if not isinstance(name_or_path, str):
+        raise TypeError(f"an action set is named by a string, got {type(name_or_path).__name__}")
     path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") and path.exists():
-        text = path.read_text(encoding="utf-8")
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            if path.stat().st_size > MAX_FILE_BYTES:
+                raise ActionSetError(f"{path}: larger than {MAX_FILE_BYTES} bytes; not an action set")
+            text = path.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise ActionSetError(f"cannot read action set {path}: {getattr(exc, 'strerror', None) or exc}") from exc
         source = str(path)
     else:
         resource = resources.files("sayplan_core.sim").joinpath("action_sets", f"{name_or_path}.yaml")
-        if not resource.is_file():
+        if "/" in name_or_path or not name_or_path or not resource.is_file():
             raise ActionSetError(
                 f"unknown action set '{name_or_path}' (bundled: {', '.join(builtin_action_sets())}, or a .yaml path)"
             )

@@ -152,11 +152,19 @@ def check_goals(graph: SceneGraph, goals: Iterable[GoalPredicate]) -> GoalReport
 
 
 # ----------------------------------------------------------------- plan scoring
+def agent_place(graph: SceneGraph) -> str | None:
+    """Where the agent is, as a goal graph means it: its room, or the pose itself when that is in no room."""
+    loc = graph.agent_location()
+    if loc is None or loc not in graph.nodes:
+        return loc
+    return graph.room_of(loc) or loc
+
+
 def node_signature(graph: SceneGraph, node_id: str) -> tuple[Any, ...]:
-    """What a plan can change about a node: where it is and what state it is in."""
+    """What a plan can change about a node: where it is and what state it is in (the agent: where, and what held)."""
     node = graph.nodes[node_id]
     if node.type == "agent":
-        return ("agent", graph.held_object())
+        return ("agent", agent_place(graph), graph.held_object())
     return (graph.parent(node_id), graph.relation(node_id), tuple(sorted(node.states)))
 
 
@@ -182,11 +190,17 @@ class PlanScore:
 
 
 def score_against_goal_graph(initial: SceneGraph, final: SceneGraph, goal: SceneGraph) -> PlanScore:
+    """Success: every node the goal graph changes is as the goal has it, the agent included (its room and what
+    it holds, when the goal moves it). Precision counts objects and assets only: every plan moves the agent."""
     important = changed_nodes(initial, goal)
+    agent = goal.agent_id
+    if agent is not None and agent in initial.nodes and node_signature(initial, agent) != node_signature(goal, agent):
+        important.add(agent)
     changed = changed_nodes(initial, final)
     correct = {n for n in changed if n in goal.nodes and node_signature(final, n) == node_signature(goal, n)}
-    success = all(node_signature(final, n) == node_signature(goal, n) for n in important)
-    precision = len(correct) / len(changed) if changed else (1.0 if not important else 0.0)
+    success = all(n in final.nodes and node_signature(final, n) == node_signature(goal, n) for n in important)
+    objects_important = important - {agent}
+    precision = len(correct) / len(changed) if changed else (1.0 if not objects_important else 0.0)
     return PlanScore(success, precision, sorted(changed), sorted(correct), sorted(important))
 
 

@@ -1,20 +1,49 @@
 """Preconditions and effects that action sets are assembled from.
 
 A precondition returns None when it holds, or the reason it does not, phrased so
-that "cannot <action>(<target>): <reason>" reads as a sentence. Action sets (YAML
-under action_sets/) name these by key, so a new skill is a data change and a new
-predicate is one function registered here.
+that "cannot <action>(<target>): <reason>" reads as a sentence. A reason that can
+suggest a fix returns a `Refusal` naming the *role* of the action that would fix it
+(navigate, access, open); the simulator words it with the verb the action set in
+force gives that role, and leaves the hint out when the set has no such action.
+Action sets (YAML under action_sets/) name these by key, so a new skill is a data
+change and a new predicate is one function registered here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from sayplan_core.graph.model import with_state
+from sayplan_core.graph.model import EXCLUSIVE_STATES, with_state
 from sayplan_core.sim.world_state import WorldState
 
-Precondition = Callable[[WorldState, str, Any], "str | None"]
+#: Roles an action may play in its set, so feedback can name the set's own verb for them.
+ROLES: dict[str, str] = {
+    "navigate": "moves the agent to a room or pose",
+    "access": "makes an asset's objects reachable (SayPlan's access)",
+    "open": "opens a closed node",
+}
+
+
+@dataclass(frozen=True)
+class Refusal:
+    """Why a step cannot run, and the call that would fix it (by role, worded per action set)."""
+
+    reason: str
+    role: str = ""
+    node: str = ""
+    #: Fixed text around the call; "{call}" is replaced by `verb(node)`.
+    hint: str = "{call} first"
+
+    def text(self, verbs: Mapping[str, str]) -> str:
+        verb = verbs.get(self.role) if self.role else None
+        if verb is None:
+            return self.reason
+        return f"{self.reason}; {self.hint.replace('{call}', f'{verb}({self.node})')}"
+
+
+Precondition = Callable[[WorldState, str, Any], "str | Refusal | None"]
 Effect = Callable[[WorldState, str, Any], None]
 
 PRECONDITIONS: dict[str, Precondition] = {}
@@ -59,13 +88,20 @@ def reachable(state: WorldState, target: str, _: Any) -> str | None:
 
 
 @precondition("in_agent_room")
-def in_agent_room(state: WorldState, target: str, _: Any) -> str | None:
+def in_agent_room(state: WorldState, target: str, _: Any) -> str | Refusal | None:
     agent_room = state.agent_room()
     target_room = state.room_of(target)
     if agent_room is not None and agent_room == target_room:
         return None
-    where = f"in {agent_room}" if agent_room else "nowhere yet"
-    return f"the agent is {where}, but {target} is in {target_room}; goto({target_room}) first"
+    if state.location is None:
+        where = "the agent has no location yet"
+    elif agent_room is None:
+        where = f"the agent is at {state.location}, in no room"
+    else:
+        where = f"the agent is in {agent_room}"
+    if target_room is None:
+        return f"{where}, and {target} is in no room the agent can go to"
+    return Refusal(f"{where}, but {target} is in {target_room}", "navigate", target_room)
 
 
 # ----------------------------------------------------------------- hand
@@ -95,21 +131,39 @@ def not_held(state: WorldState, target: str, _: Any) -> str | None:
     return f"{target} is already in the agent's hand" if state.holding == target else None
 
 
+@precondition("not_in_hand")
+def not_in_hand(state: WorldState, target: str, _: Any) -> str | None:
+    """A place for the held object: not the object itself, nor anything it carries (that would be a cycle)."""
+    held = state.holding
+    if held is None:
+        return None
+    if target == held:
+        return f"{target} is what the agent is holding; an object cannot go on or inside itself"
+    if held not in state.ancestors(target):
+        return None
+    if state.parent(target) == held:
+        where = "in" if state.relation(target) == "inside_of" else "on"
+        return f"{target} is {where} {held}, which the agent is holding; put {held} down first"
+    return f"{target} is carried by {held}, which the agent is holding; put {held} down first"
+
+
 # ----------------------------------------------------------------- access
 @precondition("asset_accessed")
-def asset_accessed(state: WorldState, target: str, _: Any) -> str | None:
+def asset_accessed(state: WorldState, target: str, _: Any) -> str | Refusal | None:
     if state.accessed is None:
-        return "no asset has been accessed; call access(<asset>) at the agent's location first"
+        return Refusal("no asset has been accessed", "access", "<asset>", "call {call} at the agent's location first")
     return None
 
 
 @precondition("under_accessed")
-def under_accessed(state: WorldState, target: str, _: Any) -> str | None:
+def under_accessed(state: WorldState, target: str, _: Any) -> str | Refusal | None:
     support = state.support_of(target)
     if support is None or support == state.accessed:
         return None
     relation = "in" if state.relation(target) == "inside_of" else "on"
-    return f"{target} is {relation} {support}, which has not been accessed; call access({support}) first"
+    return Refusal(
+        f"{target} is {relation} {support}, which has not been accessed", "access", support, "call {call} first"
+    )
 
 
 @precondition("container_open")
@@ -126,8 +180,8 @@ def container_open(state: WorldState, target: str, _: Any) -> str | None:
 
 
 @precondition("target_open")
-def target_open(state: WorldState, target: str, _: Any) -> str | None:
-    return f"{target} is closed; open({target}) first" if "closed" in state.states(target) else None
+def target_open(state: WorldState, target: str, _: Any) -> str | Refusal | None:
+    return Refusal(f"{target} is closed", "open", target) if "closed" in state.states(target) else None
 
 
 @precondition("is_container")
@@ -136,11 +190,25 @@ def is_container(state: WorldState, target: str, _: Any) -> str | None:
 
 
 # ----------------------------------------------------------------- states
+def missing_affordance(state: WorldState, target: str, accepted: tuple[str, ...]) -> str | None:
+    """None when the target lists one of the accepted affordance names, else feedback naming them."""
+    if not accepted or not set(accepted).isdisjoint(state.graph.nodes[target].affordances):
+        return None
+    if len(accepted) == 1:
+        return f"{target} does not afford {accepted[0]}"
+    return f"{target} does not afford {accepted[0]} (it needs one of: {', '.join(accepted)})"
+
+
 @precondition("has_affordance")
 def has_affordance(state: WorldState, target: str, affordance: Any) -> str | None:
-    if affordance in state.graph.nodes[target].affordances:
-        return None
-    return f"{target} does not afford {affordance}"
+    """The same check as an action's `affordance` key, for sets that list it among their preconditions."""
+    accepted = tuple(affordance) if isinstance(affordance, (list, tuple)) else (str(affordance),)
+    return missing_affordance(state, target, accepted)
+
+
+def same_state_group(a: str, b: str) -> bool:
+    """True when setting `a` decides `b` too (the same state, or one it excludes: open/closed, on/off)."""
+    return a == b or any(a in group and b in group for group in EXCLUSIVE_STATES)
 
 
 @precondition("has_state")

@@ -6,13 +6,14 @@ for the LLM, the executor and a person reading the log.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from sayplan_core.graph.model import SceneGraph, UnknownNodeError
-from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.action_set import ActionSet, ActionSpec, Clause, load_action_set
 from sayplan_core.sim.plan import PlanStep, format_plan, parse_plan
-from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS
+from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, Refusal, missing_affordance, same_state_group
 from sayplan_core.sim.world_state import RevealHook, WorldState
 
 VERIFIED = "plan verified"
@@ -22,8 +23,11 @@ VERIFIED = "plan verified"
 class StepOutcome:
     ok: bool
     feedback: str = ""
-    #: what failed: a precondition name, or unknown_action / missing_target / unknown_node / wrong_type / no_agent
+    #: what failed: a precondition name, or unknown_action / missing_target / unknown_node / wrong_type / no_agent /
+    #: affordance
     failed: str = ""
+    #: set when a feasible step changes nothing (a repeated open under the `noop` policy): says why
+    note: str = ""
 
 
 @dataclass
@@ -35,6 +39,8 @@ class VerificationResult:
     steps_executed: int = 0
     state: WorldState | None = field(default=None, repr=False)
     finished: bool = False
+    #: steps accepted as no-ops ("step 3 open(fridge): fridge is already open; nothing to do")
+    notes: list[str] = field(default_factory=list)
 
     def final_graph(self) -> SceneGraph:
         """The graph after the feasible prefix of the plan."""
@@ -69,17 +75,46 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         )
     if state.graph.agent_id is None and step.action not in ("done",):
         return StepOutcome(False, f"cannot {step}: the scene graph has no agent node", "no_agent")
+    lacking = missing_affordance(state, step.target, spec.affordances)
+    if lacking is not None:
+        return StepOutcome(False, f"cannot {step}: {lacking}", "affordance")
+    repeated = _repeated_state(state, step.target, spec) if spec.on_repeat == "noop" else None
+    verbs = actions.verbs()
     for clause in spec.preconditions:
+        if repeated is not None and _guards_state(clause, repeated):
+            continue
         reason = PRECONDITIONS[clause.name](state, step.target, clause.arg)
         if reason is not None:
-            return StepOutcome(False, f"cannot {step}: {reason}", clause.name)
+            text = reason.text(verbs) if isinstance(reason, Refusal) else str(reason)
+            return StepOutcome(False, f"cannot {step}: {text}", clause.name)
+    if any(c.name == "place_held" and c.arg in ("ontop_of", "inside_of") for c in spec.effects):
+        # Whatever a user's set lists: the held object never goes on or into itself (the graph would hold a cycle).
+        reason = PRECONDITIONS["not_in_hand"](state, step.target, None)
+        if reason is not None:
+            return StepOutcome(False, f"cannot {step}: {reason}", "not_in_hand")
+    if repeated is not None:
+        return StepOutcome(True, note=f"{step.target} is already {repeated}; nothing to do")
     return StepOutcome(True)
+
+
+def _repeated_state(state: WorldState, target: str, spec: ActionSpec) -> str | None:
+    """The state a state-setting action would set when the target is already in it (a repeat), else None."""
+    sets = [str(c.arg) for c in spec.effects if c.name == "set_state"]
+    if not sets or len(sets) != len(spec.effects):
+        return None
+    current = state.states(target)
+    return sets[0] if all(s in current for s in sets) else None
+
+
+def _guards_state(clause: Clause, repeated: str) -> bool:
+    """A precondition that only tests the state the action sets (has_state: closed for open)."""
+    return clause.name in ("has_state", "lacks_state") and same_state_group(str(clause.arg), repeated)
 
 
 def apply_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOutcome:
     """Check a step and, when feasible, apply its effects to `state`."""
     outcome = check_step(state, step, actions)
-    if outcome.ok:
+    if outcome.ok and not outcome.note:
         for clause in actions.actions[step.action].effects:
             EFFECTS[clause.name](state, step.target, clause.arg)
     return outcome
@@ -87,7 +122,7 @@ def apply_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
 
 def verify_plan(
     graph: SceneGraph,
-    plan: Iterable[PlanStep] | str,
+    plan: Iterable[PlanStep | str | Mapping[str, Any]] | str,
     action_set: str | ActionSet = "sayplan",
     strict_navigation: bool = False,
     reveal_hook: RevealHook | None = None,
@@ -98,18 +133,36 @@ def verify_plan(
     strict_navigation: each goto must move to an adjacent room/pose node, as a full
     plan with navigation must; otherwise goto only needs the target to be reachable.
     """
-    actions = load_action_set(action_set) if isinstance(action_set, str) else action_set
-    steps = parse_plan(plan) if isinstance(plan, str) else list(plan)
+    actions = resolve_action_set(action_set)
+    steps = plan_steps(plan)
     world = state or WorldState.from_graph(graph, strict_navigation=strict_navigation, reveal_hook=reveal_hook)
     if not steps:
         return VerificationResult(False, "the plan is empty", state=world)
+    notes: list[str] = []
     for index, step in enumerate(steps):
         outcome = apply_step(world, step, actions)
         if not outcome.ok:
-            return VerificationResult(False, outcome.feedback, index, step, index, world)
+            return VerificationResult(False, outcome.feedback, index, step, index, world, notes=notes)
+        if outcome.note:
+            notes.append(f"step {index} {step}: {outcome.note}")
         if world.finished:
-            return VerificationResult(True, VERIFIED, None, None, index + 1, world, finished=True)
-    return VerificationResult(True, VERIFIED, None, None, len(steps), world)
+            return VerificationResult(True, VERIFIED, None, None, index + 1, world, finished=True, notes=notes)
+    return VerificationResult(True, VERIFIED, None, None, len(steps), world, notes=notes)
+
+
+def resolve_action_set(action_set: str | ActionSet) -> ActionSet:
+    if isinstance(action_set, ActionSet):
+        return action_set
+    if isinstance(action_set, str):
+        return load_action_set(action_set)
+    raise TypeError(f"action_set must be a set name, a YAML path or an ActionSet, got {type(action_set).__name__}")
+
+
+def plan_steps(plan: Any) -> list[PlanStep]:
+    """Steps from any form parse_plan reads (text, a list of steps / strings / dicts, {"plan": [...]})."""
+    if isinstance(plan, (str, Mapping)) or (isinstance(plan, Iterable) and not isinstance(plan, bytes)):
+        return parse_plan(plan)
+    raise TypeError(f"plan must be text, a list of steps or {{'plan': [...]}}, got {type(plan).__name__}")
 
 
 def describe(result: VerificationResult, steps: Iterable[PlanStep]) -> str:

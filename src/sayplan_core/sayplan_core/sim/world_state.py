@@ -61,10 +61,13 @@ class WorldState:
         return self.graph.nodes[node_id].type
 
     def ancestors(self, node_id: str) -> list[str]:
+        """Parents from nearest to the root (stops at a repeat, so a bad effect cannot hang the simulation)."""
         out: list[str] = []
+        seen = {node_id}
         current = self.parent(node_id)
-        while current is not None:
+        while current is not None and current not in seen:
             out.append(current)
+            seen.add(current)
             current = self.parent(current)
         return out
 

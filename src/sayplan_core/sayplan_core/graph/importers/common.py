@@ -1,14 +1,32 @@
-"""What every importer shares: reading JSON input, relation and attribute normalisation, the native builder."""
+"""What every importer shares: reading input, options (connectivity, type overrides, the agent), the builder.
+
+An importer turns its format into native node and edge dicts through a `Builder`,
+which then applies the options every format gets the same way, collects every
+problem it finds (up to a limit) instead of stopping at the first, refuses an
+input that yields no rooms or no nodes, and hands the result to the native loader,
+so imported files get exactly the same validation as native ones.
+"""
 
 from __future__ import annotations
 
-import json
+import math
+import re
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict
+import yaml
+
+from sayplan_core.graph.model import ALLOWED_PARENTS, NAV_TYPES, GraphError, SceneGraph
+from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict, parse_json, read_text
+
+#: Problems listed in one error before "and N more".
+MAX_PROBLEMS = 20
+#: The largest option file read (connectivity, type lists).
+MAX_OPTION_FILE_BYTES = 16 * 1024 * 1024
+_LINK_SPLIT = re.compile(r"\s*(?:↔|<->|<=>|--|\s)\s*")
+_STAIRS = re.compile(r"stair", re.IGNORECASE)
 
 
 def norm_relation(rel: str) -> str:
@@ -29,45 +47,328 @@ def attributes(raw: Any) -> dict[str, Any]:
     return {"value": raw}
 
 
-def load_json(path_or_data: str | Path | Mapping[str, Any]) -> tuple[Mapping[str, Any], str]:
-    if isinstance(path_or_data, Mapping):
+def class_of(node_id: str) -> str:
+    """A node's class from its id: `cup-2`, `cup_2`, `cup2` -> `cup` (how GRASIF, Stanford and SayPlan name nodes)."""
+    return re.sub(r"[-_]?\d+$", "", node_id) or node_id
+
+
+def give_pickup(item: dict[str, Any]) -> None:
+    """A node an importer decides is movable affords picking up, whatever the data listed."""
+    affordances = list(item.get("affordances") or [])
+    if not {"pickup", "pick_up"} & set(affordances):
+        item["affordances"] = [*affordances, "pickup"]
+
+
+def load_json(path_or_data: str | Path | Any) -> tuple[Any, str]:
+    """The parsed input and a name for messages; a dict or list passed in is used as it is."""
+    if isinstance(path_or_data, (Mapping, list)):
         return path_or_data, "<dict>"
     path = Path(path_or_data)
+    return parse_json(read_text(path, "graph file"), str(path)), str(path)
+
+
+def _read_option_file(path: str | Path, what: str) -> Any:
+    path = Path(path)
+    text = read_text(path, what, MAX_OPTION_FILE_BYTES)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise GraphError(f"cannot read {path}: {exc.strerror or exc}") from exc
-    except json.JSONDecodeError as exc:
-        raise GraphError(f"{path}: not valid JSON ({exc.msg} at line {exc.lineno})") from exc
-    if not isinstance(data, Mapping):
-        raise GraphError(f"{path}: expected a JSON object at the top level")
-    return data, str(path)
+        return yaml.safe_load(text)  # YAML is a superset of JSON
+    except yaml.YAMLError as exc:
+        raise GraphError(f"{what} {path}: not valid YAML/JSON: {str(exc).splitlines()[0]}") from exc
+    except RecursionError:
+        raise GraphError(f"{what} {path}: nested too deeply") from None
+
+
+# ----------------------------------------------------------------------------- options
+@dataclass(frozen=True)
+class ImportOptions:
+    """What every importer accepts (one set of `sayplan env import` flags).
+
+    connectivity: navigation links to use instead of inventing them (doors between rooms):
+        a list of "a b" / "a<->b" / [a, b] / [a, b, metres], or {links: [...]}.
+    types: classes whose type the data gets wrong, {object: [cup, ...], asset: [sofa, ...]};
+        a node's class is its id without the trailing index (`cup_3` -> `cup`).
+    agent_at: the room or pose where the robot is (adds an agent node, or moves the file's agent).
+    """
+
+    connectivity: tuple[tuple[str, str, float | None], ...] | None = None
+    types: Mapping[str, str] = field(default_factory=dict)  # class -> node type
+    agent_at: str = ""
+    max_problems: int = MAX_PROBLEMS
+
+
+def read_connectivity(path: str | Path) -> tuple[tuple[str, str, float | None], ...]:
+    data = _read_option_file(path, "connectivity file")
+    if isinstance(data, Mapping):
+        data = data.get("links", data.get("edges"))
+    if not isinstance(data, list) or not data:
+        raise GraphError(f"connectivity file {path}: expected a non-empty list of links (or {{links: [...]}})")
+    links: list[tuple[str, str, float | None]] = []
+    problems: list[str] = []
+    for index, raw in enumerate(data):
+        weight: float | None = None
+        if isinstance(raw, str):
+            ends = [e for e in _LINK_SPLIT.split(raw.strip()) if e]
+        elif isinstance(raw, (list, tuple)) and len(raw) in (2, 3):
+            ends = [str(e) for e in raw[:2]]
+            if len(raw) == 3:
+                value = raw[2]
+                ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+                if not ok or value < 0:
+                    problems.append(f"links[{index}]: weight must be a number >= 0, got {value!r}")
+                    continue
+                weight = float(value)
+        else:
+            ends = []
+        if len(ends) != 2:
+            problems.append(f"links[{index}]: {raw!r} must join two nodes ('a b', 'a<->b' or [a, b, metres])")
+            continue
+        links.append((ends[0], ends[1], weight))
+    if problems:
+        raise GraphError(_problem_text(f"connectivity file {path}", problems, MAX_PROBLEMS))
+    return tuple(links)
+
+
+def read_types(path: str | Path) -> dict[str, str]:
+    data = _read_option_file(path, "type list")
+    if not isinstance(data, Mapping) or not data:
+        raise GraphError(f"type list {path}: expected {{object: [class, ...], asset: [class, ...]}}")
+    out: dict[str, str] = {}
+    for node_type, classes in data.items():
+        if node_type not in ("object", "asset"):
+            raise GraphError(f"type list {path}: '{node_type}' is not a type that can be set (object or asset)")
+        if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
+            raise GraphError(f"type list {path}: {node_type} must list class names")
+        for cls in classes:
+            if out.get(cls, node_type) != node_type:
+                raise GraphError(f"type list {path}: class '{cls}' is listed as both object and asset")
+            out[cls] = str(node_type)
+    return out
+
+
+def _problem_text(source: str, problems: list[str], limit: int) -> str:
+    shown = "; ".join(problems[:limit])
+    more = f"; and {len(problems) - limit} more" if len(problems) > limit else ""
+    if len(problems) == 1:
+        return f"{source}: {shown}"
+    return f"{source}: {len(problems)} problems: {shown}{more}"
+
+
+# ----------------------------------------------------------------------------- builder
+@dataclass
+class Imported:
+    """An imported graph and what the importer did that the data did not say (invented links, no agent)."""
+
+    graph: SceneGraph
+    notes: list[str] = field(default_factory=list)
+    format: str = ""
+
+    def summary(self) -> str:
+        counts = ", ".join(
+            f"{self.graph.count(t)} {t}s" for t in ("floor", "room", "pose", "asset", "object") if self.graph.count(t)
+        )
+        return "; ".join([f"{len(self.graph)} nodes ({counts})", *self.notes])
 
 
 class Builder:
-    """Collects native nodes/edges; duplicate ids are caught by the native loader."""
+    """Collects native nodes/edges and every problem found; `build` applies the shared options and validates."""
 
-    def __init__(self, name: str) -> None:
+    def __init__(self, name: str, source: str, options: ImportOptions | None = None) -> None:
         self.name = name
+        self.source = source
+        self.options = options or ImportOptions()
         self.nodes: list[dict[str, Any]] = []
         self.edges: list[dict[str, Any]] = []
         self.types: dict[str, str] = {}
+        self.problems: list[str] = []
+        self.notes: list[str] = []
+        #: Formats that carry no connectivity set this, so links are invented (or read from the option).
+        self.has_connectivity = True
 
-    def node(self, node_id: str, node_type: str, **fields: Any) -> dict[str, Any]:
+    def problem(self, message: str) -> None:
+        self.problems.append(message)
+
+    def node(self, node_id: str, node_type: str, **fields: Any) -> dict[str, Any] | None:
+        if not isinstance(node_id, str) or not node_id.strip():
+            self.problem(f"a {node_type} has no usable id ({node_id!r})")
+            return None
+        if node_id in self.types:
+            self.problem(f"duplicate node id '{node_id}'")
+            return None
         item: dict[str, Any] = {"id": node_id, "type": node_type}
         item.update({k: v for k, v in fields.items() if v not in (None, [], {}, "")})
         self.nodes.append(item)
-        self.types.setdefault(node_id, node_type)
+        self.types[node_id] = node_type
         return item
 
     def child(self, child: str, relation: str, parent: str) -> None:
         self.edges.append({"source": child, "relation": relation, "target": parent})
 
-    def link(self, a: str, b: str) -> None:
-        self.edges.append({"source": a, "relation": "connected_to", "target": b})
+    def link(self, a: str, b: str, weight: float | None = None) -> None:
+        edge: dict[str, Any] = {"source": a, "relation": "connected_to", "target": b}
+        if weight is not None:
+            edge["weight"] = weight
+        self.edges.append(edge)
 
-    def build(self, source: str) -> SceneGraph:
+    def parents(self) -> dict[str, tuple[str, str]]:
+        return {e["source"]: (e["target"], e["relation"]) for e in self.edges if e["relation"] != "connected_to"}
+
+    # ------------------------------------------------------------------ shared steps
+    def _override_types(self) -> None:
+        wanted = self.options.types
+        if not wanted:
+            return
+        parents = self.parents()
+        changed: dict[str, int] = {}
+        for item in self.nodes:
+            new = wanted.get(class_of(item["id"]))
+            if new is None or item["type"] == new or item["type"] not in ("object", "asset"):
+                continue
+            item["type"] = self.types[item["id"]] = new
+            changed[new] = changed.get(new, 0) + 1
+            if new == "object":
+                give_pickup(item)
+            if new == "asset":  # an asset stands in a room: move it out of what held it
+                room = self._room_of(item["id"], parents)
+                self.edges = [
+                    e for e in self.edges if not (e["source"] == item["id"] and e["relation"] != "connected_to")
+                ]
+                if room is not None:
+                    self.child(item["id"], "in", room)
+                parents = self.parents()
+            else:
+                for edge in self.edges:
+                    if (
+                        edge["source"] == item["id"]
+                        and edge["relation"] == "in"
+                        and self.types.get(edge["target"]) != "room"
+                    ):
+                        edge["relation"] = "ontop_of"
+        for new, count in sorted(changed.items()):
+            self.notes.append(f"{count} node(s) typed {new} by the type list")
+
+    def _room_of(self, node_id: str, parents: Mapping[str, tuple[str, str]]) -> str | None:
+        seen = {node_id}
+        current = parents.get(node_id, (None, ""))[0]
+        while current is not None and current not in seen:
+            if self.types.get(current) == "room":
+                return str(current)
+            seen.add(current)
+            current = parents.get(current, (None, ""))[0]
+        return None
+
+    def _check_references(self) -> None:
+        """Problems the native loader would stop at one by one: dangling ends, wrong parents, two parents."""
+        parents: dict[str, str] = {}
+        for edge in self.edges:
+            src, dst, rel = edge["source"], edge["target"], edge["relation"]
+            missing = [end for end in (src, dst) if end not in self.types]
+            if missing:
+                what = "link" if rel == "connected_to" else f"'{src}' {rel}"
+                self.problem(f"{what} {src}-{dst} refers to '{missing[0]}', which does not exist")
+                continue
+            if rel == "connected_to":
+                for end in (src, dst):
+                    if self.types[end] not in NAV_TYPES:
+                        self.problem(f"link {src}-{dst}: '{end}' is a {self.types[end]}; only rooms and poses link")
+                continue
+            if src in parents:
+                self.problem(f"'{src}' is in two places: '{parents[src]}' and '{dst}'")
+                continue
+            parents[src] = dst
+            child_type, parent_type = self.types[src], self.types[dst]
+            if parent_type not in ALLOWED_PARENTS.get(child_type, frozenset()):
+                self.problem(f"'{src}' ({child_type}) cannot be placed under '{dst}' ({parent_type})")
+
+    def _connect(self) -> None:
+        links = self.options.connectivity
+        if links is not None:
+            for a, b, weight in links:
+                self.link(a, b, weight)
+            linked = {e for a, b, _ in links for e in (a, b)}
+            alone = [n for n, t in self.types.items() if t == "room" and n not in linked]
+            note = f"{len(links)} link(s) from the connectivity file"
+            self.notes.append(note + (f"; {len(alone)} room(s) left unlinked (unreachable)" if alone else ""))
+            return
+        if self.has_connectivity:
+            return
+        self.invent_connectivity()
+
+    def invent_connectivity(self) -> None:
+        """The data has no room links: one hallway pose per floor joined to each of its rooms; floors are joined
+        through their staircase rooms (a room whose id says stair), hub to hub where a floor has none."""
+        parents = self.parents()
+        floors: dict[str, list[str]] = {}
+        for node_id, node_type in self.types.items():
+            if node_type == "room":
+                parent = parents.get(node_id, ("", ""))[0]
+                floor = parent if self.types.get(parent) == "floor" else ""
+                floors.setdefault(floor, []).append(node_id)
+        if not floors:
+            return
+        positions = {n["id"]: n.get("position") for n in self.nodes}
+        hubs: list[str] = []
+        stairs: list[list[str]] = []
+        for floor, rooms in sorted(floors.items()):
+            hub = f"hall_{floor}" if floor else "hall"
+            while hub in self.types:
+                hub += "_"
+            xs = [p for p in (positions.get(r) for r in rooms) if isinstance(p, list) and len(p) == 3]
+            centre = [sum(float(v[i]) for v in xs) / len(xs) for i in range(3)] if xs else None
+            self.node(hub, "pose", name=f"hallway of {floor or 'the building'}", position=centre)
+            if floor:
+                self.child(hub, "in", floor)
+            for room in rooms:
+                self.link(room, hub)
+            hubs.append(hub)
+            stairs.append([r for r in rooms if _STAIRS.search(r)])
+        joined_by_hubs = 0
+        for i in range(1, len(hubs)):
+            if stairs[i - 1] and stairs[i]:
+                self.link(stairs[i - 1][0], stairs[i][0])
+            else:
+                self.link(hubs[i - 1], hubs[i])
+                joined_by_hubs += 1
+        note = f"no room connectivity in the data: added {len(hubs)} hallway pose(s) joining every room of its floor"
+        if len(hubs) > 1:
+            note += f", floors joined through staircase rooms ({joined_by_hubs} pair(s) hub to hub: no staircase)"
+        self.notes.append(note + "; --connectivity FILE loads real doors")
+
+    def _place_agent(self) -> None:
+        where = self.options.agent_at
+        agents = [n for n in self.nodes if n["type"] == "agent"]
+        if where:
+            if self.types.get(where) not in NAV_TYPES:
+                found = self.types.get(where)
+                self.problem(
+                    f"--agent-at {where}: " + (f"it is a {found}, not a room or pose" if found else "no such node")
+                )
+                return
+            if agents:
+                agents[0].setdefault("attributes", {})["location"] = where
+            else:
+                self.node("agent", "agent", attributes={"location": where})
+            self.notes.append(f"agent placed at {where}")
+        elif not agents:
+            self.notes.append(
+                "no agent in the data: to plan on this graph, import it again with --agent-at <room|pose>"
+            )
+        elif not agents[0].get("attributes", {}).get("location"):
+            self.notes.append("the agent has no location: import it again with --agent-at <room|pose>")
+
+    def build(self, expected: str) -> Imported:
+        """Apply the options, check, and load. expected: what the format holds, for the empty-input error."""
+        if not self.nodes and not self.problems:
+            raise GraphError(f"{self.source}: no nodes found; expected {expected}")
+        self._override_types()
+        self._connect()
+        self._place_agent()
+        self._check_references()
+        if not self.problems and "room" not in self.types.values():
+            self.problem(f"no rooms found; expected {expected}")
+        if self.problems:
+            raise GraphError(_problem_text(self.source, self.problems, self.options.max_problems))
         data = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": self.name}
         data["nodes"] = self.nodes
         data["edges"] = self.edges
-        return graph_from_dict(data, source=source, require_agent=False)  # an imported map may not hold the robot yet
+        graph = graph_from_dict(data, source=self.source, require_agent=False)
+        return Imported(graph, self.notes)

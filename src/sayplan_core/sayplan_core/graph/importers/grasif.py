@@ -1,27 +1,155 @@
-"""LookPlanGraph / GRASIF-style JSON.
+"""LookPlanGraph / GRASIF-style JSON, in the three layouts that appear in LookPlanGraph's paper and data.
 
-Nodes keyed `class-idx` with `relation`, `related_to`, `states`, `affordances`,
-`properties`; places; an agent with `location` / `holding`. Both the list layout of
-the paper's appendix A and the keyed layout are read.
+- grouped: `places`/`rooms`, `assets`, `objects`, `agent` (lists with `id`, or keyed by id), optionally under
+  `nodes` (the paper's appendix A memory graph);
+- node list: one flat list of nodes named `[class, index]` (or a string id) with `type` (room/place, asset,
+  object, agent), `place`, `relation` + `related_to`, `location`, `holding`, `states`, `affordances`,
+  `properties` (LookPlanGraph's data and its VLM output, appendix B);
+- task list: a list (or `{"tasks": [...]}`) of task scenes, each with an `instruction` and `init` and `goal`
+  scenes in either layout above; `import_grasif_tasks` reads them, the goal scene becoming a goal graph.
+
+GRASIF scenes have no room connectivity; the builder adds it (see common.Builder.invent_connectivity) or
+reads it from the connectivity option.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, attributes, load_json, norm_relation
+from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, attributes, load_json, norm_relation
 from sayplan_core.graph.model import GraphError, SceneGraph
 
+EXPECTED = (
+    "GRASIF JSON: 'places'/'rooms', 'assets', 'objects' and 'agent' (grouped or keyed by id), a list of nodes "
+    "with 'type' and 'name' [class, index], or a list of tasks with 'init' and 'goal' scenes"
+)
+_GROUP_KEYS = ("places", "place", "rooms", "room", "assets", "asset", "objects", "object", "agent")
+_STATE_NAMES = {"turned_on": "on", "turned_off": "off", "switched_on": "on", "switched_off": "off"}
+_INIT_KEYS = ("init", "initial", "init_graph", "initial_graph")
+_GOAL_KEYS = ("goal", "goal_graph")
 
-def _grasif_id(raw: Any) -> str:
+
+def grasif_id(raw: Any) -> str:
+    """`["fridge", 1]` -> `fridge-1`; a string id stays as it is."""
     if isinstance(raw, (list, tuple)) and len(raw) == 2:
         return f"{raw[0]}-{raw[1]}"
-    return str(raw)
+    return "" if raw is None else str(raw)
 
 
-def _grasif_items(section: Any, source: str, what: str) -> list[tuple[str, Mapping[str, Any]]]:
+def layout(data: Any) -> str | None:
+    """Which GRASIF layout `data` is in: grouped, nodes, tasks, or None when it is none of them."""
+    items = data.get("tasks") if isinstance(data, Mapping) else data
+    if isinstance(items, list) and any(isinstance(t, Mapping) and any(k in t for k in _INIT_KEYS) for t in items):
+        return "tasks"
+    if isinstance(data, list) and data and all(isinstance(t, Mapping) for t in data):
+        if any("type" in item for item in data):
+            return "nodes"
+        return None
+    if isinstance(data, Mapping):
+        nodes = data.get("nodes")
+        if isinstance(nodes, list) and any(isinstance(n, Mapping) and "type" in n for n in nodes):
+            return "nodes"
+        root = nodes if isinstance(nodes, Mapping) else data
+        if any(k in root for k in _GROUP_KEYS):
+            return "grouped"
+    return None
+
+
+def _states(raw: Any) -> list[str]:
+    items = raw if isinstance(raw, list) else [raw]
+    out = []
+    for state in items:
+        if isinstance(state, str) and state.strip():
+            out.append(_STATE_NAMES.get(state.strip(), state.strip()))
+    return out
+
+
+def _str_list(raw: Any) -> list[str]:
+    if isinstance(raw, str):
+        return [raw] if raw else []
+    return [str(v) for v in raw] if isinstance(raw, list) else []
+
+
+class _Scene:
+    """One GRASIF scene into a Builder: rooms, assets, objects and the agent, whichever layout they came in."""
+
+    def __init__(self, b: Builder) -> None:
+        self.b = b
+        self.implicit_rooms: list[str] = []
+        self.holding: str | None = None
+        self.agent: str | None = None
+        self.pending_objects: list[tuple[str, Mapping[str, Any]]] = []
+
+    def room(self, room_id: str, item: Mapping[str, Any]) -> None:
+        self.b.node(room_id, "room", attributes=attributes(item.get("properties")), position=item.get("position"))
+
+    def asset(self, asset_id: str, item: Mapping[str, Any]) -> None:
+        self.b.node(
+            asset_id,
+            "asset",
+            states=_states(item.get("states")),
+            affordances=_str_list(item.get("affordances")),
+            attributes=attributes(item.get("properties")),
+            position=item.get("position"),
+        )
+        room = grasif_id(item.get("located", item.get("place", item.get("related_to"))))
+        if not room:
+            self.b.problem(f"asset '{asset_id}' has no place ('place' or 'located')")
+            return
+        self.b.child(asset_id, "in", self.room_named(room))
+
+    def room_named(self, room_id: str) -> str:
+        """A room a node names; created when the data never lists it (node lists name rooms only by place)."""
+        if room_id not in self.b.types and room_id not in self.implicit_rooms:
+            self.implicit_rooms.append(room_id)
+        return room_id
+
+    def agent_node(self, item: Mapping[str, Any]) -> None:
+        agent_id = grasif_id(item.get("name", item.get("id", "agent"))) or "agent"
+        location = grasif_id(item.get("location"))
+        self.holding = grasif_id(item.get("holding")) or None
+        self.agent = agent_id
+        self.b.node(agent_id, "agent", attributes={"location": self.room_named(location)} if location else {})
+
+    def obj(self, obj_id: str, item: Mapping[str, Any]) -> None:
+        self.b.node(
+            obj_id,
+            "object",
+            states=_states(item.get("states")),
+            affordances=_str_list(item.get("affordances")),
+            attributes=attributes(item.get("properties")),
+            position=item.get("position"),
+        )
+        self.pending_objects.append((obj_id, item))
+
+    def finish(self) -> None:
+        declared = "room" in self.b.types.values()
+        if not declared:  # a scene that lists no rooms names them by place; one that lists them must list all
+            for room_id in self.implicit_rooms:
+                self.b.node(room_id, "room")
+            if self.implicit_rooms:
+                self.b.notes.append(f"{len(self.implicit_rooms)} room(s) known only from 'place'/'location'")
+        for obj_id, item in self.pending_objects:
+            if self.holding == obj_id:
+                continue
+            parent = grasif_id(item.get("related_to"))
+            if parent:
+                self.b.child(obj_id, norm_relation(str(item.get("relation") or "ontop_of")), parent)
+            elif item.get("place") is not None:
+                self.b.child(obj_id, "in", grasif_id(item.get("place")))
+            else:
+                self.b.problem(f"object '{obj_id}' has no 'related_to' and no 'place'")
+        if self.holding is not None:
+            if self.holding not in self.b.types:
+                self.b.problem(f"the agent holds '{self.holding}', which is not in the scene")
+            elif self.agent is not None:
+                self.b.child(self.holding, "inside_hand", self.agent)
+
+
+def _items(section: Any, b: Builder, what: str) -> list[tuple[str, Mapping[str, Any]]]:
     if section is None:
         return []
     if isinstance(section, Mapping):
@@ -29,63 +157,144 @@ def _grasif_items(section: Any, source: str, what: str) -> list[tuple[str, Mappi
     if isinstance(section, list):
         out = []
         for index, item in enumerate(section):
-            if not isinstance(item, Mapping) or "id" not in item:
-                raise GraphError(f"{source}: {what}[{index}] needs an 'id'")
-            out.append((_grasif_id(item["id"]), item))
+            if not isinstance(item, Mapping) or not grasif_id(item.get("id", item.get("name"))):
+                b.problem(f"{what}[{index}] needs an 'id'")
+                continue
+            out.append((grasif_id(item.get("id", item.get("name"))), item))
         return out
-    raise GraphError(f"{source}: '{what}' must be an object or a list")
+    b.problem(f"'{what}' must be an object or a list")
+    return []
 
 
-def import_grasif_json(path_or_data: str | Path | Mapping[str, Any], name: str = "") -> SceneGraph:
-    data, source = load_json(path_or_data)
-    root = data.get("nodes", data)
-    if not isinstance(root, Mapping):
-        raise GraphError(f"{source}: expected 'nodes' to be an object")
-    scene_name = name or str(data.get("scene", data.get("name", "grasif")))
-    b = Builder(scene_name)
-    places = _grasif_items(root.get("places", root.get("room", root.get("rooms"))), source, "places")
-    assets = _grasif_items(root.get("assets", root.get("asset")), source, "assets")
-    objects = _grasif_items(root.get("objects", root.get("object")), source, "objects")
+def _grouped(data: Mapping[str, Any], b: Builder) -> None:
+    nodes = data.get("nodes")
+    root = nodes if isinstance(nodes, Mapping) else data
+    scene = _Scene(b)
+    for room_id, item in _items(
+        root.get("places", root.get("place", root.get("rooms", root.get("room")))), b, "places"
+    ):
+        scene.room(room_id, item)
+    for asset_id, item in _items(root.get("assets", root.get("asset")), b, "assets"):
+        scene.asset(asset_id, item)
     agent_raw = root.get("agent")
     if isinstance(agent_raw, list):
         agent_raw = agent_raw[0] if agent_raw else None
-    for place_id, item in places:
-        b.node(place_id, "room", attributes=attributes(item.get("properties")), position=item.get("position"))
-    for asset_id, item in assets:
-        room = item.get("located", item.get("place", item.get("related_to")))
-        b.node(
-            asset_id,
-            "asset",
-            states=list(item.get("states") or []),
-            affordances=list(item.get("affordances") or []),
-            attributes=attributes(item.get("properties")),
-            position=item.get("position"),
-        )
-        if room is None:
-            raise GraphError(f"{source}: asset '{asset_id}' has no place ('located' or 'place')", asset_id)
-        b.child(asset_id, "in", _grasif_id(room))
-    agent_id = None
-    holding = None
     if isinstance(agent_raw, Mapping):
-        agent_id = _grasif_id(agent_raw.get("id", "agent"))
-        location = agent_raw.get("location")
-        holding = agent_raw.get("holding") or None
-        b.node(agent_id, "agent", attributes={"location": _grasif_id(location)} if location else {})
-    for obj_id, item in objects:
-        b.node(
-            obj_id,
-            "object",
-            states=list(item.get("states") or []),
-            affordances=list(item.get("affordances") or []),
-            attributes=attributes(item.get("properties")),
-            position=item.get("position"),
-        )
-        if holding is not None and _grasif_id(holding) == obj_id:
+        scene.agent_node(agent_raw)
+    for obj_id, item in _items(root.get("objects", root.get("object")), b, "objects"):
+        scene.obj(obj_id, item)
+    scene.finish()
+
+
+def _node_list(items: list[Any], b: Builder) -> None:
+    scene = _Scene(b)
+    by_type: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    for index, item in enumerate(items):
+        if not isinstance(item, Mapping):
+            b.problem(f"nodes[{index}] must be an object")
             continue
-        parent = item.get("related_to")
-        if parent is None:
-            raise GraphError(f"{source}: object '{obj_id}' has no 'related_to'", obj_id)
-        b.child(obj_id, norm_relation(str(item.get("relation", "ontop_of"))), _grasif_id(parent))
-    if holding is not None and agent_id is not None:
-        b.child(_grasif_id(holding), "inside_hand", agent_id)
-    return b.build(source)
+        node_id = grasif_id(item.get("name", item.get("id")))
+        node_type = str(item.get("type", "")).strip().lower()
+        node_type = "room" if node_type == "place" else node_type
+        if not node_id:
+            b.problem(f"nodes[{index}] needs a 'name' ([class, index]) or an 'id'")
+        elif node_type not in ("room", "asset", "object", "agent"):
+            b.problem(f"node '{node_id}' has type {item.get('type')!r} (expected room, place, asset, object or agent)")
+        else:
+            by_type.setdefault(node_type, []).append((node_id, item))
+    for node_id, item in by_type.get("room", []):
+        scene.room(node_id, item)
+    for node_id, item in by_type.get("asset", []):
+        scene.asset(node_id, item)
+    for _, item in by_type.get("agent", [])[:1]:
+        scene.agent_node(item)
+    for node_id, _ in by_type.get("agent", [])[1:]:
+        b.problem(f"a second agent '{node_id}'")
+    for node_id, item in by_type.get("object", []):
+        scene.obj(node_id, item)
+    scene.finish()
+
+
+def _scene_builder(data: Any, source: str, name: str, options: ImportOptions | None) -> Builder:
+    kind = layout(data)
+    if kind is None:
+        raise GraphError(f"{source}: not {EXPECTED}")
+    if kind == "tasks":
+        count = len(data["tasks"] if isinstance(data, Mapping) else data)
+        raise GraphError(
+            f"{source}: holds {count} task scene(s), not one scene; import them into a folder "
+            "(sayplan env import FILE FOLDER) or read them with import_grasif_tasks"
+        )
+    scene_name = name or (str(data.get("scene", data.get("name", ""))) if isinstance(data, Mapping) else "")
+    if not scene_name:
+        scene_name = Path(source).stem if source != "<dict>" else "grasif"
+    b = Builder(scene_name, source, options)
+    b.has_connectivity = False
+    if kind == "grouped":
+        _grouped(data, b)
+    else:
+        _node_list(data if isinstance(data, list) else data["nodes"], b)
+    return b
+
+
+def import_grasif(
+    path_or_data: str | Path | Mapping[str, Any] | list[Any], options: ImportOptions | None = None, name: str = ""
+) -> Imported:
+    data, source = load_json(path_or_data)
+    imported = _scene_builder(data, source, name, options).build(EXPECTED)
+    imported.format = "grasif"
+    return imported
+
+
+def import_grasif_json(
+    path_or_data: str | Path | Mapping[str, Any] | list[Any], name: str = "", options: ImportOptions | None = None
+) -> SceneGraph:
+    return import_grasif(path_or_data, options, name).graph
+
+
+@dataclass
+class GrasifTask:
+    id: str
+    instruction: str
+    init: Imported
+    goal: Imported
+
+
+def import_grasif_tasks(
+    path_or_data: str | Path | Mapping[str, Any] | list[Any], options: ImportOptions | None = None
+) -> list[GrasifTask]:
+    """Every task scene of a GRASIF task list; each goal scene is imported as the task's goal graph."""
+    data, source = load_json(path_or_data)
+    if layout(data) != "tasks":
+        raise GraphError(f"{source}: not a GRASIF task list (a list, or 'tasks', of items with 'init' and 'goal')")
+    items = data["tasks"] if isinstance(data, Mapping) else data
+    stem = Path(source).stem if source != "<dict>" else "grasif"
+    tasks: list[GrasifTask] = []
+    problems: list[str] = []
+    for index, item in enumerate(items):
+        where = f"{source}: tasks[{index}]"
+        if not isinstance(item, Mapping):
+            problems.append(f"{where} must be an object")
+            continue
+        init = next((item[k] for k in _INIT_KEYS if k in item), None)
+        goal = next((item[k] for k in _GOAL_KEYS if k in item), None)
+        instruction = item.get("instruction", item.get("task", ""))
+        task_id = str(item.get("id", item.get("task_id", f"{stem}-{index}")))
+        if init is None or goal is None or not isinstance(instruction, str) or not instruction:
+            problems.append(f"{where} needs 'instruction', 'init' and 'goal'")
+            continue
+        try:
+            first = _scene_builder(init, f"{where}.init", task_id, options).build(EXPECTED)
+            second = _scene_builder(goal, f"{where}.goal", task_id, options).build(EXPECTED)
+        except GraphError as exc:
+            problems.append(str(exc))
+            continue
+        first.format = second.format = "grasif"
+        tasks.append(GrasifTask(task_id, instruction, first, second))
+    if problems:
+        limit = (options or ImportOptions()).max_problems
+        more = f"; and {len(problems) - limit} more" if len(problems) > limit else ""
+        raise GraphError("; ".join(problems[:limit]) + more)
+    if not tasks:
+        raise GraphError(f"{source}: the task list is empty")
+    return tasks

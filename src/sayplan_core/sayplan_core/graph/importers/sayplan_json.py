@@ -7,20 +7,30 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, attributes, load_json, norm_relation
+from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, attributes, load_json, norm_relation
 from sayplan_core.graph.model import GraphError, SceneGraph
+
+EXPECTED = "SayPlan JSON: a 'nodes' object grouped by type (room, pose, asset, object, agent) and 'links'"
 
 _STATE_RELATION = re.compile(r"^\s*(ontop_of|inside_of|on_top_of|inside|on)\s*\(\s*([^)]+?)\s*\)\s*$")
 _LINK_SPLIT = re.compile(r"\s*(?:↔|<->|<=>|--)\s*")
 _IGNORED_STATES = {"", "free", "none", "null"}
 
 
-def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str = "") -> SceneGraph:
+def looks_like(data: Any) -> bool:
+    """Nodes grouped by type plus links: what `auto` takes for SayPlan JSON."""
+    return isinstance(data, Mapping) and isinstance(data.get("nodes"), Mapping) and "links" in data
+
+
+def import_sayplan(
+    path_or_data: str | Path | Mapping[str, Any], options: ImportOptions | None = None, name: str = ""
+) -> Imported:
     data, source = load_json(path_or_data)
-    groups = data.get("nodes")
+    groups = data.get("nodes") if isinstance(data, Mapping) else None
     if not isinstance(groups, Mapping):
-        raise GraphError(f"{source}: SayPlan graph needs a 'nodes' object grouped by type")
-    b = Builder(name or str(data.get("name", Path(source).stem if source != "<dict>" else "sayplan")))
+        raise GraphError(f"{source}: not {EXPECTED}")
+    assert isinstance(data, Mapping)
+    b = Builder(name or str(data.get("name", Path(source).stem if source != "<dict>" else "sayplan")), source, options)
     type_map = {"floor": "floor", "room": "room", "pose": "pose", "asset": "asset", "object": "object"}
     type_map["agent"] = "agent"
     object_parent: dict[str, tuple[str, str]] = {}
@@ -29,12 +39,15 @@ def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str 
     for group, items in groups.items():
         node_type = type_map.get(str(group))
         if node_type is None:
-            raise GraphError(f"{source}: unknown node group '{group}' (expected {', '.join(type_map)})")
+            b.problem(f"unknown node group '{group}' (expected {', '.join(type_map)})")
+            continue
         if not isinstance(items, list):
-            raise GraphError(f"{source}: nodes.{group} must be a list")
+            b.problem(f"nodes.{group} must be a list")
+            continue
         for index, item in enumerate(items):
             if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
-                raise GraphError(f"{source}: nodes.{group}[{index}] needs a string 'id'")
+                b.problem(f"nodes.{group}[{index}] needs a string 'id'")
+                continue
             node_id = item["id"]
             states: list[str] = []
             raw_state = item.get("state", item.get("states"))
@@ -68,20 +81,27 @@ def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str 
             if node_type in ("room", "pose") and isinstance(item.get("floor"), str):
                 b.child(node_id, "in", item["floor"])
     hierarchy_done = {e["source"] for e in b.edges}
-    for raw in data.get("links", []) or []:
+    links = data.get("links", []) or []
+    if not isinstance(links, list):
+        b.problem("'links' must be a list")
+        links = []
+    for raw in links:
         if isinstance(raw, str):
             ends = _LINK_SPLIT.split(raw.strip())
         elif isinstance(raw, (list, tuple)):
             ends = [str(e) for e in raw]
         else:
-            raise GraphError(f"{source}: link {raw!r} must be 'a<->b' or [a, b]")
+            b.problem(f"link {raw!r} must be 'a<->b' or [a, b]")
+            continue
         if len(ends) != 2:
-            raise GraphError(f"{source}: link {raw!r} must join exactly two nodes")
+            b.problem(f"link {raw!r} must join exactly two nodes")
+            continue
         a, c = ends
         ta, tc = b.types.get(a), b.types.get(c)
         if ta is None or tc is None:
             missing = a if ta is None else c
-            raise GraphError(f"link {raw!r} refers to node '{missing}', which does not exist", missing)
+            b.problem(f"link {raw!r} refers to node '{missing}', which does not exist")
+            continue
         pair = {ta, tc}
         if pair <= {"room", "pose"}:
             b.link(a, c)
@@ -106,7 +126,17 @@ def import_sayplan_json(path_or_data: str | Path | Mapping[str, Any], name: str 
     for obj, (parent, relation) in object_parent.items():
         if parent == "__agent__":
             if agent_id is None:
-                raise GraphError(f"object '{obj}' is inside_hand but the graph has no agent", obj)
+                b.problem(f"object '{obj}' is inside_hand but the graph has no agent")
+                continue
             parent = agent_id
         b.child(obj, relation, parent)
-    return b.build(source)
+    b.has_connectivity = any(e["relation"] == "connected_to" for e in b.edges)
+    imported = b.build(EXPECTED)
+    imported.format = "sayplan"
+    return imported
+
+
+def import_sayplan_json(
+    path_or_data: str | Path | Mapping[str, Any], name: str = "", options: ImportOptions | None = None
+) -> SceneGraph:
+    return import_sayplan(path_or_data, options, name).graph

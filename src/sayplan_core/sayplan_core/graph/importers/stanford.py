@@ -1,54 +1,97 @@
-"""Stanford 3D Scene Graph `.npz` (Gibson "tiny" buildings): building / room / object / camera dicts."""
+"""Stanford 3D Scene Graph `.npz` (Gibson "tiny" buildings): building / room / object / camera dicts.
+
+What the dataset has: rooms (scene category, floor, centre, size), objects (COCO class, room, centre, size,
+materials, action affordances). What it lacks, and what the importer does about it:
+- no room connectivity: a hallway pose per floor joined to each of its rooms, floors joined through their
+  staircase rooms (see common.Builder.invent_connectivity), or real doors from `--connectivity`;
+- no movable/immovable split: classes in MOVABLE_CLASSES become objects (in their room, with no support
+  surface: the dataset has no object-object relations), the rest assets; `--types` overrides per class;
+- no robot: `--agent-at` places one;
+- no states (open/closed, on/off): none are invented.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder
+from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, give_pickup
 from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.native_format import MAX_FILE_BYTES
+
+EXPECTED = "a 3D Scene Graph .npz: 'output' holding a dict with 'building', 'room' and 'object'"
+
+#: COCO classes (the dataset's object vocabulary) a mobile manipulator can carry.
+MOVABLE_CLASSES: frozenset[str] = frozenset({
+    "backpack", "umbrella", "handbag", "tie", "suitcase", "frisbee", "skis", "snowboard", "sports_ball", "kite",
+    "baseball_bat", "baseball_glove", "skateboard", "surfboard", "tennis_racket", "bottle", "wine_glass", "cup",
+    "fork", "knife", "spoon", "bowl", "banana", "apple", "sandwich", "orange", "broccoli", "carrot", "hot_dog",
+    "pizza", "donut", "cake", "laptop", "mouse", "remote", "keyboard", "cell_phone", "book", "clock", "vase",
+    "scissors", "teddy_bear", "hair_drier", "toothbrush",
+})  # fmt: skip
 
 
-def import_stanford_npz(path: str | Path, name: str = "") -> SceneGraph:
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def _read_npz(path: Path) -> Any:
+    import numpy as np
+
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise GraphError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    if path.is_dir():
+        raise GraphError(f"cannot read {path}: it is a folder")
+    if size > MAX_FILE_BYTES:
+        raise GraphError(f"cannot read {path}: {size / 1e6:.0f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
+    try:
+        with np.load(path, allow_pickle=True) as archive:
+            if not hasattr(archive, "files") or "output" not in archive.files:
+                raise GraphError(f"{path}: not {EXPECTED} (no 'output' entry)")
+            return archive["output"].item()
+    except GraphError:
+        raise
+    except Exception as exc:  # numpy and pickle raise many kinds on a file that is not an .npz
+        raise GraphError(f"{path}: not {EXPECTED} ({type(exc).__name__}: {exc})") from None
+
+
+def import_stanford(path: str | Path, options: ImportOptions | None = None, name: str = "") -> Imported:
     """Gibson 3D Scene Graph `.npz` (the file holds one pickled dict under 'output').
 
     The dataset stores Python objects, so numpy must unpickle it: only open files
     from the dataset or your own exports.
     """
-    import numpy as np
-
     path = Path(path)
-    try:
-        with np.load(path, allow_pickle=True) as archive:
-            if "output" not in archive.files:
-                raise GraphError(f"{path}: not a 3D Scene Graph file (no 'output' entry)")
-            data = archive["output"].item()
-    except (OSError, ValueError) as exc:
-        raise GraphError(f"cannot read {path}: {exc}") from exc
-    if not isinstance(data, Mapping) or "building" not in data:
-        raise GraphError(f"{path}: 'output' must be a dict with 'building', 'room' and 'object'")
+    data = _read_npz(path)
+    if not isinstance(data, Mapping) or not isinstance(data.get("building"), Mapping):
+        raise GraphError(f"{path}: not {EXPECTED}")
     building = data["building"]
     bname = str(building.get("name", "") or path.stem.replace("3DSceneGraph_", ""))
-    b = Builder(name or bname)
+    b = Builder(name or bname, str(path), options)
+    b.has_connectivity = False
     building_id = f"building_{bname.lower()}" if bname else "building"
-    b.node(building_id, "building", name=bname, attributes={"function": building.get("function", "")})
+    b.node(building_id, "building", name=bname, attributes={"function": str(building.get("function", "") or "")})
     floors: dict[str, str] = {}
-    rooms = data.get("room", {}) or {}
-    objects = data.get("object", {}) or {}
+    rooms = data.get("room") or {}
+    objects = data.get("object") or {}
+    if not isinstance(rooms, Mapping) or not isinstance(objects, Mapping):
+        raise GraphError(f"{path}: 'room' and 'object' must be dicts keyed by id")
     room_ids: dict[int, str] = {}
-    for key in sorted(rooms, key=lambda k: int(rooms[k].get("id", k))):
-        room = rooms[key]
-        rid = int(room.get("id", key))
+    entries = [(_int(r.get("id", k)) if isinstance(r, Mapping) else None, k, r) for k, r in rooms.items()]
+    for rid, _key, room in sorted((e for e in entries if e[0] is not None), key=lambda e: e[0] or 0):
+        assert rid is not None
         category = str(room.get("scene_category") or "room").strip().replace(" ", "_").lower()
         room_id = f"{category}_{rid}"
         room_ids[rid] = room_id
         floor_label = str(room.get("floor_number", "A") or "A")
         if floor_label not in floors:
             floors[floor_label] = f"floor_{floor_label.lower()}"
-            b.node(floors[floor_label], "floor", name=f"floor {floor_label}")
-            b.child(floors[floor_label], "in", building_id)
         b.node(
             room_id,
             "room",
@@ -57,17 +100,29 @@ def import_stanford_npz(path: str | Path, name: str = "") -> SceneGraph:
             position=_as_list(room.get("location")),
         )
         b.child(room_id, "in", floors[floor_label])
-    for key in sorted(objects, key=lambda k: int(objects[k].get("id", k))):
-        obj = objects[key]
-        oid = int(obj.get("id", key))
+    for rid, key, _ in entries:
+        if rid is None:
+            b.problem(f"room {key!r} has no integer id")
+    for label, floor_id in sorted(floors.items()):
+        b.node(floor_id, "floor", name=f"floor {label}")
+        b.child(floor_id, "in", building_id)
+    movable = 0
+    for key, obj in objects.items():
+        oid = _int(obj.get("id", key)) if isinstance(obj, Mapping) else None
+        if oid is None or not isinstance(obj, Mapping):
+            b.problem(f"object {key!r} has no integer id")
+            continue
         cls = str(obj.get("class_") or "object").strip().replace(" ", "_").lower()
-        parent = room_ids.get(int(obj.get("parent_room", -1)))
+        parent = room_ids.get(_int(obj.get("parent_room")) or -1)
         if parent is None:
-            raise GraphError(f"{path}: object {oid} ({cls}) has parent_room {obj.get('parent_room')}, not a room")
+            b.problem(f"object {oid} ({cls}) has parent_room {obj.get('parent_room')}, not a room")
+            continue
+        node_type = "object" if cls in MOVABLE_CLASSES else "asset"
+        movable += node_type == "object"
         affordances = [str(a).replace(" ", "_") for a in _as_list(obj.get("action_affordance")) if a]
-        b.node(
+        item = b.node(
             f"{cls}_{oid}",
-            "asset",
+            node_type,
             name=cls.replace("_", " "),
             affordances=affordances,
             attributes={
@@ -81,32 +136,17 @@ def import_stanford_npz(path: str | Path, name: str = "") -> SceneGraph:
             },
             position=_as_list(obj.get("location")),
         )
+        if item is not None and node_type == "object":
+            give_pickup(item)
         b.child(f"{cls}_{oid}", "in", parent)
-    _link_rooms_by_floor(b, rooms, room_ids, floors)
-    return b.build(str(path))
+    b.notes.append(f"{movable} node(s) of movable classes typed object (affording pickup), the rest asset")
+    imported = b.build(EXPECTED)
+    imported.format = "stanford"
+    return imported
 
 
-def _link_rooms_by_floor(
-    b: Builder, rooms: Mapping[Any, Any], room_ids: Mapping[int, str], floors: Mapping[str, str]
-) -> None:
-    """The dataset has no room connectivity: add one pose per floor as its hallway hub, joined by stairs."""
-    hubs: list[str] = []
-    for label, floor_id in sorted(floors.items()):
-        hub = f"hall_{floor_id}"
-        members = [
-            (room_ids[int(r.get("id", k))], _as_list(r.get("location")))
-            for k, r in rooms.items()
-            if str(r.get("floor_number", "A") or "A") == label
-        ]
-        xs = [loc for _, loc in members if len(loc) == 3]
-        centre = [sum(v[i] for v in xs) / len(xs) for i in range(3)] if xs else None
-        b.node(hub, "pose", name=f"hallway of {floor_id}", position=centre)
-        b.child(hub, "in", floor_id)
-        for room_id, _ in members:
-            b.link(room_id, hub)
-        hubs.append(hub)
-    for a, c in pairwise(hubs):
-        b.link(a, c)
+def import_stanford_npz(path: str | Path, name: str = "", options: ImportOptions | None = None) -> SceneGraph:
+    return import_stanford(path, options, name).graph
 
 
 def _as_list(value: Any) -> list[Any]:
