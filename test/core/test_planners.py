@@ -380,9 +380,10 @@ def test_lookplangraph_gives_up_after_five_infeasible_moves() -> None:
     ("flags", "message"),
     [
         (["--top-k", "0"], "--top-k must be >= 1, got 0"),
-        (["--step-threshold", "2"], "--step-threshold must be in -1..1, got 2.0"),
-        (["--embedder", "word2vec"], "--embedder must be local, openai:<model> or ollama:<model>, got 'word2vec'"),
-        (["--candidate-plans", "0"], "--candidate-plans must be in 1..10, got 0"),
+        (["--step-threshold", "2"], "--step-threshold must be <= 1, got 2.0"),
+        (["--embedder", "word2vec"], "--embedder must be one of local, openai:<model>, ollama:<model>, got 'word2vec'"),
+        (["--candidate-plans", "0"], "--candidate-plans must be >= 1, got 0"),
+        (["--timeout", "-1"], "--timeout must be >= 0.1, got -1.0"),
     ],
 )
 def test_cli_rejects_bad_planner_options(flags: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:

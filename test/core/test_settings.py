@@ -73,3 +73,15 @@ def test_strings_outside_the_choices_are_refused() -> None:
     assert embedder.check("ollama:nomic-embed-text") == "ollama:nomic-embed-text"
     with pytest.raises(ValueError, match="embedder must be one of"):
         embedder.check("word2vec")
+
+
+def test_cli_flags_are_the_planner_settings() -> None:
+    from sayplan_core.cli import build_parser
+    from sayplan_core.settings import PLANNER_SETTINGS
+
+    parser = build_parser()
+    plan = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["plan"]
+    flags = {a.dest: (a.option_strings[0], a.default) for a in plan._actions if a.option_strings}
+    for setting in PLANNER_SETTINGS:
+        if setting.flag:
+            assert flags[setting.name] == (setting.flag, setting.default), setting.name

@@ -32,12 +32,14 @@ from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
 from sayplan_core.graph.views import collapse
 from sayplan_core.llm.replay import RecordingBackend
-from sayplan_core.llm.selection import BACKENDS, LlmConfig, make_backend, resolve_backend_name
-from sayplan_core.llm.session import Budget
+from sayplan_core.llm.selection import LlmConfig, make_backend, resolve_backend_name
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
+from sayplan_core.settings import PLANNER_SETTINGS
+from sayplan_core.settings import llm_config as settings_llm_config
+from sayplan_core.settings import planner_options as settings_planner_options
 from sayplan_core.sim.action_set import ActionSetError, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
@@ -260,79 +262,44 @@ def cmd_path(args: argparse.Namespace) -> int:
 
 
 def add_llm_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> None:
-    g = p.add_argument_group("LLM")
-    g.add_argument(
-        "--llm", default=default_llm, choices=BACKENDS, help="auto: OpenAI if a key is set, else Ollama, else local"
-    )
-    g.add_argument("--model", default="", help="model name (default per backend), or a .gguf path for --llm local")
-    g.add_argument("--base-url", default="", help="OpenAI-compatible or Ollama server URL")
-    g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="environment variable holding the API key")
-    g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--timeout", type=float, default=60.0, help="seconds per LLM call")
-    g.add_argument("--retries", type=int, default=4, help="retries of a failed LLM call (bounded backoff)")
-    g.add_argument("--max-calls", type=int, default=40, help="LLM calls per task")
-    g.add_argument("--max-tokens", type=int, default=250_000, help="LLM tokens per task")
-    g.add_argument("--max-replans", type=int, default=5, help="replanning rounds (SayPlan: 5)")
-    g.add_argument("--max-answer-tokens", type=int, default=1024, help="completion tokens per LLM answer")
-    g.add_argument("--embedder", default="local", help="embodiedrag/abstract: local, openai:<model> or ollama:<model>")
-    g.add_argument("--top-k", type=int, default=3, help="embodiedrag: entities retrieved per query")
-    g.add_argument("--retrieval-threshold", type=float, default=0.45, help="embodiedrag: minimum cosine similarity")
-    g.add_argument("--vector-store", default="faiss", choices=("faiss", "numpy"), help="embodiedrag: vector search")
-    g.add_argument("--candidate-plans", type=int, default=3, help="abstract: candidate plans asked of the LLM")
-    g.add_argument("--step-threshold", type=float, default=0.5, help="abstract: relevance cut-off per step")
-    g.add_argument("--record", default="", help="write the LLM transcript of the run to this file")
-    g.add_argument("--replay", default="", help="answer from a recorded transcript instead of an LLM")
+    """The planner and LLM flags, generated from the planner node's settings (sayplan_core/settings.py)."""
+    g = p.add_argument_group("LLM and planner options (the planner node's parameters of the same meaning)")
+    for setting in PLANNER_SETTINGS:
+        if not setting.flag:
+            continue
+        default = default_llm if setting.name == "llm" else setting.default
+        extra = f" [{setting.range_text()}]" if setting.range_text() and not setting.choices else ""
+        kwargs: dict[str, Any] = {"dest": setting.name, "default": default, "help": f"{setting.description}{extra}"}
+        if setting.type is not str:
+            kwargs["type"] = setting.type
+        elif setting.choices and setting.name != "embedder":
+            kwargs["choices"] = setting.choices
+        g.add_argument(setting.flag, **kwargs)
+
+
+def _settings(args: argparse.Namespace) -> dict[str, Any]:
+    """The flags' values checked by the settings' own rules; errors name the flag the user typed."""
+    values = {s.name: getattr(args, s.name) for s in PLANNER_SETTINGS if s.flag}
+    try:
+        return PLANNER_SETTINGS.check(values)
+    except ValueError as exc:
+        message = str(exc)
+        for setting in PLANNER_SETTINGS:
+            if setting.flag and message.startswith(f"{setting.name} "):
+                message = setting.flag + message[len(setting.name) :]
+        raise CliError(message) from None
 
 
 def llm_config(args: argparse.Namespace) -> LlmConfig:
-    return LlmConfig(
-        backend="replay" if args.replay else args.llm,
-        model=args.model,
-        base_url=args.base_url,
-        api_key_env=args.api_key_env,
-        temperature=args.temperature,
-        timeout_s=args.timeout,
-        retries=args.retries,
-        replay_path=args.replay,
-    )
-
-
-OPTION_FLAGS = {
-    "retrieval_top_k": "--top-k",
-    "retrieval_threshold": "--retrieval-threshold",
-    "vector_store": "--vector-store",
-    "candidate_plans": "--candidate-plans",
-    "step_threshold": "--step-threshold",
-    "max_replans": "--max-replans",
-    "embedder": "--embedder",
-}
+    return settings_llm_config(_settings(args))
 
 
 def planner_options(args: argparse.Namespace) -> PlannerOptions:
-    if args.max_calls < 1 or args.max_tokens < 1 or args.max_answer_tokens < 16 or args.max_replans < 0:
-        raise CliError(
-            "--max-calls and --max-tokens must be positive, --max-answer-tokens at least 16, --max-replans not negative"
-        )
-    budget = Budget(max_calls=args.max_calls, max_tokens=args.max_tokens, max_transient_retries=args.retries)
-    options = PlannerOptions(
-        max_replans=args.max_replans,
-        budget=budget,
-        temperature=args.temperature,
-        max_answer_tokens=args.max_answer_tokens,
-        embedder=args.embedder,
-        retrieval_top_k=args.top_k,
-        retrieval_threshold=args.retrieval_threshold,
-        vector_store=args.vector_store,
-        candidate_plans=args.candidate_plans,
-        step_threshold=args.step_threshold,
-    )
+    options = settings_planner_options(_settings(args))
     try:
         options.validate()
     except ValueError as exc:
-        message = str(exc)
-        for field, flag in OPTION_FLAGS.items():  # name the flag the user typed, not the field behind it
-            message = message.replace(field, flag)
-        raise CliError(message) from None
+        raise CliError(str(exc)) from None
     return options
 
 
@@ -340,7 +307,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     graph = _load(args.env)
     options = planner_options(args)  # checked before any backend is contacted
     backend, note = make_backend(llm_config(args))
-    recorder = RecordingBackend(backend) if args.record else None
+    recorder = RecordingBackend(backend) if args.record_transcript else None
     planner = make_planner(args.planner, recorder or backend, options)
     out = sys.stderr if args.json else sys.stdout
     print(note, file=out, flush=True)
@@ -357,7 +324,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
         result = planner.plan(graph, args.instruction, on_progress=show)
     finally:
         if recorder is not None:
-            recorder.save(args.record)
+            recorder.save(args.record_transcript)
     if args.json:
         print(json.dumps(result.to_dict(), indent=1))
     else:
@@ -456,7 +423,7 @@ def cmd_llm_which(args: argparse.Namespace) -> int:
 def cmd_demo(args: argparse.Namespace) -> int:
     from sayplan_core.demo import run_demo, run_llm_demo
 
-    if args.llm == "replay" and not args.replay:
+    if args.llm == "replay" and not args.replay_transcript:
         return run_demo(env=args.env, task_id=args.task)
     options = planner_options(args)
     backend, note = make_backend(llm_config(args))

@@ -67,7 +67,8 @@ class Setting:
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
         if self.choices and value not in self.choices and not (self.name == "embedder" and _endpoint(value)):
-            raise ValueError(f"{self.name} must be one of {', '.join(self.choices)}, got '{value}'")
+            allowed = ", ".join(self.choices) + (", openai:<model>, ollama:<model>" if self.name == "embedder" else "")
+            raise ValueError(f"{self.name} must be one of {allowed}, got '{value}'")
         return value
 
     def range_text(self) -> str:
