@@ -48,6 +48,7 @@ CORE_NODES: tuple[NodeSpec, ...] = (
 #: Each robot's skill server (serving `execute_skill` and `describe_skills`).
 ROBOTS: dict[str, NodeSpec] = {
     "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer"),
+    "franka_omron": NodeSpec("franka_omron_skill_server", "sayplan_franka_omron", "franka_omron_skill_server", "sayplan_franka_omron.skill_server:FrankaOmronSkillServer"),
 }  # fmt: skip
 
 

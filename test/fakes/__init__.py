@@ -1,0 +1,1 @@
+"""Test fakes of things outside this project, each speaking the real protocol at its boundary."""
