@@ -16,6 +16,7 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$here/test_overlay"
 launch_dir="${SAYPLAN_ROS_LAUNCH_DIR:-$here/../shared/ros-launch}"
 mkdir -p "$out"
+touch "$out/COLCON_IGNORE"  # never part of the main workspace build
 
 has_package() {  # provided by the system or the main workspace (not by this overlay)
   SAYPLAN_TEST_OVERLAY=0 "$here/scripts/ws_env.sh" python -c \

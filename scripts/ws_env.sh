@@ -25,10 +25,11 @@ if [ -f "$here/install/setup.bash" ]; then
 fi
 # The test overlay (scripts/build_test_overlay.sh) is for tests only: SAYPLAN_TEST_OVERLAY=1 adds it.
 if [ "${SAYPLAN_TEST_OVERLAY:-0}" = "1" ]; then
-  if [ -f "$here/test_overlay/install/setup.bash" ]; then
+  if [ -f "$here/test_overlay/install/local_setup.bash" ]; then
+    # local_setup: this prefix only (its parents, the venv and install/, are already sourced above)
     set +u
     # shellcheck disable=SC1091
-    source "$here/test_overlay/install/setup.bash"
+    source "$here/test_overlay/install/local_setup.bash"
     set -u
   fi
   if [ -d "$here/test_overlay/python" ]; then

@@ -19,6 +19,7 @@ Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections import deque
 from dataclasses import dataclass
@@ -71,6 +72,10 @@ class FakeArclServer:
                 self._server.close()
             for writer in list(self._writers):
                 writer.close()
+            if self._drive is not None and not self._drive.done():
+                self._drive.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._drive
 
         asyncio.run_coroutine_threadsafe(shutdown(), self._loop).result(5)
         self._loop.call_soon_threadsafe(self._loop.stop)

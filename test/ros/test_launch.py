@@ -14,7 +14,7 @@ HAVE_LAUNCH = importlib.util.find_spec("launch") is not None and importlib.util.
 
 
 CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
-NODES = {"scene_graph_server", "path_planner", "planner", "executor", "sim_skill_server"}
+NODES = {"scene_graph_server", "path_planner", "planner", "executor", "sim_skill_server", "franka_omron_skill_server"}
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -31,7 +31,7 @@ def test_every_planner_and_robot_has_a_config() -> None:
     assert {p.stem for p in (ROOT / "config" / "planners").glob("*.yaml")} == set(PLANNERS)
     # the launch file takes its planner choices from the same registry (it cannot run here; read its source)
     assert "from sayplan_core.planners import PLANNERS" in (ROOT / "launch" / "sayplan.launch.py").read_text()
-    assert {p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")} == {"sim"}
+    assert {p.stem for p in (ROOT / "config" / "robots").glob("*.yaml")} == {"sim", "franka_omron"}
 
 
 @pytest.mark.skipif(not HAVE_LAUNCH, reason="launch/launch_ros are not on PyPI; this test runs on a ROS 2 install")
