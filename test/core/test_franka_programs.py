@@ -216,6 +216,15 @@ def test_refusals_name_the_node(action: str, target: str, state: RobotState, cod
     assert caught.value.code is code
 
 
+def test_the_gripper_is_not_homed_while_it_holds_something() -> None:
+    graph = OFFICE.copy()
+    graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
+    state = RobotState("coffee_machine", motion_key("coffee_machine", "approach"))  # e.g. the node restarted
+    program = plan_skill(PlanStep("release", "coffee_mug"), graph, MOTIONS, GRIP, state)
+    assert not any(isinstance(p, HomeGripper) for p in program)
+    assert any(isinstance(p, HomeGripper) for p in plan("release", "coffee_mug", state))
+
+
 def test_open_with_a_full_hand_is_refused() -> None:
     graph = OFFICE.copy()
     graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")

@@ -17,7 +17,8 @@ and the arm are) is tracked so a skill does not repeat a motion already made:
 
 "At a's asset" means: the base drives there and the arm goes to the approach pose first
 unless both are already there. The gripper is homed once before its first use when the
-settings ask for it.
+settings ask for it, and never while the scene graph says it holds something (homing
+opens the fingers fully and would drop it).
 """
 
 from __future__ import annotations
@@ -127,7 +128,7 @@ def plan_skill(
         program = _program(step, graph, motions, gripper, state)
     except MotionError as exc:
         raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: {exc}") from None
-    return _with_homing(program, gripper, state)
+    return _with_homing(program, gripper, state, holding=graph.held_object() is not None)
 
 
 def _program(
@@ -215,9 +216,12 @@ def _grasp(node: str, motions: TaughtMotions, gripper: GripperSettings) -> Grasp
     return Grasp(node, width, force, gripper.grasp_speed, gripper.epsilon_inner, gripper.epsilon_outer)
 
 
-def _with_homing(program: Iterable[Primitive], gripper: GripperSettings, state: RobotState) -> list[Primitive]:
+def _with_homing(
+    program: Iterable[Primitive], gripper: GripperSettings, state: RobotState, holding: bool
+) -> list[Primitive]:
+    """Home the gripper before its first use; never while it holds something (homing opens the fingers fully)."""
     out: list[Primitive] = []
-    homed = state.gripper_homed or not gripper.home_first
+    homed = state.gripper_homed or not gripper.home_first or holding
     for primitive in program:
         if not homed and isinstance(primitive, (Grasp, OpenGripper)):
             out.append(HomeGripper())

@@ -98,8 +98,9 @@ class Nav2Client:
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
             return Outcome(code, f"driving to {where}: {ended.problem}")
-        result = ended.result
-        return nav2_outcome(ended.status, int(result.error_code), str(result.error_msg), where)
+        result = ended.result  # Humble's result has neither field: every failure then reads "no error code"
+        error_code, error_msg = getattr(result, "error_code", 0), getattr(result, "error_msg", "")
+        return nav2_outcome(ended.status, int(error_code), str(error_msg), where)
 
     def cancel(self) -> None:
         call = self._call
