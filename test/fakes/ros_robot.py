@@ -183,6 +183,7 @@ class FakeGripper(Node, _Scripted):
         self.moves: list[tuple[float, float]] = []
         self.stopped = 0
         self.delay_s = 0.01
+        self.fail_next_move = ""  # a libfranka exception text for the next Move
         self._group = ReentrantCallbackGroup()
         accept = lambda _goal: GoalResponse.ACCEPT  # noqa: E731 - franka_gripper accepts every goal
         cancel = lambda _goal: CancelResponse.ACCEPT  # noqa: E731
@@ -235,8 +236,10 @@ class FakeGripper(Node, _Scripted):
             self.stopped += 1
             handle.canceled()
             return result
-        if not 0.0 <= goal.width <= self.MAX_WIDTH:
-            result.success, result.error = False, "libfranka gripper: command failed: width out of range"
+        if not 0.0 <= goal.width <= self.MAX_WIDTH or self.fail_next_move:
+            result.success = False
+            result.error = self.fail_next_move or "libfranka gripper: command failed: width out of range"
+            self.fail_next_move = ""
             handle.abort()
             return result
         self.width = goal.width

@@ -287,6 +287,32 @@ def test_open_close_and_switches_use_their_motions(make_robot: MakeRobot, ros: A
     assert "off" in states["coffee_machine"]
 
 
+@pytest.mark.parametrize(
+    ("skill", "target", "fault", "code", "words"),
+    [
+        ("release", "coffee_mug", "move", SkillCode.ROBOT_FAULT, "opening the gripper to 80 mm failed: libfranka"),
+        ("open", "kitchen_cupboard", "grasp", SkillCode.GRASP_FAILED, "grasping kitchen_cupboard"),
+        ("close", "kitchen_cupboard", "arm", SkillCode.BLOCKED, "handle_close at kitchen_cupboard"),
+        ("turn_on", "coffee_machine", "arm", SkillCode.BLOCKED, "turn_on at coffee_machine"),
+    ],
+)
+def test_manipulation_failures_are_typed(
+    make_robot: MakeRobot, ros: Any, skill: str, target: str, fault: str, code: SkillCode, words: str
+) -> None:
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("access", "coffee_machine")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    if fault == "move":
+        robot.gripper.fail_next_move = "libfranka gripper: command failed: finger blocked"
+    elif fault == "grasp":
+        robot.gripper.script(GraspTry(object_width=None))
+    else:  # the drive to the asset (if any) and its approach run; the skill's own motion hits something
+        robot.arm.script(*(["succeed"] * (2 if target != "coffee_machine" else 0)), "path_violation")
+    status, outcome = send_skill(ros, robot, skill, target)
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is code, outcome.error_msg
+    assert words in outcome.error_msg
+
+
 def test_refusals_come_before_anything_moves(make_robot: MakeRobot, ros: Any, tmp_path: Path) -> None:
     # only the kitchen was taught, and no switch: turn_on is not offered at all
     taught = yaml.safe_load(MOTIONS.read_text())
