@@ -156,6 +156,14 @@ def test_status_and_goal_list() -> None:
     assert goals.feed("End of goals") and goals.has("coffee machine") and not goals.has("Coffee")
 
 
+def test_a_goal_list_longer_than_any_map_is_refused() -> None:
+    goals = GoalList()
+    for i in range(10_000):
+        goals.feed(f"Goal: g{i}")
+    with pytest.raises(ValueError, match="more than 10000 goals"):
+        goals.feed("Goal: one too many")
+
+
 @pytest.mark.parametrize("value", ["1 2", "a b c", "1 nan 3", ""])
 def test_bad_locations_are_refused(value: str) -> None:
     with pytest.raises(ValueError, match="ARCL location"):

@@ -50,6 +50,7 @@ class FakeArclServer:
         self.location = start
         self.port = 0
         self.logins = 0
+        self.banner = ""  # a line sent before the password prompt (tests of hostile input)
         self._script: deque[Drive] = deque()
         self._lock = threading.Lock()
         self._commands: list[str] = []
@@ -110,6 +111,8 @@ class FakeArclServer:
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
         try:
+            if self.banner:
+                await self._say(writer, self.banner)
             await self._say(writer, "Enter password:")
             given = (await reader.readline()).decode("ascii", errors="replace").strip()
             if given != self.password:

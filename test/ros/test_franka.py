@@ -154,6 +154,19 @@ def test_wrong_password_is_a_robot_fault(make_robot: MakeRobot, ros: Any, monkey
     assert "password" in outcome.error_msg and os.environ["SAYPLAN_ARCL_PASSWORD"] not in outcome.error_msg
 
 
+def test_a_base_that_sends_no_arcl_is_refused(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.banner = "x" * 5000
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "longer than 4096 bytes" in outcome.error_msg
+    robot.arcl.banner = ""
+    robot.arcl.goals.update({f"Goal{i}": (0.0, 0.0, 0.0) for i in range(10_001)})
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "more than 10000 goals" in outcome.error_msg
+    assert robot.arcl.drives() == []
+
+
 def test_no_base_at_the_address_is_a_robot_fault(make_robot: MakeRobot, ros: Any) -> None:
     robot = make_robot(arcl_port=1)
     _status, outcome = send_skill(ros, robot, "goto", "pose8")

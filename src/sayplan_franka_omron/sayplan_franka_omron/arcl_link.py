@@ -171,8 +171,10 @@ class ArclLink:
                 if line is not None:
                     self._post("line", line)
             self._post("closed", "the link was closed")
-        except (ArclError, OSError) as exc:
+        except (ArclError, OSError, ValueError) as exc:
             self._post("closed", str(exc))
+        except Exception as exc:  # a bug must not leave a drive waiting for a link that is gone
+            self._post("closed", f"the ARCL link failed: {exc!r}")
         finally:
             self._sock = None
             if sock is not None:

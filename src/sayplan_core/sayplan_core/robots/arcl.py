@@ -38,6 +38,8 @@ DEFAULT_PORT = 7171
 MAX_LINE_BYTES = 4096
 #: Goal names are typed by people in MobilePlanner: printable ASCII, bounded.
 MAX_GOAL_NAME = 128
+#: More goals than this in a `getGoals` reply is not a building's map.
+MAX_GOALS = 10_000
 #: |x|, |y| beyond this many millimetres (10 km) is a broken site file, not a building.
 MAX_COORDINATE_MM = 10_000_000
 
@@ -261,8 +263,11 @@ class GoalList:
     complete: bool = False
 
     def feed(self, text: str) -> bool:
+        """True once the list is complete; ValueError when the robot lists more goals than any map has."""
         line = classify(text)
         if line.kind is LineKind.GOAL and line.arg:
+            if len(self.names) >= MAX_GOALS:
+                raise ValueError(f"the base listed more than {MAX_GOALS} goals")
             self.names.append(line.arg)
         elif line.kind is LineKind.END_OF_GOALS:
             self.complete = True
