@@ -245,6 +245,8 @@ class ArclBase:
         problem = await self._connect()
         if problem:
             return Outcome(SkillCode.ROBOT_FAULT, problem)
+        if cancel_requested():  # canceled while connecting: the base never starts
+            return Outcome(SkillCode.CANCELED, f"canceled before driving to {command.where}")
         if command.goal is not None and not self._link.goals.has(command.goal):
             known = ", ".join(self._link.goals.names[:20]) or "none"
             return Outcome(SkillCode.INVALID_TARGET, f"the base's map has no goal '{command.goal}' (it has: {known})")
