@@ -381,3 +381,28 @@ def test_nav2_cancel_mid_navigation(make_robot: MakeRobot, ros: Any) -> None:
     status, outcome = cancel_after(ros, robot, "goto", "kitchen", lambda: bool(robot.nav2 and robot.nav2.goals))
     assert status == GoalStatus.STATUS_CANCELED and SkillCode(outcome.error_code) is SkillCode.CANCELED
     assert robot.nav2.canceled == 1
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        ({"arcl_host": ""}, "arcl_host must name the Omron base"),
+        ({"arcl_password_env": "SAYPLAN_TEST_UNSET_PASSWORD"}, "environment variable SAYPLAN_TEST_UNSET_PASSWORD"),
+        ({"motions_file": "/nonexistent/motions.yaml"}, "cannot read motion file /nonexistent/motions.yaml"),
+        ({"site_file": "/nonexistent/site.yaml"}, "cannot read site file /nonexistent/site.yaml"),
+        ({"navigation_backend": "teleport"}, "navigation_backend must be one of arcl, nav2"),
+    ],
+)
+def test_bad_settings_stop_the_node_with_one_clear_error(
+    ros: Any, monkeypatch: pytest.MonkeyPatch, params: dict[str, Any], message: str
+) -> None:
+    from rclpy.parameter import Parameter
+
+    from sayplan_franka_omron.skill_server import FrankaOmronSkillServer
+
+    monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", "pw")
+    values = {"arcl_host": "127.0.0.1", **params}
+    with pytest.raises(ValueError, match=message):
+        FrankaOmronSkillServer(
+            context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()]
+        )
