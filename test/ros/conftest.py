@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+# Third-party messages are checked field by field (read when a message module is first imported, so set before
+# any is): an int assigned to a float64 field is refused instead of being sent as garbage.
+os.environ.setdefault("ROS_PYTHON_CHECK_FIELDS", "1")
+
 rclpy = pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 from rclpy.executors import MultiThreadedExecutor  # noqa: E402
 

@@ -67,7 +67,7 @@ def test_launch_arguments_users_expect() -> None:
 
 
 @needs_launch
-@pytest.mark.parametrize("robot", ["sim", "spot"])
+@pytest.mark.parametrize("robot", ["sim", "spot", "franka_omron"])
 def test_the_launch_file_starts_exactly_the_composed_stack(robot: str, tmp_path: Path) -> None:
     """The launch file and stack.create_nodes start the same nodes, under the same names, with the files' values."""
     from launch import LaunchContext

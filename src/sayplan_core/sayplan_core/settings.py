@@ -225,6 +225,31 @@ PATH_PLANNER_SETTINGS = Settings(
     [Setting("method", "dijkstra", "search algorithm", PER_GOAL, choices=("dijkstra", "astar"))],
 )
 
+# Navigation settings every robot backend that drives through Nav2 shares (defined once, listed in each table).
+SITE_FILE = Setting(
+    "site_file",
+    "",
+    "site bindings (YAML): node -> robot goal name and/or map pose; unbound rooms and poses use their graph position",
+    names_file=True,
+)
+NAV2_ACTION = Setting(
+    "nav2_action", "navigate_to_pose", "Nav2 NavigateToPose action the base drives through (navigation_backend nav2)"
+)
+NAV2_BEHAVIOR_TREE = Setting(
+    "nav2_behavior_tree",
+    "",
+    "behavior tree file for NavigateToPose goals (empty: the navigator's default)",
+    names_file=True,
+)
+SERVER_WAIT_S = Setting(
+    "server_wait_s",
+    5.0,
+    "how long to wait for a robot action server (Nav2, arm, gripper) to appear or answer, seconds",
+    PER_GOAL,
+    0.1,
+    600.0,
+)
+
 SIM_SKILL_SERVER_SETTINGS = Settings(
     "sim_skill_server",
     [
@@ -235,6 +260,38 @@ SIM_SKILL_SERVER_SETTINGS = Settings(
         Setting("action_set", "sayplan", "action set the skills follow (a bundled name or a YAML file)", names_file=True),
         Setting("skills", "", "comma-separated skills the simulated robot has (empty: every skill of the action set)"),
         Setting("result_timeout_s", 10.0, "how long a finished skill's result is kept for its client, seconds", minimum=0.1, maximum=3600.0),
+        Setting("navigation_backend", "sim", "sim: gotos only change the simulated world; nav2: each goto first drives the leg through Nav2", choices=("sim", "nav2")),
+        SITE_FILE, NAV2_ACTION, NAV2_BEHAVIOR_TREE, SERVER_WAIT_S,
+    ],
+)  # fmt: skip
+
+
+# ----------------------------------------------------------------------------- Franka arm on an Omron LD base
+FRANKA_OMRON_SKILL_SERVER_SETTINGS = Settings(
+    "franka_omron_skill_server",
+    [
+        Setting("navigation_backend", "arcl", "how the base is driven: arcl (Omron LD over ARCL, TCP) or nav2 (NavigateToPose)", choices=("arcl", "nav2")),
+        SITE_FILE,
+        Setting("motions_file", "", "taught arm motions per asset (YAML); empty: the robot offers only goto and done", names_file=True),
+        Setting("arcl_host", "", "address of the Omron base's ARCL server (navigation_backend arcl)"),
+        Setting("arcl_port", 7171, "ARCL TCP port", minimum=1, maximum=65535),
+        Setting("arcl_password_env", "SAYPLAN_ARCL_PASSWORD", "environment variable holding the ARCL password (never logged)"),
+        Setting("arcl_timeout_s", 10.0, "how long to wait for the base to connect, log in or answer a query, seconds", minimum=0.1, maximum=600.0),
+        NAV2_ACTION, NAV2_BEHAVIOR_TREE,
+        Setting("arm_action", "/fr3_arm_controller/follow_joint_trajectory", "FollowJointTrajectory action of the arm's trajectory controller"),
+        Setting("gripper_grasp_action", "/franka_gripper/grasp", "franka_gripper Grasp action"),
+        Setting("gripper_move_action", "/franka_gripper/move", "franka_gripper Move action"),
+        Setting("gripper_homing_action", "/franka_gripper/homing", "franka_gripper Homing action"),
+        Setting("home_gripper", True, "home the gripper before its first use (its width is unknown after a power cycle)"),
+        Setting("grasp_width", 0.04, "finger width expected around a grasped object, m (a motions-file grasp overrides it)", PER_GOAL, 0.0, 0.08),
+        Setting("grasp_force", 20.0, "grasp force, N", PER_GOAL, 1.0, 140.0),
+        Setting("grasp_speed", 0.05, "finger speed when grasping, m/s", PER_GOAL, 0.001, 0.2),
+        Setting("grasp_epsilon", 0.01, "how far from the expected width the fingers may stop and still hold, m", PER_GOAL, 0.0, 0.08),
+        Setting("open_width", 0.08, "finger width when opening the gripper, m", PER_GOAL, 0.0, 0.08),
+        Setting("gripper_speed", 0.1, "finger speed when opening, m/s", PER_GOAL, 0.001, 0.2),
+        Setting("arm_time_tolerance_s", 0.5, "how long after a taught motion's end the arm may take to settle, s", PER_GOAL, 0.0, 60.0),
+        SERVER_WAIT_S,
+        Setting("graph_wait_s", 5.0, "how long a skill that arrives right after start-up waits for the first scene graph", PER_GOAL, 0.0, 600.0),
     ],
 )  # fmt: skip
 
@@ -293,6 +350,7 @@ NODE_SETTINGS: dict[str, Settings] = {
     "sim_skill_server": SIM_SKILL_SERVER_SETTINGS,
     "perception": PERCEPTION_SETTINGS,
     "spot_skill_server": SPOT_SKILL_SERVER_SETTINGS,
+    "franka_omron_skill_server": FRANKA_OMRON_SKILL_SERVER_SETTINGS,
 }
 
 

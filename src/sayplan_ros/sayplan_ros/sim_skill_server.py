@@ -3,7 +3,9 @@
 The truth is the environment plus `world_changes` (YAML), so it can differ from the
 robot's graph; `failures` inject skill failures (any SkillOutcome code, robot faults
 included). Each skill takes `skill_delay_s`, waited on with a timer (not a sleep) so
-the executor stays free and cancel works.
+the executor stays free and cancel works. With `navigation_backend: nav2` a goto first
+drives the leg through Nav2 (to the node's site-file pose or graph position) and only
+then changes the simulated world; a failed leg leaves the world as it was.
 """
 
 from __future__ import annotations
@@ -19,6 +21,8 @@ from sayplan_core.execution.sim_world import InjectedFailure, SimulatedWorld, ap
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import GraphError
 from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.binding import SiteBinding
+from sayplan_core.robots.navigation import TargetError, base_target, pose_of
 from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.parameters import declare_settings
@@ -57,11 +61,33 @@ class SimSkillServer(SkillServer):
         unknown = sorted(set(skills or ()) - set(self.world.actions.names()))
         if unknown:
             raise ValueError(f"skills: {', '.join(unknown)} not in action set '{self.world.actions.name}'")
+        self._nav: Any = None
+        if settings["navigation_backend"] == "nav2":
+            from sayplan_ros.navigation.nav2_client import Nav2Client
+
+            site_file = str(settings["site_file"])
+            self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
+            self._nav = Nav2Client(
+                self, str(settings["nav2_action"]), self._site.frame, str(settings["nav2_behavior_tree"]), self._group
+            )
+            moves = [n for n, a in self.world.actions.actions.items() if any(c.name == "move_agent" for c in a.effects)]
+            self._moves = frozenset(moves)
         self.serve(SkillCatalog.of("sim", [self.world.actions], skills), float(settings["result_timeout_s"]))
         note = f", {len(failures)} injected failure(s)" if failures else ""
         self.get_logger().info(f"simulated world from '{settings['env']}' ({action_set}){note}")
 
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+        if self._nav is not None and step.action in self._moves:
+            try:
+                pose = pose_of(base_target(self.world.state.graph, self._site, step.target))
+            except TargetError as exc:
+                return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
+            wait = float(self.get_parameter("server_wait_s").value)
+            leg = await self._nav.drive(
+                pose, step.target, wait, context.sleep, context.feedback, context.cancel_requested
+            )
+            if not leg.ok:
+                return SkillResult(False, leg.code, leg.message)
         for phase in range(_PHASES):
             if context.cancel_requested():
                 return SkillResult(False, SkillCode.CANCELED, f"{step} canceled")
@@ -72,6 +98,10 @@ class SimSkillServer(SkillServer):
                 return self.world.execute(step.action, step.target)
             except GraphError as exc:
                 return SkillResult(False, SkillCode.INTERNAL_ERROR, f"the simulated world refused {step}: {exc}")
+
+    def on_cancel(self) -> None:
+        if self._nav is not None:
+            self._nav.cancel()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -52,6 +52,7 @@ CORE_NODES: tuple[NodeSpec, ...] = (
 ROBOTS: dict[str, NodeSpec] = {
     "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer"),
     "spot": NodeSpec("spot_skill_server", "sayplan_spot", "spot_skill_server", "sayplan_spot.skill_server:SpotSkillServer"),
+    "franka_omron": NodeSpec("franka_omron_skill_server", "sayplan_franka_omron", "franka_omron_skill_server", "sayplan_franka_omron.skill_server:FrankaOmronSkillServer"),
 }  # fmt: skip
 
 

@@ -1,0 +1,230 @@
+"""SayPlan's skills as programs of primitives for a mobile manipulator: a base, an arm with taught motions, a gripper.
+
+Each skill of the `sayplan` action set becomes a short list of primitives, built and
+checked before the robot moves (a motion that was never taught, a target the base cannot
+be sent to: a typed refusal naming the node). The robot's physical state (where the base
+and the arm are) is tracked so a skill does not repeat a motion already made:
+`access(cupboard)` after `open(cupboard)` only moves the arm back to the approach pose.
+
+    goto(p)       arm to travel (if taught and not there), drive to p
+    access(a)     [arm to travel], drive to a's base pose, arm approach
+    pickup(o)     at o's asset: open gripper, arm pre_grasp (o's own, else the asset's), grasp o, arm approach
+    release(o)    at the accessed asset: arm place, open gripper, arm approach
+    open(x)       at x's asset: open gripper, arm handle, grasp the handle, arm handle_open, open gripper, approach
+    close(x)      at x's asset: arm handle_close, arm approach
+    turn_on(x)    at x's asset: arm turn_on, arm approach (turn_off likewise)
+    done          nothing
+
+"At a's asset" means: the base drives there and the arm goes to the approach pose first
+unless both are already there. The gripper is homed once before its first use when the
+settings ask for it, and never while the scene graph says it holds something (homing
+opens the fingers fully and would drop it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sayplan_core.graph.model import NAV_TYPES, SceneGraph
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.franka import MotionError, TaughtMotions
+from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
+from sayplan_core.sim.plan import PlanStep
+
+#: Motions a skill needs at its node; a skill none of the taught nodes supports is left out of the catalog.
+SKILL_MOTIONS: dict[str, tuple[str, ...]] = {
+    "access": ("approach",),
+    "pickup": ("approach", "pre_grasp"),
+    "release": ("approach", "place"),
+    "open": ("approach", "handle", "handle_open"),
+    "close": ("approach", "handle_close"),
+    "turn_on": ("approach", "turn_on"),
+    "turn_off": ("approach", "turn_off"),
+}
+#: Skills that need no taught motion.
+BASE_SKILLS: tuple[str, ...] = ("goto", "done")
+#: Node types the arm works at (the base parks in front of them).
+WORKPLACE_TYPES = frozenset({"asset", "workspace"})
+
+TRAVEL = "travel"
+
+
+class ProgramError(ValueError):
+    """The skill cannot run as asked: `code` says who can act on it."""
+
+    def __init__(self, code: SkillCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class GripperSettings:
+    grasp_width: float = 0.04
+    grasp_force: float = 20.0
+    grasp_speed: float = 0.05
+    epsilon_inner: float = 0.01
+    epsilon_outer: float = 0.01
+    open_width: float = 0.08
+    speed: float = 0.1
+    home_first: bool = True
+
+
+@dataclass
+class RobotState:
+    """Where the robot physically is, as far as its own motions tell (None: unknown, move there again)."""
+
+    base_at: str | None = None  # node the base last arrived at
+    arm_at: str | None = None  # "node/motion" of the last motion finished, or "travel"
+    gripper_homed: bool = False
+
+    def after(self, primitive: Primitive, ok: bool) -> None:
+        """Update after a primitive ran (a failed or interrupted motion leaves the part in an unknown place)."""
+        if isinstance(primitive, Drive):
+            self.base_at = primitive.node if ok else None
+        elif isinstance(primitive, Arm):
+            self.arm_at = motion_key(primitive.trajectory.node, primitive.trajectory.name) if ok else None
+        elif isinstance(primitive, HomeGripper):
+            self.gripper_homed = self.gripper_homed or ok
+
+    def accessed(self, graph: SceneGraph) -> str | None:
+        """The asset the arm is working at (the simulator's 'accessed'), if the base is parked at one."""
+        node = graph.nodes.get(self.base_at or "")
+        return node.id if node is not None and node.type in WORKPLACE_TYPES else None
+
+
+def motion_key(node: str, motion: str) -> str:
+    return TRAVEL if motion == TRAVEL else f"{node}/{motion}"
+
+
+def available_skills(motions: TaughtMotions) -> list[str]:
+    """The skills this robot can offer with these motions: goto and done, and each manipulation skill
+    that at least one node has every motion for."""
+    out = list(BASE_SKILLS)
+    for skill, needed in SKILL_MOTIONS.items():
+        if any(all(m in taught for m in needed) for taught in motions.nodes.values()):
+            out.append(skill)
+    return out
+
+
+def workplace(graph: SceneGraph, node_id: str) -> str | None:
+    """The asset (or workspace) the arm works at for `node_id`: itself, or its nearest such ancestor."""
+    for item in [node_id, *graph.ancestors(node_id)]:
+        if graph.nodes[item].type in WORKPLACE_TYPES:
+            return item
+    return None
+
+
+def plan_skill(
+    step: PlanStep, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
+) -> list[Primitive]:
+    """The primitives of one skill from the robot's current state; ProgramError before anything moves."""
+    action, target = step.action, step.target
+    if action == "done":
+        return []
+    if target not in graph.nodes:
+        raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: '{target}' is not in the robot's scene graph")
+    try:
+        program = _program(step, graph, motions, gripper, state)
+    except MotionError as exc:
+        raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: {exc}") from None
+    return _with_homing(program, gripper, state, holding=graph.held_object() is not None)
+
+
+def _program(
+    step: PlanStep, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
+) -> list[Primitive]:
+    action, target = step.action, step.target
+    if action == "goto":
+        if graph.nodes[target].type not in NAV_TYPES:
+            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: goto takes a room or pose node, not an asset")
+        return [] if state.base_at == target else [*_travel(motions, state), Drive(target)]
+    if action == "access":
+        if graph.nodes[target].type not in WORKPLACE_TYPES:
+            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: access takes an asset")
+        return _at(target, motions, state)
+    if action == "pickup":
+        place = workplace(graph, target)
+        if place is None:
+            raise ProgramError(SkillCode.NOT_FOUND, f"{step}: '{target}' is on no asset the arm can reach")
+        node = target if motions.has(target, "pre_grasp") else place
+        return [
+            *_at(place, motions, state),
+            OpenGripper(gripper.open_width, gripper.speed),
+            Arm(motions.motion(node, "pre_grasp")),
+            _grasp(target, motions, gripper),
+            Arm(motions.motion(place, "approach")),
+        ]
+    if action == "release":
+        place = state.accessed(graph)
+        if place is None:
+            raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the arm is at no asset to put it on; access one first")
+        return [
+            *_at(place, motions, state),
+            Arm(motions.motion(place, "place")),
+            OpenGripper(gripper.open_width, gripper.speed),
+            Arm(motions.motion(place, "approach")),
+        ]
+    if action in ("open", "close", "turn_on", "turn_off"):
+        place = workplace(graph, target)
+        if place is None:
+            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: '{target}' is on no asset the arm can reach")
+        if action == "open":
+            held = graph.held_object()
+            if held is not None:
+                raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the gripper holds '{held}'; put it down first")
+            return [
+                *_at(place, motions, state),
+                OpenGripper(gripper.open_width, gripper.speed),
+                Arm(motions.motion(target, "handle")),
+                _grasp(target, motions, gripper),
+                Arm(motions.motion(target, "handle_open")),
+                OpenGripper(gripper.open_width, gripper.speed),
+                Arm(motions.motion(place, "approach")),
+            ]
+        motion = "handle_close" if action == "close" else action
+        return [
+            *_at(place, motions, state),
+            Arm(motions.motion(target, motion)),
+            Arm(motions.motion(place, "approach")),
+        ]
+    raise ProgramError(SkillCode.UNKNOWN_SKILL, f"{step}: this robot has no program for '{action}'")
+
+
+def _travel(motions: TaughtMotions, state: RobotState) -> list[Primitive]:
+    if motions.travel is None or state.arm_at == TRAVEL:
+        return []
+    return [Arm(motions.travel)]
+
+
+def _at(place: str, motions: TaughtMotions, state: RobotState) -> list[Primitive]:
+    """Base in front of `place` and arm at its approach pose, skipping what is already so."""
+    approach = motions.motion(place, "approach")
+    out: list[Primitive] = []
+    if state.base_at != place:
+        out.extend(_travel(motions, state))
+        out.append(Drive(place))
+    if state.base_at != place or state.arm_at != motion_key(place, "approach"):
+        out.append(Arm(approach))
+    return out
+
+
+def _grasp(node: str, motions: TaughtMotions, gripper: GripperSettings) -> Grasp:
+    spec = motions.grasps.get(node)
+    width = spec.width if spec else gripper.grasp_width
+    force = spec.force if spec else gripper.grasp_force
+    return Grasp(node, width, force, gripper.grasp_speed, gripper.epsilon_inner, gripper.epsilon_outer)
+
+
+def _with_homing(
+    program: Iterable[Primitive], gripper: GripperSettings, state: RobotState, holding: bool
+) -> list[Primitive]:
+    """Home the gripper before its first use; never while it holds something (homing opens the fingers fully)."""
+    out: list[Primitive] = []
+    homed = state.gripper_homed or not gripper.home_first or holding
+    for primitive in program:
+        if not homed and isinstance(primitive, (Grasp, OpenGripper)):
+            out.append(HomeGripper())
+            homed = True
+        out.append(primitive)
+    return out

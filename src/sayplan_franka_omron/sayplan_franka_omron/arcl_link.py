@@ -1,0 +1,321 @@
+"""The TCP link to an Omron LD base's ARCL server, and the base backend that drives through it.
+
+A reader thread owns the socket: it connects, logs in (`Enter password:` ... `End of
+commands`), asks for the map's goals, then reads lines. Every event reaches the node
+through a guard condition whose callback runs in the node's executor, so the drive
+trackers and their futures are only touched there and the executor never blocks on the
+network. The password comes from the environment and is never logged.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from rclpy.node import Node
+from rclpy.task import Future
+
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.arcl import (
+    END_OF_COMMANDS,
+    GET_GOALS,
+    MAX_LINE_BYTES,
+    PASSWORD_PROMPT,
+    STATUS,
+    STOP,
+    GoalList,
+    GotoTracker,
+    StatusReader,
+    goto_command,
+)
+from sayplan_core.robots.binding import Target
+from sayplan_core.robots.navigation import Pose2D
+from sayplan_core.robots.primitives import Outcome
+from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, wait_for
+
+Feedback = Callable[[str, float], None]
+
+
+class ArclError(Exception):
+    """The link cannot be used (closed, refused, not ARCL); the text says why, without the password."""
+
+
+class _Lines:
+    """Splits a byte stream into lines (CRLF or LF); refuses a line longer than ARCL ever sends."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._buffer = b""
+
+    def next(self) -> str | None:
+        """The next line, or None on a socket timeout; ArclError when the peer closed or misbehaved."""
+        while b"\n" not in self._buffer:
+            if len(self._buffer) > MAX_LINE_BYTES:
+                raise ArclError(f"the base sent a line longer than {MAX_LINE_BYTES} bytes")
+            try:
+                chunk = self._sock.recv(4096)
+            except TimeoutError:
+                return None
+            if not chunk:
+                raise ArclError("the base closed the connection")
+            self._buffer += chunk
+        line, _, self._buffer = self._buffer.partition(b"\n")
+        if len(line) > MAX_LINE_BYTES:
+            raise ArclError(f"the base sent a line longer than {MAX_LINE_BYTES} bytes")
+        return line.rstrip(b"\r").decode("ascii", errors="replace")
+
+
+class ArclLink:
+    """One ARCL connection (see the module docstring). `open()` returns a future that is True once logged in."""
+
+    def __init__(
+        self,
+        node: Node,
+        host: str,
+        port: int,
+        password: str,
+        timeout_s: float,
+        group: Any,
+        on_line: Callable[[str], None],
+        on_closed: Callable[[str], None],
+    ) -> None:
+        self._node = node
+        self._address = (host, port)
+        self._password = password
+        self._timeout = timeout_s
+        self._on_line = on_line
+        self._on_closed = on_closed
+        self._events: queue.Queue[tuple[str, Any]] = queue.Queue()
+        self._guard = node.create_guard_condition(self._drain, callback_group=group)
+        self._send_lock = threading.Lock()
+        self._sock: socket.socket | None = None
+        self._thread: threading.Thread | None = None
+        self._closing = threading.Event()
+        self._opened: Future | None = None
+        self.goals = GoalList()
+        self.error = ""
+
+    @property
+    def where(self) -> str:
+        return f"{self._address[0]}:{self._address[1]}"
+
+    @property
+    def ready(self) -> bool:
+        return self._opened is not None and self._opened.done() and self._opened.result() is True
+
+    def open(self) -> Future:
+        """Connect in the background unless connected or connecting; the future resolves True or with the error."""
+        if self._opened is not None and (not self._opened.done() or self._opened.result() is True):
+            return self._opened
+        self._opened = Future()
+        self._closing.clear()
+        self.goals = GoalList()
+        self._thread = threading.Thread(target=self._run, name=f"arcl {self.where}", daemon=True)
+        self._thread.start()
+        return self._opened
+
+    def send(self, line: str) -> None:
+        sock = self._sock
+        if sock is None or not self.ready:
+            raise ArclError(f"not connected to the base at {self.where}")
+        with self._send_lock:
+            try:
+                sock.sendall(line.encode("ascii") + b"\r\n")
+            except OSError as exc:
+                raise ArclError(f"cannot send to the base at {self.where}: {exc}") from None
+
+    def close(self) -> None:
+        self._closing.set()
+        sock = self._sock
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        if self._thread is not None:
+            self._thread.join(timeout=2.0)
+        self._node.destroy_guard_condition(self._guard)
+
+    # ------------------------------------------------------------------ reader thread
+    def _post(self, kind: str, value: Any) -> None:
+        self._events.put((kind, value))
+        self._guard.trigger()
+
+    def _run(self) -> None:
+        sock: socket.socket | None = None
+        try:
+            try:
+                sock = socket.create_connection(self._address, timeout=self._timeout)
+            except OSError as exc:
+                raise ArclError(f"cannot connect to the base's ARCL server at {self.where}: {exc}") from None
+            lines = _Lines(sock)
+            self._expect(lines, PASSWORD_PROMPT, "a password prompt")
+            sock.sendall(self._password.encode("ascii", errors="replace") + b"\r\n")
+            try:
+                self._expect(lines, END_OF_COMMANDS, "the command list after the password")
+            except ArclError as exc:
+                raise ArclError(f"{exc}: is the ARCL password right?") from None
+            sock.sendall(GET_GOALS.encode() + b"\r\n")
+            goals = GoalList()
+            deadline = time.monotonic() + self._timeout
+            while not goals.feed(self._line(lines, deadline, "the goal list")):
+                pass
+            self._sock = sock
+            sock.settimeout(0.5)
+            self._post("ready", goals)
+            while not self._closing.is_set():
+                line = lines.next()
+                if line is not None:
+                    self._post("line", line)
+            self._post("closed", "the link was closed")
+        except (ArclError, OSError, ValueError) as exc:
+            self._post("closed", str(exc))
+        except Exception as exc:  # a bug must not leave a drive waiting for a link that is gone
+            self._post("closed", f"the ARCL link failed: {exc!r}")
+        finally:
+            self._sock = None
+            if sock is not None:
+                sock.close()
+
+    def _line(self, lines: _Lines, deadline: float, what: str) -> str:
+        while time.monotonic() < deadline:
+            line = lines.next()
+            if line is not None:
+                return line
+        raise ArclError(f"the base at {self.where} did not send {what} within {self._timeout:g} s")
+
+    def _expect(self, lines: _Lines, text: str, what: str) -> None:
+        deadline = time.monotonic() + self._timeout
+        while self._line(lines, deadline, what).strip() != text:
+            pass
+
+    # ------------------------------------------------------------------ executor side
+    def _drain(self) -> None:
+        while True:
+            try:
+                kind, value = self._events.get_nowait()
+            except queue.Empty:
+                return
+            if kind == "ready":
+                self.goals = value
+                self.error = ""
+                if self._opened is not None and not self._opened.done():
+                    self._opened.set_result(True)
+            elif kind == "line":
+                self._on_line(value)
+            else:
+                self.error = str(value)
+                if self._opened is not None and not self._opened.done():
+                    self._opened.set_result(self.error)
+                else:
+                    self._opened = None  # the next drive connects again
+                self._on_closed(self.error)
+
+
+class ArclBase:
+    """Drives the Omron base through ARCL: `goto <goal>` for nodes bound to a map goal, else `doTask gotoPoint`."""
+
+    def __init__(self, node: Node, host: str, port: int, password: str, timeout_s: float, group: Any) -> None:
+        self._node = node
+        self._group = group
+        self._timeout = timeout_s
+        self._link = ArclLink(node, host, port, password, timeout_s, group, self._on_line, self._on_closed)
+        self._tracker: GotoTracker | None = None
+        self._done: Future | None = None
+        self._feedback: Feedback | None = None
+        self._status: StatusReader | None = None
+        self._status_done: Future | None = None
+
+    def check(self, target: Target) -> None:
+        goto_command(target)  # TargetError for a name ARCL cannot take or a pose out of range
+
+    async def _connect(self) -> str:
+        """'' once logged in, else why not."""
+        opened = self._link.open()
+        if not await wait_for(self._node, opened, self._timeout + 1.0, self._group):
+            return f"no answer from the base's ARCL server at {self._link.where}"
+        result = opened.result()
+        return "" if result is True else str(result)
+
+    async def drive(self, target: Target, feedback: Feedback, cancel_requested: Callable[[], bool]) -> Outcome:
+        command = goto_command(target)
+        problem = await self._connect()
+        if problem:
+            return Outcome(SkillCode.ROBOT_FAULT, problem)
+        if cancel_requested():  # canceled while connecting: the base never starts
+            return Outcome(SkillCode.CANCELED, f"canceled before driving to {command.where}")
+        if command.goal is not None and not self._link.goals.has(command.goal):
+            known = ", ".join(self._link.goals.names[:20]) or "none"
+            return Outcome(SkillCode.INVALID_TARGET, f"the base's map has no goal '{command.goal}' (it has: {known})")
+        tracker = GotoTracker(command)
+        done: Future = Future()
+        self._tracker, self._done, self._feedback = tracker, done, feedback
+        try:
+            self._link.send(command.line)
+            if cancel_requested():
+                self.cancel()
+            stopped_at: float | None = None
+            while not await wait_for(self._node, done, 1.0, self._group):
+                if tracker.stop_requested:
+                    stopped_at = stopped_at or time.monotonic()
+                    if time.monotonic() - stopped_at > CANCEL_GRACE_S:
+                        return Outcome(SkillCode.CANCELED, f"the base did not confirm the stop on {command.where}")
+        except Exception as exc:  # ArclError: the link broke while sending
+            return Outcome(SkillCode.ROBOT_FAULT, f"driving to {command.where}: {exc}")
+        finally:
+            self._tracker, self._done, self._feedback = None, None, None
+        outcome: Outcome = done.result()
+        return outcome
+
+    async def locate(self) -> Pose2D | None:
+        """The base's map pose from an ARCL `status` query, or None when it does not answer."""
+        if not self._link.ready:
+            return None
+        reader, done = StatusReader(), Future()
+        self._status, self._status_done = reader, done
+        try:
+            self._link.send(STATUS)
+            await wait_for(self._node, done, self._timeout, self._group)
+        except ArclError:
+            return None
+        finally:
+            self._status, self._status_done = None, None
+        return reader.location
+
+    def cancel(self) -> None:
+        """Stop the base now (from the skill server's cancel callback)."""
+        tracker = self._tracker
+        if tracker is None:
+            return
+        tracker.stop_requested = True
+        try:
+            self._link.send(STOP)
+        except ArclError as exc:
+            self._node.get_logger().error(f"could not send 'stop' to the base: {exc}")
+
+    def destroy(self) -> None:
+        self._link.close()
+
+    # ------------------------------------------------------------------ lines from the link (executor)
+    def _on_line(self, line: str) -> None:
+        tracker, done, feedback = self._tracker, self._done, self._feedback
+        if tracker is not None and done is not None and not done.done():
+            event = tracker.feed(line)
+            if isinstance(event, Outcome):
+                done.set_result(event)
+            elif isinstance(event, str) and feedback is not None:
+                feedback(event, 0.5)
+        reader, status_done = self._status, self._status_done
+        if reader is not None and status_done is not None and not status_done.done() and reader.feed(line):
+            status_done.set_result(True)
+
+    def _on_closed(self, reason: str) -> None:
+        done = self._done
+        if done is not None and not done.done():
+            done.set_result(Outcome(SkillCode.ROBOT_FAULT, f"lost the link to the base: {reason}"))
+        status_done = self._status_done
+        if status_done is not None and not status_done.done():
+            status_done.set_result(False)

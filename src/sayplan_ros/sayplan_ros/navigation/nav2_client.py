@@ -1,0 +1,111 @@
+"""Drive any robot's base through Nav2's NavigateToPose action (ROS 2 Jazzy wire type), one leg per goto.
+
+A plain rclpy ActionClient inside the skill server's executor (not nav2_simple_commander's
+BasicNavigator, which spins a node of its own): the goal is sent and awaited without
+blocking, Nav2's feedback becomes skill feedback, its error codes become SkillOutcome
+codes (sayplan_core.robots.nav2), and a cancel of the skill cancels the Nav2 goal.
+`nav2_msgs` is imported only when a Nav2 client is made, so a stack without Nav2 never
+needs it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from rclpy.action import ActionClient
+from rclpy.node import Node
+
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.nav2 import nav2_outcome, progress, quaternion_to_yaw, yaw_to_quaternion
+from sayplan_core.robots.navigation import Pose2D
+from sayplan_core.robots.primitives import Outcome
+from sayplan_ros.navigation.action_call import ActionCall
+
+Feedback = Callable[[str, float], None]
+Sleep = Callable[[float], Awaitable[None]]
+
+
+def load_navigate_to_pose() -> Any:
+    """The NavigateToPose type, or a ValueError that says how to get it."""
+    try:
+        from nav2_msgs.action import NavigateToPose
+    except ImportError:
+        raise ValueError(
+            "navigation_backend nav2 needs the nav2_msgs package (on a ROS install: apt install ros-jazzy-nav2-msgs)"
+        ) from None
+    return NavigateToPose
+
+
+class Nav2Client:
+    """NavigateToPose legs for one node; `last_pose` is the robot's map pose from the latest feedback."""
+
+    def __init__(self, node: Node, action_name: str, frame: str, behavior_tree: str = "", group: Any = None) -> None:
+        self._type = load_navigate_to_pose()
+        self._node = node
+        self._group = group
+        self._frame = frame
+        self._behavior_tree = behavior_tree
+        self._client = ActionClient(node, self._type, action_name, callback_group=group)
+        self._call: ActionCall | None = None
+        self.last_pose: Pose2D | None = None
+
+    async def drive(
+        self,
+        pose: Pose2D,
+        where: str,
+        server_wait_s: float,
+        sleep: Sleep,
+        feedback: Feedback,
+        cancel_requested: Callable[[], bool] = lambda: False,
+    ) -> Outcome:
+        """One leg to `pose` (map frame of the site file); the outcome says how it ended.
+        `cancel_requested` closes the gap between a cancel and this leg's start."""
+        x, y, yaw = pose
+        goal = self._type.Goal()
+        goal.pose.header.frame_id = self._frame
+        goal.pose.pose.position.x = float(x)
+        goal.pose.pose.position.y = float(y)
+        qx, qy, qz, qw = yaw_to_quaternion(float(yaw))
+        goal.pose.pose.orientation.x, goal.pose.pose.orientation.y = qx, qy
+        goal.pose.pose.orientation.z, goal.pose.pose.orientation.w = qz, qw
+        goal.behavior_tree = self._behavior_tree
+        initial: list[float] = []
+
+        def on_feedback(msg: Any) -> None:
+            p = msg.current_pose.pose
+            self.last_pose = (
+                float(p.position.x),
+                float(p.position.y),
+                quaternion_to_yaw(p.orientation.x, p.orientation.y, p.orientation.z, p.orientation.w),
+            )
+            remaining = float(msg.distance_remaining)
+            if not initial and math.isfinite(remaining) and remaining > 0.0:
+                initial.append(remaining)
+            feedback(
+                f"driving to {where}: {remaining:.1f} m left", progress(remaining, initial[0] if initial else None)
+            )
+
+        call = ActionCall(self._node, self._client, "Nav2 NavigateToPose", self._group)
+        self._call = call
+        if cancel_requested():
+            call.cancel()
+        try:
+            ended = await call.run(goal, server_wait_s, sleep, on_feedback)
+        finally:
+            self._call = None
+        if ended.problem:
+            code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
+            return Outcome(code, f"driving to {where}: {ended.problem}")
+        result = ended.result  # Humble's result has neither field: every failure then reads "no error code"
+        error_code, error_msg = getattr(result, "error_code", 0), getattr(result, "error_msg", "")
+        return nav2_outcome(ended.status, int(error_code), str(error_msg), where)
+
+    def cancel(self) -> None:
+        call = self._call
+        if call is not None:
+            call.cancel()
+
+    def destroy(self) -> None:
+        self._client.destroy()

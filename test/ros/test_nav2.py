@@ -1,0 +1,196 @@
+"""Nav2 as the navigation backend of any robot: the test-only wire types equal upstream's, and the simulated robot
+(`navigation_backend: nav2`) drives every goto leg through a fake Nav2 over DDS before its world changes."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+pytest.importorskip(
+    "nav2_msgs", reason="nav2_msgs is not importable: build the test overlay (scripts/build_test_overlay.sh)"
+)
+
+from action_msgs.msg import GoalStatus
+from ament_index_python.packages import get_package_share_directory
+from fakes.ros_robot import FakeNav2, Leg
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from transcripts import GOAL, GOOD_PLAN, INSTRUCTION, say, write_transcript
+
+from sayplan_core.envs import load_env
+from sayplan_core.outcomes import SkillCode
+from sayplan_core.sim import check_goals
+from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
+from sayplan_ros.sim_skill_server import SimSkillServer
+from sayplan_ros.stack import create_nodes
+
+pytestmark = pytest.mark.ros
+OFFICE = load_env("office")
+
+#: RIHS01 hashes of the upstream Jazzy types. The first four are from ../shared/robot-interfaces/README.md (built
+#: from navigation2 branch jazzy 1.3.x and franka_ros2 branch jazzy v3.4.0). FollowJointTrajectory's was obtained
+#: here: ros-controls/control_msgs branch jazzy (5.8.0, commit f901df2662f2) built unchanged with the venv's
+#: rosidl in a scratch workspace outside the repository, read from
+#: install/control_msgs/share/control_msgs/action/FollowJointTrajectory.json.
+UPSTREAM_HASHES = {
+    ("nav2_msgs", "NavigateToPose"): "RIHS01_a56dba8a3234a1215e610180dc703ae25bbf406dded8b54887891c9732857eab",
+    ("franka_msgs", "Grasp"): "RIHS01_8e8a4bb9d96564ae56fb2d47e932c65656316f5c10365958a26df3517a06bb92",
+    ("franka_msgs", "Move"): "RIHS01_ff1f93537cae0ce92792433e368199606771ad62bb819d78078bfe37144d3ef1",
+    ("franka_msgs", "Homing"): "RIHS01_2156a4bd902561e59e6081ba94428daf9a453f960596f8b7ca12e8281e0caeeb",
+    (
+        "control_msgs",
+        "FollowJointTrajectory",
+    ): "RIHS01_738ebcb7a2d7cfa42f9f1001cc99ce3a4383d1cfe508015d9be8485e4b1c66f6",
+}
+
+
+@pytest.mark.parametrize(("package", "action"), sorted(UPSTREAM_HASHES), ids=lambda v: str(v))
+def test_wire_types_equal_upstream(package: str, action: str) -> None:
+    """rosidl hashes every field name, type and nested type: equal hashes mean the same type on the wire."""
+    description = Path(get_package_share_directory(package)) / "action" / f"{action}.json"
+    hashes = json.loads(description.read_text())["type_hashes"]
+    assert hashes[0]["type_name"] == f"{package}/action/{action}"
+    assert hashes[0]["hash_string"] == UPSTREAM_HASHES[(package, action)]
+
+
+def test_messages_are_field_checked() -> None:
+    """ROS_PYTHON_CHECK_FIELDS is on for these tests: a float field refuses an int instead of sending garbage."""
+    from geometry_msgs.msg import Point
+    from nav2_msgs.action import NavigateToPose
+
+    with pytest.raises(AssertionError):
+        NavigateToPose.Feedback(distance_remaining=1)  # type: ignore[arg-type]
+    with pytest.raises(AssertionError):  # nested types too (geometry_msgs is imported long before these tests)
+        Point(x=1)  # type: ignore[arg-type]
+
+
+def start_sim(ros: Any, **params: Any) -> tuple[SimSkillServer, FakeNav2]:
+    nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
+    values: dict[str, Any] = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "server_wait_s": 2.0, **params}
+    sim = ros.add(
+        SimSkillServer(context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+    )
+    return sim, nav2
+
+
+def run(
+    ros: Any, skill: str, target: str, feedback: list[Any] | None = None, cancel_when: Any = None
+) -> tuple[int, Any]:
+    client = ActionClient(ros.node(f"operator_{len(ros._nodes)}"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    sent = client.send_goal_async(
+        ExecuteSkill.Goal(skill=skill, target=target),
+        feedback_callback=(lambda f: feedback.append(f.feedback)) if feedback is not None else None,
+    )
+    ros.wait_for(sent.done, what="goal acceptance")
+    handle = sent.result()
+    if cancel_when is not None:
+        ros.wait_for(cancel_when, what="the leg to start")
+        handle.cancel_goal_async()
+    result = handle.get_result_async()
+    ros.wait_for(result.done, timeout=15.0, what="execute_skill result")
+    return result.result().status, result.result().result.outcome
+
+
+def test_a_sim_goto_drives_the_leg_through_nav2_first(ros: Any) -> None:
+    sim, nav2 = start_sim(ros)
+    feedback: list[Any] = []
+    status, outcome = run(ros, "goto", "pose8", feedback)
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    frame, x, y, yaw, tree = nav2.goals[0]
+    position = OFFICE.nodes["pose8"].position
+    assert position is not None and (frame, x, y, yaw, tree) == ("map", position[0], position[1], 0.0, "")
+    assert sim.world.state.location == "pose8"
+    progress = [f.progress for f in feedback if "m left" in f.status]
+    assert progress and progress == sorted(progress) and math.isclose(progress[-1], 1.0)
+
+
+@pytest.mark.parametrize(
+    ("error_code", "code", "name"),
+    [
+        (208, SkillCode.UNREACHABLE, "ComputePathToPose.NO_VALID_PATH"),
+        (105, SkillCode.BLOCKED, "FollowPath.FAILED_TO_MAKE_PROGRESS"),
+        (703, SkillCode.BLOCKED, "Spin.COLLISION_AHEAD"),
+        (202, SkillCode.ROBOT_FAULT, "ComputePathToPose.TF_ERROR"),
+    ],
+)
+def test_a_failed_leg_leaves_the_world_unchanged(ros: Any, error_code: int, code: SkillCode, name: str) -> None:
+    sim, nav2 = start_sim(ros)
+    nav2.script(Leg("abort", error_code=error_code, error_msg="from the fake"))
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is code
+    assert name in outcome.error_msg and "from the fake" in outcome.error_msg
+    assert sim.world.state.location == "pose7"
+
+
+def test_site_file_poses_and_frame_reach_nav2(ros: Any, tmp_path: Path) -> None:
+    site = tmp_path / "site.yaml"
+    site.write_text("frame: office_map\nnodes:\n  pose8: {pose: [35.2, 0.4, 90]}\n  pose9: {target: only-a-name}\n")
+    sim, nav2 = start_sim(ros, site_file=str(site), nav2_behavior_tree="/bt/slow.xml")
+    status, _ = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED
+    frame, x, y, yaw, tree = nav2.goals[0]
+    assert (frame, x, y, tree) == ("office_map", 35.2, 0.4, "/bt/slow.xml") and math.isclose(yaw, math.pi / 2)
+    status, outcome = run(ros, "goto", "pose9")  # a name Nav2 cannot drive to: refused before any goal is sent
+    assert SkillCode(outcome.error_code) is SkillCode.INVALID_TARGET and "needs a map pose" in outcome.error_msg
+    assert len(nav2.goals) == 1 and sim.world.state.location == "pose8"
+
+
+def test_cancel_mid_navigation_cancels_the_nav2_goal(ros: Any) -> None:
+    sim, nav2 = start_sim(ros)
+    nav2.script(Leg("hold"))
+    status, outcome = run(ros, "goto", "pose8", cancel_when=lambda: bool(nav2.goals))
+    assert status == GoalStatus.STATUS_CANCELED and SkillCode(outcome.error_code) is SkillCode.CANCELED
+    assert nav2.canceled == 1 and sim.world.state.location == "pose7"
+
+
+def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
+    sim, nav2 = start_sim(ros, server_wait_s=0.3)
+    nav2.active = False
+    _, outcome = run(ros, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg
+    nav2.destroy_node()
+    ros._nodes.remove(nav2)
+    _, outcome = run(ros, "goto", "pose8")
+    assert (
+        SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
+        and "no Nav2 NavigateToPose action server" in outcome.error_msg
+    )
+    assert sim.world.state.location == "pose7"
+
+
+def test_robot_sim_navigates_through_nav2_in_the_whole_stack(ros: Any, tmp_path: Path) -> None:
+    nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
+    transcript = write_transcript(
+        tmp_path / "t.json", say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)
+    )
+    params = {"navigation_backend": "nav2", "skill_delay_s": 0.0}
+    nodes = create_nodes(
+        ros.context,
+        "sim",
+        {
+            "planner": [Parameter("replay_transcript", value=str(transcript))],
+            "sim_skill_server": [Parameter(k, value=v) for k, v in params.items()],
+        },
+    )
+    for node in nodes:
+        ros.add(node)
+    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    assert client.wait_for_server(timeout_sec=10.0)
+    sent = client.send_goal_async(ExecuteTask.Goal(instruction=INSTRUCTION))
+    ros.wait_for(sent.done, what="goal acceptance")
+    result_future = sent.result().get_result_async()
+    ros.wait_for(result_future.done, timeout=60.0, what="execute_task result")
+    result = result_future.result().result
+    assert result.success, result.error_msg
+    # Dijkstra picked the route; Nav2 drove each hop of it, in order, to the hop's graph position
+    hops = [s.target for s in result.executed if s.action == "goto"]
+    expected = [OFFICE.nodes[h].position[:2] for h in hops]  # type: ignore[index]
+    assert [(x, y) for _f, x, y, _yaw, _t in nav2.goals] == expected
+    graph = next(n for n in nodes if n.get_name() == "scene_graph_server").graph
+    assert check_goals(graph, [GOAL]).success
