@@ -17,6 +17,7 @@ for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
 
 from fakes.franka_robot import robot_parameters, start_fakes  # noqa: E402
 from fakes.ros_robot import GraspTry  # noqa: E402
+from launch_support import needs_launch  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from transcripts import GOAL, GOOD_PLAN, INSTRUCTION, say, write_transcript  # noqa: E402
@@ -98,9 +99,9 @@ def test_demo_instruction_with_a_failed_grasp_and_a_replan(
         assert len(goals) >= len(gotos)
 
 
+@needs_launch
 def test_the_driver_launch_file_starts_what_is_installed() -> None:
     """Neither franka_ros2 nor Nav2 is installed here: each driver is skipped with a log line, none is invented."""
-    pytest.importorskip("launch", reason="ROS 2 launch is not importable: build the test overlay")
     import runpy
 
     from launch import LaunchContext

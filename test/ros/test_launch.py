@@ -3,7 +3,6 @@ overlay built from ../shared/ros-launch), checked against the one composer, and 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import runpy
 import subprocess
@@ -14,14 +13,9 @@ from typing import Any
 
 import pytest
 import yaml
+from launch_support import needs_launch
 
 ROOT = Path(__file__).resolve().parents[2]
-HAVE_LAUNCH = all(importlib.util.find_spec(m) is not None for m in ("launch", "launch_ros", "launch_testing"))
-NO_LAUNCH = (
-    "ROS 2 launch is not importable: there is no ROS install and no ../shared/ros-launch folder for the test "
-    "overlay (scripts/build_test_overlay.sh); the launch file was not run"
-)
-needs_launch = pytest.mark.skipif(not HAVE_LAUNCH, reason=NO_LAUNCH)
 
 CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
 
