@@ -31,6 +31,7 @@ from sayplan_core.robots.programs import (
     available_skills,
     motion_key,
     plan_skill,
+    release_owed,
 )
 from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.action_set import load_action_set
@@ -231,6 +232,33 @@ def test_open_with_a_full_hand_is_refused() -> None:
     with pytest.raises(ProgramError, match="holds 'coffee_mug'") as caught:
         plan_skill(PlanStep("open", "kitchen_cupboard"), graph, MOTIONS, GRIP, RobotState())
     assert caught.value.code is SkillCode.SKILL_FAILED
+
+
+def test_a_failure_with_a_handle_in_the_fingers_owes_a_release() -> None:
+    """Every failure point of every skill: the fingers are let go exactly when they are closed on something the
+    robot is not meant to carry (a handle; a failed grasp counts as closed, the fingers may have stopped on it)."""
+    state = RobotState(base_at="kitchen", arm_at=TRAVEL, gripper_homed=True)
+    for action, target in [("open", "kitchen_cupboard"), ("pickup", "coffee_mug"), ("close", "kitchen_cupboard"),
+                           ("release", "coffee_mug"), ("turn_on", "coffee_machine"), ("goto", "pose12")]:  # fmt: skip
+        graph = OFFICE.copy()
+        if action == "release":
+            graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
+        step = PlanStep(action, target)
+        at = RobotState(**{**vars(state), "base_at": "nikos_desk"}) if action == "release" else state
+        program = plan_skill(step, graph, MOTIONS, GRIP, RobotState(**vars(at)))
+        for failed in range(len(program)):
+            clamped = False  # the oracle: walk the program as the fingers would
+            for index, primitive in enumerate(program[: failed + 1]):
+                if isinstance(primitive, Grasp) and action != "pickup":
+                    clamped = True
+                elif isinstance(primitive, OpenGripper) and index < failed:
+                    clamped = False
+            owed = release_owed(step, program, failed)
+            assert (owed is not None) == clamped, (action, failed, names(program))
+            if owed is not None:
+                assert owed.width == GRIP.open_width
+    open_program = plan("open", "kitchen_cupboard", RobotState(**vars(state)))
+    assert release_owed(PlanStep("open", "kitchen_cupboard"), open_program, 5) is not None  # handle_open failed
 
 
 SKILLS = [

@@ -326,6 +326,22 @@ def test_manipulation_failures_are_typed(
     assert words in outcome.error_msg
 
 
+def test_a_handle_motion_that_fails_lets_go_of_the_handle(make_robot: MakeRobot, ros: Any) -> None:
+    """The door is grasped, then the pull hits something: the fingers must open before the skill ends, or the next
+    goto would drive off with the cupboard's handle in them."""
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("access", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.arm.script("succeed", "path_violation")  # the arm reaches the handle; pulling it open is blocked
+    moves_before = len(robot.gripper.moves)
+    status, outcome = send_skill(ros, robot, "open", "kitchen_cupboard")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.BLOCKED, outcome.error_msg
+    assert "handle_open" in outcome.error_msg
+    assert [g[0] for g in robot.gripper.grasps] == [0.02]
+    # opened before reaching for the handle, and again after the failed pull
+    assert [width for width, _ in robot.gripper.moves[moves_before:]] == [0.08, 0.08]
+
+
 def test_refusals_come_before_anything_moves(make_robot: MakeRobot, ros: Any, tmp_path: Path) -> None:
     # only the kitchen was taught, and no switch: turn_on is not offered at all
     taught = yaml.safe_load(MOTIONS.read_text())

@@ -24,7 +24,14 @@ from sayplan_core.robots.binding import SiteBinding, Target
 from sayplan_core.robots.franka import TaughtMotions
 from sayplan_core.robots.navigation import Pose2D, TargetError, base_target, nearest_place, pose_of
 from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Outcome, Primitive
-from sayplan_core.robots.programs import GripperSettings, ProgramError, RobotState, available_skills, plan_skill
+from sayplan_core.robots.programs import (
+    GripperSettings,
+    ProgramError,
+    RobotState,
+    available_skills,
+    plan_skill,
+    release_owed,
+)
 from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS as SETTINGS
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -166,6 +173,7 @@ class FrankaOmronSkillServer(SkillServer):
             outcome = await self._run_primitive(primitive, targets, values, context)
             self._state.after(primitive, outcome.ok)
             if not outcome.ok:
+                outcome = await self._let_go_if_owed(step, program, index, outcome, values)
                 location = graph.agent_location()
                 if isinstance(primitive, Drive):
                     location = await self._where(graph) or location
@@ -177,13 +185,33 @@ class FrankaOmronSkillServer(SkillServer):
             self.get_logger().warning(warning)
         return SkillResult(True, SkillCode.NONE, f"{step} done", update)
 
-    async def _run_primitive(
-        self, primitive: Primitive, targets: dict[str, Target], values: dict[str, Any], context: SkillContext
+    async def _let_go_if_owed(
+        self, step: PlanStep, program: list[Primitive], failed: int, outcome: Outcome, values: dict[str, Any]
     ) -> Outcome:
-        canceled = lambda: self._canceled(context)  # noqa: E731
+        """After a failure with a handle in the fingers, open them (even on cancel); if they will not open, the
+        robot is stuck to the furniture: a fault the planner cannot fix."""
+        owed = release_owed(step, program, failed)
+        if owed is None:
+            return outcome
+        released = await self._run_primitive(owed, {}, values, None)
+        self._state.after(owed, released.ok)
+        if released.ok:
+            return outcome
+        return Outcome(
+            SkillCode.ROBOT_FAULT,
+            f"{outcome.message}; then the gripper did not let go of '{step.target}' ({released.message}): "
+            "free it by hand before the robot moves",
+        )
+
+    async def _run_primitive(
+        self, primitive: Primitive, targets: dict[str, Target], values: dict[str, Any], context: SkillContext | None
+    ) -> Outcome:
+        """Run one primitive; with no context (a clean-up owed after a failure) it cannot be canceled."""
+        canceled = (lambda: False) if context is None else (lambda: self._canceled(context))
+        feedback = (lambda _text, _progress: None) if context is None else context.feedback
         wait = float(values["server_wait_s"])
         if isinstance(primitive, Drive):
-            return await self._base.drive(targets[primitive.node], context.feedback, canceled)
+            return await self._base.drive(targets[primitive.node], feedback, canceled)
         arm = self._arm
         if arm is None:  # programs only use the arm when motions were taught, which creates it
             return Outcome(SkillCode.INTERNAL_ERROR, f"{primitive.describe()}: no arm configured")

@@ -23,7 +23,7 @@ opens the fingers fully and would drop it).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph
@@ -189,6 +189,24 @@ def _program(
             Arm(motions.motion(place, "approach")),
         ]
     raise ProgramError(SkillCode.UNKNOWN_SKILL, f"{step}: this robot has no program for '{action}'")
+
+
+def release_owed(step: PlanStep, program: Sequence[Primitive], failed: int) -> OpenGripper | None:
+    """The gripper opening still owed when primitive `failed` of `program` failed with a handle in the fingers.
+
+    `open` grasps a handle, pulls it and lets go: a failure between the grasp and the letting go leaves the
+    fingers closed on the cupboard, and the next goto would drive off with its door. A pickup's grasp holds what
+    the robot is meant to carry, so nothing is owed there.
+    """
+    if step.action == "pickup":
+        return None
+    grasps = [i for i, p in enumerate(program[: failed + 1]) if isinstance(p, Grasp)]
+    if not grasps:
+        return None
+    for primitive in program[max(grasps[-1] + 1, failed) :]:
+        if isinstance(primitive, OpenGripper):
+            return primitive
+    return None
 
 
 def _travel(motions: TaughtMotions, state: RobotState) -> list[Primitive]:
