@@ -29,6 +29,7 @@ from sayplan_core.robots.programs import (
     ProgramError,
     RobotState,
     available_skills,
+    effect_done,
     motion_key,
     plan_skill,
     release_owed,
@@ -257,8 +258,36 @@ def test_a_failure_with_a_handle_in_the_fingers_owes_a_release() -> None:
             assert (owed is not None) == clamped, (action, failed, names(program))
             if owed is not None:
                 assert owed.width == GRIP.open_width
+            # a cancel before primitive `failed` (it never ran): clamped after the last grasp that ran, until an
+            # opening finished
+            before = any(isinstance(p, Grasp) for p in program[:failed]) and action != "pickup"
+            for primitive in program[:failed]:
+                if isinstance(primitive, Grasp):
+                    before = action != "pickup"
+                elif isinstance(primitive, OpenGripper):
+                    before = False
+            assert (release_owed(step, program, failed, ran=False) is not None) == before, (action, failed)
     open_program = plan("open", "kitchen_cupboard", RobotState(**vars(state)))
     assert release_owed(PlanStep("open", "kitchen_cupboard"), open_program, 5) is not None  # handle_open failed
+    assert release_owed(PlanStep("open", "kitchen_cupboard"), open_program, 5, ran=False) is not None  # canceled
+
+
+def test_the_change_a_skill_makes_is_kept_when_a_later_primitive_fails() -> None:
+    """A pickup whose retreat is blocked holds the mug (the update must say so, not drop it mid-air); a release
+    whose retreat is blocked has put it down; open/close/switches are done once their own motion ran."""
+    state = RobotState(base_at="kitchen", arm_at=TRAVEL, gripper_homed=True)
+    pickup = plan("pickup", "coffee_mug", RobotState(**vars(state)))
+    grasp = next(i for i, p in enumerate(pickup) if isinstance(p, Grasp))
+    step = PlanStep("pickup", "coffee_mug")
+    assert [effect_done(step, pickup, n) for n in range(len(pickup) + 1)] == [n > grasp for n in range(len(pickup) + 1)]
+    for action, target, motion in [("open", "kitchen_cupboard", "handle_open"), ("close", "kitchen_cupboard",
+                                   "handle_close"), ("turn_on", "coffee_machine", "turn_on")]:  # fmt: skip
+        program = plan(action, target, RobotState(**vars(state)))
+        at = next(i for i, p in enumerate(program) if isinstance(p, Arm) and p.trajectory.name == motion)
+        done = [effect_done(PlanStep(action, target), program, n) for n in range(len(program) + 1)]
+        assert done == [n > at for n in range(len(program) + 1)], action
+    goto = plan("goto", "pose8", RobotState())
+    assert not any(effect_done(PlanStep("goto", "pose8"), goto, n) for n in range(len(goto) + 1))
 
 
 SKILLS = [
@@ -300,6 +329,50 @@ def test_any_skill_sequence_keeps_the_robot_safe(sequence: list[tuple[str, str]]
             state.after(primitive, True)
         assert (state.base_at, state.arm_at) == (base, arm)
     assert homed <= 1
+
+
+@settings(max_examples=200)
+@given(
+    st.lists(
+        st.tuples(st.sampled_from(SKILLS), st.none() | st.integers(0, 12), st.booleans(), st.booleans()), max_size=20
+    )
+)
+def test_failures_and_cancels_never_leave_the_robot_driving_clamped_to_furniture(
+    sequence: list[tuple[tuple[str, str], int | None, bool, bool]],
+) -> None:
+    """Each skill may fail at any primitive (or be canceled before it), and the owed opening may itself fail.
+    Replayed on a model of the fingers written here: the base never drives while the fingers are closed on anything
+    but an object a pickup took; a failed opening stops the robot (a fault: a person frees it)."""
+    state = RobotState()
+    clamped: str | None = None  # "carried" (a pickup's grasp) or "handle" (anything else)
+    for (action, target), stop_at, ran, release_ok in sequence:
+        try:
+            program = plan(action, target, state)
+        except ProgramError:
+            continue
+        stop = None if stop_at is None or stop_at >= len(program) else stop_at
+        for index, primitive in enumerate(program):
+            if index == stop and not ran:  # canceled before it
+                break
+            ok = index != stop
+            if isinstance(primitive, Drive):
+                assert clamped in (None, "carried"), f"{action}({target}) drives with a {clamped} in the fingers"
+            elif isinstance(primitive, Grasp):
+                clamped = "carried" if action == "pickup" else "handle"  # a failed grasp may have closed on it too
+            elif isinstance(primitive, (OpenGripper, HomeGripper)) and ok:
+                clamped = None
+            state.after(primitive, ok)
+            if not ok:
+                break
+        if stop is None:
+            continue
+        owed = release_owed(PlanStep(action, target), program, stop, ran)
+        assert (owed is not None) == (clamped == "handle"), (action, stop, ran, names(program))
+        if owed is not None:
+            state.after(owed, release_ok)
+            if not release_ok:
+                return  # robot_fault: nothing more runs until a person frees the gripper
+            clamped = None
 
 
 # ----------------------------------------------------------------------------- controller results

@@ -61,12 +61,23 @@ def test_statuses_and_codes_outside_the_table() -> None:
     assert nav2_outcome(STATUS_SUCCEEDED, 0, "", "kitchen").ok
     assert nav2_outcome(STATUS_CANCELED, 0, "", "kitchen").code is SkillCode.CANCELED
     assert nav2_outcome(2, 0, "", "kitchen").code is SkillCode.ROBOT_FAULT  # not a terminal status
-    # aborted with no code (e.g. a pose bt_navigator could not transform): the leg cannot be driven
-    assert nav2_outcome(STATUS_ABORTED, 0, "", "kitchen").message == "Nav2 failed to reach kitchen (no error code)"
     # a code a newer Nav2 added within a known family takes the family's meaning; an unknown family a plain failure
     assert nav2_outcome(STATUS_ABORTED, 109, "", "x").code is SkillCode.SKILL_FAILED
     assert nav2_outcome(STATUS_ABORTED, 299, "", "x").code is SkillCode.SKILL_FAILED
     assert nav2_outcome(STATUS_ABORTED, 8000, "", "x").message == "Nav2 failed to reach x (error code 8000)"
+
+
+def test_an_abort_without_a_code_is_a_robot_fault() -> None:
+    """Jazzy's bt_navigator aborts with 0 when no node it listens to set a code: a goal pose it could not transform,
+    a tree that did not load, or a server whose code is not in error_code_names (by default only FollowPath's and
+    ComputePathToPose's are). Nothing the planner can route around: a person must look at the robot."""
+    outcome = nav2_outcome(STATUS_ABORTED, 0, "", "kitchen")
+    assert outcome.code is SkillCode.ROBOT_FAULT and outcome.code.robot_fault
+    assert outcome.message.startswith("Nav2 failed to reach kitchen and gave no reason (error code 0)")
+    assert "error_code_names" in outcome.message
+    detailed = nav2_outcome(STATUS_ABORTED, 0, "Failed to load behavior tree\nfrom /bt/x.xml", "kitchen")
+    assert detailed.code is SkillCode.ROBOT_FAULT
+    assert "(error code 0: Failed to load behavior tree from /bt/x.xml)" in detailed.message
 
 
 def test_error_messages_are_one_bounded_line() -> None:

@@ -78,7 +78,8 @@ class _Scripted:
 # ----------------------------------------------------------------------------- Nav2
 @dataclass
 class Leg:
-    """What the next NavigateToPose goal does: succeed, abort (with a Jazzy error code) or hold until canceled."""
+    """What the next NavigateToPose goal does: succeed, abort (with a Jazzy error code) or hold until canceled.
+    `feedback` 0: the goal ends before any feedback (an abort then leaves the base where it was)."""
 
     outcome: str = "succeed"
     error_code: int = 0
@@ -118,7 +119,7 @@ class FakeNav2(Node, _Scripted):
         start = self.pose
         total = math.hypot(target[0] - start[0], target[1] - start[1])
         steps = max(leg.feedback, 1)
-        step = 0
+        step = 0 if leg.feedback > 0 or leg.outcome == "hold" else steps
         while True:
             if handle.is_cancel_requested:
                 self.canceled += 1
@@ -144,6 +145,8 @@ class FakeNav2(Node, _Scripted):
             handle.publish_feedback(feedback)
             step += 1
             await _sleep(self, leg.duration_s / steps, self._group)
+        if leg.outcome == "succeed":
+            self.pose = target
         result = NavigateToPose.Result()
         if leg.outcome == "abort":
             result.error_code = int(leg.error_code)
@@ -184,6 +187,7 @@ class FakeGripper(Node, _Scripted):
         self.stopped = 0
         self.delay_s = 0.01
         self.fail_next_move = ""  # a libfranka exception text for the next Move
+        self.move_errors: deque[str] = deque()  # per Move in turn: "" succeeds, a text fails with that exception
         self._group = ReentrantCallbackGroup()
         accept = lambda _goal: GoalResponse.ACCEPT  # noqa: E731 - franka_gripper accepts every goal
         cancel = lambda _goal: CancelResponse.ACCEPT  # noqa: E731
@@ -236,9 +240,10 @@ class FakeGripper(Node, _Scripted):
             self.stopped += 1
             handle.canceled()
             return result
-        if not 0.0 <= goal.width <= self.MAX_WIDTH or self.fail_next_move:
+        scripted = self.move_errors.popleft() if self.move_errors else ""
+        if not 0.0 <= goal.width <= self.MAX_WIDTH or self.fail_next_move or scripted:
             result.success = False
-            result.error = self.fail_next_move or "libfranka gripper: command failed: width out of range"
+            result.error = self.fail_next_move or scripted or "libfranka gripper: command failed: width out of range"
             self.fail_next_move = ""
             handle.abort()
             return result

@@ -342,6 +342,48 @@ def test_a_handle_motion_that_fails_lets_go_of_the_handle(make_robot: MakeRobot,
     assert [width for width, _ in robot.gripper.moves[moves_before:]] == [0.08, 0.08]
 
 
+def test_a_gripper_that_will_not_let_go_of_the_handle_is_a_robot_fault(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("access", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.arm.script("succeed", "path_violation")  # the pull is blocked
+    robot.gripper.move_errors.extend(["", "libfranka gripper: command failed: finger blocked"])  # the release fails
+    status, outcome = send_skill(ros, robot, "open", "kitchen_cupboard")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
+    assert "did not let go of 'kitchen_cupboard'" in outcome.error_msg and "finger blocked" in outcome.error_msg
+    assert "handle_open" in outcome.error_msg and len(robot.gripper.moves) == 2
+
+
+def test_cancel_while_grasping_the_handle_lets_go(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("access", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.gripper.script(GraspTry(hold=True))
+    moves_before = len(robot.gripper.moves)
+    status, outcome = cancel_after(ros, robot, "open", "kitchen_cupboard", lambda: bool(robot.gripper.grasps))
+    assert status == GoalStatus.STATUS_CANCELED and SkillCode(outcome.error_code) is SkillCode.CANCELED
+    assert robot.gripper.stopped == 1
+    # opened before reaching for the handle, and again after the canceled grasp, though the skill was canceled
+    assert [width for width, _ in robot.gripper.moves[moves_before:]] == [0.08, 0.08]
+
+
+def test_a_pickup_whose_retreat_fails_reports_the_object_in_the_hand(make_robot: MakeRobot, ros: Any) -> None:
+    """The mug is grasped, then the arm's retreat hits something: the robot holds the mug (opening the fingers with
+    the arm stopped mid-motion would drop it somewhere unknown), so the update must put it in the hand."""
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.arm.script("succeed", "path_violation")  # pre_grasp reached; the retreat to approach is blocked
+    moves_before = len(robot.gripper.moves)
+    status, outcome = send_skill(ros, robot, "pickup", "coffee_mug")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.BLOCKED, outcome.error_msg
+    assert "approach at kitchen_cupboard" in outcome.error_msg
+    nodes = {n.id: n for n in outcome.graph_update.upsert}
+    assert "coffee_mug" in nodes and nodes["coffee_mug"].relation == "inside_hand"
+    assert len(robot.gripper.moves) == moves_before + 1  # only the opening before the grasp: the mug was kept
+    assert robot.server._graph.latest()[0].held_object() == "coffee_mug"
+
+
 def test_refusals_come_before_anything_moves(make_robot: MakeRobot, ros: Any, tmp_path: Path) -> None:
     # only the kitchen was taught, and no switch: turn_on is not offered at all
     taught = yaml.safe_load(MOTIONS.read_text())
@@ -377,7 +419,7 @@ def test_nav2_base_drives_to_the_site_pose(make_robot: MakeRobot, ros: Any) -> N
 
 @pytest.mark.parametrize(
     ("error_code", "code"),
-    [(208, SkillCode.UNREACHABLE), (105, SkillCode.BLOCKED), (202, SkillCode.ROBOT_FAULT), (0, SkillCode.UNREACHABLE)],
+    [(208, SkillCode.UNREACHABLE), (105, SkillCode.BLOCKED), (202, SkillCode.ROBOT_FAULT), (0, SkillCode.ROBOT_FAULT)],
 )
 def test_nav2_failures_are_typed(make_robot: MakeRobot, ros: Any, error_code: int, code: SkillCode) -> None:
     robot = make_robot("nav2")

@@ -128,6 +128,56 @@ def test_a_failed_leg_leaves_the_world_unchanged(ros: Any, error_code: int, code
     assert sim.world.state.location == "pose7"
 
 
+def test_a_goto_the_world_refuses_sends_no_nav2_goal(ros: Any, tmp_path: Path) -> None:
+    """The simulated truth lost pose14, the only way to chris_office: the world refuses the goto, so the base must not
+    drive there first (and end up where the world says it is not)."""
+    changes = tmp_path / "changes.yaml"
+    changes.write_text("- {kind: remove, node: pose14}\n")
+    sim, nav2 = start_sim(ros, world_changes_file=str(changes))
+    status, outcome = run(ros, "goto", "chris_office")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.UNREACHABLE
+    assert "no path joins them" in outcome.error_msg
+    assert nav2.goals == [] and sim.world.state.location == "pose7"
+    status, outcome = run(ros, "goto", "pose8")  # a goto the world allows still drives first
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    assert len(nav2.goals) == 1 and sim.world.state.location == "pose8"
+
+
+def test_an_injected_goto_failure_sends_no_nav2_goal(ros: Any) -> None:
+    sim, nav2 = start_sim(ros, failures="goto:pose8:estopped")
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.ESTOPPED
+    assert nav2.goals == [] and sim.world.state.location == "pose7"
+
+
+def test_each_leg_starts_with_no_known_pose(ros: Any) -> None:
+    """A leg that ends before Nav2 sent any feedback (a goal pose it could not transform) must not report the pose
+    an earlier leg ended at: last_pose is unknown, and the caller falls back to what its graph says."""
+    from sayplan_ros.navigation.action_call import sleep
+    from sayplan_ros.navigation.nav2_client import Nav2Client
+
+    nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
+    node = ros.node("nav2_user")
+    client = Nav2Client(node, "navigate_to_pose", "map")
+
+    def leg(x: float) -> Any:
+        task = ros.executor.create_task(
+            client.drive((x, 0.0, 0.0), f"x={x}", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+        )
+        ros.wait_for(task.done, what="the leg")
+        return task.result()
+
+    assert leg(35.0).ok
+    assert client.last_pose is not None and math.isclose(client.last_pose[0], 35.0)
+    nav2.script(Leg("abort", error_code=202, feedback=0))
+    outcome = leg(40.0)
+    assert outcome.code is SkillCode.ROBOT_FAULT and len(nav2.goals) == 2
+    assert client.last_pose is None
+    nav2.script(Leg("abort", error_code=105))  # a leg with feedback reports where it stopped
+    assert leg(40.0).code is SkillCode.BLOCKED
+    assert client.last_pose is not None and math.isclose(client.last_pose[0], 37.5)
+
+
 def test_site_file_poses_and_frame_reach_nav2(ros: Any, tmp_path: Path) -> None:
     site = tmp_path / "site.yaml"
     site.write_text("frame: office_map\nnodes:\n  pose8: {pose: [35.2, 0.4, 90]}\n  pose9: {target: only-a-name}\n")

@@ -6,8 +6,11 @@ before anything moves. The base is driven over ARCL (`navigation_backend: arcl`)
 through Nav2 (`nav2`); the arm replays taught motions on a FollowJointTrajectory
 controller and the gripper takes franka_gripper's Grasp / Move / Homing goals. A cancel
 stops whatever runs (ARCL `stop`, or a cancel of the running action goal). The result
-carries the scene-graph update: the action set's effects after a success, the agent's
-location from the base's localisation after a failed drive.
+carries the scene-graph update: the action set's effects after a success (or after a
+failure that came once the skill's change was made: a pickup whose retreat is blocked
+still holds the object), the agent's location from the base's localisation after a
+failed drive. A failure or cancel with a handle in the fingers opens them before the
+skill ends; if they will not open the skill ends robot_fault.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from sayplan_core.robots.programs import (
     ProgramError,
     RobotState,
     available_skills,
+    effect_done,
     plan_skill,
     release_owed,
 )
@@ -168,29 +172,56 @@ class FrankaOmronSkillServer(SkillServer):
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
         for index, primitive in enumerate(program):
             if self._canceled(context):
-                return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before {primitive.describe()}")
+                canceled = Outcome(SkillCode.CANCELED, f"canceled before {primitive.describe()}")
+                return await self._stopped(step, program, index, False, canceled, graph, values)
             context.feedback(f"{step}: {primitive.describe()}", index / max(len(program), 1))
             outcome = await self._run_primitive(primitive, targets, values, context)
             self._state.after(primitive, outcome.ok)
             if not outcome.ok:
-                outcome = await self._let_go_if_owed(step, program, index, outcome, values)
-                location = graph.agent_location()
-                if isinstance(primitive, Drive):
-                    location = await self._where(graph) or location
-                update = location_update(graph, location, ROBOT)
-                return SkillResult(False, outcome.code, f"{step}: {outcome.message}", update)
+                return await self._stopped(step, program, index, True, outcome, graph, values)
         location = step.target if step.action == "goto" else graph.agent_location()
         update, warning = success_update(graph, step, self._actions, self._state.accessed(graph), location, ROBOT)
         if warning:
             self.get_logger().warning(warning)
         return SkillResult(True, SkillCode.NONE, f"{step} done", update)
 
+    async def _stopped(
+        self,
+        step: PlanStep,
+        program: list[Primitive],
+        index: int,
+        ran: bool,
+        outcome: Outcome,
+        graph: SceneGraph,
+        values: dict[str, Any],
+    ) -> SkillResult:
+        """The skill stopped at primitive `index` (it failed, or with `ran` False a cancel came before it): let go
+        of a handle, and report where the agent is, plus the skill's change to the world when it already happened
+        (a pickup whose retreat was blocked holds the object: the update says so)."""
+        primitive = program[index]
+        outcome = await self._let_go_if_owed(step, program, index, ran, outcome, values)
+        location = graph.agent_location()
+        if ran and isinstance(primitive, Drive):
+            location = await self._where(graph) or location
+        update = location_update(graph, location, ROBOT)
+        if effect_done(step, program, index):
+            update, warning = success_update(graph, step, self._actions, self._state.accessed(graph), location, ROBOT)
+            if warning:
+                self.get_logger().warning(warning)
+        return SkillResult(False, outcome.code, f"{step}: {outcome.message}", update)
+
     async def _let_go_if_owed(
-        self, step: PlanStep, program: list[Primitive], failed: int, outcome: Outcome, values: dict[str, Any]
+        self,
+        step: PlanStep,
+        program: list[Primitive],
+        index: int,
+        ran: bool,
+        outcome: Outcome,
+        values: dict[str, Any],
     ) -> Outcome:
-        """After a failure with a handle in the fingers, open them (even on cancel); if they will not open, the
-        robot is stuck to the furniture: a fault the planner cannot fix."""
-        owed = release_owed(step, program, failed)
+        """After a failure or cancel with a handle in the fingers, open them (a cancel cannot stop this); if they
+        will not open, the robot is stuck to the furniture: a fault the planner cannot fix."""
+        owed = release_owed(step, program, index, ran)
         if owed is None:
             return outcome
         released = await self._run_primitive(owed, {}, values, None)

@@ -3,9 +3,11 @@
 The truth is the environment plus `world_changes` (YAML), so it can differ from the
 robot's graph; `failures` inject skill failures (any SkillOutcome code, robot faults
 included). Each skill takes `skill_delay_s`, waited on with a timer (not a sleep) so
-the executor stays free and cancel works. With `navigation_backend: nav2` a goto first
-drives the leg through Nav2 (to the node's site-file pose or graph position) and only
-then changes the simulated world; a failed leg leaves the world as it was.
+the executor stays free and cancel works. With `navigation_backend: nav2` a goto is
+first checked against the simulated world (a goto the world refuses, or one with an
+injected failure, ends there and the base never moves), then drives the leg through Nav2
+(to the node's site-file pose or graph position), and only then changes the simulated
+world; a failed leg leaves the world as it was.
 """
 
 from __future__ import annotations
@@ -78,6 +80,9 @@ class SimSkillServer(SkillServer):
 
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
         if self._nav is not None and step.action in self._moves:
+            with self._lock:
+                if not self.world.would_run(step.action, step.target):
+                    return self._in_world(step)  # the world's refusal (nothing applied): the base stays put
             try:
                 pose = pose_of(base_target(self.world.state.graph, self._site, step.target))
             except TargetError as exc:
@@ -94,10 +99,14 @@ class SimSkillServer(SkillServer):
             context.feedback("running", phase / _PHASES)
             await context.sleep(self._delay / _PHASES)
         with self._lock:
-            try:
-                return self.world.execute(step.action, step.target)
-            except GraphError as exc:
-                return SkillResult(False, SkillCode.INTERNAL_ERROR, f"the simulated world refused {step}: {exc}")
+            return self._in_world(step)
+
+    def _in_world(self, step: PlanStep) -> SkillResult:
+        """Run `step` on the simulated world (the caller holds the lock)."""
+        try:
+            return self.world.execute(step.action, step.target)
+        except GraphError as exc:
+            return SkillResult(False, SkillCode.INTERNAL_ERROR, f"the simulated world refused {step}: {exc}")
 
     def on_cancel(self) -> None:
         if self._nav is not None:

@@ -20,7 +20,7 @@ from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
-from sayplan_core.sim.simulator import apply_step
+from sayplan_core.sim.simulator import apply_step, check_step
 from sayplan_core.sim.world_state import WorldState
 
 #: Which failed precondition a robot would report as which outcome.
@@ -101,6 +101,12 @@ class SimulatedWorld:
     @property
     def truth(self) -> SceneGraph:
         return self.state.apply_to()
+
+    def would_run(self, skill: str, target: str) -> bool:
+        """Whether `execute(skill, target)` would succeed now; nothing is applied and no injected failure used up."""
+        if any(f.times > 0 and f.skill == skill and f.target == target for f in self.failures):
+            return False
+        return check_step(self.state, PlanStep(skill, target), self.actions).ok
 
     def execute(self, skill: str, target: str) -> SkillResult:
         step = PlanStep(skill, target)

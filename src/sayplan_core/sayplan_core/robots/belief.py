@@ -6,7 +6,9 @@ successful pickup the object is in the hand because the action set says so. The
 effects are applied to the robot's copy of the graph exactly as the planner's simulator
 applies them (same rules, same observed nodes), so the graph the next plan sees is the
 one the verified plan expected. After a failure only the agent's location is reported
-(from the base's localisation); what the failure means is left to the planner.
+(from the base's localisation), unless the skill's change was already made (the robot
+then reports the effects, e.g. the object it holds); what the failure means is left to
+the planner.
 """
 
 from __future__ import annotations

@@ -10,10 +10,15 @@ branch jazzy, 1.3.x): SUCCEEDED with error_code 0; ABORTED when the behaviour tr
 fails, with error_code set to the lowest non-zero error code any tree node reported
 (FollowPath 1xx, ComputePathToPose 2xx, ComputePathThroughPoses 3xx, route server 4xx,
 SmoothPath 5xx, waypoint followers 6xx, Spin/BackUp/DriveOnHeading/AssistedTeleop 7xx,
-docking 9xx), or 0 when none did (e.g. a goal pose it could not transform); CANCELED
-after a cancel. Jazzy's result declares only NONE=0 itself and Humble's has no
-error_code at all; these codes are the constants of the Jazzy action files of the
-nodes that report them. A result's error_msg is kept when the server fills it.
+docking 9xx), or 0 when none did; CANCELED after a cancel. bt_navigator only reads the
+codes named in its `error_code_names` parameter, whose Jazzy default is
+`compute_path_error_code` and `follow_path_error_code`: a failure of any other server
+(smoother, recoveries, ...) aborts with 0 unless its name is added there. 0 also comes
+from faults outside planning (a goal pose it could not transform, a behaviour tree that
+failed to load), so an abort with 0 is a robot fault, not a place the planner can
+avoid. Jazzy's result declares only NONE=0 itself and Humble's has no error_code at
+all; these codes are the constants of the Jazzy action files of the nodes that report
+them. A result's error_msg is kept when the server fills it.
 """
 
 from __future__ import annotations
@@ -120,10 +125,14 @@ def nav2_outcome(status: int, error_code: int, error_msg: str, where: str) -> Ou
     if status != STATUS_ABORTED:
         return Outcome(SkillCode.ROBOT_FAULT, f"Nav2 ended the goal to {where} with status {status}")
     text = _one_line(error_msg or "")
-    if error_code == 0:  # the tree failed without a node saying why (e.g. a goal pose it could not transform)
-        code, detail = SkillCode.UNREACHABLE, "no error code"
-    else:
-        code, detail = _code_of(error_code), error_name(error_code)
+    if error_code == 0:  # the tree failed without a node saying why: a TF failure, a tree that did not load, ...
+        return Outcome(
+            SkillCode.ROBOT_FAULT,
+            f"Nav2 failed to reach {where} and gave no reason (error code 0{': ' + text if text else ''}): "
+            "check its transforms and behaviour tree, and name every server's error code in bt_navigator's "
+            "error_code_names",
+        )
+    code, detail = _code_of(error_code), error_name(error_code)
     return Outcome(code, f"Nav2 failed to reach {where} ({detail}{': ' + text if text else ''})")
 
 

@@ -191,22 +191,51 @@ def _program(
     raise ProgramError(SkillCode.UNKNOWN_SKILL, f"{step}: this robot has no program for '{action}'")
 
 
-def release_owed(step: PlanStep, program: Sequence[Primitive], failed: int) -> OpenGripper | None:
-    """The gripper opening still owed when primitive `failed` of `program` failed with a handle in the fingers.
+#: The motion that makes each arm skill's change to the world (the door pulled open, the switch pressed).
+EFFECT_MOTIONS: dict[str, str] = {
+    "open": "handle_open",
+    "close": "handle_close",
+    "turn_on": "turn_on",
+    "turn_off": "turn_off",
+}
 
-    `open` grasps a handle, pulls it and lets go: a failure between the grasp and the letting go leaves the
-    fingers closed on the cupboard, and the next goto would drive off with its door. A pickup's grasp holds what
-    the robot is meant to carry, so nothing is owed there.
+
+def release_owed(step: PlanStep, program: Sequence[Primitive], stopped: int, ran: bool = True) -> OpenGripper | None:
+    """The gripper opening owed when `program` stopped at primitive `stopped` with a handle in the fingers.
+
+    `ran`: that primitive ran and failed (False: it never started, a cancel came before it); the ones before it
+    all finished. `open` grasps a handle, pulls it and lets go: a failure or cancel between the grasp (a failed
+    grasp included: the fingers may have stopped on the handle) and the letting go leaves the fingers closed on
+    the cupboard, and the next goto would drive off with its door. A pickup's grasp holds what the robot is meant
+    to carry, so nothing is owed there: opening the hand with the arm stopped mid-motion would drop the object
+    somewhere unknown; the robot keeps it and says so (`effect_done`).
     """
     if step.action == "pickup":
         return None
-    grasps = [i for i, p in enumerate(program[: failed + 1]) if isinstance(p, Grasp)]
-    if not grasps:
+    clamped = False
+    for index, primitive in enumerate(program[: stopped + 1] if ran else program[:stopped]):
+        if isinstance(primitive, Grasp):
+            clamped = True
+        elif isinstance(primitive, (OpenGripper, HomeGripper)) and index < stopped:
+            clamped = False  # it finished: the fingers are open
+    if not clamped:
         return None
-    for primitive in program[max(grasps[-1] + 1, failed) :]:
-        if isinstance(primitive, OpenGripper):
-            return primitive
-    return None
+    return next((p for p in [*program[stopped:], *program] if isinstance(p, OpenGripper)), None)
+
+
+def effect_done(step: PlanStep, program: Sequence[Primitive], finished: int) -> bool:
+    """Whether the skill's change to the world already happened when only `program[:finished]` finished: a pickup
+    once its grasp held, a release once the fingers opened, open/close/turn_on/turn_off once their motion ran.
+    A failure after that (the arm's retreat blocked) must still report the change: the robot holds the mug."""
+    for index in range(min(finished, len(program)) - 1, -1, -1):
+        primitive = program[index]
+        if step.action == "pickup" and isinstance(primitive, Grasp):
+            return True
+        if step.action == "release" and isinstance(primitive, OpenGripper):
+            return True
+        if isinstance(primitive, Arm) and primitive.trajectory.name == EFFECT_MOTIONS.get(step.action):
+            return True
+    return False
 
 
 def _travel(motions: TaughtMotions, state: RobotState) -> list[Primitive]:

@@ -39,7 +39,8 @@ def load_navigate_to_pose() -> Any:
 
 
 class Nav2Client:
-    """NavigateToPose legs for one node; `last_pose` is the robot's map pose from the latest feedback."""
+    """NavigateToPose legs for one node; `last_pose` is the robot's map pose from the current (or last) leg's latest
+    feedback, None until that leg sent any."""
 
     def __init__(self, node: Node, action_name: str, frame: str, behavior_tree: str = "", group: Any = None) -> None:
         self._type = load_navigate_to_pose()
@@ -61,7 +62,9 @@ class Nav2Client:
         cancel_requested: Callable[[], bool] = lambda: False,
     ) -> Outcome:
         """One leg to `pose` (map frame of the site file); the outcome says how it ended.
-        `cancel_requested` closes the gap between a cancel and this leg's start."""
+        `cancel_requested` closes the gap between a cancel and this leg's start. `last_pose` is forgotten first:
+        after a leg that sent no feedback it is None (unknown), never where an earlier leg left the robot."""
+        self.last_pose = None
         x, y, yaw = pose
         goal = self._type.Goal()
         goal.pose.header.frame_id = self._frame
@@ -98,7 +101,7 @@ class Nav2Client:
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
             return Outcome(code, f"driving to {where}: {ended.problem}")
-        result = ended.result  # Humble's result has neither field: every failure then reads "no error code"
+        result = ended.result  # Humble's result has neither field: every failure then reads as code 0
         error_code, error_msg = getattr(result, "error_code", 0), getattr(result, "error_msg", "")
         return nav2_outcome(ended.status, int(error_code), str(error_msg), where)
 
