@@ -38,6 +38,7 @@ if shutil.which("mona") is None:
     pytest.skip("MONA (Debian package 'mona') is not installed", allow_module_level=True)
 
 REACHABLE = ("asset", "object", "workspace")
+ACCESSIBLE = ("asset", "workspace")
 Loc = Any  # a navigation node id, or ("stop", object id)
 
 
@@ -62,20 +63,48 @@ class Oracle:
             straight = math.dist(self.pos[a], self.pos[b])
             g.add_edge(a, b, cost=max(straight, data["weight"]) if "weight" in data else straight)
         stops_in: dict[str, list[Loc]] = {}
+        self.access: dict[Loc, str] = {}  # a stop -> the asset or workspace the plan accesses to get there
         for o in sorted(atoms):
             if graph.nodes[o].type not in REACHABLE:
                 continue
             room = next(a for a in graph.ancestors(o) if graph.nodes[a].type == "room")
-            p = graph.nodes[o].position
+            support = next((a for a in graph.ancestors(o) if graph.nodes[a].type in ACCESSIBLE), None)
+            place, access = o, o if graph.nodes[o].type in ACCESSIBLE else support
+            if access is None:  # lying in the room: stand at the nearest asset or workspace within reach, if any
+                near = sorted(
+                    (self.flat(a, o), a)
+                    for a in graph.descendants(room)
+                    if graph.nodes[a].type in ACCESSIBLE and self.flat(a, o) <= reach
+                )
+                if not near:
+                    continue
+                place = access = near[0][1]
+            stop = ("stop", place)
+            if stop in self.access:
+                continue
+            p = graph.nodes[place].position
             assert p is not None
-            stop = ("stop", o)
             self.pos[stop] = (p[0], p[1], self.pos[room][2])
-            self.room[stop], self.floor[stop] = room, self.floor[room]
+            self.room[stop], self.floor[stop], self.access[stop] = room, self.floor[room], access
             for other in [room, *stops_in.get(room, [])]:
                 g.add_edge(stop, other, cost=math.dist(self.pos[stop], self.pos[other]))
             stops_in.setdefault(room, []).append(stop)
         self.g = g
         self.labels = {loc: frozenset(a for a in atoms if self.holds_at(a, loc)) for loc in g.nodes}
+
+    def flat(self, a: str, b: str) -> float:
+        pa, pb = self.graph.nodes[a].position, self.graph.nodes[b].position
+        assert pa is not None and pb is not None
+        return math.hypot(pa[0] - pb[0], pa[1] - pb[1])
+
+    def places_walked(self, path: list[Loc]) -> list[str]:
+        """Where the robot is after each move of `path`: a navigation node, or the asset it accesses at a stop."""
+        out: list[str] = []
+        for loc in path[1:]:
+            place = self.access[loc] if isinstance(loc, tuple) else loc
+            if isinstance(loc, str) or not out or out[-1] != place:
+                out.append(place)
+        return out
 
     def holds_at(self, atom: str, loc: Loc) -> bool:
         kind = self.graph.nodes[atom].type
@@ -125,8 +154,19 @@ SHAPES = {
 }
 
 
+def lying_in_rooms(graph: SceneGraph) -> SceneGraph:
+    """Every object put directly in its room, as the Stanford importer leaves them (no support relations)."""
+    bare = graph.copy()
+    for o in bare.ids_of_type("object"):
+        room = bare.room_of(o)
+        if room is not None and bare.parent(o) != room and o != bare.held_object():
+            bare.set_parent(o, room)
+    return bare
+
+
 def envs() -> dict[str, SceneGraph]:
     out = {"office": load_env("office"), "home": load_env("home")}
+    out["home, objects lying in their rooms"] = lying_in_rooms(out["home"])
     for seed in (1, 2):
         out[f"generated seed {seed}"] = generate_building(BuildingSpec(floors=2, rooms_per_floor=6, seed=seed))
     return out
@@ -190,6 +230,8 @@ def test_the_product_search_is_optimal_on_random_missions_of_every_shape(env: st
             walked = sum(oracle.g.edges[a, b]["cost"] for a, b in pairwise(locs))
             assert walked == pytest.approx(path.cost, abs=1e-4), where
             assert holds(formula, [oracle.labels[loc] for loc in locs]), where
+            walked_to = [(s.action, s.target) for s in path.steps if s.action in ("goto", "access")]
+            assert [target for _, target in walked_to] == oracle.places_walked(locs), where  # each move has a step
             moved = graph.copy()
             moved.nodes[moved.agent_id].attributes["location"] = start  # type: ignore[index]
             check = verify_plan(moved, path.steps, "sayplan", strict_navigation=True)

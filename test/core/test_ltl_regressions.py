@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import shutil
 import subprocess
 import sys
@@ -14,8 +15,9 @@ import pytest
 from transcripts import FAST, transcript
 
 from sayplan_core.envs import load_env
-from sayplan_core.ltl import ProductSearch, build_dfa, parse_prefix
+from sayplan_core.ltl import NoSatisfyingPathError, ProductSearch, build_dfa, parse_prefix
 from sayplan_core.planners import PlannerOptions, make_planner
+from sayplan_core.sim.plan import PlanStep
 
 if shutil.which("mona") is None:
     print("test_ltl_regressions: the Debian package 'mona' is missing; scripts/bootstrap_venv.sh installs it")
@@ -114,6 +116,40 @@ def test_visiting_objects_in_one_room_costs_the_walk_between_them() -> None:
     office = load_env("office")
     one_room = cost(office, "F cafeteria")
     assert cost(office, "& F apple1 F kale2") > one_room + 2.0  # the objects are 3.3 m apart
+
+
+def office_with_a_bare_apple(offset: tuple[float, float]) -> Any:
+    """The office with apple1 lying directly in the cafeteria (as the Stanford importer leaves every movable
+    object), `offset` metres from the fruit bowl table it used to rest on."""
+    office = load_env("office")
+    table = office.nodes["fruit_bowl_table"].position
+    assert table is not None
+    office.set_parent("apple1", "cafeteria")
+    office.nodes["apple1"].position = (table[0] + offset[0], table[1] + offset[1], table[2])
+    return office
+
+
+def test_an_object_lying_in_a_room_is_reached_by_a_step_that_goes_there() -> None:
+    # the old domain charged the walk to a stop in front of the bare apple, but the plan had no step going there
+    # (from the cafeteria: cost > 0, plan ['done'])
+    office = office_with_a_bare_apple((0.4, 0.3))
+    office.nodes[office.agent_id].attributes["location"] = "cafeteria"  # type: ignore[index]
+    path = ProductSearch(office, build_dfa(parse_prefix("F apple1"))).search("cafeteria")
+    assert path.steps == [PlanStep("access", "fruit_bowl_table"), PlanStep("done", "")]
+    table, apple = office.nodes["fruit_bowl_table"].position, office.nodes["apple1"].position
+    assert table is not None and apple is not None
+    assert path.cost > 0 and math.hypot(table[0] - apple[0], table[1] - apple[1]) <= 1.0
+
+
+def test_an_object_lying_in_a_room_out_of_reach_of_every_place_is_reported_unreachable() -> None:
+    office = office_with_a_bare_apple((-3.0, 1.0))  # 3.2 m from the table, 4.6 m from the cafeteria node
+    with pytest.raises(NoSatisfyingPathError) as caught:
+        ProductSearch(office, build_dfa(parse_prefix("F apple1"))).search("cafeteria")
+    message = str(caught.value)
+    assert "apple1 lies directly in cafeteria" in message and "reach distance (1 m)" in message
+    # a longer reach finds the table again, and the plan walks there
+    path = ProductSearch(office, build_dfa(parse_prefix("F apple1")), reach_distance=4.0).search("cafeteria")
+    assert path.steps[-2:] == [PlanStep("access", "fruit_bowl_table"), PlanStep("done", "")]
 
 
 def test_building_an_automaton_writes_no_file(tmp_path: Path) -> None:

@@ -3,12 +3,20 @@
 This module is the one definition of the propositions, shared by the search, the
 baseline and the planner's trace check.
 
-Locations are the navigation nodes (rooms and poses) plus, for every asset, object
-or workspace the formula names, one *stop* in front of it: its (x, y) position at
-the height of its room's node (Dai et al.'s object level). A stop is joined to its
-room's node and to the other stops of that room by straight-line moves, so
-visiting objects costs the metric walk between them; a stop is reached and left
-through the room's node.
+Locations are the navigation nodes (rooms and poses) plus *stops*, places the robot
+reaches with `access` (Dai et al.'s object level), at the height of their room's node:
+- for every asset or workspace the formula names, a stop at its (x, y), accessed itself;
+- for every object the formula names that rests on or in an asset or workspace, a stop
+  at the object's (x, y), reached by accessing that support;
+- for every object the formula names that lies directly in a room (the Stanford data
+  has no support relations), a stop at the nearest asset or workspace of its room
+  within the reach distance of it, accessed itself. No step of the action set walks
+  to a bare object, so when no such asset exists the object gets no stop: it holds
+  only at navigation nodes within the reach distance, or nowhere
+  (`explain_unreachable` says why).
+A stop is joined to its room's node and to the other stops of that room by
+straight-line moves, so visiting objects costs the metric walk between them; a stop
+is reached and left through the room's node.
 
 Propositions, at a location l:
 - room r: l is r's node, a pose inside r, or a stop of an object in r (`enter(r)`);
@@ -49,7 +57,7 @@ class Location:
     room: str | None
     floor: str | None
     position: tuple[float, float, float] | None
-    access: str | None = None  # for a stop: the asset or workspace to access(), if any
+    access: str | None = None  # for a stop: the asset or workspace whose access() puts the robot there
 
 
 class SearchDomain:
@@ -78,7 +86,14 @@ class SearchDomain:
             self.moves[self.index[a]].append((self.index[b], cost))
             self.moves[self.index[b]].append((self.index[a], cost))
         self._held = graph.held_object()
-        self._add_stops(sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held))
+        self._by_room: dict[str, list[int]] = {}
+        targets = sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held)
+        bare = [t for t in targets if graph.nodes[t].type == "object" and self._support(t) is None]
+        for target in targets:
+            if target not in bare:
+                self._add_stop(target, target if graph.nodes[target].type != "object" else self._support(target))
+        for target in bare:
+            self._add_stop_near(target)
         known = [loc.position for loc in self.locations]
         self.positions: np.ndarray | None = (
             np.asarray(known, dtype=float) if all(p is not None for p in known) else None
@@ -99,28 +114,68 @@ class SearchDomain:
             node_id, False, room, self.graph.enclosing(node_id, "floor"), self.graph.nodes[node_id].position
         )
 
-    def _add_stops(self, targets: list[str]) -> None:
-        by_room: dict[str, list[int]] = {}
-        for target in targets:
-            room = self.graph.room_of(target)
-            if room is None or room not in self.index:
-                continue  # not in a room: reach(target) holds only where it is within reach distance
-            where = self._position(target)
-            hub = self.locations[self.index[room]]
-            if where is not None and hub.position is not None:
-                where = (where[0], where[1], hub.position[2])
-            node = self.graph.nodes[target]
-            access = target if node.type in ("asset", "workspace") else self._support(target)
-            stop = Location(target, True, room, hub.floor, where, access)
-            i = len(self.locations)
-            self.locations.append(stop)
-            self.index[target] = i
-            self.moves.append([])
-            for j in [self.index[room], *by_room.get(room, [])]:
-                cost = self._straight(stop, self.locations[j])
-                self.moves[i].append((j, cost))
-                self.moves[j].append((i, cost))
-            by_room.setdefault(room, []).append(i)
+    def _add_stop(self, name: str, access: str | None) -> None:
+        """A stop at `name`'s (x, y): an atom, or the asset that stands in for a bare object."""
+        room = self.graph.room_of(name)
+        if room is None or room not in self.index or name in self.index or access is None:
+            return  # not in a room or nothing to access: reach(name) holds only where it is within reach distance
+        hub = self.locations[self.index[room]]
+        where = self._position(name)
+        if where is not None and hub.position is not None:
+            where = (where[0], where[1], hub.position[2])
+        stop = Location(name, True, room, hub.floor, where, access)
+        i = len(self.locations)
+        self.locations.append(stop)
+        self.index[name] = i
+        self.moves.append([])
+        for j in [self.index[room], *self._by_room.get(room, [])]:
+            cost = self._straight(stop, self.locations[j])
+            self.moves[i].append((j, cost))
+            self.moves[j].append((i, cost))
+        self._by_room.setdefault(room, []).append(i)
+
+    def _add_stop_near(self, target: str) -> None:
+        """A bare object: the robot can stand only at its room's assets and workspaces, so use the nearest in reach."""
+        room = self.graph.room_of(target)
+        centre = self.graph.nodes[target].position
+        if room is None or centre is None:
+            return
+        near: list[tuple[float, str]] = []
+        for item in self.graph.descendants(room):
+            p = self.graph.nodes[item].position
+            if self.graph.nodes[item].type in ("asset", "workspace") and p is not None:
+                d = math.hypot(p[0] - centre[0], p[1] - centre[1])
+                if d <= self.reach_distance:
+                    near.append((d, item))
+        if near:
+            asset = min(near)[1]
+            self._add_stop(asset, asset)
+
+    def explain_unreachable(self, atom: str) -> str:
+        """Why `atom` holds at no location (call only for such an atom)."""
+        node = self.graph.nodes[atom]
+        if node.type != "object" or self._support(atom) is not None:
+            return f"{atom} holds at no place the robot can go to"
+        room = self.graph.room_of(atom)
+        centre = self._position(atom)
+        where = f"lies directly in {room}" if room else "is in no room"
+        if centre is None:
+            return f"{atom} {where} and has no position, so no place the robot can go to is known to reach it"
+        floor = self.graph.enclosing(atom, "floor")
+        places = [(loc.name, loc.position) for loc in self.locations if loc.floor == floor]
+        if room is not None:
+            places += [
+                (d, self.graph.nodes[d].position)
+                for d in self.graph.descendants(room)
+                if self.graph.nodes[d].type in ("asset", "workspace")
+            ]
+        spots = [(math.hypot(p[0] - centre[0], p[1] - centre[1]), name) for name, p in places if p is not None]
+        nearest = f" (the nearest is {min(spots)[1]}, {min(spots)[0]:.1f} m away)" if spots else ""
+        return (
+            f"{atom} {where}, on no asset or workspace, and no room node, pose, asset or workspace the robot can go to "
+            f"is within the reach distance ({self.reach_distance:g} m) of it{nearest}; raise the planner's "
+            "reach_distance or add a pose near it"
+        )
 
     def _support(self, node_id: str) -> str | None:
         for item in self.graph.ancestors(node_id):
@@ -176,8 +231,10 @@ class SearchDomain:
             loc = self.locations[i]
             if not loc.is_stop:
                 steps.append(PlanStep("goto", loc.name))
-            elif loc.access is not None and (not steps or steps[-1] != PlanStep("access", loc.access)):
-                steps.append(PlanStep("access", loc.access))
+            else:
+                assert loc.access is not None, f"stop {loc.name} has nothing to access"  # _add_stop never makes one
+                if not steps or steps[-1] != PlanStep("access", loc.access):
+                    steps.append(PlanStep("access", loc.access))
         return [*steps, PlanStep("done", "")]
 
     def location_of(self, node_id: str) -> int:

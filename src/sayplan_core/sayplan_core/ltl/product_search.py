@@ -189,6 +189,9 @@ class ProductSearch:
                     stack.append(y)
         nowhere = sorted(a for a in self.dfa.atoms if not any(a in self.labels[i] for i in seen))
         if nowhere:
+            never = [a for a in nowhere if not self.domain.where(a)]
+            if never:
+                return "; ".join(self.domain.explain_unreachable(a) for a in never)
             return f"{', '.join(nowhere)} hold(s) nowhere the robot can go from {self.domain.locations[start].name}"
         return f"its constraints rule out every way through this building ({expansions} product states explored)"
 
@@ -231,7 +234,10 @@ def dijkstra_to_each_goal(
                     back[y] = x
                     heapq.heappush(queue, (d + c, y))
         if reached is None:
-            raise NoSatisfyingPathError(f"{goal} holds nowhere the robot can go from {domain.locations[here].name}")
+            why = domain.explain_unreachable(goal) if not targets else ""
+            raise NoSatisfyingPathError(
+                why or f"{goal} holds nowhere the robot can go from {domain.locations[here].name}"
+            )
         leg = [reached]
         while leg[-1] != here:
             leg.append(back[leg[-1]])
