@@ -356,10 +356,27 @@ def test_an_object_that_is_not_there_is_not_found_and_forgotten(ros: Any, spot: 
     assert list(outcome.graph_update.remove) == ["coffee_mug"]
 
 
+def ray_misses(ray: Any, point: tuple[float, float, float]) -> float:
+    """How far a grasp ray (vision frame) passes from a point (vision frame)."""
+    start = (ray.ray_start_rt_frame.x, ray.ray_start_rt_frame.y, ray.ray_start_rt_frame.z)
+    end = (ray.ray_end_rt_frame.x, ray.ray_end_rt_frame.y, ray.ray_end_rt_frame.z)
+    t = sum((point[i] - start[i]) * (end[i] - start[i]) for i in range(3)) / sum(
+        (end[i] - start[i]) ** 2 for i in range(3)
+    )
+    return math.dist([start[i] + t * (end[i] - start[i]) for i in range(3)], point)
+
+
+@pytest.mark.parametrize(
+    ("binding", "unseen"),
+    [({"fiducial": 5}, "fiducial 5"), ({"world_object": "mug_detection"}, "world object 'mug_detection'")],
+)
 def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
-    ros: Any, spot: FakeSpot, tmp_path: Path
+    ros: Any, spot: FakeSpot, tmp_path: Path, binding: dict[str, Any], unseen: str
 ) -> None:
-    site = office_site(tmp_path / "site.yaml", OFFICE, nodes={"coffee_mug": {"target": "mug_tag"}})
+    """The fake lists the mug as the robot lists world objects: an AprilTag as "world_obj_apriltag_5" with its
+    frames "fiducial_5" (raw, here 0.25 m off) and "filtered_fiducial_5"; a detection by its name with a drawable
+    frame. The grasp goes through the filtered (or drawable) frame, not a frame named after the object."""
+    site = office_site(tmp_path / "site.yaml", OFFICE, objects={"coffee_mug": binding})
     mug = spot.world.objects["coffee_mug"]
     mug.position = (mug.position[0] - 0.3, mug.position[1], mug.position[2])  # not where the graph says
     with spot_skill_server(ros, spot, tmp_path, site=site):
@@ -367,12 +384,34 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
         at_cupboard(ros, skills)
         grasps = len(spot.calls("ManipulationApi"))  # the cupboard handle's
         _, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
-        assert outcome.error_code == SkillCode.NOT_FOUND and "world object 'mug_tag'" in outcome.error_msg
+        assert outcome.error_code == SkillCode.NOT_FOUND and f"does not see {unseen}" in outcome.error_msg
         assert len(spot.calls("ManipulationApi")) == grasps  # no grasp without seeing it
-        mug.world_object = "mug_tag"  # now the robot sees it
+        if "fiducial" in binding:  # now the robot sees the tag on it; its raw detection is off, the filtered is not
+            mug.fiducial, mug.raw_error = 5, (0.25, 0.0, 0.0)
+        else:
+            mug.detection = "mug_detection"
         status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
     assert spot.world.holding == "coffee_mug"
+    ray = spot.calls("ManipulationApi")[-1].pick_object_ray_in_world
+    assert ray_misses(ray, spot.world.seed_tform_vision.inverse().point(mug.position)) < 0.01
+
+
+def test_a_world_objects_frames_are_the_ones_its_properties_name() -> None:
+    """world_object.proto: the frames of an object are named in its properties, best first."""
+    from bosdyn.api import world_object_pb2
+
+    from sayplan_spot.robot import _object_frames
+
+    tag = world_object_pb2.WorldObject(name="world_obj_apriltag_5")
+    tag.apriltag_properties.frame_name_fiducial = "fiducial_5"
+    assert _object_frames(tag) == ["fiducial_5"]  # no filtered estimate yet: the raw detection
+    tag.apriltag_properties.frame_name_fiducial_filtered = "filtered_fiducial_5"
+    assert _object_frames(tag) == ["filtered_fiducial_5", "fiducial_5"]
+    other = world_object_pb2.WorldObject(name="red_sphere_ball")
+    other.drawable_properties.add(frame_name_drawable="drawing_sphere")
+    other.dock_properties.frame_name_dock = "dock_520"
+    assert _object_frames(other) == ["dock_520", "drawing_sphere"]
 
 
 @pytest.mark.parametrize("reachable", [True, False])

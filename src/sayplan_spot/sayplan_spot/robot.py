@@ -66,6 +66,7 @@ from sayplan_core.robots.spot import (
     RobotPose,
     TargetError,
     Walk,
+    WorldObjectRef,
     approach_pose,
     resolve_waypoint,
 )
@@ -446,12 +447,23 @@ class SpotRobot:
         end = tuple(t + (t - s) * RAY_PAST for t, s in zip(target_seed, start, strict=True))
         return vision_tform_seed.transform_point(*start), vision_tform_seed.transform_point(*end)
 
-    def _world_object(self, name: str) -> tuple[float, float, float] | None:
-        """A live world object's position in the vision frame, or None when the robot does not see it."""
+    def _world_object(self, ref: WorldObjectRef) -> tuple[float, float, float] | None:
+        """A live world object's position in the vision frame, or None when the robot does not see it.
+
+        A world object's `name` is not a frame: its frames are named in its properties (world_object.proto). An
+        AprilTag is matched by `apriltag_properties.tag_id` and located at `frame_name_fiducial_filtered` (the
+        robot's filtered estimate), else at the raw `frame_name_fiducial`; other objects are matched by name and
+        located at the first frame their properties name that the transforms snapshot holds."""
         objects = self._client(WorldObjectClient).list_world_objects().world_objects
-        for obj in objects:
-            if obj.name == name:
-                tform = frame_helpers.get_a_tform_b(obj.transforms_snapshot, frame_helpers.VISION_FRAME_NAME, name)
+        if ref.fiducial is not None:
+            tagged = [o for o in objects if o.HasField("apriltag_properties")]
+            found = [o for o in tagged if o.apriltag_properties.tag_id == ref.fiducial]
+        else:
+            found = [o for o in objects if o.name == ref.name]
+        found.sort(key=lambda o: (o.acquisition_time.seconds, o.acquisition_time.nanos), reverse=True)
+        for obj in found:  # the latest detection first
+            for frame in _object_frames(obj):
+                tform = frame_helpers.get_a_tform_b(obj.transforms_snapshot, frame_helpers.VISION_FRAME_NAME, frame)
                 if tform is not None:
                     return (tform.x, tform.y, tform.z)
         return None
@@ -488,11 +500,11 @@ class SpotRobot:
             raise SpotError(SkillCode.GRASP_FAILED, f"{doing}: the grasp ended but the gripper holds nothing")
 
     def _grasp(self, prim: Grasp, stop: threading.Event, limits: Limits, report: Report) -> None:
-        if prim.world_object:
+        if prim.world_object is not None:
             seen = self._world_object(prim.world_object)
             if seen is None:
                 raise SpotError(
-                    SkillCode.NOT_FOUND, f"the robot does not see world object '{prim.world_object}' ({prim.node})"
+                    SkillCode.NOT_FOUND, f"the robot does not see {prim.world_object.describe()} ({prim.node})"
                 )
             _, vision_tform_seed, _ = self.frames()
             target = vision_tform_seed.inverse().transform_point(*seen)
@@ -606,6 +618,24 @@ class SpotRobot:
             raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
         if time.monotonic() > deadline:
             raise SpotError(SkillCode.TIMEOUT, f"{doing}: no result in time")
+
+
+def _object_frames(obj: Any) -> list[str]:
+    """The frames a world object's properties name for it (world_object.proto), best first: an AprilTag's
+    filtered then raw fiducial frame; a dock's frame; a bounding box's frame; the image-coordinates frame; the
+    drawables' frames."""
+    frames: list[str] = []
+    if obj.HasField("apriltag_properties"):
+        tag = obj.apriltag_properties
+        frames += [tag.frame_name_fiducial_filtered, tag.frame_name_fiducial]
+    if obj.HasField("dock_properties"):
+        frames.append(obj.dock_properties.frame_name_dock)
+    if obj.HasField("bounding_box_properties"):
+        frames.append(obj.bounding_box_properties.frame)
+    if obj.HasField("image_properties"):
+        frames.append(obj.image_properties.frame_name_image_coordinates)
+    frames += [d.frame_name_drawable for d in obj.drawable_properties]
+    return [f for f in frames if f]
 
 
 # ----------------------------------------------------------------------------- feedback readers

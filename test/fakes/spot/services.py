@@ -873,22 +873,55 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
 
 # ----------------------------------------------------------------------------- perception
 class WorldObjects(Base, world_object_service_pb2_grpc.WorldObjectServiceServicer):
+    """The objects the robot sees (world_object.proto). A world object's `name` is not a frame name: its frames
+    are named in its properties and held in its transforms_snapshot. An AprilTag is listed as the robot lists
+    fiducials: name "world_obj_apriltag_<id>", AprilTagProperties with tag_id, frame_name_fiducial "fiducial_<id>"
+    (the raw detection) and frame_name_fiducial_filtered "filtered_fiducial_<id>" (as in spot-sdk's
+    python/examples/world_object_mutations and the AprilTag world objects spot_ros tests with); a detection added
+    by another client carries a drawable whose frame_name_drawable is in the snapshot. Frames hang off "vision",
+    and the snapshot also holds the robot's body, odom and vision frames, as the proto's comment says."""
+
     def ListWorldObjects(self, request: Any, context: Any) -> Any:
         received = self.w.robot_now()
         response = world_object_pb2.ListWorldObjectResponse()
         w = self.w
+        wanted = set(request.object_type)
         with w.lock:
+            w.advance()
             vision_tform_seed = w.seed_tform_vision.inverse()
             for index, obj in enumerate(sorted(w.objects.values(), key=lambda o: o.id)):
-                if not obj.world_object or obj.id == w.holding:
+                if obj.id == w.holding or (obj.fiducial is None and not obj.detection):
                     continue
-                item = response.world_objects.add(id=index + 1, name=obj.world_object)
+                tagged = obj.fiducial is not None
+                kind = world_object_pb2.WORLD_OBJECT_APRILTAG if tagged else world_object_pb2.WORLD_OBJECT_DRAWABLE
+                if wanted and kind not in wanted:
+                    continue
+                item = response.world_objects.add(id=index + 1)
                 item.acquisition_time.CopyFrom(stamp(received))
+                item.transforms_snapshot.CopyFrom(snapshot(w))
+                frames: list[tuple[str, Point]] = []
+                if obj.fiducial is not None:
+                    tag = item.apriltag_properties
+                    item.name = f"world_obj_apriltag_{obj.fiducial}"
+                    tag.tag_id = obj.fiducial
+                    tag.dimensions.x = tag.dimensions.y = 0.146
+                    tag.frame_name_fiducial = f"fiducial_{obj.fiducial}"
+                    tag.frame_name_fiducial_filtered = f"filtered_fiducial_{obj.fiducial}"
+                    tag.fiducial_pose_status = tag.fiducial_filtered_pose_status = tag.STATUS_OK
+                    (px, py, pz), (ex, ey, ez) = obj.position, obj.raw_error
+                    frames.append((tag.frame_name_fiducial, (px + ex, py + ey, pz + ez)))
+                    frames.append((tag.frame_name_fiducial_filtered, obj.position))
+                else:
+                    item.name = obj.detection
+                    drawable = item.drawable_properties.add(label=obj.detection)
+                    drawable.sphere.radius = 0.05
+                    drawable.frame_name_drawable = f"{obj.detection}_center"
+                    frames.append((drawable.frame_name_drawable, obj.position))
                 edges = item.transforms_snapshot.child_to_parent_edge_map
-                edges["vision"].parent_frame_name = ""
-                x, y, z = vision_tform_seed.point(obj.position)
-                edges[obj.world_object].parent_frame_name = "vision"
-                edges[obj.world_object].parent_tform_child.CopyFrom(se3(Se2(x, y, 0.0), z))
+                for frame, where in frames:
+                    x, y, z = vision_tform_seed.point(where)
+                    edges[frame].parent_frame_name = "vision"
+                    edges[frame].parent_tform_child.CopyFrom(se3(Se2(x, y, 0.0), z))
         self.header(response, request, received)
         return response
 

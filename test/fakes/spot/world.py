@@ -60,9 +60,15 @@ class Waypoint:
 
 @dataclass
 class FakeObject:
+    """An object in the world. The robot lists it as a world object when it "sees" it: with an AprilTag on it
+    (`fiducial`: the tag id; the raw detection is off by `raw_error`, the filtered estimate is exact), or as a
+    named detection another client added (`detection`: the world object's name)."""
+
     id: str
     position: Point
-    world_object: str = ""  # when set, the robot "sees" it and lists it as a world object with this name
+    fiducial: int | None = None
+    raw_error: Point = (0.0, 0.0, 0.0)
+    detection: str = ""
 
 
 @dataclass
