@@ -141,11 +141,15 @@ def test_a_lease_held_by_another_client_is_lease_lost_until_it_is_released(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+@pytest.mark.parametrize("take_lease", [False, True])
 def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
-    ros: Any, spot: FakeSpot, tmp_path: Path
+    ros: Any, spot: FakeSpot, tmp_path: Path, take_lease: bool
 ) -> None:
+    """Whether the node took the lease at start-up or acquired it, it does not take it back from a client that
+    took control: the next skill acquires, which the robot refuses, and ends lease_lost."""
     spot.world.speed_mps = 3.0
-    with spot_skill_server(ros, spot, tmp_path) as server:
+    with spot_skill_server(ros, spot, tmp_path, take_lease=take_lease) as server:
+        assert len(spot.calls("TakeLease")) == int(take_lease)
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
         future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
@@ -158,6 +162,12 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         assert outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
         assert agent_attributes(outcome)["location"] != "kitchen"
         wait_until(lambda: bool(server.robot._lease_problem), what="the keep-alive to notice")
+        navigations = len(spot.calls("NavigateTo"))
+        status, outcome = run_skill(ros, skills, "goto", "kitchen")
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
+        assert "held by tablet-operator" in outcome.error_msg and "does not take it back" in outcome.error_msg
+        assert spot.world.lease_owner == "tablet-operator"  # not stolen back
+        assert len(spot.calls("TakeLease")) == int(take_lease) and len(spot.calls("NavigateTo")) == navigations
 
 
 def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:

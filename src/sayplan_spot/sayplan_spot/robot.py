@@ -173,6 +173,7 @@ class SpotRobot:
         self.robot: Any = None
         self._keepalive: Any = None
         self._lease_problem = ""
+        self._lease_held = False  # the lease has been ours in this session: never take it again after that
         self._lock = threading.Lock()
         self.waypoints: dict[str, str] = {}  # GraphNav waypoint id -> recorded name
         self.serial = ""
@@ -183,7 +184,11 @@ class SpotRobot:
         return self.robot is not None
 
     def connect(self, limits: Limits) -> None:
-        """Log in, time-sync, take the lease, check the e-stop, power on and stand."""
+        """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop, power on and stand.
+
+        `take_lease` takes the lease only until it has been ours once: after another client took it, connecting
+        again only acquires it, which fails with lease_lost while that client holds it (the node never takes the
+        robot back from an operator who took control)."""
         self.disconnect()
         cfg = self.config
         doing = f"connecting to {cfg.hostname}"
@@ -206,13 +211,14 @@ class SpotRobot:
             if robot.is_estopped(timeout=cfg.connect_timeout_s):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)
-            if cfg.take_lease:
+            if cfg.take_lease and not self._lease_held:
                 lease_client.take()
             self._lease_problem = ""
             self._keepalive = LeaseKeepAlive(
                 lease_client, must_acquire=True, return_at_exit=True, rpc_interval_seconds=cfg.lease_check_in_s,
                 on_failure_callback=self._on_lease_failure, warnings=False,
             )  # fmt: skip
+            self._lease_held = True
             self.refresh_map()
             self.power_on_and_stand(limits)
         except InvalidLoginError:
@@ -220,6 +226,15 @@ class SpotRobot:
             raise SpotError(
                 SkillCode.ROBOT_FAULT, f"{doing}: the robot refused the login (user name or password)"
             ) from None
+        except ResourceAlreadyClaimedError as exc:
+            self.disconnect()
+            owner = exc.response.lease_owner.client_name or "another client"
+            advice = (
+                "it took control from this node, which does not take it back; release control there, then retry"
+                if self._lease_held
+                else "release it (tablet: release control) or set take_lease"
+            )
+            raise SpotError(SkillCode.LEASE_LOST, f"{doing}: the body lease is held by {owner}; {advice}") from None
         except Exception as exc:
             self.disconnect()
             raise fault_from(exc, doing) from None
