@@ -170,6 +170,37 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         assert len(spot.calls("TakeLease")) == int(take_lease) and len(spot.calls("NavigateTo")) == navigations
 
 
+@pytest.mark.parametrize(("cause", "code"), [("lease", SkillCode.LEASE_LOST), ("power", SkillCode.NOT_POWERED)])
+def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
+    ros: Any, spot: FakeSpot, tmp_path: Path, cause: str, code: SkillCode
+) -> None:
+    """A grasp that fails because another client took the lease mid-grasp is lease_lost, not grasp_failed; a
+    navigation that fails because the motors went off is not_powered, not a generic robot fault."""
+    with spot_skill_server(ros, spot, tmp_path, lease_check_in_s=10.0):  # the keep-alive will not notice in time
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        spot.world.action_s = 1.0
+        started = len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback"))
+        skill, target = ("pickup", "coffee_mug") if cause == "lease" else ("goto", "nikos_office")
+        spot.world.speed_mps = 2.0
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+        wait_until(
+            lambda: len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback")) > started,
+            what="the skill under way",
+        )
+        if cause == "lease":
+            spot.world.steal_lease("tablet-operator")
+        else:
+            spot.world.cut_motor_power()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        outcome = result.result().result.outcome
+        assert outcome.error_code == code, outcome.error_msg
+        assert ("GRASP_FAILED" if cause == "lease" else "STATUS_ROBOT_IMPAIRED") in outcome.error_msg
+        assert spot.world.holding is None
+
+
 def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     with spot_skill_server(ros, spot, tmp_path):
         spot.world.estopped = True

@@ -308,6 +308,44 @@ class SpotRobot:
         except Exception:
             return False
 
+    def lease_lost(self) -> str:
+        """'' while the body lease is ours, else why not. Checks in with the robot now (RetainLease) rather
+        than waiting for the keep-alive's next check-in; a robot that does not answer is no evidence either way."""
+        with self._lock:
+            problem = self._lease_problem
+        keepalive = self._keepalive
+        if problem or self.robot is None or keepalive is None:
+            return problem
+        try:
+            self._client(LeaseClient).retain_lease(keepalive.lease_wallet.get_lease(), timeout=2.0)
+        except (LeaseUseError, LeaseWalletError) as exc:
+            problem = fault_from(exc, "checking the lease").message
+            with self._lock:
+                self._lease_problem = problem
+        except Exception:
+            return ""
+        return problem
+
+    def powered(self) -> bool:
+        """The motors are on (True when the robot does not answer: no evidence they are off)."""
+        try:
+            return self.robot is None or bool(self.robot.is_powered_on(timeout=2.0))
+        except Exception:
+            return True
+
+    def fault_behind(self) -> SpotError | None:
+        """After a skill failed: the robot fault that explains it, if any, checked in this order: e-stop,
+        the lease gone to another client, the motors off. A failure with one of these behind it is no
+        difference in the world the planner could plan around."""
+        if self.estopped():
+            return SpotError(SkillCode.ESTOPPED, "the robot is e-stopped")
+        lost = self.lease_lost()
+        if lost:
+            return SpotError(SkillCode.LEASE_LOST, lost)
+        if not self.powered():
+            return SpotError(SkillCode.NOT_POWERED, "the motors are off")
+        return None
+
     def stop(self) -> None:
         """Stop all motion now (cancel). Safe to call from another thread while a primitive runs."""
         if self.robot is None:

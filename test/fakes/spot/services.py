@@ -627,7 +627,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                     mob.se2_trajectory_feedback.final_goal_status = traj.FINAL_GOAL_STATUS_ACHIEVABLE
                 if motion.halted in ("stop", "lease", "replaced"):
                     mob.status = CMD.STATUS_COMMAND_OVERRIDDEN
-                elif motion.halted == "estop":
+                elif motion.halted in ("estop", "power"):
                     mob.status = CMD.STATUS_ROBOT_FROZEN
                 elif moving and w.robot_now() > motion.end_time:
                     mob.status = CMD.STATUS_COMMAND_TIMED_OUT
@@ -816,6 +816,7 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
                 halted = {
                     "stop": self.FB.STATUS_COMMAND_OVERRIDDEN, "replaced": self.FB.STATUS_COMMAND_OVERRIDDEN,
                     "stuck": self.FB.STATUS_STUCK, "estop": self.FB.STATUS_ROBOT_IMPAIRED,
+                    "power": self.FB.STATUS_ROBOT_IMPAIRED,
                     "lease": self.FB.STATUS_LEASE_ERROR, "timeout": self.FB.STATUS_COMMAND_TIMED_OUT,
                 }  # fmt: skip
                 if motion.halted:

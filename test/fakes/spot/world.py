@@ -252,11 +252,26 @@ class FakeWorld:
         return "STATUS_OK"
 
     def steal_lease(self, owner: str = "tablet-operator") -> None:
-        """Another client takes the lease (as the tablet's "take control" does): the robot stops."""
+        """Another client takes the lease (as the tablet's "take control" does): the robot stops, and a grasp
+        under way ends MANIP_STATE_GRASP_FAILED with nothing in the gripper (the protos do not say which state a
+        grasp whose lease is revoked ends in; this is the fake's choice)."""
         with self.lock:
             self.lease_root += 1
             self.lease_owner = owner
             self.stop_motion("lease")
+            now = time.time()
+            for record in self.manipulations.values():
+                if now - float(record["t0"]) < 2 * self.action_s:  # type: ignore[arg-type]
+                    if record["item"] and self.holding == record["item"]:
+                        self.holding = None
+                    record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
+
+    def cut_motor_power(self) -> None:
+        """The motors go off without an e-stop (a fault, a flat battery): the robot stops and lies down."""
+        with self.lock:
+            self.stop_motion("power")
+            self.motors_on = False
+            self.standing = False
 
     def press_estop(self) -> None:
         """An operator presses the e-stop: the motors cut and the body stops where it is."""
