@@ -334,6 +334,33 @@ def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_pat
         assert math.hypot(stopped[0] - 55.0, stopped[1] + 5.0) > 5.0  # far from the kitchen
 
 
+@pytest.mark.parametrize("walk", [False, True])
+def test_a_walk_another_command_replaces_is_a_robot_fault_not_canceled(
+    ros: Any, spot: FakeSpot, tmp_path: Path, walk: bool
+) -> None:
+    """Nobody canceled the skill: GraphNav's (or the trajectory's) STATUS_COMMAND_OVERRIDDEN means another
+    client or the robot took over. (A cancel of ours, which overrides with a stop command, stays canceled: see
+    test_cancel_mid_navigation_stops_the_robot.)"""
+    spot.world.speed_mps = 2.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",) if walk else ())
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0):
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        target = "pose8" if walk else "kitchen"
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target=target))
+        feedback = "RobotCommandFeedback" if walk else "NavigationFeedback"
+        before = len(spot.calls(feedback))
+        wait_until(lambda: len(spot.calls(feedback)) > before + 2, what="walking")
+        spot.world.override_motion()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        wrapped = result.result()
+        outcome = wrapped.result.outcome
+        assert wrapped.status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT
+        assert "STATUS_COMMAND_OVERRIDDEN" in outcome.error_msg and "another client" in outcome.error_msg
+
+
 # ----------------------------------------------------------------------------- arm skills
 def at_cupboard(ros: Any, skills: ActionClient) -> None:
     for skill, target in (("goto", "kitchen"), ("open", "kitchen_cupboard"), ("access", "kitchen_cupboard")):

@@ -463,6 +463,7 @@ class SpotRobot:
             if code is SkillCode.NONE:
                 return
             if code is not None:
+                _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
             report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
             self._wait(stop, limits, deadline, doing)
@@ -545,6 +546,7 @@ class SpotRobot:
                 break
             if code is not None:
                 self._stow_quietly(limits)
+                _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}")
             report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
             self._wait(stop, limits, deadline, doing)
@@ -639,11 +641,13 @@ class SpotRobot:
             response = client.robot_command_feedback(command_id)
             status, verdict = _command_status(response.feedback)
             if verdict is not None and verdict is not SkillCode.NONE:
-                raise SpotError(verdict, f"{doing}: the command ended with {status}")
+                _canceled(stop, doing)
+                raise SpotError(verdict, f"{doing}: the command ended with {sf.explain(status)}")
             code, name = done(response.feedback)
             if code is SkillCode.NONE:
                 return
             if code is not None:
+                _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: {sf.explain(name)}")
             self._wait(stop, limits, deadline, doing)
 
@@ -689,6 +693,13 @@ def _object_frames(obj: Any) -> list[str]:
         frames.append(obj.image_properties.frame_name_image_coordinates)
     frames += [d.frame_name_drawable for d in obj.drawable_properties]
     return [f for f in frames if f]
+
+
+def _canceled(stop: threading.Event, doing: str) -> None:
+    """A command that ends badly after we were asked to stop ended because we stopped it: canceled (a stop
+    command overrides the command it stops)."""
+    if stop.is_set():
+        raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
 
 
 # ----------------------------------------------------------------------------- feedback readers

@@ -266,6 +266,12 @@ class FakeWorld:
                         self.holding = None
                     record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
 
+    def override_motion(self) -> None:
+        """Another command replaces the walk under way (another client on a sublease, the robot's own autonomy):
+        its feedback says STATUS_COMMAND_OVERRIDDEN."""
+        with self.lock:
+            self.stop_motion("replaced")
+
     def cut_motor_power(self) -> None:
         """The motors go off without an e-stop (a fault, a flat battery): the robot stops and lies down."""
         with self.lock:
