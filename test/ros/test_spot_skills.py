@@ -410,6 +410,29 @@ def test_a_failed_grasp_is_grasp_failed_stows_the_arm_and_the_next_try_works(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+def test_cancel_mid_pickup_stops_the_grasp_and_stows_the_arm(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        spot.world.action_s = 1.0  # each grasp phase takes a second
+        grasps = len(spot.calls("ManipulationApi"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="pickup", target="coffee_mug"))
+        wait_until(lambda: len(spot.calls("ManipulationApi")) > grasps, what="the grasp")
+        assert not spot.world.arm_stowed  # the fake moves the arm out as the grasp starts
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        handle.cancel_goal_async()
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=10.0, what="canceled result")
+        wrapped = result.result()
+        assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+    sent = [c.command for c in spot.calls("RobotCommand")]  # in the order they arrived
+    stops = [i for i, c in enumerate(sent) if c.full_body_command.HasField("stop_request")]
+    stows = [i for i, c in enumerate(sent) if c.synchronized_command.arm_command.HasField("named_arm_position_command")]
+    assert stops and any(i > stops[0] for i in stows)  # stowed after the stop that ended the grasp
+    assert spot.world.holding is None and spot.world.arm_stowed
+
+
 def test_an_object_that_is_not_there_is_not_found_and_forgotten(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     spot.world.objects["coffee_mug"].position = (41.5, 5.3, 0.8)  # someone took it to Niko's office
     with spot_skill_server(ros, spot, tmp_path):

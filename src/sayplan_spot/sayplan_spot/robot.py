@@ -176,6 +176,9 @@ class SpotRobot:
         self._lease_held = False  # the lease has been ours in this session: never take it again after that
         self._lock = threading.Lock()
         self.waypoints: dict[str, str] = {}  # GraphNav waypoint id -> recorded name
+        #: Set once stop() has sent its stop command (cleared by the skill server before each skill): clean-up
+        #: after a cancel waits for it, so the stop cannot land after (and override) the stow.
+        self.stop_sent = threading.Event()
         self.serial = ""
 
     # ------------------------------------------------------------------ session
@@ -348,12 +351,21 @@ class SpotRobot:
 
     def stop(self) -> None:
         """Stop all motion now (cancel). Safe to call from another thread while a primitive runs."""
-        if self.robot is None:
-            return
         try:
-            self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
+            if self.robot is not None:
+                self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
         except Exception as exc:
             self._warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
+        finally:
+            self.stop_sent.set()
+
+    def _stopped(self, stop: threading.Event) -> None:
+        """Before cleaning up after a cancel or a timeout: the robot has been sent its stop command (by the
+        cancel, which we wait for, or now)."""
+        if stop.is_set():
+            self.stop_sent.wait(timeout=3.0)
+        else:
+            self.stop()
 
     def disconnect(self) -> None:
         """Stop the keep-alive (it returns the lease if it is still ours) and close the SDK's threads and channels."""
@@ -522,8 +534,19 @@ class SpotRobot:
                     return (tform.x, tform.y, tform.z)
         return None
 
-    def _pick(self, node: str, start: Any, end: Any, stop: threading.Event, limits: Limits, report: Report) -> None:
-        """Manipulation API pick along a ray (vision frame); returns once the gripper holds it."""
+    def _pick(
+        self,
+        node: str,
+        start: Any,
+        end: Any,
+        stop: threading.Event,
+        limits: Limits,
+        report: Report,
+        let_go: bool = False,
+    ) -> None:
+        """Manipulation API pick along a ray (vision frame); returns once the gripper holds it. A pick that is
+        canceled or runs out of time stops the arm and stows it (`let_go`: opens the gripper first, for a
+        handle), so the robot is not left with its arm out."""
         request = manipulation_api_pb2.ManipulationApiRequest(
             pick_object_ray_in_world=manipulation_api_pb2.PickObjectRayInWorld(
                 ray_start_rt_frame=geometry_pb2.Vec3(x=start[0], y=start[1], z=start[2]),
@@ -549,7 +572,15 @@ class SpotRobot:
                 _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}")
             report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
-            self._wait(stop, limits, deadline, doing)
+            try:
+                self._wait(stop, limits, deadline, doing)
+            except SpotError:
+                self._stopped(stop)
+                if let_go:
+                    self._release_quietly(limits)
+                else:
+                    self._stow_quietly(limits)
+                raise
         if not self.holding():
             self._stow_quietly(limits)
             raise SpotError(SkillCode.GRASP_FAILED, f"{doing}: the grasp ended but the gripper holds nothing")
@@ -591,7 +622,7 @@ class SpotRobot:
         handle = prim.handle
         verb = "opening" if prim.opening else "closing"
         start, end = self._ray(handle.position)
-        self._pick(f"the handle of {prim.node}", start, end, stop, limits, report)
+        self._pick(f"the handle of {prim.node}", start, end, stop, limits, report, let_go=True)
         odom_tform_seed, _, _ = self.frames()
         sign = 1.0 if prim.opening else -1.0
         direction = odom_tform_seed.rot.transform_point(sign * handle.pull[0], sign * handle.pull[1], 0.0)
@@ -607,6 +638,8 @@ class SpotRobot:
             self._command(command, doing, limits, stop, limits.handle_pull_s + limits.arm_timeout_s,
                           _pull_done(ends))  # fmt: skip
         finally:
+            if stop.is_set():
+                self._stopped(stop)
             self._release_quietly(limits)
 
     def _capture(self, prim: Capture) -> bytes:

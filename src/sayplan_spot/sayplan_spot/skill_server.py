@@ -204,6 +204,7 @@ class SpotSkillServer(SkillServer):
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
         self.get_logger().info(f"{step}: {program.describe()}")
         self._stop.clear()
+        self.robot.stop_sent.clear()
         progress = _Progress()
         limits = self._limits()
         job = self._worker.submit(self._run_program, program, graph, limits, progress)

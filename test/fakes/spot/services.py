@@ -419,6 +419,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             which = command.full_body_command.WhichOneof("command")
             if which == "stop_request":
                 w.stop_motion("stop")
+                w.abort_grasps()
                 w.stop_count += 1
                 return self.record({"full"}, kind="stop")
             if which == "safe_power_off_request":

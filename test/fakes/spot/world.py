@@ -253,18 +253,22 @@ class FakeWorld:
 
     def steal_lease(self, owner: str = "tablet-operator") -> None:
         """Another client takes the lease (as the tablet's "take control" does): the robot stops, and a grasp
-        under way ends MANIP_STATE_GRASP_FAILED with nothing in the gripper (the protos do not say which state a
-        grasp whose lease is revoked ends in; this is the fake's choice)."""
+        under way ends (abort_grasps)."""
         with self.lock:
             self.lease_root += 1
             self.lease_owner = owner
             self.stop_motion("lease")
-            now = time.time()
-            for record in self.manipulations.values():
-                if now - float(record["t0"]) < 2 * self.action_s:  # type: ignore[arg-type]
-                    if record["item"] and self.holding == record["item"]:
-                        self.holding = None
-                    record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
+            self.abort_grasps()
+
+    def abort_grasps(self) -> None:
+        """A grasp under way ends now, MANIP_STATE_GRASP_FAILED, with nothing in the gripper (a stop command or
+        the lease taken: the fake's choice of end state, the protos do not name one)."""
+        now = time.time()
+        for record in self.manipulations.values():
+            if now - float(record["t0"]) < 2 * self.action_s:  # type: ignore[arg-type]
+                if record["item"] and self.holding == record["item"]:
+                    self.holding = None
+                record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
 
     def override_motion(self) -> None:
         """Another command replaces the walk under way (another client on a sublease, the robot's own autonomy):
