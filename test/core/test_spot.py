@@ -344,3 +344,25 @@ def test_a_robot_fault_only_reports_the_robot() -> None:
     )
     assert [u.node.id for u in update.upsert] == ["agent"] and not update.remove
     assert belief.accessed == "kitchen_bench"  # a pickup that never started leaves the robot where it was
+
+
+def test_the_readme_spot_parameter_table_states_the_declared_defaults() -> None:
+    """Rows of the Spot section's parameter table whose default is "empty" or one `value` hold for every
+    parameter the row names (the full table is generated; this one is written by hand)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("Parameters (`config/robots/spot.yaml`") :]
+    rows = [line for line in section[: section.index("\n\n", section.index("| parameter"))].splitlines()[3:]]
+    checked = 0
+    for row in rows:
+        names_cell, default_cell = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        names = [n.strip().strip("`") for n in names_cell.split(",")]
+        if default_cell == "empty":
+            expected = ""
+        elif default_cell.count("`") == 2 and default_cell.startswith("`") and default_cell.endswith("`"):
+            expected = default_cell.strip("`")
+        else:
+            continue
+        for name in names:
+            assert str(SPOT_SKILL_SERVER_SETTINGS[name].default) == expected, f"README: {name} defaults to {expected!r}"
+            checked += 1
+    assert checked >= 8
