@@ -239,7 +239,7 @@ def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSp
     with spot_skill_server(ros, spot, tmp_path):
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
     assert status == GoalStatus.STATUS_SUCCEEDED and outcome.error_code == SkillCode.NONE
-    (navigate,) = spot.calls("NavigateTo")
+    navigate = spot.calls("NavigateTo")[0]
     assert navigate.destination_waypoint_id == waypoint_id("kitchen")  # the site names it; the map knows its id
     assert navigate.clock_identifier == spot.world.clock_id
     kitchen = OFFICE.nodes["kitchen"].position
@@ -249,6 +249,33 @@ def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSp
         "kitchen"
     )
     assert (agent.position.x, agent.position.y) == pytest.approx(kitchen[:2])
+
+
+def test_navigation_is_re_issued_in_short_commands_so_the_robot_stops_without_the_client(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """As spot-sdk's graph_nav_command_line: navigate_to runs for about a second and is re-issued with the same
+    command id while the robot walks; a client that stops re-issuing leaves a robot that stops by itself."""
+    spot.world.speed_mps = 10.0  # 25 m: 2.5 s
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    calls = spot.calls("NavigateTo")
+    assert len(calls) >= 3
+    assert calls[0].command_id == 0 and len({c.command_id for c in calls[1:]}) == 1 and calls[1].command_id
+    assert {c.destination_waypoint_id for c in calls} == {waypoint_id("kitchen")}
+    for call in calls:
+        sent = call.header.request_timestamp.seconds + call.header.request_timestamp.nanos * 1e-9
+        ends = call.end_time.seconds + call.end_time.nanos * 1e-9
+        assert 0.5 < ends - (sent + spot.world.clock_skew_s) < 1.5  # robot clock minus the client's
+    # what that buys: a navigation nobody re-issues stops at its end time (the fake, as the robot would)
+    with spot.world.lock:
+        spot.world.body = Se2(30.0, 0.0, 0.0)
+        motion = spot.world.start_motion("navigate", Se2(55.0, -5.0, 0.0), spot.world.robot_now() + 0.2)
+    time.sleep(0.4)
+    with spot.world.lock:
+        spot.world.advance()
+        assert motion.halted == "timeout" and spot.world.motion is None
 
 
 def test_goto_a_node_without_waypoint_walks_there_in_the_odom_frame(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:

@@ -77,6 +77,9 @@ HAND_DOWN = math_helpers.Quat(w=math.cos(math.pi / 4), x=0.0, y=math.sin(math.pi
 RAY_BACK_M, RAY_UP_M, RAY_PAST = 0.6, 0.5, 0.3
 HANDLE_SPEED = 0.25  # m/s along the handle's path while pulling or pushing it
 HANDLE_FORCE_N, HANDLE_TORQUE_NM = 40.0, 5.0
+#: How long each GraphNav navigate_to request runs; it is re-issued (same command id) at half that while the
+#: robot walks (spot-sdk python/examples/graph_nav_command_line: 1 s commands, re-issued twice a second).
+NAV_COMMAND_S = 1.0
 
 
 class SpotError(Exception):
@@ -460,25 +463,42 @@ class SpotRobot:
         return None
 
     def _navigate(self, prim: Navigate, stop: threading.Event, limits: Limits, report: Report) -> None:
+        """GraphNav navigate_to as Boston Dynamics' graph_nav_command_line example drives it: each request runs
+        for a short time (NAV_COMMAND_S) and is re-issued with the same command id while the robot follows the
+        route, so the robot stops by itself within about a second if this client dies or loses the network."""
         waypoint = self.waypoint_id(prim.waypoint)
         client = self._client(GraphNavClient)
         doing = f"navigating to waypoint '{prim.waypoint}'"
+        duration = max(NAV_COMMAND_S, 3.0 * limits.feedback_period_s)
+        deadline = time.monotonic() + limits.navigate_timeout_s
+        command_id: int | None = None
+        issued = -math.inf
         try:
-            command_id = client.navigate_to(waypoint, limits.navigate_timeout_s)
-        except Exception as exc:
-            raise fault_from(exc, doing) from None
-        deadline = time.monotonic() + limits.navigate_timeout_s + 5.0
-        while True:
-            feedback = client.navigation_feedback(command_id)
-            status = _name(NavigationFeedbackResponse.Status, feedback.status)
-            code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
-            if code is SkillCode.NONE:
-                return
-            if code is not None:
-                _canceled(stop, doing)
-                raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
-            report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
-            self._wait(stop, limits, deadline, doing)
+            while True:
+                if time.monotonic() - issued >= duration / 2 and not stop.is_set():
+                    try:
+                        command_id = client.navigate_to(waypoint, duration, command_id=command_id)
+                    except Exception as exc:
+                        raise fault_from(exc, doing) from None
+                    issued = time.monotonic()
+                if command_id is None:  # canceled before the first request went out
+                    raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
+                feedback = client.navigation_feedback(command_id)
+                status = _name(NavigationFeedbackResponse.Status, feedback.status)
+                code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
+                if code is SkillCode.NONE:
+                    return
+                if code is not None:
+                    _canceled(stop, doing)
+                    raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
+                report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
+                self._wait(stop, limits, deadline, doing)
+        except SpotError as exc:
+            if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
+                self._stopped(stop)
+                if stop.is_set():
+                    self.stop()  # the last command the robot gets, even if a re-issue crossed the cancel's stop
+            raise
 
     def _walk(
         self, node: str, pose: tuple[float, float, float], stop: threading.Event, limits: Limits, report: Report

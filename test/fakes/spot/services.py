@@ -798,6 +798,21 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
         if waypoint is None:
             response.error_waypoint_ids.append(request.destination_waypoint_id)
             return self.NAV.STATUS_UNKNOWN_WAYPOINT
+        current = w.motion
+        if (
+            request.command_id
+            and current is not None
+            and current.command_id == request.command_id
+            and current.kind == "navigate"
+            and current.target == waypoint.id
+            and not current.halted
+        ):
+            # NavigateToRequest.command_id set: the request continues that navigate_to command (bosdyn-client's
+            # GraphNavClient.navigate_to: "this continues an existing navigate_to command with the given ID"),
+            # with the new end_time; spot-sdk's graph_nav_command_line re-issues 1 s commands this way
+            current.end_time = seconds(request.end_time)
+            response.command_id = current.command_id
+            return self.NAV.STATUS_OK
         goal = Se2(waypoint.x, waypoint.y, waypoint.yaw)
         motion = w.start_motion("navigate", goal, seconds(request.end_time), w.stuck.get(waypoint.id, 1.0), waypoint.id)
         response.command_id = motion.command_id
