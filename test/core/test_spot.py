@@ -29,6 +29,7 @@ from sayplan_core.robots.spot import (
     SpotSite,
     TargetError,
     Walk,
+    WorldObjectRef,
     approach_pose,
     compile_skill,
     nearest_place,
@@ -50,11 +51,12 @@ SITE = SpotSite.from_dict(
         "nodes": {
             "kitchen": {"target": "kitchen-door"},
             "nikos_desk": {"pose": [41.0, 4.0, 90]},
-            "coffee_mug": {"target": "fiducial_7"},
+            "coffee_mug": {"target": "kitchen-door"},
         },
         "spot": {
             "handles": {"kitchen_cupboard": {"position": [54.4, -3.3, 0.9], "kind": "hinge", "pull": [0, 2]}},
             "places": {"fridge": [55.8, -3.5, 0.6]},
+            "objects": {"coffee_mug": {"fiducial": 7}, "orange": {"world_object": "orange_det"}},
         },
     }
 )
@@ -103,7 +105,13 @@ def test_site_file_binds_nodes_handles_and_places(tmp_path: Path) -> None:
             "holds position",
         ),
         ({"places": {"desk": [1, 2, float("nan")]}}, "spot.places.desk must be [x, y, z]"),
-        ({"doors": {}}, "'spot' holds 'handles' and/or 'places'"),
+        ({"doors": {}}, "'spot' holds 'handles', 'places' and/or 'objects'"),
+        ({"objects": {"mug": {"fiducial": 5, "world_object": "m"}}}, "spot.objects.mug holds one of fiducial"),
+        ({"objects": {"mug": {"tag": 5}}}, "spot.objects.mug holds one of fiducial"),
+        ({"objects": {"mug": {"fiducial": "5"}}}, "spot.objects.mug.fiducial must be an AprilTag id"),
+        ({"objects": {"mug": {"fiducial": True}}}, "spot.objects.mug.fiducial must be an AprilTag id"),
+        ({"objects": {"mug": {"world_object": " "}}}, "spot.objects.mug.world_object must be a non-empty"),
+        ({"objects": ["mug"]}, "spot.objects are mappings"),
     ],
 )
 def test_a_bad_site_file_names_what_is_wrong(spot: dict[str, object], message: str) -> None:
@@ -162,10 +170,19 @@ def test_access_stands_at_the_bound_pose_or_comes_up_to_the_asset() -> None:
 
 
 def test_pickup_grasps_at_the_object_and_names_its_world_object() -> None:
+    """spot.objects binds an object to a live world object (an AprilTag id, or a world object's name); a node's
+    `target` is a GraphNav waypoint, never a world object."""
+    assert SITE.objects == {"coffee_mug": WorldObjectRef(fiducial=7), "orange": WorldObjectRef(name="orange_det")}
     program = compile_skill(step("pickup", "coffee_mug"), OFFICE, SITE, "kitchen_cupboard", OPTIONS)
-    assert program.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), "fiducial_7"),)
+    assert program.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), WorldObjectRef(fiducial=7)),)
     orange = compile_skill(step("pickup", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS).primitives
-    assert orange == (Grasp("orange", (56.5, -5.0, 0.8), ""),)
+    assert orange == (Grasp("orange", (56.5, -5.0, 0.8), WorldObjectRef(name="orange_det")),)
+    banana = compile_skill(step("pickup", "banana1"), OFFICE, SITE, None, OPTIONS).primitives
+    assert len(banana) == 1 and isinstance(banana[0], Grasp) and banana[0].world_object is None
+    waypoint_only = SpotSite.from_dict({"nodes": {"coffee_mug": {"target": "mug_tag"}}})
+    grasp = compile_skill(step("pickup", "coffee_mug"), OFFICE, waypoint_only, "kitchen_cupboard", OPTIONS)
+    assert grasp.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), None),)
+    assert WorldObjectRef(fiducial=7).describe() == "fiducial 7"
 
 
 def test_release_puts_down_at_the_accessed_asset() -> None:
@@ -327,3 +344,25 @@ def test_a_robot_fault_only_reports_the_robot() -> None:
     )
     assert [u.node.id for u in update.upsert] == ["agent"] and not update.remove
     assert belief.accessed == "kitchen_bench"  # a pickup that never started leaves the robot where it was
+
+
+def test_the_readme_spot_parameter_table_states_the_declared_defaults() -> None:
+    """Rows of the Spot section's parameter table whose default is "empty" or one `value` hold for every
+    parameter the row names (the full table is generated; this one is written by hand)."""
+    text = (ROOT / "README.md").read_text()
+    section = text[text.index("Parameters (`config/robots/spot.yaml`") :]
+    rows = [line for line in section[: section.index("\n\n", section.index("| parameter"))].splitlines()[3:]]
+    checked = 0
+    for row in rows:
+        names_cell, default_cell = (cell.strip() for cell in row.strip("|").split("|")[:2])
+        names = [n.strip().strip("`") for n in names_cell.split(",")]
+        if default_cell == "empty":
+            expected = ""
+        elif default_cell.count("`") == 2 and default_cell.startswith("`") and default_cell.endswith("`"):
+            expected = default_cell.strip("`")
+        else:
+            continue
+        for name in names:
+            assert str(SPOT_SKILL_SERVER_SETTINGS[name].default) == expected, f"README: {name} defaults to {expected!r}"
+            checked += 1
+    assert checked >= 8

@@ -50,6 +50,20 @@ def test_world_differences_are_replannable_and_robot_faults_are_not() -> None:
     assert sf.NAVIGATE_TO_REFUSAL["STATUS_UNKNOWN_WAYPOINT"].refused  # a site file naming no waypoint of the map
 
 
+def test_a_command_replaced_by_someone_else_is_a_robot_fault_not_a_cancel() -> None:
+    """STATUS_COMMAND_OVERRIDDEN: another command replaced ours. The adapter reports its own cancel as canceled
+    (it checks its stop event); in the tables it is another client or the robot taking over, which nobody can
+    plan around and which is not the caller stopping the skill."""
+    overridden = [
+        sf.NAVIGATION_FEEDBACK["STATUS_COMMAND_OVERRIDDEN"],
+        sf.COMMAND_FEEDBACK["STATUS_COMMAND_OVERRIDDEN"],
+        sf.ARM_CARTESIAN_FEEDBACK["STATUS_TRAJECTORY_CANCELLED"],
+    ]
+    assert overridden == [SkillCode.ROBOT_FAULT] * 3
+    assert all(code is not None and code.robot_fault and not code.stopped for code in overridden)
+    assert "another client" in sf.explain("STATUS_COMMAND_OVERRIDDEN")
+
+
 def test_every_lease_result_but_ok_is_a_lost_lease() -> None:
     assert {k for k, v in sf.LEASE_USE.items() if v is not SkillCode.LEASE_LOST} == {"STATUS_OK"}
 

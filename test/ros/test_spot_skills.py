@@ -141,11 +141,15 @@ def test_a_lease_held_by_another_client_is_lease_lost_until_it_is_released(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+@pytest.mark.parametrize("take_lease", [False, True])
 def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
-    ros: Any, spot: FakeSpot, tmp_path: Path
+    ros: Any, spot: FakeSpot, tmp_path: Path, take_lease: bool
 ) -> None:
+    """Whether the node took the lease at start-up or acquired it, it does not take it back from a client that
+    took control: the next skill acquires, which the robot refuses, and ends lease_lost."""
     spot.world.speed_mps = 3.0
-    with spot_skill_server(ros, spot, tmp_path) as server:
+    with spot_skill_server(ros, spot, tmp_path, take_lease=take_lease) as server:
+        assert len(spot.calls("TakeLease")) == int(take_lease)
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
         future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
@@ -158,6 +162,43 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         assert outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
         assert agent_attributes(outcome)["location"] != "kitchen"
         wait_until(lambda: bool(server.robot._lease_problem), what="the keep-alive to notice")
+        navigations = len(spot.calls("NavigateTo"))
+        status, outcome = run_skill(ros, skills, "goto", "kitchen")
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
+        assert "held by tablet-operator" in outcome.error_msg and "does not take it back" in outcome.error_msg
+        assert spot.world.lease_owner == "tablet-operator"  # not stolen back
+        assert len(spot.calls("TakeLease")) == int(take_lease) and len(spot.calls("NavigateTo")) == navigations
+
+
+@pytest.mark.parametrize(("cause", "code"), [("lease", SkillCode.LEASE_LOST), ("power", SkillCode.NOT_POWERED)])
+def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
+    ros: Any, spot: FakeSpot, tmp_path: Path, cause: str, code: SkillCode
+) -> None:
+    """A grasp that fails because another client took the lease mid-grasp is lease_lost, not grasp_failed; a
+    navigation that fails because the motors went off is not_powered, not a generic robot fault."""
+    with spot_skill_server(ros, spot, tmp_path, lease_check_in_s=10.0):  # the keep-alive will not notice in time
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        spot.world.action_s = 1.0
+        started = len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback"))
+        skill, target = ("pickup", "coffee_mug") if cause == "lease" else ("goto", "nikos_office")
+        spot.world.speed_mps = 2.0
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+        wait_until(
+            lambda: len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback")) > started,
+            what="the skill under way",
+        )
+        if cause == "lease":
+            spot.world.steal_lease("tablet-operator")
+        else:
+            spot.world.cut_motor_power()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        outcome = result.result().result.outcome
+        assert outcome.error_code == code, outcome.error_msg
+        assert ("GRASP_FAILED" if cause == "lease" else "STATUS_ROBOT_IMPAIRED") in outcome.error_msg
+        assert spot.world.holding is None
 
 
 def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
@@ -198,7 +239,7 @@ def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSp
     with spot_skill_server(ros, spot, tmp_path):
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
     assert status == GoalStatus.STATUS_SUCCEEDED and outcome.error_code == SkillCode.NONE
-    (navigate,) = spot.calls("NavigateTo")
+    navigate = spot.calls("NavigateTo")[0]
     assert navigate.destination_waypoint_id == waypoint_id("kitchen")  # the site names it; the map knows its id
     assert navigate.clock_identifier == spot.world.clock_id
     kitchen = OFFICE.nodes["kitchen"].position
@@ -208,6 +249,33 @@ def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSp
         "kitchen"
     )
     assert (agent.position.x, agent.position.y) == pytest.approx(kitchen[:2])
+
+
+def test_navigation_is_re_issued_in_short_commands_so_the_robot_stops_without_the_client(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """As spot-sdk's graph_nav_command_line: navigate_to runs for about a second and is re-issued with the same
+    command id while the robot walks; a client that stops re-issuing leaves a robot that stops by itself."""
+    spot.world.speed_mps = 10.0  # 25 m: 2.5 s
+    with spot_skill_server(ros, spot, tmp_path):
+        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    calls = spot.calls("NavigateTo")
+    assert len(calls) >= 3
+    assert calls[0].command_id == 0 and len({c.command_id for c in calls[1:]}) == 1 and calls[1].command_id
+    assert {c.destination_waypoint_id for c in calls} == {waypoint_id("kitchen")}
+    for call in calls:
+        sent = call.header.request_timestamp.seconds + call.header.request_timestamp.nanos * 1e-9
+        ends = call.end_time.seconds + call.end_time.nanos * 1e-9
+        assert 0.5 < ends - (sent + spot.world.clock_skew_s) < 1.5  # robot clock minus the client's
+    # what that buys: a navigation nobody re-issues stops at its end time (the fake, as the robot would)
+    with spot.world.lock:
+        spot.world.body = Se2(30.0, 0.0, 0.0)
+        motion = spot.world.start_motion("navigate", Se2(55.0, -5.0, 0.0), spot.world.robot_now() + 0.2)
+    time.sleep(0.4)
+    with spot.world.lock:
+        spot.world.advance()
+        assert motion.halted == "timeout" and spot.world.motion is None
 
 
 def test_goto_a_node_without_waypoint_walks_there_in_the_odom_frame(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
@@ -293,6 +361,33 @@ def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_pat
         assert math.hypot(stopped[0] - 55.0, stopped[1] + 5.0) > 5.0  # far from the kitchen
 
 
+@pytest.mark.parametrize("walk", [False, True])
+def test_a_walk_another_command_replaces_is_a_robot_fault_not_canceled(
+    ros: Any, spot: FakeSpot, tmp_path: Path, walk: bool
+) -> None:
+    """Nobody canceled the skill: GraphNav's (or the trajectory's) STATUS_COMMAND_OVERRIDDEN means another
+    client or the robot took over. (A cancel of ours, which overrides with a stop command, stays canceled: see
+    test_cancel_mid_navigation_stops_the_robot.)"""
+    spot.world.speed_mps = 2.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",) if walk else ())
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0):
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        target = "pose8" if walk else "kitchen"
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target=target))
+        feedback = "RobotCommandFeedback" if walk else "NavigationFeedback"
+        before = len(spot.calls(feedback))
+        wait_until(lambda: len(spot.calls(feedback)) > before + 2, what="walking")
+        spot.world.override_motion()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        wrapped = result.result()
+        outcome = wrapped.result.outcome
+        assert wrapped.status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT
+        assert "STATUS_COMMAND_OVERRIDDEN" in outcome.error_msg and "another client" in outcome.error_msg
+
+
 # ----------------------------------------------------------------------------- arm skills
 def at_cupboard(ros: Any, skills: ActionClient) -> None:
     for skill, target in (("goto", "kitchen"), ("open", "kitchen_cupboard"), ("access", "kitchen_cupboard")):
@@ -342,6 +437,29 @@ def test_a_failed_grasp_is_grasp_failed_stows_the_arm_and_the_next_try_works(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+def test_cancel_mid_pickup_stops_the_grasp_and_stows_the_arm(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        spot.world.action_s = 1.0  # each grasp phase takes a second
+        grasps = len(spot.calls("ManipulationApi"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="pickup", target="coffee_mug"))
+        wait_until(lambda: len(spot.calls("ManipulationApi")) > grasps, what="the grasp")
+        assert not spot.world.arm_stowed  # the fake moves the arm out as the grasp starts
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        handle.cancel_goal_async()
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=10.0, what="canceled result")
+        wrapped = result.result()
+        assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+    sent = [c.command for c in spot.calls("RobotCommand")]  # in the order they arrived
+    stops = [i for i, c in enumerate(sent) if c.full_body_command.HasField("stop_request")]
+    stows = [i for i, c in enumerate(sent) if c.synchronized_command.arm_command.HasField("named_arm_position_command")]
+    assert stops and any(i > stops[0] for i in stows)  # stowed after the stop that ended the grasp
+    assert spot.world.holding is None and spot.world.arm_stowed
+
+
 def test_an_object_that_is_not_there_is_not_found_and_forgotten(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     spot.world.objects["coffee_mug"].position = (41.5, 5.3, 0.8)  # someone took it to Niko's office
     with spot_skill_server(ros, spot, tmp_path):
@@ -356,10 +474,27 @@ def test_an_object_that_is_not_there_is_not_found_and_forgotten(ros: Any, spot: 
     assert list(outcome.graph_update.remove) == ["coffee_mug"]
 
 
+def ray_misses(ray: Any, point: tuple[float, float, float]) -> float:
+    """How far a grasp ray (vision frame) passes from a point (vision frame)."""
+    start = (ray.ray_start_rt_frame.x, ray.ray_start_rt_frame.y, ray.ray_start_rt_frame.z)
+    end = (ray.ray_end_rt_frame.x, ray.ray_end_rt_frame.y, ray.ray_end_rt_frame.z)
+    t = sum((point[i] - start[i]) * (end[i] - start[i]) for i in range(3)) / sum(
+        (end[i] - start[i]) ** 2 for i in range(3)
+    )
+    return math.dist([start[i] + t * (end[i] - start[i]) for i in range(3)], point)
+
+
+@pytest.mark.parametrize(
+    ("binding", "unseen"),
+    [({"fiducial": 5}, "fiducial 5"), ({"world_object": "mug_detection"}, "world object 'mug_detection'")],
+)
 def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
-    ros: Any, spot: FakeSpot, tmp_path: Path
+    ros: Any, spot: FakeSpot, tmp_path: Path, binding: dict[str, Any], unseen: str
 ) -> None:
-    site = office_site(tmp_path / "site.yaml", OFFICE, nodes={"coffee_mug": {"target": "mug_tag"}})
+    """The fake lists the mug as the robot lists world objects: an AprilTag as "world_obj_apriltag_5" with its
+    frames "fiducial_5" (raw, here 0.25 m off) and "filtered_fiducial_5"; a detection by its name with a drawable
+    frame. The grasp goes through the filtered (or drawable) frame, not a frame named after the object."""
+    site = office_site(tmp_path / "site.yaml", OFFICE, objects={"coffee_mug": binding})
     mug = spot.world.objects["coffee_mug"]
     mug.position = (mug.position[0] - 0.3, mug.position[1], mug.position[2])  # not where the graph says
     with spot_skill_server(ros, spot, tmp_path, site=site):
@@ -367,12 +502,34 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
         at_cupboard(ros, skills)
         grasps = len(spot.calls("ManipulationApi"))  # the cupboard handle's
         _, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
-        assert outcome.error_code == SkillCode.NOT_FOUND and "world object 'mug_tag'" in outcome.error_msg
+        assert outcome.error_code == SkillCode.NOT_FOUND and f"does not see {unseen}" in outcome.error_msg
         assert len(spot.calls("ManipulationApi")) == grasps  # no grasp without seeing it
-        mug.world_object = "mug_tag"  # now the robot sees it
+        if "fiducial" in binding:  # now the robot sees the tag on it; its raw detection is off, the filtered is not
+            mug.fiducial, mug.raw_error = 5, (0.25, 0.0, 0.0)
+        else:
+            mug.detection = "mug_detection"
         status, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
     assert spot.world.holding == "coffee_mug"
+    ray = spot.calls("ManipulationApi")[-1].pick_object_ray_in_world
+    assert ray_misses(ray, spot.world.seed_tform_vision.inverse().point(mug.position)) < 0.01
+
+
+def test_a_world_objects_frames_are_the_ones_its_properties_name() -> None:
+    """world_object.proto: the frames of an object are named in its properties, best first."""
+    from bosdyn.api import world_object_pb2
+
+    from sayplan_spot.robot import _object_frames
+
+    tag = world_object_pb2.WorldObject(name="world_obj_apriltag_5")
+    tag.apriltag_properties.frame_name_fiducial = "fiducial_5"
+    assert _object_frames(tag) == ["fiducial_5"]  # no filtered estimate yet: the raw detection
+    tag.apriltag_properties.frame_name_fiducial_filtered = "filtered_fiducial_5"
+    assert _object_frames(tag) == ["filtered_fiducial_5", "fiducial_5"]
+    other = world_object_pb2.WorldObject(name="red_sphere_ball")
+    other.drawable_properties.add(frame_name_drawable="drawing_sphere")
+    other.dock_properties.frame_name_dock = "dock_520"
+    assert _object_frames(other) == ["dock_520", "drawing_sphere"]
 
 
 @pytest.mark.parametrize("reachable", [True, False])

@@ -66,6 +66,7 @@ from sayplan_core.robots.spot import (
     RobotPose,
     TargetError,
     Walk,
+    WorldObjectRef,
     approach_pose,
     resolve_waypoint,
 )
@@ -76,6 +77,9 @@ HAND_DOWN = math_helpers.Quat(w=math.cos(math.pi / 4), x=0.0, y=math.sin(math.pi
 RAY_BACK_M, RAY_UP_M, RAY_PAST = 0.6, 0.5, 0.3
 HANDLE_SPEED = 0.25  # m/s along the handle's path while pulling or pushing it
 HANDLE_FORCE_N, HANDLE_TORQUE_NM = 40.0, 5.0
+#: How long each GraphNav navigate_to request runs; it is re-issued (same command id) at half that while the
+#: robot walks (spot-sdk python/examples/graph_nav_command_line: 1 s commands, re-issued twice a second).
+NAV_COMMAND_S = 1.0
 
 
 class SpotError(Exception):
@@ -172,8 +176,12 @@ class SpotRobot:
         self.robot: Any = None
         self._keepalive: Any = None
         self._lease_problem = ""
+        self._lease_held = False  # the lease has been ours in this session: never take it again after that
         self._lock = threading.Lock()
         self.waypoints: dict[str, str] = {}  # GraphNav waypoint id -> recorded name
+        #: Set once stop() has sent its stop command (cleared by the skill server before each skill): clean-up
+        #: after a cancel waits for it, so the stop cannot land after (and override) the stow.
+        self.stop_sent = threading.Event()
         self.serial = ""
 
     # ------------------------------------------------------------------ session
@@ -182,7 +190,11 @@ class SpotRobot:
         return self.robot is not None
 
     def connect(self, limits: Limits) -> None:
-        """Log in, time-sync, take the lease, check the e-stop, power on and stand."""
+        """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop, power on and stand.
+
+        `take_lease` takes the lease only until it has been ours once: after another client took it, connecting
+        again only acquires it, which fails with lease_lost while that client holds it (the node never takes the
+        robot back from an operator who took control)."""
         self.disconnect()
         cfg = self.config
         doing = f"connecting to {cfg.hostname}"
@@ -205,13 +217,14 @@ class SpotRobot:
             if robot.is_estopped(timeout=cfg.connect_timeout_s):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)
-            if cfg.take_lease:
+            if cfg.take_lease and not self._lease_held:
                 lease_client.take()
             self._lease_problem = ""
             self._keepalive = LeaseKeepAlive(
                 lease_client, must_acquire=True, return_at_exit=True, rpc_interval_seconds=cfg.lease_check_in_s,
                 on_failure_callback=self._on_lease_failure, warnings=False,
             )  # fmt: skip
+            self._lease_held = True
             self.refresh_map()
             self.power_on_and_stand(limits)
         except InvalidLoginError:
@@ -219,6 +232,15 @@ class SpotRobot:
             raise SpotError(
                 SkillCode.ROBOT_FAULT, f"{doing}: the robot refused the login (user name or password)"
             ) from None
+        except ResourceAlreadyClaimedError as exc:
+            self.disconnect()
+            owner = exc.response.lease_owner.client_name or "another client"
+            advice = (
+                "it took control from this node, which does not take it back; release control there, then retry"
+                if self._lease_held
+                else "release it (tablet: release control) or set take_lease"
+            )
+            raise SpotError(SkillCode.LEASE_LOST, f"{doing}: the body lease is held by {owner}; {advice}") from None
         except Exception as exc:
             self.disconnect()
             raise fault_from(exc, doing) from None
@@ -292,14 +314,61 @@ class SpotRobot:
         except Exception:
             return False
 
+    def lease_lost(self) -> str:
+        """'' while the body lease is ours, else why not. Checks in with the robot now (RetainLease) rather
+        than waiting for the keep-alive's next check-in; a robot that does not answer is no evidence either way."""
+        with self._lock:
+            problem = self._lease_problem
+        keepalive = self._keepalive
+        if problem or self.robot is None or keepalive is None:
+            return problem
+        try:
+            self._client(LeaseClient).retain_lease(keepalive.lease_wallet.get_lease(), timeout=2.0)
+        except (LeaseUseError, LeaseWalletError) as exc:
+            problem = fault_from(exc, "checking the lease").message
+            with self._lock:
+                self._lease_problem = problem
+        except Exception:
+            return ""
+        return problem
+
+    def powered(self) -> bool:
+        """The motors are on (True when the robot does not answer: no evidence they are off)."""
+        try:
+            return self.robot is None or bool(self.robot.is_powered_on(timeout=2.0))
+        except Exception:
+            return True
+
+    def fault_behind(self) -> SpotError | None:
+        """After a skill failed: the robot fault that explains it, if any, checked in this order: e-stop,
+        the lease gone to another client, the motors off. A failure with one of these behind it is no
+        difference in the world the planner could plan around."""
+        if self.estopped():
+            return SpotError(SkillCode.ESTOPPED, "the robot is e-stopped")
+        lost = self.lease_lost()
+        if lost:
+            return SpotError(SkillCode.LEASE_LOST, lost)
+        if not self.powered():
+            return SpotError(SkillCode.NOT_POWERED, "the motors are off")
+        return None
+
     def stop(self) -> None:
         """Stop all motion now (cancel). Safe to call from another thread while a primitive runs."""
-        if self.robot is None:
-            return
         try:
-            self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
+            if self.robot is not None:
+                self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
         except Exception as exc:
             self._warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
+        finally:
+            self.stop_sent.set()
+
+    def _stopped(self, stop: threading.Event) -> None:
+        """Before cleaning up after a cancel or a timeout: the robot has been sent its stop command (by the
+        cancel, which we wait for, or now)."""
+        if stop.is_set():
+            self.stop_sent.wait(timeout=3.0)
+        else:
+            self.stop()
 
     def disconnect(self) -> None:
         """Stop the keep-alive (it returns the lease if it is still ours) and close the SDK's threads and channels."""
@@ -394,24 +463,42 @@ class SpotRobot:
         return None
 
     def _navigate(self, prim: Navigate, stop: threading.Event, limits: Limits, report: Report) -> None:
+        """GraphNav navigate_to as Boston Dynamics' graph_nav_command_line example drives it: each request runs
+        for a short time (NAV_COMMAND_S) and is re-issued with the same command id while the robot follows the
+        route, so the robot stops by itself within about a second if this client dies or loses the network."""
         waypoint = self.waypoint_id(prim.waypoint)
         client = self._client(GraphNavClient)
         doing = f"navigating to waypoint '{prim.waypoint}'"
+        duration = max(NAV_COMMAND_S, 3.0 * limits.feedback_period_s)
+        deadline = time.monotonic() + limits.navigate_timeout_s
+        command_id: int | None = None
+        issued = -math.inf
         try:
-            command_id = client.navigate_to(waypoint, limits.navigate_timeout_s)
-        except Exception as exc:
-            raise fault_from(exc, doing) from None
-        deadline = time.monotonic() + limits.navigate_timeout_s + 5.0
-        while True:
-            feedback = client.navigation_feedback(command_id)
-            status = _name(NavigationFeedbackResponse.Status, feedback.status)
-            code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
-            if code is SkillCode.NONE:
-                return
-            if code is not None:
-                raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
-            report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
-            self._wait(stop, limits, deadline, doing)
+            while True:
+                if time.monotonic() - issued >= duration / 2 and not stop.is_set():
+                    try:
+                        command_id = client.navigate_to(waypoint, duration, command_id=command_id)
+                    except Exception as exc:
+                        raise fault_from(exc, doing) from None
+                    issued = time.monotonic()
+                if command_id is None:  # canceled before the first request went out
+                    raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
+                feedback = client.navigation_feedback(command_id)
+                status = _name(NavigationFeedbackResponse.Status, feedback.status)
+                code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
+                if code is SkillCode.NONE:
+                    return
+                if code is not None:
+                    _canceled(stop, doing)
+                    raise SpotError(code, f"{doing}: GraphNav reports {sf.explain(status)}")
+                report(f"{doing}: {feedback.remaining_route_length:.1f} m to go")
+                self._wait(stop, limits, deadline, doing)
+        except SpotError as exc:
+            if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
+                self._stopped(stop)
+                if stop.is_set():
+                    self.stop()  # the last command the robot gets, even if a re-issue crossed the cancel's stop
+            raise
 
     def _walk(
         self, node: str, pose: tuple[float, float, float], stop: threading.Event, limits: Limits, report: Report
@@ -446,18 +533,40 @@ class SpotRobot:
         end = tuple(t + (t - s) * RAY_PAST for t, s in zip(target_seed, start, strict=True))
         return vision_tform_seed.transform_point(*start), vision_tform_seed.transform_point(*end)
 
-    def _world_object(self, name: str) -> tuple[float, float, float] | None:
-        """A live world object's position in the vision frame, or None when the robot does not see it."""
+    def _world_object(self, ref: WorldObjectRef) -> tuple[float, float, float] | None:
+        """A live world object's position in the vision frame, or None when the robot does not see it.
+
+        A world object's `name` is not a frame: its frames are named in its properties (world_object.proto). An
+        AprilTag is matched by `apriltag_properties.tag_id` and located at `frame_name_fiducial_filtered` (the
+        robot's filtered estimate), else at the raw `frame_name_fiducial`; other objects are matched by name and
+        located at the first frame their properties name that the transforms snapshot holds."""
         objects = self._client(WorldObjectClient).list_world_objects().world_objects
-        for obj in objects:
-            if obj.name == name:
-                tform = frame_helpers.get_a_tform_b(obj.transforms_snapshot, frame_helpers.VISION_FRAME_NAME, name)
+        if ref.fiducial is not None:
+            tagged = [o for o in objects if o.HasField("apriltag_properties")]
+            found = [o for o in tagged if o.apriltag_properties.tag_id == ref.fiducial]
+        else:
+            found = [o for o in objects if o.name == ref.name]
+        found.sort(key=lambda o: (o.acquisition_time.seconds, o.acquisition_time.nanos), reverse=True)
+        for obj in found:  # the latest detection first
+            for frame in _object_frames(obj):
+                tform = frame_helpers.get_a_tform_b(obj.transforms_snapshot, frame_helpers.VISION_FRAME_NAME, frame)
                 if tform is not None:
                     return (tform.x, tform.y, tform.z)
         return None
 
-    def _pick(self, node: str, start: Any, end: Any, stop: threading.Event, limits: Limits, report: Report) -> None:
-        """Manipulation API pick along a ray (vision frame); returns once the gripper holds it."""
+    def _pick(
+        self,
+        node: str,
+        start: Any,
+        end: Any,
+        stop: threading.Event,
+        limits: Limits,
+        report: Report,
+        let_go: bool = False,
+    ) -> None:
+        """Manipulation API pick along a ray (vision frame); returns once the gripper holds it. A pick that is
+        canceled or runs out of time stops the arm and stows it (`let_go`: opens the gripper first, for a
+        handle), so the robot is not left with its arm out."""
         request = manipulation_api_pb2.ManipulationApiRequest(
             pick_object_ray_in_world=manipulation_api_pb2.PickObjectRayInWorld(
                 ray_start_rt_frame=geometry_pb2.Vec3(x=start[0], y=start[1], z=start[2]),
@@ -480,19 +589,28 @@ class SpotRobot:
                 break
             if code is not None:
                 self._stow_quietly(limits)
+                _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}")
             report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
-            self._wait(stop, limits, deadline, doing)
+            try:
+                self._wait(stop, limits, deadline, doing)
+            except SpotError:
+                self._stopped(stop)
+                if let_go:
+                    self._release_quietly(limits)
+                else:
+                    self._stow_quietly(limits)
+                raise
         if not self.holding():
             self._stow_quietly(limits)
             raise SpotError(SkillCode.GRASP_FAILED, f"{doing}: the grasp ended but the gripper holds nothing")
 
     def _grasp(self, prim: Grasp, stop: threading.Event, limits: Limits, report: Report) -> None:
-        if prim.world_object:
+        if prim.world_object is not None:
             seen = self._world_object(prim.world_object)
             if seen is None:
                 raise SpotError(
-                    SkillCode.NOT_FOUND, f"the robot does not see world object '{prim.world_object}' ({prim.node})"
+                    SkillCode.NOT_FOUND, f"the robot does not see {prim.world_object.describe()} ({prim.node})"
                 )
             _, vision_tform_seed, _ = self.frames()
             target = vision_tform_seed.inverse().transform_point(*seen)
@@ -524,7 +642,7 @@ class SpotRobot:
         handle = prim.handle
         verb = "opening" if prim.opening else "closing"
         start, end = self._ray(handle.position)
-        self._pick(f"the handle of {prim.node}", start, end, stop, limits, report)
+        self._pick(f"the handle of {prim.node}", start, end, stop, limits, report, let_go=True)
         odom_tform_seed, _, _ = self.frames()
         sign = 1.0 if prim.opening else -1.0
         direction = odom_tform_seed.rot.transform_point(sign * handle.pull[0], sign * handle.pull[1], 0.0)
@@ -540,6 +658,8 @@ class SpotRobot:
             self._command(command, doing, limits, stop, limits.handle_pull_s + limits.arm_timeout_s,
                           _pull_done(ends))  # fmt: skip
         finally:
+            if stop.is_set():
+                self._stopped(stop)
             self._release_quietly(limits)
 
     def _capture(self, prim: Capture) -> bytes:
@@ -574,11 +694,13 @@ class SpotRobot:
             response = client.robot_command_feedback(command_id)
             status, verdict = _command_status(response.feedback)
             if verdict is not None and verdict is not SkillCode.NONE:
-                raise SpotError(verdict, f"{doing}: the command ended with {status}")
+                _canceled(stop, doing)
+                raise SpotError(verdict, f"{doing}: the command ended with {sf.explain(status)}")
             code, name = done(response.feedback)
             if code is SkillCode.NONE:
                 return
             if code is not None:
+                _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: {sf.explain(name)}")
             self._wait(stop, limits, deadline, doing)
 
@@ -606,6 +728,31 @@ class SpotRobot:
             raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
         if time.monotonic() > deadline:
             raise SpotError(SkillCode.TIMEOUT, f"{doing}: no result in time")
+
+
+def _object_frames(obj: Any) -> list[str]:
+    """The frames a world object's properties name for it (world_object.proto), best first: an AprilTag's
+    filtered then raw fiducial frame; a dock's frame; a bounding box's frame; the image-coordinates frame; the
+    drawables' frames."""
+    frames: list[str] = []
+    if obj.HasField("apriltag_properties"):
+        tag = obj.apriltag_properties
+        frames += [tag.frame_name_fiducial_filtered, tag.frame_name_fiducial]
+    if obj.HasField("dock_properties"):
+        frames.append(obj.dock_properties.frame_name_dock)
+    if obj.HasField("bounding_box_properties"):
+        frames.append(obj.bounding_box_properties.frame)
+    if obj.HasField("image_properties"):
+        frames.append(obj.image_properties.frame_name_image_coordinates)
+    frames += [d.frame_name_drawable for d in obj.drawable_properties]
+    return [f for f in frames if f]
+
+
+def _canceled(stop: threading.Event, doing: str) -> None:
+    """A command that ends badly after we were asked to stop ended because we stopped it: canceled (a stop
+    command overrides the command it stops)."""
+    if stop.is_set():
+        raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
 
 
 # ----------------------------------------------------------------------------- feedback readers

@@ -204,6 +204,7 @@ class SpotSkillServer(SkillServer):
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
         self.get_logger().info(f"{step}: {program.describe()}")
         self._stop.clear()
+        self.robot.stop_sent.clear()
         progress = _Progress()
         limits = self._limits()
         job = self._worker.submit(self._run_program, program, graph, limits, progress)
@@ -256,8 +257,10 @@ class SpotSkillServer(SkillServer):
             code, message = SkillCode.SKILL_FAILED, f"{step} failed: the VLM could not describe the image: {exc}"
         except Exception as exc:  # a bug here must not leave the robot's state unread
             code, message = SkillCode.INTERNAL_ERROR, f"{step} failed: {type(exc).__name__}: {exc}"
-        if code is not SkillCode.NONE and code is not SkillCode.CANCELED and self.robot.estopped():
-            code, message = SkillCode.ESTOPPED, f"{step} failed: the robot is e-stopped ({message})"
+        if code is not SkillCode.NONE and code is not SkillCode.CANCELED and self.robot.connected:
+            behind = self.robot.fault_behind()  # e-stop, lease lost, motors off: a robot fault, not a replan
+            if behind is not None:
+                code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
         off_course = program.kind == "goto" and code is not SkillCode.NONE
         return _Outcome(code, message, pose, off_course, revealed)

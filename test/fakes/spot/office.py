@@ -54,6 +54,7 @@ def office_site(
     graph: SceneGraph | None = None,
     unbound: tuple[str, ...] = (),
     desk_place: tuple[float, float, float] = DESK_PLACE,
+    objects: dict[str, Any] | None = None,
     **extra: Any,
 ) -> Path:
     graph = graph or office()
@@ -72,6 +73,7 @@ def office_site(
                 }
             },
             "places": {"nikos_desk": list(desk_place)},
+            "objects": objects or {},
         },
     }
     site.update(extra)

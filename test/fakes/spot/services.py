@@ -419,6 +419,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             which = command.full_body_command.WhichOneof("command")
             if which == "stop_request":
                 w.stop_motion("stop")
+                w.abort_grasps()
                 w.stop_count += 1
                 return self.record({"full"}, kind="stop")
             if which == "safe_power_off_request":
@@ -627,7 +628,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                     mob.se2_trajectory_feedback.final_goal_status = traj.FINAL_GOAL_STATUS_ACHIEVABLE
                 if motion.halted in ("stop", "lease", "replaced"):
                     mob.status = CMD.STATUS_COMMAND_OVERRIDDEN
-                elif motion.halted == "estop":
+                elif motion.halted in ("estop", "power"):
                     mob.status = CMD.STATUS_ROBOT_FROZEN
                 elif moving and w.robot_now() > motion.end_time:
                     mob.status = CMD.STATUS_COMMAND_TIMED_OUT
@@ -797,6 +798,21 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
         if waypoint is None:
             response.error_waypoint_ids.append(request.destination_waypoint_id)
             return self.NAV.STATUS_UNKNOWN_WAYPOINT
+        current = w.motion
+        if (
+            request.command_id
+            and current is not None
+            and current.command_id == request.command_id
+            and current.kind == "navigate"
+            and current.target == waypoint.id
+            and not current.halted
+        ):
+            # NavigateToRequest.command_id set: the request continues that navigate_to command (bosdyn-client's
+            # GraphNavClient.navigate_to: "this continues an existing navigate_to command with the given ID"),
+            # with the new end_time; spot-sdk's graph_nav_command_line re-issues 1 s commands this way
+            current.end_time = seconds(request.end_time)
+            response.command_id = current.command_id
+            return self.NAV.STATUS_OK
         goal = Se2(waypoint.x, waypoint.y, waypoint.yaw)
         motion = w.start_motion("navigate", goal, seconds(request.end_time), w.stuck.get(waypoint.id, 1.0), waypoint.id)
         response.command_id = motion.command_id
@@ -816,6 +832,7 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
                 halted = {
                     "stop": self.FB.STATUS_COMMAND_OVERRIDDEN, "replaced": self.FB.STATUS_COMMAND_OVERRIDDEN,
                     "stuck": self.FB.STATUS_STUCK, "estop": self.FB.STATUS_ROBOT_IMPAIRED,
+                    "power": self.FB.STATUS_ROBOT_IMPAIRED,
                     "lease": self.FB.STATUS_LEASE_ERROR, "timeout": self.FB.STATUS_COMMAND_TIMED_OUT,
                 }  # fmt: skip
                 if motion.halted:
@@ -873,22 +890,55 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
 
 # ----------------------------------------------------------------------------- perception
 class WorldObjects(Base, world_object_service_pb2_grpc.WorldObjectServiceServicer):
+    """The objects the robot sees (world_object.proto). A world object's `name` is not a frame name: its frames
+    are named in its properties and held in its transforms_snapshot. An AprilTag is listed as the robot lists
+    fiducials: name "world_obj_apriltag_<id>", AprilTagProperties with tag_id, frame_name_fiducial "fiducial_<id>"
+    (the raw detection) and frame_name_fiducial_filtered "filtered_fiducial_<id>" (as in spot-sdk's
+    python/examples/world_object_mutations and the AprilTag world objects spot_ros tests with); a detection added
+    by another client carries a drawable whose frame_name_drawable is in the snapshot. Frames hang off "vision",
+    and the snapshot also holds the robot's body, odom and vision frames, as the proto's comment says."""
+
     def ListWorldObjects(self, request: Any, context: Any) -> Any:
         received = self.w.robot_now()
         response = world_object_pb2.ListWorldObjectResponse()
         w = self.w
+        wanted = set(request.object_type)
         with w.lock:
+            w.advance()
             vision_tform_seed = w.seed_tform_vision.inverse()
             for index, obj in enumerate(sorted(w.objects.values(), key=lambda o: o.id)):
-                if not obj.world_object or obj.id == w.holding:
+                if obj.id == w.holding or (obj.fiducial is None and not obj.detection):
                     continue
-                item = response.world_objects.add(id=index + 1, name=obj.world_object)
+                tagged = obj.fiducial is not None
+                kind = world_object_pb2.WORLD_OBJECT_APRILTAG if tagged else world_object_pb2.WORLD_OBJECT_DRAWABLE
+                if wanted and kind not in wanted:
+                    continue
+                item = response.world_objects.add(id=index + 1)
                 item.acquisition_time.CopyFrom(stamp(received))
+                item.transforms_snapshot.CopyFrom(snapshot(w))
+                frames: list[tuple[str, Point]] = []
+                if obj.fiducial is not None:
+                    tag = item.apriltag_properties
+                    item.name = f"world_obj_apriltag_{obj.fiducial}"
+                    tag.tag_id = obj.fiducial
+                    tag.dimensions.x = tag.dimensions.y = 0.146
+                    tag.frame_name_fiducial = f"fiducial_{obj.fiducial}"
+                    tag.frame_name_fiducial_filtered = f"filtered_fiducial_{obj.fiducial}"
+                    tag.fiducial_pose_status = tag.fiducial_filtered_pose_status = tag.STATUS_OK
+                    (px, py, pz), (ex, ey, ez) = obj.position, obj.raw_error
+                    frames.append((tag.frame_name_fiducial, (px + ex, py + ey, pz + ez)))
+                    frames.append((tag.frame_name_fiducial_filtered, obj.position))
+                else:
+                    item.name = obj.detection
+                    drawable = item.drawable_properties.add(label=obj.detection)
+                    drawable.sphere.radius = 0.05
+                    drawable.frame_name_drawable = f"{obj.detection}_center"
+                    frames.append((drawable.frame_name_drawable, obj.position))
                 edges = item.transforms_snapshot.child_to_parent_edge_map
-                edges["vision"].parent_frame_name = ""
-                x, y, z = vision_tform_seed.point(obj.position)
-                edges[obj.world_object].parent_frame_name = "vision"
-                edges[obj.world_object].parent_tform_child.CopyFrom(se3(Se2(x, y, 0.0), z))
+                for frame, where in frames:
+                    x, y, z = vision_tform_seed.point(where)
+                    edges[frame].parent_frame_name = "vision"
+                    edges[frame].parent_tform_child.CopyFrom(se3(Se2(x, y, 0.0), z))
         self.header(response, request, received)
         return response
 

@@ -60,9 +60,15 @@ class Waypoint:
 
 @dataclass
 class FakeObject:
+    """An object in the world. The robot lists it as a world object when it "sees" it: with an AprilTag on it
+    (`fiducial`: the tag id; the raw detection is off by `raw_error`, the filtered estimate is exact), or as a
+    named detection another client added (`detection`: the world object's name)."""
+
     id: str
     position: Point
-    world_object: str = ""  # when set, the robot "sees" it and lists it as a world object with this name
+    fiducial: int | None = None
+    raw_error: Point = (0.0, 0.0, 0.0)
+    detection: str = ""
 
 
 @dataclass
@@ -246,11 +252,36 @@ class FakeWorld:
         return "STATUS_OK"
 
     def steal_lease(self, owner: str = "tablet-operator") -> None:
-        """Another client takes the lease (as the tablet's "take control" does): the robot stops."""
+        """Another client takes the lease (as the tablet's "take control" does): the robot stops, and a grasp
+        under way ends (abort_grasps)."""
         with self.lock:
             self.lease_root += 1
             self.lease_owner = owner
             self.stop_motion("lease")
+            self.abort_grasps()
+
+    def abort_grasps(self) -> None:
+        """A grasp under way ends now, MANIP_STATE_GRASP_FAILED, with nothing in the gripper (a stop command or
+        the lease taken: the fake's choice of end state, the protos do not name one)."""
+        now = time.time()
+        for record in self.manipulations.values():
+            if now - float(record["t0"]) < 2 * self.action_s:  # type: ignore[arg-type]
+                if record["item"] and self.holding == record["item"]:
+                    self.holding = None
+                record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
+
+    def override_motion(self) -> None:
+        """Another command replaces the walk under way (another client on a sublease, the robot's own autonomy):
+        its feedback says STATUS_COMMAND_OVERRIDDEN."""
+        with self.lock:
+            self.stop_motion("replaced")
+
+    def cut_motor_power(self) -> None:
+        """The motors go off without an e-stop (a fault, a flat battery): the robot stops and lies down."""
+        with self.lock:
+            self.stop_motion("power")
+            self.motors_on = False
+            self.standing = False
 
     def press_estop(self) -> None:
         """An operator presses the e-stop: the motors cut and the body stops where it is."""

@@ -20,6 +20,9 @@ only an arm needs:
         kitchen_cupboard: {position: [54.47, -3.3, 0.9], kind: hinge, opening: 90, pull: [0, 1]}
       places:    # where the hand lets go when putting something down on/in the asset (map frame, m)
         nikos_desk: [41.5, 4.6, 0.95]
+      objects:   # objects the robot finds among its live world objects when it picks them up
+        coffee_mug: {fiducial: 5}               # an AprilTag on it: the tag id (tag family 36h11)
+        toolbox: {world_object: toolbox_det}    # any other world object: its name as the robot lists it
 """
 
 from __future__ import annotations
@@ -82,10 +85,24 @@ class Handle:
 
 
 @dataclass(frozen=True)
+class WorldObjectRef:
+    """How the robot recognises an object among the world objects it lists (bosdyn.api world_object.proto):
+    by the id of an AprilTag on it (AprilTagProperties.tag_id), or by a world object's name (WorldObject.name,
+    e.g. one a detector adds). Exactly one of the two is set."""
+
+    fiducial: int | None = None
+    name: str = ""
+
+    def describe(self) -> str:
+        return f"fiducial {self.fiducial}" if self.fiducial is not None else f"world object '{self.name}'"
+
+
+@dataclass(frozen=True)
 class SpotSite:
     binding: SiteBinding = field(default_factory=SiteBinding)
     handles: Mapping[str, Handle] = field(default_factory=dict)
     places: Mapping[str, Point] = field(default_factory=dict)
+    objects: Mapping[str, WorldObjectRef] = field(default_factory=dict)
 
     @classmethod
     def load(cls, path: str | Path) -> SpotSite:
@@ -100,19 +117,21 @@ class SpotSite:
         rest = {k: v for k, v in data.items() if k != "spot"}
         binding = SiteBinding.from_dict(rest, source)
         spot = data.get("spot") or {}
-        if not isinstance(spot, Mapping) or set(spot) - {"handles", "places"}:
-            raise ValueError(f"{source}: 'spot' holds 'handles' and/or 'places'")
+        if not isinstance(spot, Mapping) or set(spot) - {"handles", "places", "objects"}:
+            raise ValueError(f"{source}: 'spot' holds 'handles', 'places' and/or 'objects'")
         handles_raw = spot.get("handles") or {}
         places_raw = spot.get("places") or {}
-        if not isinstance(handles_raw, Mapping) or not isinstance(places_raw, Mapping):
-            raise ValueError(f"{source}: spot.handles and spot.places are mappings from node ids")
+        objects_raw = spot.get("objects") or {}
+        if not all(isinstance(raw, Mapping) for raw in (handles_raw, places_raw, objects_raw)):
+            raise ValueError(f"{source}: spot.handles, spot.places and spot.objects are mappings from node ids")
         handles = {str(n): _handle(str(n), raw, source) for n, raw in handles_raw.items()}
         places = {str(n): _point(raw, f"{source}: spot.places.{n}") for n, raw in places_raw.items()}
-        return cls(binding, handles, places)
+        objects = {str(n): _world_object(raw, f"{source}: spot.objects.{n}") for n, raw in objects_raw.items()}
+        return cls(binding, handles, places, objects)
 
     def check_against(self, graph: SceneGraph) -> list[str]:
         """Entries naming nodes the graph does not have."""
-        names = set(self.binding.entries) | set(self.handles) | set(self.places)
+        names = set(self.binding.entries) | set(self.handles) | set(self.places) | set(self.objects)
         return sorted(n for n in names if n not in graph.nodes)
 
 
@@ -120,6 +139,20 @@ def _point(raw: Any, where: str) -> Point:
     if not isinstance(raw, list) or len(raw) != 3 or not all(finite_number(v) for v in raw):
         raise ValueError(f"{where} must be [x, y, z] with finite numbers (metres, map frame)")
     return (float(raw[0]), float(raw[1]), float(raw[2]))
+
+
+def _world_object(raw: Any, where: str) -> WorldObjectRef:
+    if not isinstance(raw, Mapping) or len(raw) != 1 or set(raw) - {"fiducial", "world_object"}:
+        raise ValueError(f"{where} holds one of fiducial (an AprilTag id) or world_object (a world object's name)")
+    if "fiducial" in raw:
+        tag = raw["fiducial"]
+        if not isinstance(tag, int) or isinstance(tag, bool) or tag < 0:
+            raise ValueError(f"{where}.fiducial must be an AprilTag id (a whole number >= 0), got {tag!r}")
+        return WorldObjectRef(fiducial=tag)
+    name = raw["world_object"]
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"{where}.world_object must be a non-empty world object name")
+    return WorldObjectRef(name=name.strip())
 
 
 def _handle(node: str, raw: Any, source: str) -> Handle:
@@ -173,12 +206,12 @@ class Approach:
 
 @dataclass(frozen=True)
 class Grasp:
-    """Pick up what is at `point` (Manipulation API, ray in world); `world_object` names a live detection whose
-    position replaces the point when the robot sees it."""
+    """Pick up what is at `point` (Manipulation API, ray in world); `world_object`, when set, is the live world
+    object whose position replaces the point (the robot must see it)."""
 
     node: str
     point: Point | None
-    world_object: str = ""
+    world_object: WorldObjectRef | None = None
 
 
 @dataclass(frozen=True)
@@ -317,17 +350,19 @@ def _reach(graph: SceneGraph, site: SpotSite, node: str, options: SpotOptions) -
 
 
 def _grasp(graph: SceneGraph, site: SpotSite, node: str) -> Grasp:
+    """Where to grasp: the live world object bound in spot.objects when there is one (the point is only a
+    fallback description then), else the node's pose entry or scene-graph position."""
     entry = site.binding.entries.get(node)
     position = graph.nodes[node].position
+    seen = site.objects.get(node)
     if entry is not None and entry.pose is not None:
         z = float(position[2]) if position is not None else 0.0
-        return Grasp(node, (entry.pose[0], entry.pose[1], z), entry.name or "")
-    name = (entry.name or "") if entry is not None else ""
+        return Grasp(node, (entry.pose[0], entry.pose[1], z), seen)
     if position is None:
-        if name:
-            return Grasp(node, None, name)
+        if seen is not None:
+            return Grasp(node, None, seen)
         raise TargetError(f"'{node}' has no position in the scene graph and no entry in the site file")
-    return Grasp(node, (float(position[0]), float(position[1]), float(position[2])), name)
+    return Grasp(node, (float(position[0]), float(position[1]), float(position[2])), seen)
 
 
 def _place_point(graph: SceneGraph, site: SpotSite, node: str, options: SpotOptions) -> Point:

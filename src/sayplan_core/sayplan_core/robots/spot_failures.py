@@ -7,6 +7,10 @@ command the robot refused. The split the planner needs: the world differs from t
 nothing there, blocked, unreachable: replan) versus a robot fault nobody can plan around (lease lost,
 e-stopped, motors off, behaviour fault, lost localization: the task ends with the robot's message).
 
+A command "overridden" (or an arm trajectory "cancelled") was replaced by another command. The adapter only
+reports `canceled` when it stopped the robot itself (a cancel request); otherwise another client or the robot
+took over, which is a robot fault (and `lease_lost` when the adapter then finds the lease gone).
+
 A test checks every table against the enums of the installed SDK, so no status goes unclassified.
 """
 
@@ -31,7 +35,7 @@ NAVIGATION_FEEDBACK: Feedback = {
     "STATUS_COMMAND_TIMED_OUT": C.TIMEOUT,
     "STATUS_ROBOT_IMPAIRED": C.ROBOT_FAULT,
     "STATUS_CONSTRAINT_FAULT": C.UNREACHABLE,
-    "STATUS_COMMAND_OVERRIDDEN": C.CANCELED,
+    "STATUS_COMMAND_OVERRIDDEN": C.ROBOT_FAULT,  # not by us: the adapter reports its own cancel as canceled
     "STATUS_NOT_LOCALIZED_TO_ROUTE": C.ROBOT_FAULT,
     "STATUS_LEASE_ERROR": C.LEASE_LOST,
     "STATUS_AREA_CALLBACK_ERROR": C.BLOCKED,
@@ -98,7 +102,7 @@ ROBOT_COMMAND_REFUSAL: Mapping[str, SkillCode] = {
 COMMAND_FEEDBACK: Feedback = {
     "STATUS_PROCESSING": None,
     "STATUS_UNKNOWN": C.INTERNAL_ERROR,
-    "STATUS_COMMAND_OVERRIDDEN": C.CANCELED,
+    "STATUS_COMMAND_OVERRIDDEN": C.ROBOT_FAULT,  # not by us: the adapter reports its own cancel as canceled
     "STATUS_COMMAND_TIMED_OUT": C.TIMEOUT,
     "STATUS_ROBOT_FROZEN": C.ROBOT_FAULT,
     "STATUS_INCOMPATIBLE_HARDWARE": C.ROBOT_FAULT,
@@ -131,7 +135,7 @@ ARM_CARTESIAN_FEEDBACK: Feedback = {
     "STATUS_UNKNOWN": None,
     "STATUS_IN_PROGRESS": None,
     "STATUS_TRAJECTORY_COMPLETE": C.NONE,
-    "STATUS_TRAJECTORY_CANCELLED": C.CANCELED,
+    "STATUS_TRAJECTORY_CANCELLED": C.ROBOT_FAULT,  # likewise
     "STATUS_TRAJECTORY_STALLED": C.UNREACHABLE,
 }
 
@@ -223,6 +227,7 @@ EXPLANATIONS: Mapping[str, str] = {
     "STATUS_ARM_IS_STUCK": "the handle does not move: locked or jammed",
     "STATUS_GRASP_IS_LOST": "the gripper lost the handle",
     "STATUS_DOCKED": "the robot is on its dock: undock it first",
+    "STATUS_COMMAND_OVERRIDDEN": "another client (the tablet, another program) or the robot replaced the command",
     "MANIP_STATE_GRASP_FAILED": "the grasp failed",
     "MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP": "nothing to grasp where the object should be",
     "MANIP_STATE_GRASP_PLANNING_NO_SOLUTION": "no grasp the arm can reach",
