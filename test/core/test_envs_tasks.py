@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from sayplan_core.envs import load_env
+from sayplan_core.envs.authoring import env_from_authoring
 from sayplan_core.envs.generator import BuildingSpec, generate_building, spec_for_size
 from sayplan_core.envs.tasks import SearchGoal, Task, TaskFileError, apply_setup, check_task_nodes, load_tasks
 from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict
@@ -27,6 +28,27 @@ def test_environment_sizes_follow_the_paper() -> None:
     for graph in ENVS.values():
         components = {graph.nav_component(n) for n in graph.nav.nodes}
         assert len(components) == 1, "every room must be reachable"
+
+
+def test_every_floor_holds_rooms_and_no_two_places_of_a_floor_coincide() -> None:
+    # home once put its ground floor's rooms on the basement: the kitchen and bedroom5 at one point, the ground
+    # floor empty and the stairs between them 0 m long
+    for name, graph in ENVS.items():
+        for floor in graph.ids_of_type("floor"):
+            rooms = [r for r in graph.ids_of_type("room") if graph.enclosing(r, "floor") == floor]
+            assert rooms, f"{name}: floor {floor} holds no room"
+            heights = {graph.nodes[r].position[2] for r in rooms}  # type: ignore[index]
+            assert len(heights) == 1, f"{name}: the rooms of {floor} stand at heights {heights}"
+        seen: dict[tuple[float, ...], str] = {}
+        for node in sorted(graph.nav.nodes):
+            where = tuple(graph.nodes[node].position or ())
+            assert where not in seen, f"{name}: {node} and {seen[where]} stand at the same point {where}"
+            seen[where] = node
+
+
+def test_an_env_file_names_its_default_floor() -> None:
+    with pytest.raises(GraphError, match="default_floor 'attic' is not one of the floors"):
+        env_from_authoring({"floors": ["f1"], "default_floor": "attic", "rooms": {"a": [0, 0]}})
 
 
 def test_ninety_tasks_in_four_families() -> None:

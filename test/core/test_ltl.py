@@ -14,7 +14,15 @@ from transcripts import FAST, transcript
 
 from sayplan_core.envs import load_env
 from sayplan_core.envs.generator import BuildingSpec, generate_building
-from sayplan_core.ltl import NoSatisfyingPathError, ProductSearch, build_dfa, dijkstra_to_each_goal, holds, parse_prefix
+from sayplan_core.ltl import (
+    AutomatonError,
+    NoSatisfyingPathError,
+    ProductSearch,
+    build_dfa,
+    dijkstra_to_each_goal,
+    holds,
+    parse_prefix,
+)
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.planners.ltl import grounding_catalogue, trace_violation
@@ -172,6 +180,14 @@ def test_the_grounding_prompt_lists_floors_room_connections_and_contents() -> No
     poses = {p: n for f in catalogue.values() for p, n in f["poses"].items()}
     assert set(poses) == set(home.ids_of_type("pose"))
     assert all(home.nav.has_edge(p, q) for p, near in poses.items() for q in near)
+    assert home.held_object() is None and "in the robot's hand" not in catalogue
+
+
+def test_the_grounding_prompt_lists_the_object_in_the_hand() -> None:
+    office = load_env("office")
+    office.set_parent("coffee_mug", office.agent_id, "inside_hand")
+    catalogue = json.loads(grounding_catalogue(office))
+    assert catalogue["in the robot's hand"] == ["coffee_mug"]
 
 
 def test_automata_are_cached_by_the_formula_shape() -> None:
@@ -198,3 +214,22 @@ def test_a_mission_no_path_satisfies_is_reported_with_the_reason() -> None:
     # every path to the other room leaves the start pose
     with pytest.raises(NoSatisfyingPathError, match="its constraints rule out every way through this building"):
         ProductSearch(graph, build_dfa(parse_prefix(f"& F {other} X G {start}"))).search(start)
+
+
+def test_a_reach_distance_out_of_range_is_refused_before_planning() -> None:
+    # the settings say 0.05..100 m; make_planner once took 0 (and the options their own (0, 100])
+    for bad in (0.0, 0.01, 150.0):
+        with pytest.raises(ValueError, match=r"reach_distance must be in 0\.05\.\.100 m"):
+            make_planner("ltl", transcript(), PlannerOptions(reach_distance=bad))
+
+
+def test_an_automaton_too_large_to_read_is_refused_with_the_reason() -> None:
+    # five propositions each followed two letters later by itself, and five more in any order: MONA prints over
+    # 500 MB, which took about 50 s to read; the build now stops reading at the cap
+    atoms = [f"p{i}" for i in range(10)]
+    parts = [f"F & {a} X X {a}" for a in atoms[:5]] + [f"F {a}" for a in atoms[5:]]
+    text = parts[-1]
+    for part in reversed(parts[:-1]):
+        text = f"& {part} {text}"
+    with pytest.raises(AutomatonError, match="too large"):
+        build_dfa(parse_prefix(text))

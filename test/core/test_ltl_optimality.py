@@ -63,32 +63,30 @@ class Oracle:
             straight = math.dist(self.pos[a], self.pos[b])
             g.add_edge(a, b, cost=max(straight, data["weight"]) if "weight" in data else straight)
         stops_in: dict[str, list[Loc]] = {}
-        self.access: dict[Loc, str] = {}  # a stop -> the asset or workspace the plan accesses to get there
+        self.support: dict[str, str] = {}  # an object -> the asset or workspace it rests on or in
         for o in sorted(atoms):
             if graph.nodes[o].type not in REACHABLE:
                 continue
             room = next(a for a in graph.ancestors(o) if graph.nodes[a].type == "room")
             support = next((a for a in graph.ancestors(o) if graph.nodes[a].type in ACCESSIBLE), None)
-            place, access = o, o if graph.nodes[o].type in ACCESSIBLE else support
-            if access is None:  # lying in the room: stand at the nearest asset or workspace within reach, if any
-                near = sorted(
-                    (self.flat(a, o), a)
-                    for a in graph.descendants(room)
-                    if graph.nodes[a].type in ACCESSIBLE and self.flat(a, o) <= reach
-                )
-                if not near:
+            if graph.nodes[o].type in ACCESSIBLE:
+                places = [o]
+            elif support is not None:
+                places, self.support[o] = [support], support
+            else:  # lying in the room: the robot can stand at any asset or workspace of the room within reach
+                places = [a for a in graph.descendants(room) if graph.nodes[a].type in ACCESSIBLE]
+                places = [a for a in places if self.flat(a, o) <= reach]
+            for place in places:
+                stop = ("stop", place)
+                if stop in self.pos:
                     continue
-                place = access = near[0][1]
-            stop = ("stop", place)
-            if stop in self.access:
-                continue
-            p = graph.nodes[place].position
-            assert p is not None
-            self.pos[stop] = (p[0], p[1], self.pos[room][2])
-            self.room[stop], self.floor[stop], self.access[stop] = room, self.floor[room], access
-            for other in [room, *stops_in.get(room, [])]:
-                g.add_edge(stop, other, cost=math.dist(self.pos[stop], self.pos[other]))
-            stops_in.setdefault(room, []).append(stop)
+                p = graph.nodes[place].position
+                assert p is not None
+                self.pos[stop] = (p[0], p[1], self.pos[room][2])
+                self.room[stop], self.floor[stop] = room, self.floor[room]
+                for other in [room, *stops_in.get(room, [])]:
+                    g.add_edge(stop, other, cost=math.dist(self.pos[stop], self.pos[other]))
+                stops_in.setdefault(room, []).append(stop)
         self.g = g
         self.labels = {loc: frozenset(a for a in atoms if self.holds_at(a, loc)) for loc in g.nodes}
 
@@ -97,14 +95,10 @@ class Oracle:
         assert pa is not None and pb is not None
         return math.hypot(pa[0] - pb[0], pa[1] - pb[1])
 
-    def places_walked(self, path: list[Loc]) -> list[str]:
-        """Where the robot is after each move of `path`: a navigation node, or the asset it accesses at a stop."""
-        out: list[str] = []
-        for loc in path[1:]:
-            place = self.access[loc] if isinstance(loc, tuple) else loc
-            if isinstance(loc, str) or not out or out[-1] != place:
-                out.append(place)
-        return out
+    @staticmethod
+    def places_walked(path: list[Loc]) -> list[str]:
+        """Where the robot goes on each move of `path`: a navigation node, or the asset it accesses at a stop."""
+        return [loc[1] if isinstance(loc, tuple) else loc for loc in path[1:]]
 
     def holds_at(self, atom: str, loc: Loc) -> bool:
         kind = self.graph.nodes[atom].type
@@ -118,6 +112,8 @@ class Oracle:
         assert o is not None
         o_floor = next((a for a in self.graph.ancestors(atom) if self.graph.nodes[a].type == "floor"), None)
         p = self.pos[loc]
+        if loc in (("stop", atom), ("stop", self.support.get(atom))):
+            return True  # accessing an asset reaches it and what rests on or in it
         return self.floor[loc] == o_floor and math.hypot(p[0] - o[0], p[1] - o[1]) <= self.reach
 
     def loc(self, name: str) -> Loc:
@@ -230,8 +226,12 @@ def test_the_product_search_is_optimal_on_random_missions_of_every_shape(env: st
             walked = sum(oracle.g.edges[a, b]["cost"] for a, b in pairwise(locs))
             assert walked == pytest.approx(path.cost, abs=1e-4), where
             assert holds(formula, [oracle.labels[loc] for loc in locs]), where
-            walked_to = [(s.action, s.target) for s in path.steps if s.action in ("goto", "access")]
-            assert [target for _, target in walked_to] == oracle.places_walked(locs), where  # each move has a step
+            walked_to = [(s.action, s.target) for s in path.steps]
+            expected = [
+                ("access" if isinstance(loc, tuple) else "goto", name)
+                for loc, name in zip(locs[1:], oracle.places_walked(locs), strict=True)
+            ]
+            assert walked_to == [*expected, ("done", "")], where  # each charged move is a step, and only those
             moved = graph.copy()
             moved.nodes[moved.agent_id].attributes["location"] = start  # type: ignore[index]
             check = verify_plan(moved, path.steps, "sayplan", strict_navigation=True)

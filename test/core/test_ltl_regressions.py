@@ -15,6 +15,7 @@ import pytest
 from transcripts import FAST, transcript
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph import graph_from_dict
 from sayplan_core.ltl import NoSatisfyingPathError, ProductSearch, build_dfa, parse_prefix
 from sayplan_core.planners import PlannerOptions, make_planner
 from sayplan_core.sim.plan import PlanStep
@@ -150,6 +151,48 @@ def test_an_object_lying_in_a_room_out_of_reach_of_every_place_is_reported_unrea
     # a longer reach finds the table again, and the plan walks there
     path = ProductSearch(office, build_dfa(parse_prefix("F apple1")), reach_distance=4.0).search("cafeteria")
     assert path.steps[-2:] == [PlanStep("access", "fruit_bowl_table"), PlanStep("done", "")]
+
+
+def test_objects_on_one_support_are_reached_by_one_access_that_costs_one_walk() -> None:
+    # carrot and old_tuna_sandwich are both in the fridge: the search charged a walk between them that no step
+    # made (cost 2.7 against 1.5 for the carrot alone, one access(fridge) in both plans)
+    office = load_env("office")
+    kitchen, fridge = office.nodes["kitchen"].position, office.nodes["fridge"].position
+    assert kitchen is not None and fridge is not None
+    walk = math.hypot(kitchen[0] - fridge[0], kitchen[1] - fridge[1])
+    for text in ("F carrot", "& F carrot F old_tuna_sandwich", "& F old_tuna_sandwich F fridge"):
+        path = ProductSearch(office, build_dfa(parse_prefix(text))).search("kitchen")
+        assert path.steps == [PlanStep("access", "fridge"), PlanStep("done", "")], text
+        assert path.cost == pytest.approx(walk), text
+
+
+def test_objects_lying_in_a_room_may_share_the_asset_that_reaches_both() -> None:
+    # o1 and o2 lie in R; A is nearest o1, C nearest o2, and B, 0.9 m from each, reaches both with one access:
+    # only A and C were stops, so the "optimal" plan accessed both (cost 17.5 against 15.0)
+    def node(i: str, kind: str, x: float, y: float) -> dict[str, Any]:
+        return {"id": i, "type": kind, "position": [x, y, 0.0]}
+
+    doc = {
+        "nodes": [
+            {"id": "floor1", "type": "floor"},
+            node("R", "room", 0.9, 5),
+            node("P", "pose", 0.9, 15),
+            *(node(a, "asset", x, 0) for a, x in (("A", -0.3), ("B", 0.9), ("C", 2.1))),
+            node("o1", "object", 0, 0),
+            node("o2", "object", 1.8, 0),
+            {"id": "robot", "type": "agent", "attributes": {"location": "P"}},
+        ],
+        "edges": [
+            {"source": "R", "relation": "in", "target": "floor1"},
+            {"source": "P", "relation": "in", "target": "floor1"},
+            *({"source": x, "relation": "in", "target": "R"} for x in ("A", "B", "C", "o1", "o2")),
+            {"source": "R", "relation": "connected_to", "target": "P"},
+        ],
+    }
+    graph = graph_from_dict(doc)
+    path = ProductSearch(graph, build_dfa(parse_prefix("& F o1 F o2"))).search("P")
+    assert path.steps == [PlanStep("goto", "R"), PlanStep("access", "B"), PlanStep("done", "")]
+    assert path.cost == pytest.approx(10.0 + 5.0)
 
 
 def test_building_an_automaton_writes_no_file(tmp_path: Path) -> None:

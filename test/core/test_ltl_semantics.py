@@ -174,3 +174,7 @@ def test_word_forms_and_glued_negations() -> None:
     assert parse_prefix("UNTIL NOT lab NEXT kitchen") == parse_prefix("U ! lab X kitchen")
     with pytest.raises(FormulaError, match="spelled like operators"):
         parse_prefix("F e", {"e", "kitchen"})
+    with pytest.raises(FormulaError, match=r"node id\(s\) Not are spelled like operators"):
+        parse_prefix("not kitchen", {"Not", "kitchen"})
+    # an id spelled like an operator blocks only the formulas that have that token, not every formula
+    assert parse_prefix("F kitchen", {"e", "X", "true", "kitchen"}) == parse_prefix("F kitchen")

@@ -1,5 +1,7 @@
 """A compact YAML format for writing environments by hand, converted to the native model.
 
+    floors:  [basement, floor1, floor2]          # bottom-up, 3 m apart
+    default_floor: floor1                        # of rooms and poses that name none (default: the first)
     rooms:   {kitchen: [x, y], lab: {pos: [x, y], floor: floor2, attributes: {...}}}
     poses:   {pose1: [x, y]}
     links:   ["kitchen pose1", "pose1 pose2 pose3"]   # a chain of navigation edges
@@ -45,6 +47,10 @@ def env_from_authoring(data: Mapping[str, Any], source: str = "<env>") -> SceneG
     edges: list[dict[str, Any]] = []
     floors = list(data.get("floors") or ["floor1"])
     floor_z = {f: i * FLOOR_HEIGHT for i, f in enumerate(floors)}
+    # the floor of a room or pose that names none: `default_floor`, else the first (lowest) floor
+    default_floor = data.get("default_floor", floors[0])
+    if default_floor not in floor_z:
+        raise GraphError(f"{source}: default_floor '{default_floor}' is not one of the floors {floors}")
     for f in floors:
         nodes.append({"id": f, "type": "floor"})
     positions: dict[str, list[float]] = {}
@@ -53,10 +59,10 @@ def env_from_authoring(data: Mapping[str, Any], source: str = "<env>") -> SceneG
     def place_nav(kind: str, node_id: str, spec: Any) -> None:
         where = f"{source}: {kind} '{node_id}'"
         if isinstance(spec, Mapping):
-            pos, floor = spec.get("pos"), spec.get("floor", floors[0])
+            pos, floor = spec.get("pos"), spec.get("floor", default_floor)
             extra = {k: v for k, v in spec.items() if k in ("name", "attributes")}
         else:
-            pos, floor, extra = spec, floors[0], {}
+            pos, floor, extra = spec, default_floor, {}
         if floor not in floor_z:
             raise GraphError(f"{where}: unknown floor '{floor}'", node_id)
         xyz = _xy(pos, where)

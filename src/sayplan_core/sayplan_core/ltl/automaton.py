@@ -21,12 +21,17 @@ import itertools
 import re
 import shutil
 import subprocess
+import threading
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
 from sayplan_core.ltl.formula import MAX_FORMULA_SIZE, Formula, FormulaError
 
 MONA_TIMEOUT_S = 20.0
+#: MONA's explicit output is read and parsed in Python; a formula whose automaton needs more than this much text
+#: (about 8x the 2 MB of ten propositions in any order, the largest benchmark shape) is refused instead of parsed
+#: for half a minute. Bounds the whole build, with the timeout on MONA itself.
+MONA_MAX_OUTPUT_BYTES = 16 * 1024 * 1024
 
 _STATE_LIST = re.compile(r"^(Initial state|Accepting states|Rejecting states|Don't-care states):(.*)$", re.M)
 _TRANSITION = re.compile(r"^State (\d+): ([01X]*) -> state (\d+)$", re.M)
@@ -131,22 +136,42 @@ def _parse_mona(output: str, variables: list[str]) -> _Automaton:
 def _run_mona(program: str, variables: tuple[str, ...]) -> _Automaton:
     require_tools()
     try:
-        done = subprocess.run(
+        proc = subprocess.Popen(
             ["mona", "-q", "-u", "-n", "-w", "/dev/stdin"],
-            input=program,
-            capture_output=True,
-            text=True,
-            timeout=MONA_TIMEOUT_S,
-            check=False,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
         )
-    except subprocess.TimeoutExpired:
-        raise AutomatonError(f"MONA took longer than {MONA_TIMEOUT_S:.0f} s on this formula") from None
     except OSError as exc:
         raise AutomatonError(f"MONA could not be started: {exc}") from exc
-    if done.returncode != 0:
-        detail = (done.stdout + done.stderr).strip().splitlines()
-        raise AutomatonError(f"MONA failed (exit {done.returncode}): {' '.join(detail)[:300]}")
-    return _parse_mona(done.stdout, list(variables))
+    timer = threading.Timer(MONA_TIMEOUT_S, proc.kill)  # the read below blocks: the timer ends it
+    timer.start()
+    try:
+        assert proc.stdin is not None and proc.stdout is not None
+        proc.stdin.write(program.encode())
+        proc.stdin.close()
+        raw = proc.stdout.read(MONA_MAX_OUTPUT_BYTES + 1)
+        too_large = len(raw) > MONA_MAX_OUTPUT_BYTES
+        if too_large:
+            proc.kill()
+        code = proc.wait()
+        timed_out = not timer.is_alive() and not too_large
+    finally:
+        timer.cancel()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    if too_large:
+        raise AutomatonError(
+            f"the automaton of this formula is too large (MONA printed more than {MONA_MAX_OUTPUT_BYTES >> 20} MB); "
+            "use fewer propositions or fewer nested X"
+        )
+    if timed_out and code != 0:
+        raise AutomatonError(f"MONA took longer than {MONA_TIMEOUT_S:.0f} s on this formula")
+    output = raw.decode(errors="replace")
+    if code != 0:
+        raise AutomatonError(f"MONA failed (exit {code}): {' '.join(output.strip().splitlines())[:300]}")
+    return _parse_mona(output, list(variables))
 
 
 @dataclass

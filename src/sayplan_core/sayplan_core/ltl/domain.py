@@ -3,30 +3,31 @@
 This module is the one definition of the propositions, shared by the search, the
 baseline and the planner's trace check.
 
-Locations are the navigation nodes (rooms and poses) plus *stops*, places the robot
-reaches with `access` (Dai et al.'s object level), at the height of their room's node:
-- for every asset or workspace the formula names, a stop at its (x, y), accessed itself;
-- for every object the formula names that rests on or in an asset or workspace, a stop
-  at the object's (x, y), reached by accessing that support;
+Locations are the navigation nodes (rooms and poses) plus *stops*: the assets and
+workspaces the robot can `access` (Dai et al.'s object level), each at its (x, y) and
+the height of its room's node. The plan reaches a stop by accessing it, so every
+move the search charges is a step the robot executes. The stops are:
+- every asset or workspace the formula names;
+- the support (nearest asset or workspace it rests on or in) of every object the
+  formula names;
 - for every object the formula names that lies directly in a room (the Stanford data
-  has no support relations), a stop at the nearest asset or workspace of its room
-  within the reach distance of it, accessed itself. No step of the action set walks
-  to a bare object, so when no such asset exists the object gets no stop: it holds
+  has no support relations), every asset or workspace of its room within the reach
+  distance of it. No action walks to a bare object, so with none of these it holds
   only at navigation nodes within the reach distance, or nowhere
   (`explain_unreachable` says why).
 A stop is joined to its room's node and to the other stops of that room by
-straight-line moves, so visiting objects costs the metric walk between them; a stop
-is reached and left through the room's node.
+straight-line moves, so visiting objects costs the metric walk between their
+supports; a stop is reached and left through the room's node.
 
 Propositions, at a location l:
-- room r: l is r's node, a pose inside r, or a stop of an object in r (`enter(r)`);
+- room r: l is r's node, a pose inside r, or a stop in r (`enter(r)`);
 - floor f: l is on floor f (its enclosing floor node);
 - pose p: l is p;
 - asset, object or workspace o (`reach(o)`): l is on o's floor and within
-  `reach_distance` of o's position, measured in the horizontal plane. A node with
-  no position of its own uses its nearest positioned ancestor's; when neither o
-  nor l has one, o holds only at its own stop. An object in the robot's hand holds
-  everywhere.
+  `reach_distance` of o's position, measured in the horizontal plane, or l is the
+  stop of o itself or of o's support (accessing an asset reaches what rests on or
+  in it, as in SayPlan). A node with no position of its own uses its nearest
+  positioned ancestor's. An object in the robot's hand holds everywhere.
 """
 
 from __future__ import annotations
@@ -42,7 +43,8 @@ from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, PathPlanner
 from sayplan_core.sim.plan import PlanStep
 
 DEFAULT_REACH_DISTANCE = 1.0  # metres, horizontal
-REACH_TYPES = frozenset({"asset", "object", "workspace"})
+ACCESS_TYPES = frozenset({"asset", "workspace"})  # what `access` walks up to
+REACH_TYPES = ACCESS_TYPES | {"object"}
 ATOM_TYPES = frozenset({"room", "pose", "floor"}) | REACH_TYPES
 
 
@@ -52,12 +54,11 @@ class DomainError(ValueError):
 
 @dataclass(frozen=True)
 class Location:
-    name: str  # the navigation node's id, or the id of the asset/object/workspace a stop is in front of
+    name: str  # the navigation node's id, or the id of the asset or workspace a stop is at
     is_stop: bool
     room: str | None
     floor: str | None
     position: tuple[float, float, float] | None
-    access: str | None = None  # for a stop: the asset or workspace whose access() puts the robot there
 
 
 class SearchDomain:
@@ -87,13 +88,9 @@ class SearchDomain:
             self.moves[self.index[b]].append((self.index[a], cost))
         self._held = graph.held_object()
         self._by_room: dict[str, list[int]] = {}
-        targets = sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held)
-        bare = [t for t in targets if graph.nodes[t].type == "object" and self._support(t) is None]
-        for target in targets:
-            if target not in bare:
-                self._add_stop(target, target if graph.nodes[target].type != "object" else self._support(target))
-        for target in bare:
-            self._add_stop_near(target)
+        for target in sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held):
+            for stop in self._stops_for(target):
+                self._add_stop(stop)
         known = [loc.position for loc in self.locations]
         self.positions: np.ndarray | None = (
             np.asarray(known, dtype=float) if all(p is not None for p in known) else None
@@ -114,16 +111,34 @@ class SearchDomain:
             node_id, False, room, self.graph.enclosing(node_id, "floor"), self.graph.nodes[node_id].position
         )
 
-    def _add_stop(self, name: str, access: str | None) -> None:
-        """A stop at `name`'s (x, y): an atom, or the asset that stands in for a bare object."""
+    def _stops_for(self, target: str) -> list[str]:
+        """The assets and workspaces whose access reaches `target` (see the module docstring)."""
+        if self.graph.nodes[target].type != "object":
+            return [target]
+        support = self._support(target)
+        if support is not None:
+            return [support]
+        room, centre = self.graph.room_of(target), self.graph.nodes[target].position
+        if room is None or centre is None:
+            return []
+        out = []
+        for item in self.graph.descendants(room):
+            p = self.graph.nodes[item].position
+            near = p is not None and math.hypot(p[0] - centre[0], p[1] - centre[1]) <= self.reach_distance
+            if near and self.graph.nodes[item].type in ACCESS_TYPES:
+                out.append(item)
+        return sorted(out)
+
+    def _add_stop(self, name: str) -> None:
+        """A stop at the asset or workspace `name`, joined to its room's node and the room's other stops."""
         room = self.graph.room_of(name)
-        if room is None or room not in self.index or name in self.index or access is None:
-            return  # not in a room or nothing to access: reach(name) holds only where it is within reach distance
+        if room is None or room not in self.index or name in self.index:
+            return  # not in a room (reach(name) holds only where it is within reach distance), or already there
         hub = self.locations[self.index[room]]
         where = self._position(name)
         if where is not None and hub.position is not None:
             where = (where[0], where[1], hub.position[2])
-        stop = Location(name, True, room, hub.floor, where, access)
+        stop = Location(name, True, room, hub.floor, where)
         i = len(self.locations)
         self.locations.append(stop)
         self.index[name] = i
@@ -133,23 +148,6 @@ class SearchDomain:
             self.moves[i].append((j, cost))
             self.moves[j].append((i, cost))
         self._by_room.setdefault(room, []).append(i)
-
-    def _add_stop_near(self, target: str) -> None:
-        """A bare object: the robot can stand only at its room's assets and workspaces, so use the nearest in reach."""
-        room = self.graph.room_of(target)
-        centre = self.graph.nodes[target].position
-        if room is None or centre is None:
-            return
-        near: list[tuple[float, str]] = []
-        for item in self.graph.descendants(room):
-            p = self.graph.nodes[item].position
-            if self.graph.nodes[item].type in ("asset", "workspace") and p is not None:
-                d = math.hypot(p[0] - centre[0], p[1] - centre[1])
-                if d <= self.reach_distance:
-                    near.append((d, item))
-        if near:
-            asset = min(near)[1]
-            self._add_stop(asset, asset)
 
     def explain_unreachable(self, atom: str) -> str:
         """Why `atom` holds at no location (call only for such an atom)."""
@@ -167,7 +165,7 @@ class SearchDomain:
             places += [
                 (d, self.graph.nodes[d].position)
                 for d in self.graph.descendants(room)
-                if self.graph.nodes[d].type in ("asset", "workspace")
+                if self.graph.nodes[d].type in ACCESS_TYPES
             ]
         spots = [(math.hypot(p[0] - centre[0], p[1] - centre[1]), name) for name, p in places if p is not None]
         nearest = f" (the nearest is {min(spots)[1]}, {min(spots)[0]:.1f} m away)" if spots else ""
@@ -179,7 +177,7 @@ class SearchDomain:
 
     def _support(self, node_id: str) -> str | None:
         for item in self.graph.ancestors(node_id):
-            if self.graph.nodes[item].type in ("asset", "workspace"):
+            if self.graph.nodes[item].type in ACCESS_TYPES:
                 return item
         return None
 
@@ -209,7 +207,7 @@ class SearchDomain:
             return [i for i, loc in enumerate(locations) if loc.floor == atom]
         if atom == self._held:
             return list(range(len(locations)))
-        out = {self.index[atom]} if atom in self.index and locations[self.index[atom]].is_stop else set()
+        out = {self.index[s] for s in self._stops_for(atom) if s in self.index}
         centre = self._position(atom)
         if centre is not None:
             floor = self.graph.enclosing(atom, "floor")
@@ -226,15 +224,7 @@ class SearchDomain:
 
     def plan_steps(self, path: list[int]) -> list[PlanStep]:
         """The sayplan actions that walk `path`: goto for navigation nodes, access for stops, then done."""
-        steps: list[PlanStep] = []
-        for i in path[1:]:
-            loc = self.locations[i]
-            if not loc.is_stop:
-                steps.append(PlanStep("goto", loc.name))
-            else:
-                assert loc.access is not None, f"stop {loc.name} has nothing to access"  # _add_stop never makes one
-                if not steps or steps[-1] != PlanStep("access", loc.access):
-                    steps.append(PlanStep("access", loc.access))
+        steps = [PlanStep("access" if self.locations[i].is_stop else "goto", self.locations[i].name) for i in path[1:]]
         return [*steps, PlanStep("done", "")]
 
     def location_of(self, node_id: str) -> int:

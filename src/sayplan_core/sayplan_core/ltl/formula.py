@@ -106,9 +106,13 @@ def parse_prefix(text: str, known_atoms: Iterable[str] | None = None) -> Formula
         raise FormulaError(f"the formula has {len(tokens)} tokens; at most {MAX_FORMULA_SIZE}")
     known = set(known_atoms) if known_atoms is not None else None
     if known is not None:
-        clash = sorted(a for a in known if operator_of(a) is not None or a.lower() in CONSTANTS)
+        # an id spelled like an operator is ambiguous only where the formula has that token (in any case)
+        spelled_like = {a for a in known if operator_of(a) is not None or a.lower() in CONSTANTS}
+        used = {t.lower() for t in tokens}
+        clash = sorted(a for a in spelled_like if a.lower() in used)
         if clash:
             raise FormulaError(f"node id(s) {', '.join(clash)} are spelled like operators and cannot be used")
+        known -= spelled_like
     position = 0
 
     def unknown(token: str) -> FormulaError:

@@ -30,6 +30,8 @@ def make_planner(name: str, backend: LlmBackend, options: PlannerOptions | None 
         cls = PLANNERS[name]
     except KeyError:
         raise ValueError(f"unknown planner '{name}' (available: {', '.join(PLANNERS)})") from None
+    if options is not None:
+        options.validate()  # ValueError naming the option, before anything runs
     return cls(backend, options)
 
 

@@ -63,7 +63,7 @@ class PlannerOptions:
             ),
             (1 <= self.candidate_plans <= 10, f"candidate_plans must be in 1..10, got {self.candidate_plans}"),
             (-1.0 <= self.step_threshold <= 1.0, f"step_threshold must be in -1..1, got {self.step_threshold}"),
-            (0.0 < self.reach_distance <= 100.0, f"reach_distance must be in (0, 100] m, got {self.reach_distance}"),
+            (0.05 <= self.reach_distance <= 100.0, f"reach_distance must be in 0.05..100 m, got {self.reach_distance}"),
             (
                 self.embedder == "local" or self.embedder.partition(":")[0] in ("local", "openai", "ollama"),
                 f"embedder must be local, openai:<model> or ollama:<model>, got '{self.embedder}'",

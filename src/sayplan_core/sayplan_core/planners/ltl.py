@@ -66,7 +66,8 @@ Answer with one JSON object: {"formula": "<prefix formula over the given node id
 
 
 def grounding_catalogue(graph: SceneGraph) -> str:
-    """The attribute hierarchy (Dai et al. fig. 2a): floors -> rooms (connections, contents) and poses, ids only."""
+    """The attribute hierarchy (Dai et al. fig. 2a): floors -> rooms (connections, contents) and poses, ids only;
+    and the object in the robot's hand, if any."""
     floors: dict[str, dict[str, Any]] = {}
 
     def floor_entry(node_id: str) -> dict[str, Any]:
@@ -85,7 +86,11 @@ def grounding_catalogue(graph: SceneGraph) -> str:
         entry["poses"][pose] = poses
     for floor in graph.ids_of_type("floor"):
         floors.setdefault(floor, {"rooms": {}, "poses": {}})
-    return json.dumps(dict(sorted(floors.items())), separators=(",", ":"))
+    catalogue: dict[str, Any] = dict(sorted(floors.items()))
+    held = graph.held_object()
+    if held is not None:  # in no room, but a proposition all the same (it holds everywhere)
+        catalogue["in the robot's hand"] = [held]
+    return json.dumps(catalogue, separators=(",", ":"))
 
 
 def trace_violation(formula: Formula, path: LtlPath) -> str | None:
