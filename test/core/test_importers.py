@@ -247,6 +247,27 @@ def test_grasif_node_list_scene() -> None:
     assert graph.nodes["fridge-1"].attributes == {"tags": ["white"]}
 
 
+def test_grasif_room_named_only_by_an_objects_place_is_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = [
+        {"name": ["agent", 0], "type": "agent", "location": "kitchen"},
+        {"name": ["table", 1], "type": "asset", "place": "kitchen", "affordances": ["put_on"]},
+        {"name": ["apple", 1], "type": "object", "place": "pantry", "affordances": ["pick_up"]},
+    ]
+    source = tmp_path / "pantry.json"
+    source.write_text(json.dumps(nodes))
+    code, _, err = run_cli(["env", "import", str(source), str(tmp_path / "pantry_graph.json")], capsys)
+    assert code == 0, err
+    graph = load(tmp_path / "pantry_graph.json")
+    assert graph.nodes["pantry"].type == "room" and graph.parent("apple-1") == "pantry"
+    assert graph.neighbours("pantry") == graph.neighbours("kitchen") != []  # joined to the hallway like the kitchen
+    plan = "go_to(pantry) > pick_up(apple-1) > go_to(kitchen) > put_on(table-1) > done"
+    result = verify_plan(graph, plan, "lookplangraph")
+    assert result.success, result.feedback
+    assert result.final_graph().parent("apple-1") == "table-1"
+
+
 def test_grasif_rooms_without_connectivity_are_joined_by_an_invented_hallway() -> None:
     graph = import_grasif_json(DATA / "grasif_node_list_scene.json")
     assert graph.neighbours("hall") == ["kitchen-1", "living_room-1"]

@@ -126,6 +126,9 @@ class _Scene:
         self.pending_objects.append((obj_id, item))
 
     def finish(self) -> None:
+        for _, item in self.pending_objects:  # every node is known by now, so a place naming one is no new room
+            if not grasif_id(item.get("related_to")) and grasif_id(item.get("place")):
+                self.room_named(grasif_id(item.get("place")))
         declared = "room" in self.b.types.values()
         if not declared:  # a scene that lists no rooms names them by place; one that lists them must list all
             for room_id in self.implicit_rooms:
