@@ -359,6 +359,21 @@ def test_a_goal_scene_agent_that_holds_something_is_scored_without_a_location() 
         assert score_against_goal_graph(task.init.graph, final, task.goal.graph).success == holds, plan
 
 
+def test_agent_at_places_the_robot_in_the_init_scene_only() -> None:
+    """--agent-at says where the robot starts; a goal scene keeps where it must end, or that it does not say."""
+    in_fridge = {"relation": "inside_of", "related_to": ["fridge", 1]}
+    options = ImportOptions(agent_at="kitchen-1")
+    [placed] = import_grasif_tasks([milk_task({"type": "agent", "location": ["hall", 1]}, in_fridge)], options)
+    [unplaced] = import_grasif_tasks([milk_task({"type": "agent"}, in_fridge)], options)
+    assert placed.init.graph.agent_location() == unplaced.init.graph.agent_location() == "kitchen-1"
+    assert placed.goal.graph.agent_location() == "hall-1" and unplaced.goal.graph.agent_location() is None
+    store = "pick_up(milk-1) > open(fridge-1) > put_inside(fridge-1)"
+    for plan in (store, store + " > go_to(hall-1)"):
+        final = verify_plan(placed.init.graph, plan + " > done", "lookplangraph").final_graph()
+        in_hall = final.room_of(final.agent_location() or "") == "hall-1"
+        assert score_against_goal_graph(placed.init.graph, final, placed.goal.graph).success == in_hall, plan
+
+
 def test_cli_imports_a_task_list_into_a_folder_the_bench_reads(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
