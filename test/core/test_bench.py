@@ -193,6 +193,41 @@ def test_a_run_that_raises_becomes_an_error_row_and_the_bench_goes_on(
     assert "## Runs that raised" in report and "llm_p office-lh-05: LlmFatalError" in report
 
 
+def test_resume_runs_again_the_runs_that_raised(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A resume after the cause of an error is fixed reruns that run in place of its error row; --fresh is not needed."""
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    transcript = replay / "llm_p__office-lh-05.json"
+    kept = transcript.read_text()
+    transcript.unlink()
+    out = tmp_path / "bench"
+    args = bench_args(replay, out, "office-lh-05,office-ss-02", "sayplan,llm_p")
+    assert cli_main(args) == 3
+    before = (out / "results.jsonl").read_text().splitlines()
+    where = next(i for i, line in enumerate(before) if json.loads(line).get("error"))
+    transcript.write_text(kept)  # the cause is fixed
+    capsys.readouterr()
+    assert cli_main(args) == 0
+    text = capsys.readouterr().out
+    assert "llm_p office-lh-05: raised earlier (LlmFatalError: cannot read transcript" in text
+    assert "running it again" in text and "llm_p office-lh-05: failed" in text
+    assert text.count("done earlier, skipped") == 3
+    after = (out / "results.jsonl").read_text().splitlines()
+    assert (
+        len(after) == len(before)
+        and [a for i, a in enumerate(after) if i != where] == before[:where] + before[where + 1 :]
+    )
+    rerun = json.loads(after[where])
+    assert "error" not in rerun and (rerun["planner"], rerun["task"]) == ("llm_p", "office-lh-05")
+    fresh = tmp_path / "fresh"  # the same run in a bench that never raised
+    assert cli_main(bench_args(replay, fresh, "office-lh-05", "llm_p")) == 0
+    [clean] = [json.loads(line) for line in (fresh / "results.jsonl").read_text().splitlines()]
+    for key in ("executable", "correct", "failure", "plan", "llm_calls", "prompt_tokens", "precision"):
+        assert rerun[key] == clean[key], key
+    assert "## Runs that raised" not in (out / "report.md").read_text()
+    capsys.readouterr()
+
+
 def test_a_task_whose_graph_is_broken_is_an_error_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     replay = tmp_path / "transcripts"
     make_transcripts(replay)

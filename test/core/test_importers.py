@@ -247,6 +247,27 @@ def test_grasif_node_list_scene() -> None:
     assert graph.nodes["fridge-1"].attributes == {"tags": ["white"]}
 
 
+def test_grasif_room_named_only_by_an_objects_place_is_created(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    nodes = [
+        {"name": ["agent", 0], "type": "agent", "location": "kitchen"},
+        {"name": ["table", 1], "type": "asset", "place": "kitchen", "affordances": ["put_on"]},
+        {"name": ["apple", 1], "type": "object", "place": "pantry", "affordances": ["pick_up"]},
+    ]
+    source = tmp_path / "pantry.json"
+    source.write_text(json.dumps(nodes))
+    code, _, err = run_cli(["env", "import", str(source), str(tmp_path / "pantry_graph.json")], capsys)
+    assert code == 0, err
+    graph = load(tmp_path / "pantry_graph.json")
+    assert graph.nodes["pantry"].type == "room" and graph.parent("apple-1") == "pantry"
+    assert graph.neighbours("pantry") == graph.neighbours("kitchen") != []  # joined to the hallway like the kitchen
+    plan = "go_to(pantry) > pick_up(apple-1) > go_to(kitchen) > put_on(table-1) > done"
+    result = verify_plan(graph, plan, "lookplangraph")
+    assert result.success, result.feedback
+    assert result.final_graph().parent("apple-1") == "table-1"
+
+
 def test_grasif_rooms_without_connectivity_are_joined_by_an_invented_hallway() -> None:
     graph = import_grasif_json(DATA / "grasif_node_list_scene.json")
     assert graph.neighbours("hall") == ["kitchen-1", "living_room-1"]
@@ -292,6 +313,65 @@ def test_grasif_task_list_with_goal_scenes() -> None:
     assert score_against_goal_graph(milk.init.graph, final, milk.goal.graph).success
     with pytest.raises(GraphError, match="holds 2 task scene"):
         import_grasif_json(DATA / "grasif_node_list_tasks.json")
+
+
+def milk_task(goal_agent: dict[str, Any], goal_milk: dict[str, Any]) -> dict[str, Any]:
+    """A GRASIF task: the milk starts on the bench, the agent in the hall; the goal scene's agent and milk vary."""
+    kitchen = ["kitchen", 1]
+    rooms: list[dict[str, Any]] = [{"name": kitchen, "type": "room"}, {"name": ["hall", 1], "type": "room"}]
+    fridge = {"name": ["fridge", 1], "type": "asset", "place": kitchen, "affordances": ["open", "close", "put_inside"]}
+    bench = {"name": ["bench", 1], "type": "asset", "place": kitchen, "affordances": ["put_on"]}
+    milk = {"name": ["milk", 1], "type": "object", "affordances": ["pick_up"]}
+    start = {"relation": "ontop_of", "related_to": ["bench", 1]}
+    init = [*rooms, {**fridge, "states": ["closed"]}, bench, {**milk, **start}]
+    init.append({"name": ["agent", 1], "type": "agent", "location": ["hall", 1]})
+    goal = [*rooms, {**fridge, "states": ["open"]}, bench, {**milk, **goal_milk}, {"name": ["agent", 1], **goal_agent}]
+    return {"id": "milk", "instruction": "Deal with the milk.", "init": init, "goal": goal}
+
+
+def test_a_goal_scene_that_does_not_place_the_agent_scores_on_the_objects() -> None:
+    """A goal agent with no location asks nothing of where the agent ends; one with a location still does."""
+    in_fridge = {"relation": "inside_of", "related_to": ["fridge", 1]}
+    store = "go_to(kitchen-1) > pick_up(milk-1) > open(fridge-1) > put_inside(fridge-1)"
+    [task] = import_grasif_tasks([milk_task({"type": "agent"}, in_fridge)])
+    assert task.goal.graph.agent_location() is None
+    for plan in (store, store + " > go_to(hall-1)"):
+        final = verify_plan(task.init.graph, plan + " > done", "lookplangraph").final_graph()
+        assert score_against_goal_graph(task.init.graph, final, task.goal.graph).success, plan
+    unstored = verify_plan(task.init.graph, "go_to(kitchen-1) > open(fridge-1) > done", "lookplangraph")
+    assert not score_against_goal_graph(task.init.graph, unstored.final_graph(), task.goal.graph).success
+    [placed] = import_grasif_tasks([milk_task({"type": "agent", "location": ["kitchen", 1]}, in_fridge)])
+    for plan, ends_in_kitchen in ((store, True), (store + " > go_to(hall-1)", False)):
+        final = verify_plan(placed.init.graph, plan + " > done", "lookplangraph").final_graph()
+        score = score_against_goal_graph(placed.init.graph, final, placed.goal.graph)
+        assert score.success == (final.room_of(final.agent_location() or "") == "kitchen-1") == ends_in_kitchen
+
+
+def test_a_goal_scene_agent_that_holds_something_is_scored_without_a_location() -> None:
+    [task] = import_grasif_tasks([milk_task({"type": "agent", "holding": ["milk", 1]}, {})])
+    assert task.goal.graph.held_object() == "milk-1" and task.goal.graph.agent_location() is None
+    for plan, holds in (
+        ("go_to(kitchen-1) > pick_up(milk-1) > open(fridge-1)", True),
+        ("go_to(kitchen-1) > open(fridge-1)", False),
+    ):
+        final = verify_plan(task.init.graph, plan + " > done", "lookplangraph").final_graph()
+        assert final.held_object() == ("milk-1" if holds else None)
+        assert score_against_goal_graph(task.init.graph, final, task.goal.graph).success == holds, plan
+
+
+def test_agent_at_places_the_robot_in_the_init_scene_only() -> None:
+    """--agent-at says where the robot starts; a goal scene keeps where it must end, or that it does not say."""
+    in_fridge = {"relation": "inside_of", "related_to": ["fridge", 1]}
+    options = ImportOptions(agent_at="kitchen-1")
+    [placed] = import_grasif_tasks([milk_task({"type": "agent", "location": ["hall", 1]}, in_fridge)], options)
+    [unplaced] = import_grasif_tasks([milk_task({"type": "agent"}, in_fridge)], options)
+    assert placed.init.graph.agent_location() == unplaced.init.graph.agent_location() == "kitchen-1"
+    assert placed.goal.graph.agent_location() == "hall-1" and unplaced.goal.graph.agent_location() is None
+    store = "pick_up(milk-1) > open(fridge-1) > put_inside(fridge-1)"
+    for plan in (store, store + " > go_to(hall-1)"):
+        final = verify_plan(placed.init.graph, plan + " > done", "lookplangraph").final_graph()
+        in_hall = final.room_of(final.agent_location() or "") == "hall-1"
+        assert score_against_goal_graph(placed.init.graph, final, placed.goal.graph).success == in_hall, plan
 
 
 def test_cli_imports_a_task_list_into_a_folder_the_bench_reads(

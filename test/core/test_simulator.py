@@ -6,7 +6,9 @@ from typing import Any
 
 import pytest
 
-from sayplan_core.graph import SceneGraph, graph_from_dict
+from sayplan_core.execution.sim_world import SimulatedWorld
+from sayplan_core.graph import Node, SceneGraph, graph_from_dict, graph_to_dict
+from sayplan_core.graph.native_format import validate
 from sayplan_core.sim import load_action_set, parse_plan, verify_plan
 from sayplan_core.sim.action_set import ActionSetError, action_set_from_dict
 from sayplan_core.sim.plan import PlanFormatError, PlanStep
@@ -329,6 +331,71 @@ def test_putting_the_held_object_on_something_it_carries_is_refused() -> None:
     final = verify_plan(nesting_world(), "pick_up(cup) > put_on(table) > pick_up(tray) > put_on(cup)", "lookplangraph")
     assert final.success, final.feedback
     assert final.final_graph().parent("tray") == "cup"
+
+
+def office_with_a_packed_tray() -> SceneGraph:
+    """The office with a tray on the kitchen bench carrying a lunchbox, and a plate inside the lunchbox: objects
+    that afford placing, which no bundled object does."""
+    graph = office()
+    graph.add_node(Node("tray", "object", affordances=["pick_up", "put_on"]), "kitchen_bench", "ontop_of")
+    graph.add_node(Node("lunchbox", "object", affordances=["pick_up", "put_inside", "contain"]), "tray", "ontop_of")
+    graph.add_node(Node("plate", "object", affordances=["pick_up", "put_on"]), "lunchbox", "inside_of")
+    graph.set_parent("orange", "plate", "ontop_of")
+    return graph
+
+
+@pytest.mark.parametrize(
+    ("held", "place"),
+    [
+        ("tray", "put_inside(lunchbox)"),  # directly on the held object
+        ("tray", "put_on(plate)"),  # two levels down
+        ("lunchbox", "put_on(plate)"),  # inside the held object
+        ("lunchbox", "put_inside(lunchbox)"),  # itself
+    ],
+)
+def test_a_real_environment_refuses_placing_an_object_on_what_it_carries(held: str, place: str) -> None:
+    graph = office_with_a_packed_tray()
+    target = place[place.index("(") + 1 : -1]
+    assert target == held or held in graph.ancestors(target)  # the oracle: the place goes wherever the held goes
+    plan = parse_plan(f"go_to(kitchen) > pick_up({held}) > {place} > done")
+    result = verify_plan(graph, plan, "lookplangraph")
+    assert not result.success and result.failed_step == 2, result.feedback
+    assert result.feedback.startswith(f"cannot {place}: ") and target in result.feedback
+    assert f"{held}, which the agent is holding" in result.feedback or f"{held} is what the agent is holding" in (
+        result.feedback
+    )
+    before = graph_to_dict(result.final_graph())
+    assert result.final_graph().held_object() == held
+    # the robot-side world runs the same steps and refuses the same one, leaving the world as it was
+    world = SimulatedWorld(graph, "lookplangraph")
+    for step in plan[:2]:
+        assert world.execute(step.action, step.target).success
+    assert not world.would_run(plan[2].action, plan[2].target)
+    refused = world.execute(plan[2].action, plan[2].target)
+    assert not refused.success and refused.message == result.feedback
+    assert graph_to_dict(world.truth) == before
+    validate(world.truth)
+
+
+def test_a_real_environment_places_the_carrier_once_what_it_carried_is_put_down() -> None:
+    graph = office_with_a_packed_tray()
+    plan = parse_plan("go_to(kitchen) > pick_up(plate) > put_on(kitchen_bench) > pick_up(tray) > put_on(plate) > done")
+    result = verify_plan(graph, plan, "lookplangraph")
+    assert result.success, result.feedback
+    final = result.final_graph()
+    assert final.parent("tray") == "plate" and final.parent("lunchbox") == "tray"
+    validate(final)
+    world = SimulatedWorld(graph, "lookplangraph")
+    for step in plan:
+        assert world.execute(step.action, step.target).success, step
+    assert graph_to_dict(world.truth) == graph_to_dict(final)
+    # nesting made by the plan itself counts too: the plate put on the tray travels with it
+    made = parse_plan("go_to(kitchen) > pick_up(plate) > put_on(tray) > pick_up(tray) > put_on(plate) > done")
+    result = verify_plan(graph, made, "lookplangraph")
+    assert result.failed_step == 4 and "plate is on tray, which the agent is holding" in result.feedback
+    world = SimulatedWorld(graph, "lookplangraph")
+    assert all(world.execute(step.action, step.target).success for step in made[:4])
+    assert world.execute("put_on", "plate").message == result.feedback
 
 
 # ------------------------------------------------------------------ affordances

@@ -1,7 +1,8 @@
 """Run a task set with several planners and score every run.
 
 Results are appended to results.jsonl one run at a time, so an interrupted bench
-resumes where it stopped. Every row carries the settings it ran with (backend, model,
+resumes where it stopped; a resume runs again the runs that raised, each new row
+taking the place of its error row. Every row carries the settings it ran with (backend, model,
 planner options); a resume with other settings is refused, so one report never mixes
 them. A run that raises (a bad graph, a missing transcript, a bug) becomes an error
 row with the exception's text and the bench goes on. Each run's LLM exchange can be
@@ -11,6 +12,7 @@ recorded to, or replayed from, a transcript named <planner>__<task>.json.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -179,7 +181,8 @@ def repair_results(out_dir: Path) -> int:
 
 
 def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
-    """The (planner, task) runs already done with these settings; refuses results made with other ones."""
+    """The (planner, task) runs already done with these settings; refuses results made with other ones.
+    A run whose row is an error is not done: its cause (a missing transcript, a broken graph) may be fixed now."""
     rows = _read_rows(config.out_dir)
     other = [r for r in rows if r.get("settings") != dict(config.settings)]
     if other:
@@ -189,7 +192,36 @@ def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
             f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
             "resume with the same settings, or use --fresh or another --out"
         )
-    return {(r["planner"], r["task"]) for r in rows}
+    return {(r["planner"], r["task"]) for r in rows if not r.get("error")}
+
+
+def _raised_earlier(out_dir: Path) -> dict[tuple[str, str], str]:
+    """The (planner, task) runs whose rows are errors, with the error's text."""
+    return {(r["planner"], r["task"]): str(r["error"]) for r in _read_rows(out_dir) if r.get("error")}
+
+
+def _replace_error_row(out_dir: Path, key: tuple[str, str], row: Mapping[str, Any]) -> None:
+    """Put `row` where the run's error row was (later error rows of the run go), through a temporary file so an
+    interrupted bench leaves the old file whole."""
+    path = out_dir / RESULTS_FILE
+    lines: list[str] = []
+    placed = False
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            old = json.loads(line)
+        except json.JSONDecodeError:
+            old = None
+        if isinstance(old, dict) and old.get("error") and (old.get("planner"), old.get("task")) == key:
+            if not placed:
+                lines.append(json.dumps(row))
+                placed = True
+            continue
+        lines.append(line)
+    if not placed:
+        lines.append(json.dumps(row))
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)
 
 
 def _describe(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
@@ -229,7 +261,9 @@ def run_bench(
         dropped = repair_results(config.out_dir)
         if dropped:
             log(f"dropped {dropped} unfinished result line(s) from an interrupted run")
+        raised = _raised_earlier(config.out_dir)
     else:
+        raised = {}
         (config.out_dir / RESULTS_FILE).unlink(missing_ok=True)
     envs: dict[str, SceneGraph] = {}
     total = len(tasks) * len(config.planners)
@@ -240,13 +274,19 @@ def run_bench(
             if (planner_name, task.id) in done:
                 log(f"[{index}/{total}] {planner_name} {task.id}: done earlier, skipped")
                 continue
+            if (planner_name, task.id) in raised:
+                first = (raised[(planner_name, task.id)].splitlines() or [""])[0][:200]
+                log(f"[{index}/{total}] {planner_name} {task.id}: raised earlier ({first}), running it again")
             try:
                 row, result = _run_one(task, planner_name, config, envs, make_backend)
             except Exception as exc:  # one bad run must not end the bench: record it and go on
                 row, result = error_row(task, planner_name, exc), None
             row["settings"] = dict(config.settings)
-            with (config.out_dir / RESULTS_FILE).open("a", encoding="utf-8") as fh:
-                fh.write(json.dumps(row) + "\n")
+            if (planner_name, task.id) in raised:
+                _replace_error_row(config.out_dir, (planner_name, task.id), row)
+            else:
+                with (config.out_dir / RESULTS_FILE).open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(row) + "\n")
             if result is None:
                 log(f"[{index}/{total}] {planner_name} {task.id}: ERROR {row['error']}")
                 continue

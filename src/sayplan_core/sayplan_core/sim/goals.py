@@ -189,18 +189,37 @@ class PlanScore:
     important: list[str]
 
 
+def agent_goal(initial: SceneGraph, goal: SceneGraph) -> dict[str, str]:
+    """What a goal graph asks of the agent: its place and what it holds, each only where the goal states it and
+    it differs from the start. A goal agent with no location, or holding nothing, states nothing: what it put
+    down is scored through that object's own node, and a goal that never says where the agent ends must not fail
+    every plan."""
+    wanted: dict[str, str] = {}
+    place = agent_place(goal)
+    if place is not None and place != agent_place(initial):
+        wanted["place"] = place
+    held = goal.held_object()
+    if held is not None and held != initial.held_object():
+        wanted["holding"] = held
+    return wanted
+
+
 def score_against_goal_graph(initial: SceneGraph, final: SceneGraph, goal: SceneGraph) -> PlanScore:
     """Success: every node the goal graph changes is as the goal has it, the agent included (its room and what
-    it holds, when the goal moves it). Precision counts objects and assets only: every plan moves the agent."""
+    it holds, as far as the goal states and changes them; see agent_goal). Precision counts objects and assets
+    only: every plan moves the agent."""
     important = changed_nodes(initial, goal)
-    agent = goal.agent_id
-    if agent is not None and agent in initial.nodes and node_signature(initial, agent) != node_signature(goal, agent):
-        important.add(agent)
+    wanted = agent_goal(initial, goal) if goal.agent_id is not None else {}
     changed = changed_nodes(initial, final)
     correct = {n for n in changed if n in goal.nodes and node_signature(final, n) == node_signature(goal, n)}
     success = all(n in final.nodes and node_signature(final, n) == node_signature(goal, n) for n in important)
-    objects_important = important - {agent}
-    precision = len(correct) / len(changed) if changed else (1.0 if not objects_important else 0.0)
+    if "place" in wanted and agent_place(final) != wanted["place"]:
+        success = False
+    if "holding" in wanted and final.held_object() != wanted["holding"]:
+        success = False
+    precision = len(correct) / len(changed) if changed else (1.0 if not important else 0.0)
+    if wanted and goal.agent_id is not None:
+        important.add(goal.agent_id)
     return PlanScore(success, precision, sorted(changed), sorted(correct), sorted(important))
 
 

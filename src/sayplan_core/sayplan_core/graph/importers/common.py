@@ -88,6 +88,7 @@ class ImportOptions:
     types: classes whose type the data gets wrong, {object: [cup, ...], asset: [sofa, ...]};
         a node's class is its id without the trailing index (`cup_3` -> `cup`).
     agent_at: the room or pose where the robot is (adds an agent node, or moves the file's agent).
+        A task list takes it in its init scenes only (a goal scene says where the robot must end).
     """
 
     connectivity: tuple[tuple[str, str, float | None], ...] | None = None

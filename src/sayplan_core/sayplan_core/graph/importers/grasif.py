@@ -15,7 +15,7 @@ reads it from the connectivity option.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -126,6 +126,9 @@ class _Scene:
         self.pending_objects.append((obj_id, item))
 
     def finish(self) -> None:
+        for _, item in self.pending_objects:  # every node is known by now, so a place naming one is no new room
+            if not grasif_id(item.get("related_to")) and grasif_id(item.get("place")):
+                self.room_named(grasif_id(item.get("place")))
         declared = "room" in self.b.types.values()
         if not declared:  # a scene that lists no rooms names them by place; one that lists them must list all
             for room_id in self.implicit_rooms:
@@ -271,6 +274,8 @@ def import_grasif_tasks(
     stem = Path(source).stem if source != "<dict>" else "grasif"
     tasks: list[GrasifTask] = []
     problems: list[str] = []
+    # agent_at places the robot at the start; in a goal scene it would replace (or invent) where it must end
+    goal_options = replace(options, agent_at="") if options is not None else None
     for index, item in enumerate(items):
         where = f"{source}: tasks[{index}]"
         if not isinstance(item, Mapping):
@@ -285,7 +290,7 @@ def import_grasif_tasks(
             continue
         try:
             first = _scene_builder(init, f"{where}.init", task_id, options).build(EXPECTED)
-            second = _scene_builder(goal, f"{where}.goal", task_id, options).build(EXPECTED)
+            second = _scene_builder(goal, f"{where}.goal", task_id, goal_options).build(EXPECTED)
         except GraphError as exc:
             problems.append(str(exc))
             continue
