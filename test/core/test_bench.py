@@ -228,6 +228,36 @@ def test_resume_runs_again_the_runs_that_raised(tmp_path: Path, capsys: pytest.C
     capsys.readouterr()
 
 
+def test_a_stepwise_run_ended_by_the_model_is_reported_as_such(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two refused moves and then done() were logged as "verified" with nothing in the row to tell them apart."""
+
+    def move(name: str, target: str) -> str:
+        return json.dumps({"chain_of_thought": "", "next_move": {"function_name": name, "function_target": target}})
+
+    replay = tmp_path / "transcripts"
+    replay.mkdir()
+    write_transcript(
+        replay / "lookplangraph__office-lh-05.json",
+        move("go_to", "kitchen"),
+        *[move("pick_up", "kitchen_bench")] * 2,  # an asset: refused each time
+        move("done", ""),
+    )
+    out = tmp_path / "bench"
+    capsys.readouterr()
+    assert cli_main(bench_args(replay, out, "office-lh-05", "lookplangraph")) == 0
+    text = capsys.readouterr().out
+    assert (
+        "lookplangraph office-lh-05: executed 1 action(s) step by step (2 infeasible proposal(s) refused), "
+        "then the model ended the task, 4 calls" in text
+    )
+    [row] = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert row["executed_actions"] == 1 and row["plan"] == ["go_to(kitchen)", "done"] and row["correct"] is False
+    with (out / "results.csv").open() as fh:
+        assert next(csv.DictReader(fh))["executed_actions"] == "1"
+
+
 def test_a_task_whose_graph_is_broken_is_an_error_row(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     replay = tmp_path / "transcripts"
     make_transcripts(replay)

@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 CSV_FIELDS = (
-    "task", "env", "family", "planner", "executable", "correct", "search_success", "precision", "nrr",
-    "replanning_rounds", "plan_length", "llm_calls", "prompt_tokens", "completion_tokens", "elapsed_s", "failure",
-    "error",
+    "task", "env", "family", "planner", "executable", "executed_actions", "correct", "search_success", "precision",
+    "nrr", "replanning_rounds", "plan_length", "llm_calls", "prompt_tokens", "completion_tokens", "elapsed_s",
+    "failure", "error",
 )  # fmt: skip
 
 

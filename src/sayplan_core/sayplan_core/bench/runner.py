@@ -78,6 +78,8 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
         "planner": result.planner,
         "instruction": task.instruction,
         "executable": result.verified,
+        # step-wise planners: the model ended the task after this many executed actions (None: a whole plan)
+        "executed_actions": result.executed_actions if result.stepwise else None,
         "failure": result.failure.label,
         "message": result.message,
         "replanning_rounds": result.replanning_rounds,
@@ -135,6 +137,7 @@ def error_row(task: Task, planner: str, exc: BaseException) -> dict[str, Any]:
         "planner": planner,
         "instruction": task.instruction,
         "executable": False,
+        "executed_actions": None,
         "failure": "error",
         "error": f"{type(exc).__name__}: {exc}",
         "message": f"the run raised {type(exc).__name__}: {exc}",
@@ -290,9 +293,8 @@ def run_bench(
             if result is None:
                 log(f"[{index}/{total}] {planner_name} {task.id}: ERROR {row['error']}")
                 continue
-            verdict = "verified" if result.verified else f"failed ({result.failure.label})"
             log(
-                f"[{index}/{total}] {planner_name} {task.id}: {verdict}, {len(result.calls)} calls, "
+                f"[{index}/{total}] {planner_name} {task.id}: {result.verdict()}, {len(result.calls)} calls, "
                 f"{result.prompt_tokens + result.completion_tokens} tokens, {result.elapsed_s:.1f} s"
             )
     return load_results(config.out_dir)

@@ -117,18 +117,28 @@ class PlanResult:
         out["completion_tokens"] = self.completion_tokens
         return out
 
+    @property
+    def executed_actions(self) -> int:
+        """For a step-wise run: the actions executed before the model ended the task (done not counted)."""
+        return sum(1 for s in self.plan if s.action != "done")
+
+    def verdict(self) -> str:
+        """One phrase for progress lines: how the run ended, without the plan."""
+        if not self.success:
+            return f"failed ({self.failure.label})"
+        if self.stepwise:
+            return (
+                f"executed {self.executed_actions} action(s) step by step ({self.replanning_rounds} infeasible "
+                "proposal(s) refused), then the model ended the task"
+            )
+        return f"verified after {self.replanning_rounds} replanning round(s)"
+
     def summary(self) -> str:
         if not self.success:
             return f"{self.planner}: no verified plan: {self.message}"
         plan = format_plan(self.full_plan) if self.full_plan else "(no actions)"
         answer = f" | answer: {', '.join(self.answer)}" if self.answer else ""
-        if self.stepwise:
-            executed = sum(1 for s in self.plan if s.action != "done")
-            return (
-                f"{self.planner}: executed {executed} action(s) step by step ({self.replanning_rounds} infeasible "
-                f"proposal(s) refused), then the model ended the task: {plan}{answer}"
-            )
-        return f"{self.planner}: verified after {self.replanning_rounds} replanning round(s): {plan}{answer}"
+        return f"{self.planner}: {self.verdict()}: {plan}{answer}"
 
 
 @dataclass
