@@ -510,3 +510,56 @@ def test_a_user_set_that_forgets_the_guard_still_cannot_build_a_cycle() -> None:
     }
     result = verify_plan(nesting_world(), "take(tray) > drop_on(cup)", action_set_from_dict(data))
     assert result.failed_step == 1 and "which the agent is holding" in result.feedback
+
+
+def users_set(**extra: dict[str, Any]) -> Any:
+    base: dict[str, Any] = {
+        "goto": {"targets": ["room", "pose"], "affordance": None, "preconditions": ["reachable"],
+                 "effects": ["move_agent"]},
+        "done": {"targets": [], "affordance": None, "preconditions": [], "effects": ["finish"]},
+    }  # fmt: skip
+    return action_set_from_dict({"name": "users", "actions": {**base, **extra}})
+
+
+@pytest.mark.parametrize(
+    ("extra", "plan", "feedback"),
+    [
+        # a grasp that forgets to ask for an object: verified, then "'fridge' (asset) cannot be placed under robot"
+        (
+            {"grab": {"targets": ["asset", "object"], "affordance": None, "preconditions": [], "effects": ["grasp"]}},
+            "goto(kitchen) > grab(fridge) > done",
+            "cannot grab(fridge): fridge is an asset; only an object can be held",
+        ),
+        # a put-down that forgets asset_accessed: verify_plan raised a bare AssertionError
+        (
+            {
+                "grab": {"targets": ["object"], "affordance": None, "preconditions": [], "effects": ["grasp"]},
+                "drop": {"targets": ["object"], "affordance": None, "preconditions": [], "effects": ["place_held"]},
+            },
+            "goto(kitchen) > grab(carrot) > drop(carrot) > done",
+            "cannot drop(carrot): no asset has been accessed to put it on",
+        ),
+        # SayPlan's release at an accessed node that the held object carries: verified, then a cycle
+        (
+            {
+                "reach": {
+                    "targets": ["asset", "object"],
+                    "affordance": None,
+                    "preconditions": [],
+                    "effects": ["set_accessed"],
+                },
+                "grab": {"targets": ["object"], "affordance": None, "preconditions": [], "effects": ["grasp"]},
+                "drop": {"targets": ["object"], "affordance": None, "preconditions": [], "effects": ["place_held"]},
+            },
+            "goto(kitchen) > grab(tray) > reach(plate) > drop(tray) > done",
+            "cannot drop(tray): plate is carried by tray, which the agent is holding; put tray down first",
+        ),
+    ],
+)
+def test_a_users_set_that_forgets_a_precondition_still_verifies_only_what_materialises(
+    extra: dict[str, Any], plan: str, feedback: str
+) -> None:
+    graph = office_with_a_packed_tray()
+    result = verify_plan(graph, plan, users_set(**extra))
+    assert not result.success and result.feedback == feedback
+    validate(result.final_graph())

@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from sayplan_core.graph.model import EXCLUSIVE_STATES, with_state
+from sayplan_core.graph.model import ALLOWED_PARENTS, EXCLUSIVE_STATES, with_state
 from sayplan_core.sim.world_state import WorldState
 
 #: Roles an action may play in its set, so feedback can name the set's own verb for them.
@@ -48,6 +48,9 @@ Effect = Callable[[WorldState, str, Any], None]
 
 PRECONDITIONS: dict[str, Precondition] = {}
 EFFECTS: dict[str, Effect] = {}
+#: Per effect, what the scene graph needs for it to apply (checked for every step, whatever preconditions its
+#: action set lists), so that a plan that verifies always materialises, even under a user's own action set.
+EFFECT_GUARDS: dict[str, Callable[[WorldState, str, Any], str | None]] = {}
 
 
 def precondition(name: str) -> Callable[[Precondition], Precondition]:
@@ -223,6 +226,47 @@ def has_state(state: WorldState, target: str, wanted: Any) -> str | None:
 @precondition("lacks_state")
 def lacks_state(state: WorldState, target: str, unwanted: Any) -> str | None:
     return f"{target} is {unwanted}" if unwanted in state.states(target) else None
+
+
+# ----------------------------------------------------------------- what each effect needs of the graph
+def _guard(name: str) -> Callable[[Callable[[WorldState, str, Any], str | None]], Any]:
+    def register(fn: Callable[[WorldState, str, Any], str | None]) -> Any:
+        EFFECT_GUARDS[name] = fn
+        return fn
+
+    return register
+
+
+def _a(kind: str) -> str:
+    return f"an {kind}" if kind[:1] in "aeiou" else f"a {kind}"
+
+
+@_guard("move_agent")
+def _agent_can_stand_at(state: WorldState, target: str, _: Any) -> str | None:
+    kind = state.node_type(target)
+    return None if kind in ("room", "pose") else f"{target} is {_a(kind)}; the agent can only be at a room or pose"
+
+
+@_guard("grasp")
+def _can_be_held(state: WorldState, target: str, _: Any) -> str | None:
+    kind = state.node_type(target)
+    if kind != "object":
+        return f"{target} is {_a(kind)}; only an object can be held"
+    if state.holding is not None and state.holding != target:
+        return f"the agent is already holding {state.holding}"
+    return None
+
+
+@_guard("place_held")
+def _can_be_put_down(state: WorldState, target: str, mode: Any) -> str | None:
+    if state.holding is None:
+        return "the agent is holding nothing to put down"
+    where = target if mode in ("ontop_of", "inside_of") else state.accessed
+    if where is None:
+        return "no asset has been accessed to put it on"
+    if state.node_type(where) not in ALLOWED_PARENTS["object"] - {"agent"}:
+        return f"{where} is {_a(state.node_type(where))}; an object cannot be put on or in it"
+    return not_in_hand(state, where, None)
 
 
 # ----------------------------------------------------------------- effects

@@ -13,7 +13,14 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph, UnknownNodeError
 from sayplan_core.sim.action_set import ActionSet, ActionSpec, Clause, load_action_set
 from sayplan_core.sim.plan import PlanStep, format_plan, parse_plan
-from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, Refusal, missing_affordance, same_state_group
+from sayplan_core.sim.predicates import (
+    EFFECT_GUARDS,
+    EFFECTS,
+    PRECONDITIONS,
+    Refusal,
+    missing_affordance,
+    same_state_group,
+)
 from sayplan_core.sim.world_state import RevealHook, WorldState
 
 VERIFIED = "plan verified"
@@ -87,11 +94,13 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         if reason is not None:
             text = reason.text(verbs) if isinstance(reason, Refusal) else str(reason)
             return StepOutcome(False, f"cannot {step}: {text}", clause.name)
-    if any(c.name == "place_held" and c.arg in ("ontop_of", "inside_of") for c in spec.effects):
-        # Whatever a user's set lists: the held object never goes on or into itself (the graph would hold a cycle).
-        reason = PRECONDITIONS["not_in_hand"](state, step.target, None)
-        if reason is not None:
-            return StepOutcome(False, f"cannot {step}: {reason}", "not_in_hand")
+    for clause in spec.effects:
+        # Whatever a user's set lists, an effect applies only to a graph that can take it (no held asset, no
+        # object put into itself): a plan that verifies always materialises.
+        guard = EFFECT_GUARDS.get(clause.name)
+        refused = guard(state, step.target, clause.arg) if guard is not None else None
+        if refused is not None:
+            return StepOutcome(False, f"cannot {step}: {refused}", clause.name)
     if repeated is not None:
         return StepOutcome(True, note=f"{step.target} is already {repeated}; nothing to do")
     return StepOutcome(True)
