@@ -50,7 +50,7 @@ PRECONDITIONS: dict[str, Precondition] = {}
 EFFECTS: dict[str, Effect] = {}
 #: Per effect, what the scene graph needs for it to apply (checked for every step, whatever preconditions its
 #: action set lists), so that a plan that verifies always materialises, even under a user's own action set.
-EFFECT_GUARDS: dict[str, Callable[[WorldState, str, Any], str | None]] = {}
+EFFECT_GUARDS: dict[str, Precondition] = {}
 
 
 def precondition(name: str) -> Callable[[Precondition], Precondition]:
@@ -229,8 +229,8 @@ def lacks_state(state: WorldState, target: str, unwanted: Any) -> str | None:
 
 
 # ----------------------------------------------------------------- what each effect needs of the graph
-def _guard(name: str) -> Callable[[Callable[[WorldState, str, Any], str | None]], Any]:
-    def register(fn: Callable[[WorldState, str, Any], str | None]) -> Any:
+def _guard(name: str) -> Callable[[Precondition], Precondition]:
+    def register(fn: Precondition) -> Precondition:
         EFFECT_GUARDS[name] = fn
         return fn
 
@@ -258,7 +258,7 @@ def _can_be_held(state: WorldState, target: str, _: Any) -> str | None:
 
 
 @_guard("place_held")
-def _can_be_put_down(state: WorldState, target: str, mode: Any) -> str | None:
+def _can_be_put_down(state: WorldState, target: str, mode: Any) -> str | Refusal | None:
     if state.holding is None:
         return "the agent is holding nothing to put down"
     where = target if mode in ("ontop_of", "inside_of") else state.accessed

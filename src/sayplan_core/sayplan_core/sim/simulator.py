@@ -100,7 +100,8 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         guard = EFFECT_GUARDS.get(clause.name)
         refused = guard(state, step.target, clause.arg) if guard is not None else None
         if refused is not None:
-            return StepOutcome(False, f"cannot {step}: {refused}", clause.name)
+            text = refused.text(verbs) if isinstance(refused, Refusal) else refused
+            return StepOutcome(False, f"cannot {step}: {text}", clause.name)
     if repeated is not None:
         return StepOutcome(True, note=f"{step.target} is already {repeated}; nothing to do")
     return StepOutcome(True)
