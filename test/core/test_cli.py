@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from sayplan_core.cli import main
+from sayplan_core.envs import load_env
+from sayplan_core.sim import verify_plan
 
 
 def run(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -177,3 +179,26 @@ def test_lookplangraph_tells_the_model_when_a_step_changed_nothing() -> None:
     last_prompt = recorder.calls[3]["messages"][1]["content"]
     assert "open(fridge): fridge is already open; nothing to do" in last_prompt
     assert "already open" not in recorder.calls[2]["messages"][1]["content"]
+
+
+# ------------------------------------------------------------------ issue 13 review: verify with other action sets
+@pytest.mark.parametrize("flag", ["--strict", "--expand"])
+def test_pose_by_pose_flags_are_refused_for_a_set_that_cannot_name_poses(
+    flag: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # lookplangraph's go_to takes rooms: --strict asked for pose hops it cannot write, --expand wrote them
+    code, _, err = run(
+        ["verify", "--env", "office", "--action-set", "lookplangraph", flag, "--plan", "go_to(kitchen) > done"], capsys
+    )
+    assert code == 2
+    assert f"{flag} spells out every pose on the way, and lookplangraph's go_to takes only room nodes" in err
+    with pytest.raises(ValueError, match="strict navigation walks pose by pose"):
+        verify_plan(load_env("office"), "go_to(kitchen) > done", "lookplangraph", strict_navigation=True)
+
+
+def test_verify_prints_the_notes_of_repeated_steps(capsys: pytest.CaptureFixture[str]) -> None:
+    plan = "go_to(kitchen) > open(fridge) > close(fridge) > close(fridge) > done"
+    code, out, _ = run(["verify", "--env", "office", "--action-set", "lookplangraph", "--plan", plan], capsys)
+    assert code == 0 and "note: step 3 close(fridge): fridge is already closed; nothing to do" in out
+    code, out, _ = run(["--json", "verify", "--env", "office", "--action-set", "lookplangraph", "--plan", plan], capsys)
+    assert json.loads(out)["notes"] == ["step 3 close(fridge): fridge is already closed; nothing to do"]

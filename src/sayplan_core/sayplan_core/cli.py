@@ -213,6 +213,10 @@ def cmd_verify(args: argparse.Namespace) -> int:
     if not steps:
         raise CliError("--plan holds no steps")
     actions = load_action_set(args.action_set)
+    for flag, wanted in (("--strict", args.strict), ("--expand", args.expand)):
+        why = actions.walks_through_poses() if wanted else None
+        if why is not None:
+            raise CliError(f"{flag} spells out every pose on the way, and {why}; leave {flag} out")
     graph = _load(args.env)
     if args.expand:
         steps = PathPlanner(graph, goto_action=actions.verb("navigate") or "goto").expand_plan(steps)
@@ -221,12 +225,14 @@ def cmd_verify(args: argparse.Namespace) -> int:
         "success": result.success,
         "failed_step": result.failed_step,
         "feedback": result.feedback,
+        "notes": list(result.notes),
         "plan": [s.to_dict() for s in steps],
     }
     if result.success:
         text = f"plan verified ({len(steps)} steps): {format_plan(steps)}"
     else:
         text = f"step {result.failed_step} {result.step}: {result.feedback}"
+    text = "\n".join([text, *(f"note: {n}" for n in result.notes)])
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED
 

@@ -25,6 +25,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
+from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.goals import changed_nodes, score_against_goal_graph, score_against_goals
 from sayplan_core.sim.simulator import verify_plan
 
@@ -110,7 +111,8 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
             important = len({n for g in task.predicates for n in g.nodes()})
         row["nrr"] = round(len(result.observed_nodes) / important, 2) if important else None
         if result.verified:
-            strict = result.action_set == "sayplan"  # LookPlanGraph moves room to room
+            # pose by pose where the set's navigate action can name poses (sayplan, spot); LookPlanGraph's rooms only
+            strict = load_action_set(result.action_set).walks_through_poses() is None
             final = verify_plan(graph, result.full_plan, result.action_set, strict_navigation=strict).final_graph()
             if goal_graph is not None:
                 score = score_against_goal_graph(graph, final, goal_graph)

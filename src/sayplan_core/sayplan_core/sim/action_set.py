@@ -90,6 +90,16 @@ class ActionSet:
                 return spec.name
         return None
 
+    def walks_through_poses(self) -> str | None:
+        """None when the set's navigate action can name pose nodes (so a plan can spell out every hop, as strict
+        navigation and path expansion need); else why not."""
+        verb = self.verb("navigate")
+        if verb is None:
+            return f"the {self.name} action set has no navigate action"
+        if "pose" not in self.actions[verb].targets:
+            return f"{self.name}'s {verb} takes only {' or '.join(self.actions[verb].targets)} nodes, not poses"
+        return None
+
     def verbs(self) -> dict[str, str]:
         return {spec.role: spec.name for spec in self.actions.values() if spec.role}
 

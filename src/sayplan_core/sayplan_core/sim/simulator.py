@@ -144,6 +144,8 @@ def verify_plan(
     plan with navigation must; otherwise goto only needs the target to be reachable.
     """
     actions = resolve_action_set(action_set)
+    if strict_navigation and (why := actions.walks_through_poses()) is not None:
+        raise ValueError(f"strict navigation walks pose by pose, and {why}; verify without it")
     steps = plan_steps(plan)
     world = state or WorldState.from_graph(graph, strict_navigation=strict_navigation, reveal_hook=reveal_hook)
     if not steps:
