@@ -563,3 +563,12 @@ def test_a_users_set_that_forgets_a_precondition_still_verifies_only_what_materi
     result = verify_plan(graph, plan, users_set(**extra))
     assert not result.success and result.feedback == feedback
     validate(result.final_graph())
+
+
+def test_feedback_for_a_nested_object_names_its_parent_and_the_asset_to_access() -> None:
+    # it said "orange is on kitchen_bench" for an orange on a plate, in a lunchbox, on a tray on the bench
+    result = verify_plan(office_with_a_packed_tray(), "goto(kitchen) > pickup(orange) > done")
+    assert result.feedback == (
+        "cannot pickup(orange): orange is on plate, at kitchen_bench, which has not been accessed; "
+        "call access(kitchen_bench) first"
+    )

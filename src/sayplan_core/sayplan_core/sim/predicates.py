@@ -163,10 +163,12 @@ def under_accessed(state: WorldState, target: str, _: Any) -> str | Refusal | No
     support = state.support_of(target)
     if support is None or support == state.accessed:
         return None
-    relation = "in" if state.relation(target) == "inside_of" else "on"
-    return Refusal(
-        f"{target} is {relation} {support}, which has not been accessed", "access", support, "call {call} first"
-    )
+    if state.parent(target) == support:
+        where = f"{'in' if state.relation(target) == 'inside_of' else 'on'} {support}"
+    else:  # nested: say where it is and which asset carries it
+        parent = state.parent(target)
+        where = f"{'in' if state.relation(target) == 'inside_of' else 'on'} {parent}, at {support}"
+    return Refusal(f"{target} is {where}, which has not been accessed", "access", support, "call {call} first")
 
 
 @precondition("container_open")
