@@ -9,7 +9,11 @@ from pathlib import Path
 import pytest
 from transcripts import BAD_PLAN, GOOD_PLAN, lite_plan, lite_search, say, write_transcript
 
+from sayplan_core.bench.runner import BenchConfig, run_bench
 from sayplan_core.cli import main as cli_main
+from sayplan_core.envs.tasks import load_tasks
+from sayplan_core.llm.types import LlmBackend
+from sayplan_core.planners import PlannerOptions
 
 
 def make_transcripts(folder: Path) -> None:
@@ -345,4 +349,26 @@ def test_goal_graph_tasks_from_a_grasif_import(tmp_path: Path, capsys: pytest.Ca
     assert rows["refrigerate-milk"]["correct"] is True
     assert rows["grasif_node_list_tasks-1"]["correct"] is False  # the kettle was never switched on
     assert "| lookplangraph | grasif | 2 | 0 |" in (out / "report.md").read_text()
+    capsys.readouterr()
+
+
+def test_a_goal_graph_that_cannot_be_read_fails_the_run_before_the_llm(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The goal graph is read before the planner runs: no transcript is asked for (an LLM would not be paid)."""
+    data = Path(__file__).parent / "data" / "grasif_node_list_tasks.json"
+    folder = tmp_path / "grasif"
+    assert cli_main(["env", "import", str(data), str(folder)]) == 0
+    tasks = load_tasks(folder / "tasks.yaml")
+    (folder / "refrigerate-milk.goal.json").write_text("{")  # broken after the task file was read
+    replay = tmp_path / "transcripts"
+    replay.mkdir()  # empty: a run that reached the LLM would fail on the missing transcript instead
+    config = BenchConfig(["lookplangraph"], tmp_path / "bench", PlannerOptions(), replay_dir=replay)
+
+    def no_llm() -> LlmBackend:
+        raise AssertionError("the run asked for an LLM")
+
+    rows = run_bench([t for t in tasks if t.id == "refrigerate-milk"], config, no_llm, log=str)
+    assert len(rows) == 1 and rows[0]["error"].startswith("GraphError: "), rows[0]["error"]
+    assert "refrigerate-milk.goal.json" in rows[0]["error"] and "transcript" not in rows[0]["error"]
     capsys.readouterr()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from pathlib import Path
 
@@ -154,3 +155,69 @@ def test_generated_containers_block_contents() -> None:
     item = graph.children(closed.id)[0]
     result = verify_plan(graph, f"goto({room}) > access({closed.id}) > pickup({item})")
     assert result.feedback == f"cannot pickup({item}): it is inside {closed.id}, which is closed"
+
+
+def test_every_task_field_is_checked_at_load_time(tmp_path: Path) -> None:
+    """A string where a mapping belongs is a TaskFileError naming task and field, not an AttributeError."""
+    bad = tmp_path / "tasks.yaml"
+    bad.write_text("tasks:\n  - {id: a, env: office, family: f, instruction: find the mug, goal: {search: mug}}\n")
+    with pytest.raises(TaskFileError, match=r"tasks\.yaml: task a: goal 'search' must be a mapping .*got 'mug'$"):
+        load_tasks(bad)
+    bad.write_text(
+        "tasks:\n"
+        "  - {id: a, env: office, family: f, instruction: x, goal: {search: {any: [mug]}}, setup: abc}\n"
+        "  - {id: b, env: office, family: f, instruction: x, goal: {search: {any: mug, count: 0, colour: red}}}\n"
+        "  - {id: c, env: office, family: f, instruction: x, goal: {predicates: {kind: holding}},"
+        " setup: [{kind: state, node: lamp}, {kind: hold, node: 3}, {kind: paint, node: wall}, oops]}\n"
+        "  - {id: d, env: 5, family: f, instruction: x, goal: {predicates: [{kind: flying}]},"
+        " reference_plan: {steps: []}, note: [n]}\n"
+    )
+    with pytest.raises(TaskFileError) as info:
+        load_tasks(bad)
+    message = str(info.value)
+    for expected in (
+        "13 problems: ",
+        "task a: 'setup' must be a list of changes",
+        "task b: goal 'search' has unknown field(s) colour",
+        "task b: goal 'search.any' must be a list of node ids, got 'mug'",
+        "task b: goal 'search.count' must be a whole number >= 1, got 0",
+        "task c: goal 'predicates' must be a non-empty list of predicates",
+        "task c: setup[0]: 'states' must be a non-empty list of states, got None",
+        "task c: setup[1]: 'node' must be a node id, got 3",
+        "task c: setup[2]: kind must be state or hold, got 'paint'",
+        "task c: setup[3] must be a mapping",
+        "task d: 'env' must be a string, got 5",
+        "task d: 'note' must be a string",
+        "task d: goal 'predicates[0]': goal {'kind': 'flying'}: kind must be one of",
+        "task d: 'reference_plan': a plan object needs a 'plan' list",
+    ):
+        assert expected in message, (expected, message)
+    many = "".join(
+        f"  - {{id: t{i}, env: office, family: f, instruction: x, goal: {{search: x}}}}\n" for i in range(25)
+    )
+    bad.write_text("tasks:\n" + many)
+    with pytest.raises(TaskFileError, match=r"25 problems: .*; and 5 more$"):
+        load_tasks(bad)
+
+
+def test_search_goals_that_cannot_be_met_are_refused(tmp_path: Path) -> None:
+    bad = tmp_path / "tasks.yaml"
+    for search, expected in (
+        ("{}", "needs 'any' or 'all' nodes, or none: true"),
+        ("{none: true, any: [mug]}", "with none: true lists no nodes"),
+        ("{any: [mug], count: 2}", "'search.count' is 2, more than the 1 node(s) in 'any'"),
+        ("{none: yes please}", "'search.none' must be true or false"),
+    ):
+        bad.write_text(f"tasks:\n  - {{id: s, env: office, family: f, instruction: x, goal: {{search: {search}}}}}\n")
+        with pytest.raises(TaskFileError, match=re.escape(expected)):
+            load_tasks(bad)
+
+
+def test_a_missing_goal_graph_is_reported_when_the_task_file_is_read(tmp_path: Path) -> None:
+    tasks = tmp_path / "tasks.yaml"
+    tasks.write_text("tasks:\n  - {id: b, env: office, family: f, instruction: x, goal: {graph: nothere.json}}\n")
+    with pytest.raises(TaskFileError, match=r"task b: goal 'graph': cannot read scene graph file .*nothere\.json"):
+        load_tasks(tasks)
+    (tmp_path / "nothere.json").write_text('{"format": "sayplan-3dsg", "nodes": [')
+    with pytest.raises(TaskFileError, match=r"task b: goal 'graph': .*nothere\.json: not valid JSON"):
+        load_tasks(tasks)

@@ -20,6 +20,7 @@ from sayplan_core.graph.importers import (
     import_grasif,
     import_grasif_json,
     import_grasif_tasks,
+    import_sayplan,
     import_sayplan_json,
     import_stanford,
     import_stanford_npz,
@@ -508,3 +509,122 @@ def test_import_into_a_missing_folder(tmp_path: Path, capsys: pytest.CaptureFixt
     out = tmp_path / "nowhere" / "out.json"
     code, _, err = run_cli(["env", "import", str(DATA / "sayplan_appendix_l.json"), str(out)], capsys)
     assert code == 2 and f"folder {out.parent} does not exist" in err
+
+
+# ------------------------------------------------------------------ every problem listed, in plain words
+def problems_of(data: Any, options: ImportOptions | None = None) -> str:
+    with pytest.raises(GraphError) as info:
+        if isinstance(data, dict) and "links" in data:
+            import_sayplan(data, options)
+        else:
+            import_grasif(data, options)
+    return str(info.value)
+
+
+def test_unknown_relations_and_a_missing_agent_location_are_all_listed() -> None:
+    nodes = [
+        {"name": ["kitchen", 1], "type": "place"},
+        {"name": ["table", 1], "type": "asset", "place": ["kitchen", 1]},
+        {"name": ["cup", 1], "type": "object", "relation": "under", "related_to": ["table", 1]},
+        {"name": ["cup", 2], "type": "object", "relation": "beside", "related_to": ["table", 1]},
+        {"name": ["cup", 3], "type": "object", "relation": "ontop", "related_to": ["table", 1]},
+        {"name": ["robot", 1], "type": "agent", "location": ["hall", 1]},
+    ]
+    message = problems_of(nodes)
+    assert message.startswith("<dict>: 4 problems: "), message
+    for rel in ("under", "beside", "ontop"):
+        assert f"unknown relation '{rel}'" in message
+    assert "the agent 'robot-1' is at 'hall-1', which does not exist" in message
+
+
+def test_a_grouped_scene_lists_a_bad_agent_location_with_the_other_problems() -> None:
+    scene = {
+        "rooms": [{"id": "kitchen"}],
+        "assets": [{"id": "table", "place": "kitchen"}, {"id": "shelf"}],
+        "objects": [{"id": "cup", "related_to": "table", "relation": "on"}],
+        "agent": {"name": "robot", "location": "garage"},
+    }
+    message = problems_of(scene)
+    assert message.startswith("<dict>: 2 problems: "), message
+    assert "asset 'shelf' has no place" in message and "'robot' is at 'garage', which does not exist" in message
+    scene["agent"] = {"name": "robot", "location": "table"}
+    assert "'robot' is at 'table', a asset, not a room or pose" in problems_of(scene)
+
+
+def test_a_missing_parent_and_a_duplicate_id_are_reported_once_in_plain_words() -> None:
+    nodes = [
+        {"name": ["kitchen", 1], "type": "place"},
+        {"name": ["table", 1], "type": "asset", "place": ["kitchen", 1]},
+        {"name": ["cup", 1], "type": "object", "related_to": ["table", 1]},
+        {"name": ["cup", 1], "type": "object", "related_to": ["table", 1]},
+        {"name": ["cup", 1], "type": "object", "related_to": ["table", 1]},
+        {"name": ["plate", 1], "type": "object", "relation": "on", "related_to": ["sink", 1]},
+    ]
+    message = problems_of(nodes)
+    assert message.startswith("<dict>: 2 problems: "), message
+    assert "duplicate node id 'cup-1'" in message and "two places" not in message
+    assert "'plate-1' is ontop_of 'sink-1', which does not exist" in message
+
+
+def test_wrong_typed_fields_are_problems_naming_node_field_and_type() -> None:
+    nodes = [
+        {"name": ["kitchen", 1], "type": "place"},
+        {"name": ["table", 1], "type": "asset", "place": ["kitchen", 1], "affordances": "put_on", "states": 5},
+        {"name": ["cup", 1], "type": "object", "related_to": ["table", 1], "affordances": {"pick_up": True}},
+        {"name": ["bowl", 1], "type": "object", "related_to": ["table", 1], "position": "here"},
+    ]
+    message = problems_of(nodes)
+    assert message.startswith("<dict>: 3 problems: "), message
+    assert "node 'table-1': 'states' must be a string or a list of strings, got 5" in message
+    assert "node 'cup-1': 'affordances' must be a string or a list of strings, got {'pick_up': True}" in message
+    assert "node 'bowl-1': position" in message
+    sayplan = {
+        "nodes": {
+            "room": [{"id": "kitchen"}],
+            "asset": [{"id": "table", "room": "kitchen", "affordances": {"put_on": True}, "state": [1]}],
+        },
+        "links": [],
+    }
+    message = problems_of(sayplan)
+    assert "node 'table': 'affordances' must be a string or a list of strings" in message
+    assert "node 'table': 'state' must be a string or a list of strings, got [1]" in message
+
+
+def test_sayplan_assets_and_objects_in_no_room_are_problems() -> None:
+    data = {
+        "nodes": {
+            "room": [{"id": "kitchen"}],
+            "asset": [{"id": "table"}, {"id": "bench"}, {"id": "sink", "room": 3}, {"id": "shelf", "room": "kitchen"}],
+            "object": [{"id": "cup"}, {"id": "plate", "state": "ontop_of(shelf)"}],
+            "agent": [{"id": "robot", "location": "kitchen"}],
+        },
+        "links": [],
+    }
+    message = problems_of(data)
+    assert message.startswith("<dict>: 4 problems: "), message
+    assert "asset 'table' is in no room: nothing places it (give it a 'room'" in message
+    assert "asset 'bench' is in no room" in message and "object 'cup' is in no room" in message
+    assert "node 'sink': 'room' must be a room id (a string), got 3" in message
+    assert "plate" not in message and "shelf" not in message
+
+
+def test_a_held_object_typed_asset_stands_in_the_agents_room(tmp_path: Path) -> None:
+    nodes = [
+        {"name": ["kitchen", 1], "type": "place"},
+        {"name": ["table", 1], "type": "asset", "place": ["kitchen", 1]},
+        {"name": ["cup", 1], "type": "object", "relation": "on", "related_to": ["table", 1]},
+        {"name": ["spoon", 1], "type": "object", "relation": "inside", "related_to": ["cup", 1]},
+        {"name": ["robot", 1], "type": "agent", "location": ["kitchen", 1], "holding": ["cup", 1]},
+    ]
+    types = tmp_path / "types.yaml"
+    types.write_text("asset: [cup, ghostclass]\n")
+    imported = import_grasif(nodes, ImportOptions(types=read_types(types)))
+    graph = imported.graph
+    assert graph.nodes["cup-1"].type == "asset" and graph.parent("cup-1") == "kitchen-1"
+    assert graph.held_object() is None and graph.parent("spoon-1") == "cup-1"
+    summary = imported.summary()
+    assert "'cup-1' was held by the agent" in summary and "agent's room 'kitchen-1'" in summary
+    assert "type list class(es) matching no node (a typo?): ghostclass" in summary
+    # at a pose that is in no room, the agent's room is unknown: a problem, not a parentless asset
+    message = problems_of(nodes, ImportOptions(types=read_types(types), agent_at="hall"))
+    assert "'cup-1' is typed asset by the type list, but what held it ('robot-1') is in no room" in message

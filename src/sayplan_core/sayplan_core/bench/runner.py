@@ -312,6 +312,7 @@ def _run_one(
     if task.env not in envs:
         envs[task.env] = load_env(task.env)
     graph = apply_setup(envs[task.env], task)
+    load_goal_graph(task)  # a goal graph that cannot be read fails the run before the LLM is called
     backend: LlmBackend
     if config.replay_dir is not None:
         backend = ReplayBackend.from_file(config.replay_dir / transcript_name(planner_name, task.id))

@@ -18,8 +18,23 @@ from typing import Any
 
 import yaml
 
-from sayplan_core.graph.model import ALLOWED_PARENTS, NAV_TYPES, GraphError, SceneGraph
-from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict, parse_json, read_text
+from sayplan_core.graph.model import (
+    ALLOWED_PARENTS,
+    HIERARCHY_RELATIONS,
+    NAV_TYPES,
+    GraphError,
+    Node,
+    SceneGraph,
+    check_parent,
+)
+from sayplan_core.graph.native_format import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    graph_from_dict,
+    node_from_dict,
+    parse_json,
+    read_text,
+)
 
 #: Problems listed in one error before "and N more".
 MAX_PROBLEMS = 20
@@ -182,6 +197,12 @@ class Builder:
         self.types: dict[str, str] = {}
         self.problems: list[str] = []
         self.notes: list[str] = []
+        #: Ids listed more than once (reported once; their edges are not checked again).
+        self.duplicates: set[str] = set()
+        #: Nodes whose missing place the importer already reported in its own words.
+        self.unplaced: set[str] = set()
+        #: What to add to an unplaced asset or object (by type), in the format's own terms.
+        self.place_hint: dict[str, str] = {}
         #: Formats that carry no connectivity set this, so links are invented (or read from the option).
         self.has_connectivity = True
 
@@ -193,13 +214,31 @@ class Builder:
             self.problem(f"a {node_type} has no usable id ({node_id!r})")
             return None
         if node_id in self.types:
-            self.problem(f"duplicate node id '{node_id}'")
+            if node_id not in self.duplicates:
+                self.duplicates.add(node_id)
+                self.problem(f"duplicate node id '{node_id}' (listed more than once)")
             return None
         item: dict[str, Any] = {"id": node_id, "type": node_type}
         item.update({k: v for k, v in fields.items() if v not in (None, [], {}, "")})
+        try:  # what the native loader would stop at, one node at a time (a bad position, say)
+            node_from_dict(item)
+        except GraphError as exc:
+            self.problem(str(exc))
         self.nodes.append(item)
         self.types[node_id] = node_type
         return item
+
+    def str_list(self, node_id: str, name: str, raw: Any, fix: Mapping[str, str] | None = None) -> list[str]:
+        """A field holding names (states, affordances): one string or a list of strings; anything else is a
+        problem naming the node, the field and what it must be. `fix` renames entries (turned_on -> on)."""
+        if raw is None or raw == "":
+            return []
+        items = [raw] if isinstance(raw, str) else raw
+        if not isinstance(items, list) or not all(isinstance(v, str) for v in items):
+            self.problem(f"node '{node_id}': '{name}' must be a string or a list of strings, got {raw!r}")
+            return []
+        out = [v.strip() for v in items if v.strip()]
+        return [fix.get(v, v) for v in out] if fix else out
 
     def child(self, child: str, relation: str, parent: str) -> None:
         self.edges.append({"source": child, "relation": relation, "target": parent})
@@ -220,6 +259,8 @@ class Builder:
             return
         parents = self.parents()
         changed: dict[str, int] = {}
+        classes = {class_of(node_id) for node_id in self.types}
+        unused = sorted(cls for cls in wanted if cls not in classes)
         for item in self.nodes:
             new = wanted.get(class_of(item["id"]))
             if new is None or item["type"] == new or item["type"] not in ("object", "asset"):
@@ -229,12 +270,24 @@ class Builder:
             if new == "object":
                 give_pickup(item)
             if new == "asset":  # an asset stands in a room: move it out of what held it
+                holder, relation = parents.get(item["id"], (None, ""))
                 room = self._room_of(item["id"], parents)
                 self.edges = [
                     e for e in self.edges if not (e["source"] == item["id"] and e["relation"] != "connected_to")
                 ]
                 if room is not None:
                     self.child(item["id"], "in", room)
+                    if relation == "inside_hand":
+                        self.notes.append(
+                            f"'{item['id']}' was held by the agent; typed asset by the type list, it now stands "
+                            f"in the agent's room '{room}' and the agent holds nothing"
+                        )
+                elif holder is not None:
+                    self.unplaced.add(item["id"])
+                    self.problem(
+                        f"'{item['id']}' is typed asset by the type list, but what held it ('{holder}') is in no "
+                        "room, so it cannot stand in one"
+                    )
                 parents = self.parents()
             else:
                 for edge in self.edges:
@@ -246,31 +299,56 @@ class Builder:
                         edge["relation"] = "ontop_of"
         for new, count in sorted(changed.items()):
             self.notes.append(f"{count} node(s) typed {new} by the type list")
+        if unused:
+            self.notes.append(f"type list class(es) matching no node (a typo?): {', '.join(unused)}")
 
     def _room_of(self, node_id: str, parents: Mapping[str, tuple[str, str]]) -> str | None:
+        """The room a node is in, through what holds it; a held node is in the agent's room (where it is, or
+        the room of the pose where it is)."""
         seen = {node_id}
         current = parents.get(node_id, (None, ""))[0]
         while current is not None and current not in seen:
             if self.types.get(current) == "room":
                 return str(current)
             seen.add(current)
+            if self.types.get(current) == "agent":
+                agent = next((n for n in self.nodes if n["id"] == current), {})
+                location = (agent.get("attributes") or {}).get("location")
+                current = location if isinstance(location, str) and self.types.get(location) in NAV_TYPES else None
+                continue
             current = parents.get(current, (None, ""))[0]
         return None
 
     def _check_references(self) -> None:
-        """Problems the native loader would stop at one by one: dangling ends, wrong parents, two parents."""
+        """Problems the native loader would stop at one by one: dangling ends, unknown relations, wrong parents,
+        two parents, unplaced assets and objects, where the agent is and what it holds."""
         parents: dict[str, str] = {}
         for edge in self.edges:
             src, dst, rel = edge["source"], edge["target"], edge["relation"]
+            what = f"link {src}<->{dst}" if rel == "connected_to" else f"'{src}' {rel} '{dst}'"
             missing = [end for end in (src, dst) if end not in self.types]
+            if missing and rel == "connected_to":
+                self.problem(f"{what} refers to '{missing[0]}', which does not exist")
+                continue
             if missing:
-                what = "link" if rel == "connected_to" else f"'{src}' {rel}"
-                self.problem(f"{what} {src}-{dst} refers to '{missing[0]}', which does not exist")
+                if src in self.types:
+                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist")
+                    parents.setdefault(src, dst)
+                else:
+                    self.problem(f"'{src}', placed {rel} '{dst}', does not exist")
                 continue
             if rel == "connected_to":
                 for end in (src, dst):
                     if self.types[end] not in NAV_TYPES:
-                        self.problem(f"link {src}-{dst}: '{end}' is a {self.types[end]}; only rooms and poses link")
+                        self.problem(f"{what}: '{end}' is a {self.types[end]}; only rooms and poses link")
+                continue
+            if src in self.duplicates:  # reported as a duplicate id; its copies' places say nothing more
+                parents.setdefault(src, dst)
+                continue
+            if rel not in HIERARCHY_RELATIONS:
+                known = ", ".join(sorted(HIERARCHY_RELATIONS))
+                self.problem(f"{what}: unknown relation '{rel}' (expected one of {known})")
+                parents.setdefault(src, dst)
                 continue
             if src in parents:
                 self.problem(f"'{src}' is in two places: '{parents[src]}' and '{dst}'")
@@ -279,6 +357,30 @@ class Builder:
             child_type, parent_type = self.types[src], self.types[dst]
             if parent_type not in ALLOWED_PARENTS.get(child_type, frozenset()):
                 self.problem(f"'{src}' ({child_type}) cannot be placed under '{dst}' ({parent_type})")
+                continue
+            try:
+                check_parent(Node(src, child_type), Node(dst, parent_type), rel)
+            except GraphError as exc:
+                self.problem(str(exc))
+        for node_id, node_type in self.types.items():
+            if node_type in ("asset", "object") and node_id not in parents and node_id not in self.unplaced:
+                hint = f" ({self.place_hint[node_type]})" if node_type in self.place_hint else ""
+                self.problem(f"{node_type} '{node_id}' is in no room: nothing places it{hint}")
+        self._check_agent(parents)
+
+    def _check_agent(self, parents: Mapping[str, str]) -> None:
+        agents = [n for n in self.nodes if n["type"] == "agent"]
+        if len(agents) > 1:
+            self.problem(f"more than one agent: {', '.join(str(a['id']) for a in agents)}")
+        for agent in agents:
+            location = (agent.get("attributes") or {}).get("location")
+            found = self.types.get(location) if isinstance(location, str) else None
+            if location is not None and found not in NAV_TYPES:
+                why = f"a {found}, not a room or pose" if found else "which does not exist"
+                self.problem(f"the agent '{agent['id']}' is at '{location}', {why}")
+            held = sorted(child for child, parent in parents.items() if parent == agent["id"])
+            if len(held) > 1:
+                self.problem(f"the agent '{agent['id']}' holds more than one object: {', '.join(held)}")
 
     def _connect(self) -> None:
         links = self.options.connectivity
@@ -360,9 +462,9 @@ class Builder:
         """Apply the options, check, and load. expected: what the format holds, for the empty-input error."""
         if not self.nodes and not self.problems:
             raise GraphError(f"{self.source}: no nodes found; expected {expected}")
-        self._override_types()
         self._connect()
         self._place_agent()
+        self._override_types()  # after the agent is placed: a held node made an asset goes to the agent's room
         self._check_references()
         if not self.problems and "room" not in self.types.values():
             self.problem(f"no rooms found; expected {expected}")

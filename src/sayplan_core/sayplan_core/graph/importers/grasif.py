@@ -58,21 +58,6 @@ def layout(data: Any) -> str | None:
     return None
 
 
-def _states(raw: Any) -> list[str]:
-    items = raw if isinstance(raw, list) else [raw]
-    out = []
-    for state in items:
-        if isinstance(state, str) and state.strip():
-            out.append(_STATE_NAMES.get(state.strip(), state.strip()))
-    return out
-
-
-def _str_list(raw: Any) -> list[str]:
-    if isinstance(raw, str):
-        return [raw] if raw else []
-    return [str(v) for v in raw] if isinstance(raw, list) else []
-
-
 class _Scene:
     """One GRASIF scene into a Builder: rooms, assets, objects and the agent, whichever layout they came in."""
 
@@ -90,14 +75,15 @@ class _Scene:
         self.b.node(
             asset_id,
             "asset",
-            states=_states(item.get("states")),
-            affordances=_str_list(item.get("affordances")),
+            states=self.b.str_list(asset_id, "states", item.get("states"), _STATE_NAMES),
+            affordances=self.b.str_list(asset_id, "affordances", item.get("affordances")),
             attributes=attributes(item.get("properties")),
             position=item.get("position"),
         )
         room = grasif_id(item.get("located", item.get("place", item.get("related_to"))))
         if not room:
             self.b.problem(f"asset '{asset_id}' has no place ('place' or 'located')")
+            self.b.unplaced.add(asset_id)
             return
         self.b.child(asset_id, "in", self.room_named(room))
 
@@ -118,8 +104,8 @@ class _Scene:
         self.b.node(
             obj_id,
             "object",
-            states=_states(item.get("states")),
-            affordances=_str_list(item.get("affordances")),
+            states=self.b.str_list(obj_id, "states", item.get("states"), _STATE_NAMES),
+            affordances=self.b.str_list(obj_id, "affordances", item.get("affordances")),
             attributes=attributes(item.get("properties")),
             position=item.get("position"),
         )
@@ -145,6 +131,7 @@ class _Scene:
                 self.b.child(obj_id, "in", grasif_id(item.get("place")))
             else:
                 self.b.problem(f"object '{obj_id}' has no 'related_to' and no 'place'")
+                self.b.unplaced.add(obj_id)
         if self.holding is not None:
             if self.holding not in self.b.types:
                 self.b.problem(f"the agent holds '{self.holding}', which is not in the scene")

@@ -31,6 +31,10 @@ def import_sayplan(
         raise GraphError(f"{source}: not {EXPECTED}")
     assert isinstance(data, Mapping)
     b = Builder(name or str(data.get("name", Path(source).stem if source != "<dict>" else "sayplan")), source, options)
+    b.place_hint = {
+        "asset": "give it a 'room' or a link to its room",
+        "object": "give it a state such as ontop_of(table), or a link to its asset or room",
+    }
     type_map = {"floor": "floor", "room": "room", "pose": "pose", "asset": "asset", "object": "object"}
     type_map["agent"] = "agent"
     object_parent: dict[str, tuple[str, str]] = {}
@@ -51,8 +55,8 @@ def import_sayplan(
             node_id = item["id"]
             states: list[str] = []
             raw_state = item.get("state", item.get("states"))
-            for state in raw_state if isinstance(raw_state, list) else [raw_state]:
-                if not isinstance(state, str) or state.strip().lower() in _IGNORED_STATES:
+            for state in b.str_list(node_id, "state" if "state" in item else "states", raw_state):
+                if state.lower() in _IGNORED_STATES:
                     continue
                 match = _STATE_RELATION.match(state)
                 if match and node_type == "object":
@@ -64,7 +68,7 @@ def import_sayplan(
             fields: dict[str, Any] = {
                 "name": item.get("name"),
                 "states": states,
-                "affordances": list(item.get("affordances") or []),
+                "affordances": b.str_list(node_id, "affordances", item.get("affordances")),
                 "attributes": attributes(item.get("attributes")),
                 "position": item.get("position"),
             }
@@ -76,8 +80,11 @@ def import_sayplan(
                     **({"location": agent_location} if agent_location else {}),
                 }
             b.node(node_id, node_type, **fields)
-            if node_type in ("asset",) and isinstance(item.get("room"), str):
+            if node_type == "asset" and isinstance(item.get("room"), str) and item["room"]:
                 b.child(node_id, "in", item["room"])
+            elif node_type == "asset" and item.get("room") is not None:
+                b.problem(f"node '{node_id}': 'room' must be a room id (a string), got {item['room']!r}")
+                b.unplaced.add(node_id)
             if node_type in ("room", "pose") and isinstance(item.get("floor"), str):
                 b.child(node_id, "in", item["floor"])
     hierarchy_done = {e["source"] for e in b.edges}
