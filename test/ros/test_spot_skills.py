@@ -779,6 +779,45 @@ def test_look_on_sends_the_gripper_image_to_the_vlm_and_adds_what_it_names(
     assert (banana.parent, banana.relation, banana.type) == ("kitchen_bench", "ontop_of", "object")
 
 
+def test_a_cancel_during_the_vlm_call_returns_without_waiting_for_the_vlm(
+    ros: Any, spot: FakeSpot, tmp_path: Path, httpserver: Any
+) -> None:
+    """The VLM holds its answer; the cancel ends the look at once (the late answer is dropped)."""
+    import threading
+
+    from werkzeug import Response
+
+    asked, release = threading.Event(), threading.Event()
+
+    def held(_request: Any) -> Any:
+        asked.set()
+        release.wait(20)
+        return Response("{}", status=500, content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(held)
+    spot.world.body = Se2(55.0, -5.0, 0.0)
+    extra = {"vlm_llm": "openai", "vlm_base_url": httpserver.url_for("/v1"), "vlm_api_key_env": "SAYPLAN_TEST_NO_KEY"}
+    try:
+        with spot_skill_server(ros, spot, tmp_path, action_set="spot_lookplangraph", **extra):
+            skills = client(ros)
+            assert skills.wait_for_server(timeout_sec=10.0)
+            goal = ExecuteSkill.Goal(skill="look_on", target="kitchen_bench", action_set="spot_lookplangraph")
+            future = skills.send_goal_async(goal)
+            assert asked.wait(20)
+            ros.wait_for(future.done, what="acceptance")
+            handle = future.result()
+            started = time.monotonic()
+            handle.cancel_goal_async()
+            result = handle.get_result_async()
+            ros.wait_for(result.done, timeout=10.0, what="canceled result")
+            assert time.monotonic() - started < 2.0 and not release.is_set()
+            wrapped = result.result()
+            assert wrapped.status == GoalStatus.STATUS_CANCELED
+            assert "canceled while the VLM" in wrapped.result.outcome.error_msg
+    finally:
+        release.set()
+
+
 def test_a_skill_spot_lacks_is_refused_before_the_robot_moves(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     with spot_skill_server(ros, spot, tmp_path):
         sent = len(spot.requests)

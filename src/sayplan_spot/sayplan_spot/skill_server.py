@@ -125,6 +125,8 @@ class SpotSkillServer(SkillServer):
         self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
         self._destroyed = False
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
+        #: The VLM call of a look runs here, so a cancel does not wait for the VLM's answer (which is dropped).
+        self._vlm_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot-vlm")
         self._follower = GraphFollower(self, self._group)
         self._checked_site = False
         self.waypoint_to_node: dict[str, str] = {}
@@ -262,7 +264,7 @@ class SpotSkillServer(SkillServer):
                 hand_used = hand_used or isinstance(primitive, (Grasp, Place))
                 image = self.robot.run(primitive, stop, limits, progress.set)
                 if isinstance(primitive, Capture) and image is not None:
-                    revealed, note = self._look(graph, primitive, image)
+                    revealed, note = self._look(graph, primitive, image, stop, limits.feedback_period_s)
                     message = f"{step} done: {note}"
         except SpotError as fault:
             code, message, missing = fault.code, f"{step} failed: {fault.message}", fault.missing
@@ -289,13 +291,27 @@ class SpotSkillServer(SkillServer):
             self.get_logger().warning(f"could not read the gripper: {exc}")
             return None
 
-    def _look(self, graph: SceneGraph, capture: Capture, image: bytes) -> tuple[GraphUpdate | None, str]:
-        if self.vlm is None:
+    def _look(
+        self, graph: SceneGraph, capture: Capture, image: bytes, stop: threading.Event, period_s: float
+    ) -> tuple[GraphUpdate | None, str]:
+        """On the worker: hand the image to the VLM (on its own thread) and wait for the answer or the goal's stop,
+        whichever comes first; a canceled look ends at once and the VLM's late answer is dropped."""
+        from sayplan_spot.robot import SpotError
+
+        vlm = self.vlm
+        if vlm is None:
             return (
                 None,
                 f"captured {len(image)} bytes from {capture.source}; no VLM configured (vlm_llm), nothing named",
             )
-        update = self.vlm.look(graph, capture.node, capture.relation, image)
+        job = self._vlm_pool.submit(vlm.look, graph, capture.node, capture.relation, image)
+        while not job.done():
+            if stop.wait(period_s):
+                job.cancel()
+                raise SpotError(
+                    SkillCode.CANCELED, "canceled while the VLM described the image (its answer is dropped)"
+                )
+        update = job.result()
         names = ", ".join(u.node.id for u in update.upsert) or "nothing new"
         return update, f"the VLM sees {names}"
 
@@ -316,6 +332,7 @@ class SpotSkillServer(SkillServer):
         except Exception as exc:
             self.get_logger().error(f"shutting Spot down failed: {exc}")
         self._worker.shutdown(wait=False, cancel_futures=True)
+        self._vlm_pool.shutdown(wait=False, cancel_futures=True)
         super().destroy_node()
 
 
