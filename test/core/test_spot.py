@@ -332,9 +332,59 @@ def test_a_failed_grasp_changes_nothing_but_a_missing_object_is_forgotten() -> N
     graph = apply_update(OFFICE, failed)
     assert graph.parent("coffee_mug") == "kitchen_cupboard" and [u.node.type for u in failed.upsert] == ["agent"]
     missing = skill_update(
+        OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.NOT_FOUND, None,
+        missing=True,
+    )  # fmt: skip
+    assert missing.remove == ["coffee_mug"] and "coffee_mug" not in apply_update(OFFICE, missing).nodes
+
+
+def test_an_object_the_robot_does_not_see_now_is_not_forgotten() -> None:
+    """not_found without a grasp that found nothing where the object should be (a bound world object out of view
+    and no position to grasp at): not in view is not "looked and it is not there"."""
+    unseen = skill_update(
         OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.NOT_FOUND, None
     )
-    assert missing.remove == ["coffee_mug"] and "coffee_mug" not in apply_update(OFFICE, missing).nodes
+    assert unseen.remove == [] and "coffee_mug" in apply_update(OFFICE, unseen).nodes
+
+
+def test_the_gripper_state_at_the_end_overrides_the_plan_model() -> None:
+    """A pickup canceled after the grasp held: the object is in the hand. A release whose gripper opened but whose
+    stow failed: the object is at the place, not in the hand. A release that failed before opening: still held."""
+    canceled = skill_update(
+        OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.CANCELED, None,
+        held=True,
+    )  # fmt: skip
+    graph = apply_update(OFFICE, canceled)
+    assert held_by_agent(graph, "coffee_mug")
+    not_held = skill_update(
+        OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.CANCELED, None,
+        held=False,
+    )  # fmt: skip
+    assert OFFICE.parent("coffee_mug") == apply_update(OFFICE, not_held).parent("coffee_mug") == "kitchen_cupboard"
+    belief = SpotBelief("nikos_desk")
+    desk = (41.2, 4.7, 0.85)
+    opened = skill_update(
+        graph, step("release", "coffee_mug"), SPOT, belief, SkillCode.SKILL_FAILED, None, placed_at=desk, held=False
+    )
+    after = apply_update(graph, opened)
+    assert not held_by_agent(after, "coffee_mug") and after.parent("coffee_mug") == "nikos_desk"
+    assert after.nodes["coffee_mug"].position == desk
+    stalled = skill_update(
+        graph, step("release", "coffee_mug"), SPOT, SpotBelief("nikos_desk"), SkillCode.UNREACHABLE, None,
+        placed_at=desk, held=True,
+    )  # fmt: skip
+    assert held_by_agent(apply_update(graph, stalled), "coffee_mug")
+
+
+def test_a_stand_pose_entry_is_where_to_stand_not_where_to_grasp() -> None:
+    """An object's site-file pose is where the robot stands to reach it: pick_up walks there, then grasps at the
+    object's scene-graph position."""
+    mug = OFFICE.nodes["coffee_mug"].position
+    assert mug is not None
+    site = SpotSite.from_dict({"frame": "map", "nodes": {"coffee_mug": {"pose": [54.47, -2.8, -90]}}})
+    walk, grasp = compile_skill(step("pick_up", "coffee_mug"), OFFICE, site, None, OPTIONS).primitives
+    assert isinstance(walk, Walk) and walk.pose[:2] == (54.47, -2.8)
+    assert isinstance(grasp, Grasp) and grasp.point == pytest.approx(mug)
 
 
 def test_a_robot_fault_only_reports_the_robot() -> None:

@@ -79,6 +79,45 @@ def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: A
     assert skills.world.state.location == before  # nothing moved
 
 
+def test_an_accepted_cancel_ends_canceled_even_when_the_skill_finishes_anyway(ros: Any) -> None:
+    """README: "An accepted cancel always ends as CANCELED". A robot whose skill runs to the end after the cancel
+    was accepted reports CANCELED, and its result still carries what the skill changed."""
+    from sayplan_core.execution.skills import SkillCatalog, SkillResult
+    from sayplan_core.graph.updates import GraphUpdate
+    from sayplan_core.sim.action_set import load_action_set
+    from sayplan_core.sim.plan import PlanStep
+    from sayplan_ros.skill_server import SkillContext, SkillServer
+
+    class FinishesAnyway(SkillServer):
+        """A backend whose skill cannot be stopped: it waits for the cancel, then succeeds."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__("finishes_anyway", **kwargs)
+            self.serve(SkillCatalog.of("sim", [load_action_set("sayplan")]))
+
+        async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+            while not context.cancel_requested():
+                await context.sleep(0.01)
+            return SkillResult(True, SkillCode.NONE, f"{step} done", GraphUpdate(remove=["coffee_mug"]))
+
+    ros.add(FinishesAnyway(context=ros.context))
+    client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    ros.wait_for(future.done, what="acceptance")
+    handle = future.result()
+    cancel = handle.cancel_goal_async()
+    ros.wait_for(cancel.done, what="cancel response")
+    result = handle.get_result_async()
+    ros.wait_for(result.done, what="result")
+    wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_CANCELED
+    assert (
+        wrapped.result.outcome.error_code == SkillCode.CANCELED and "had finished" in wrapped.result.outcome.error_msg
+    )
+    assert list(wrapped.result.outcome.graph_update.remove) == ["coffee_mug"]
+
+
 def test_a_plan_the_robot_cannot_run_is_refused_before_the_first_step(ros: Any, tmp_path: Path) -> None:
     """The simulated robot lacks turn_on: the verified plan needs it, so the task ends before moving."""
     t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))

@@ -21,8 +21,9 @@ pytest.importorskip(
 )
 
 from action_msgs.msg import GoalStatus
+from bosdyn.api.arm_command_pb2 import NamedArmPositionsCommand
 from fakes.spot import FakeSpot, Se2
-from fakes.spot.harness import login, run_skill, spot_parameters, spot_skill_server, wait_until
+from fakes.spot.harness import login, run_skill, spot_parameters, spot_skill_server, stop_node, wait_until
 from fakes.spot.office import DESK_PLACE, office, office_site, office_world, waypoint_id
 from fakes.spot.services import camera_image
 from rclpy.action import ActionClient
@@ -33,6 +34,7 @@ from sayplan_interfaces.action import ExecuteSkill
 
 pytestmark = pytest.mark.ros
 OFFICE = office()
+CARRY = NamedArmPositionsCommand.POSITIONS_CARRY
 
 
 @pytest.fixture
@@ -170,26 +172,33 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         assert len(spot.calls("TakeLease")) == int(take_lease) and len(spot.calls("NavigateTo")) == navigations
 
 
-@pytest.mark.parametrize(("cause", "code"), [("lease", SkillCode.LEASE_LOST), ("power", SkillCode.NOT_POWERED)])
+@pytest.mark.parametrize(
+    ("cause", "code"),
+    [("lease", SkillCode.LEASE_LOST), ("power", SkillCode.NOT_POWERED), ("fall", SkillCode.ROBOT_FAULT)],
+)
 def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
     ros: Any, spot: FakeSpot, tmp_path: Path, cause: str, code: SkillCode
 ) -> None:
     """A grasp that fails because another client took the lease mid-grasp is lease_lost, not grasp_failed; a
-    navigation that fails because the motors went off is not_powered, not a generic robot fault."""
+    navigation that fails because the motors went off is not_powered, not a generic robot fault; a grasp that
+    fails because the robot fell (a behaviour fault) is robot_fault with the fault's cause."""
     with spot_skill_server(ros, spot, tmp_path, lease_check_in_s=10.0):  # the keep-alive will not notice in time
         skills = client(ros)
         at_cupboard(ros, skills)
         spot.world.action_s = 1.0
-        started = len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback"))
-        skill, target = ("pickup", "coffee_mug") if cause == "lease" else ("goto", "nikos_office")
+        grasping = cause in ("lease", "fall")
+        started = len(spot.calls("ManipulationApi" if grasping else "NavigationFeedback"))
+        skill, target = ("pickup", "coffee_mug") if grasping else ("goto", "nikos_office")
         spot.world.speed_mps = 2.0
         future = skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
         wait_until(
-            lambda: len(spot.calls("ManipulationApi" if cause == "lease" else "NavigationFeedback")) > started,
+            lambda: len(spot.calls("ManipulationApi" if grasping else "NavigationFeedback")) > started,
             what="the skill under way",
         )
         if cause == "lease":
             spot.world.steal_lease("tablet-operator")
+        elif cause == "fall":
+            spot.world.fall()
         else:
             spot.world.cut_motor_power()
         ros.wait_for(future.done, what="acceptance")
@@ -197,8 +206,11 @@ def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
         ros.wait_for(result.done, timeout=15.0, what="result")
         outcome = result.result().result.outcome
         assert outcome.error_code == code, outcome.error_msg
-        assert ("GRASP_FAILED" if cause == "lease" else "STATUS_ROBOT_IMPAIRED") in outcome.error_msg
+        assert ("GRASP_FAILED" if grasping else "STATUS_ROBOT_IMPAIRED") in outcome.error_msg
         assert spot.world.holding is None
+        if cause == "fall":
+            assert "behaviour fault(s) 17 (CAUSE_FALL, STATUS_CLEARABLE)" in outcome.error_msg
+            assert "ClearBehaviorFault" not in spot.methods()  # reported, never cleared by the node
 
 
 def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
@@ -361,6 +373,52 @@ def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_pat
         assert math.hypot(stopped[0] - 55.0, stopped[1] + 5.0) > 5.0  # far from the kitchen
 
 
+def test_a_cancel_before_the_program_starts_ends_canceled_with_no_motion(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """The cancel arrives while the skill still waits for the first scene graph: the goal's stop event (made at
+    acceptance) keeps it, and the program never runs."""
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    with spot_skill_server(ros, spot, tmp_path, graph=False):
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        cancel = handle.cancel_goal_async()
+        ros.wait_for(cancel.done, what="cancel response")
+        assert len(cancel.result().goals_canceling) == 1
+        ros.add(SceneGraphServer(context=ros.context))  # the graph arrives after the cancel
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        wrapped = result.result()
+        assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+        assert spot.calls("NavigateTo") == []
+
+
+def test_stopping_the_node_mid_walk_stops_the_robot_before_returning_the_lease(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """A body trajectory runs to its end time on its own: the node sends a stop command when it stops."""
+    spot.world.speed_mps = 1.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, power_off_on_exit=False) as server:
+        skills = client(ros)
+        assert skills.wait_for_server(timeout_sec=10.0)
+        skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        wait_until(lambda: spot.world.motion is not None, what="walking")
+        stop_node(ros, server)
+    assert spot.world.stop_count >= 1 and spot.world.lease_owner == ""
+    with spot.world.lock:
+        spot.world.advance()
+        stopped = (spot.world.body.x, spot.world.body.y)
+    time.sleep(0.3)
+    with spot.world.lock:
+        spot.world.advance()
+        assert (spot.world.body.x, spot.world.body.y) == stopped and spot.world.motion is None
+
+
 @pytest.mark.parametrize("walk", [False, True])
 def test_a_walk_another_command_replaces_is_a_robot_fault_not_canceled(
     ros: Any, spot: FakeSpot, tmp_path: Path, walk: bool
@@ -501,9 +559,14 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
         skills = client(ros)
         at_cupboard(ros, skills)
         grasps = len(spot.calls("ManipulationApi"))  # the cupboard handle's
-        _, outcome = run_skill(ros, skills, "pickup", "coffee_mug")
-        assert outcome.error_code == SkillCode.NOT_FOUND and f"does not see {unseen}" in outcome.error_msg
-        assert len(spot.calls("ManipulationApi")) == grasps  # no grasp without seeing it
+        feedback: list[str] = []
+        outcome = goal_with_feedback(ros, skills, "pickup", "coffee_mug", feedback)
+        # not in view: grasped where the scene graph says, and nothing is there: now it is not_found and removed
+        assert outcome.error_code == SkillCode.NOT_FOUND and "RAYCAST_INTO_MAP" in outcome.error_msg
+        assert any(f"does not see {unseen} now" in f for f in feedback), feedback
+        assert len(spot.calls("ManipulationApi")) == grasps + 1 and list(outcome.graph_update.remove) == ["coffee_mug"]
+        graph_mug = spot.world.seed_tform_vision.inverse().point(OFFICE.nodes["coffee_mug"].position)  # type: ignore[arg-type]
+        assert ray_misses(spot.calls("ManipulationApi")[-1].pick_object_ray_in_world, graph_mug) < 0.01
         if "fiducial" in binding:  # now the robot sees the tag on it; its raw detection is off, the filtered is not
             mug.fiducial, mug.raw_error = 5, (0.25, 0.0, 0.0)
         else:
@@ -513,6 +576,34 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
     assert spot.world.holding == "coffee_mug"
     ray = spot.calls("ManipulationApi")[-1].pick_object_ray_in_world
     assert ray_misses(ray, spot.world.seed_tform_vision.inverse().point(mug.position)) < 0.01
+
+
+def goal_with_feedback(ros: Any, skills: ActionClient, skill: str, target: str, feedback: list[str]) -> Any:
+    assert skills.wait_for_server(timeout_sec=10.0)
+    future = skills.send_goal_async(
+        ExecuteSkill.Goal(skill=skill, target=target), feedback_callback=lambda m: feedback.append(m.feedback.status)
+    )
+    ros.wait_for(future.done, what="acceptance")
+    result = future.result().get_result_async()
+    ros.wait_for(result.done, timeout=30.0, what="result")
+    return result.result().result.outcome
+
+
+def test_a_bound_object_out_of_view_is_grasped_where_the_scene_graph_says(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Not being in view is not "looked and it is not there": with the tag out of sight, the grasp goes to the
+    node's scene-graph position (said in feedback), and the mug there is picked up and kept in the graph."""
+    site = office_site(tmp_path / "site.yaml", OFFICE, objects={"coffee_mug": {"fiducial": 5}})
+    with spot_skill_server(ros, spot, tmp_path, site=site):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        feedback: list[str] = []
+        outcome = goal_with_feedback(ros, skills, "pickup", "coffee_mug", feedback)
+    assert outcome.error_code == SkillCode.NONE, outcome.error_msg
+    assert any("does not see fiducial 5 now" in f and "scene-graph position" in f for f in feedback), feedback
+    assert spot.world.holding == "coffee_mug" and not outcome.graph_update.remove
+    assert upserted(outcome)["coffee_mug"].relation == "inside_hand"
 
 
 def test_a_world_objects_frames_are_the_ones_its_properties_name() -> None:
@@ -546,6 +637,12 @@ def test_release_puts_it_down_at_the_place_and_stows(ros: Any, spot: FakeSpot, t
     if not reachable:
         assert outcome.error_code == SkillCode.UNREACHABLE and "STATUS_TRAJECTORY_STALLED" in outcome.error_msg
         assert spot.world.placements == [] and spot.world.holding == "coffee_mug"
+        # the arm stalled part way out (the fake's hand stopped at its reach) and was folded back to carry
+        sent = [c.command.synchronized_command.arm_command for c in spot.calls("RobotCommand")]
+        moves = [i for i, a in enumerate(sent) if a.HasField("arm_cartesian_command")]
+        carries = [i for i, a in enumerate(sent) if a.named_arm_position_command.position == CARRY]
+        assert moves and carries and carries[-1] > moves[-1] and spot.world.arm == "carry"
+        assert "coffee_mug" not in upserted(outcome)  # still in the hand, as the graph says
         return
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
     (placed,) = spot.world.placements
@@ -554,6 +651,88 @@ def test_release_puts_it_down_at_the_place_and_stows(ros: Any, spot: FakeSpot, t
     mug = upserted(outcome)["coffee_mug"]
     assert (mug.parent, mug.relation) == ("nikos_desk", "ontop_of")
     assert (mug.position.x, mug.position.y, mug.position.z) == pytest.approx(DESK_PLACE)
+
+
+def arm_commands(spot: FakeSpot) -> list[str]:
+    """Each robot command in order: stop, cartesian, carry, stow, gripper or other."""
+    out = []
+    for call in spot.calls("RobotCommand"):
+        command = call.command
+        arm = command.synchronized_command.arm_command
+        if command.full_body_command.HasField("stop_request"):
+            out.append("stop")
+        elif arm.HasField("arm_cartesian_command"):
+            out.append("cartesian")
+        elif arm.HasField("named_arm_position_command"):
+            out.append("carry" if arm.named_arm_position_command.position == CARRY else "stow")
+        elif command.synchronized_command.HasField("gripper_command"):
+            out.append("gripper")
+        else:
+            out.append("other")
+    return out
+
+
+@pytest.mark.parametrize("when", ["moving", "stowing"])
+def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
+    ros: Any, spot: FakeSpot, tmp_path: Path, when: str
+) -> None:
+    """Canceled while the hand moves to the place: stopped, then back to carry with the mug, which the update
+    leaves in the hand. Canceled while stowing after the gripper opened: stopped, then stowed, and the update puts
+    the mug on the desk at the place (the gripper says it holds nothing)."""
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        for skill, target in (("pickup", "coffee_mug"), ("goto", "nikos_office"), ("access", "nikos_desk")):
+            status, outcome = run_skill(ros, skills, skill, target)
+            assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        spot.world.action_s = 1.0  # each arm and gripper move takes a second
+        before = len(spot.calls("RobotCommand"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="release", target="coffee_mug"))
+        wanted = "cartesian" if when == "moving" else "stow"
+        wait_until(lambda: wanted in arm_commands(spot)[before:], what=f"the arm {when}")
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        handle.cancel_goal_async()
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="canceled result")
+        wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+    sent = arm_commands(spot)[before:]
+    stop = sent.index("stop")
+    if when == "moving":
+        assert sent[stop + 1 :][:1] == ["carry"] and spot.world.arm == "carry"
+        assert spot.world.holding == "coffee_mug" and spot.world.placements == []
+        assert "coffee_mug" not in upserted(wrapped.result.outcome)
+    else:
+        assert "stow" in sent[stop + 1 :] and spot.world.arm_stowed and spot.world.holding is None
+        mug = upserted(wrapped.result.outcome)["coffee_mug"]
+        assert (mug.parent, mug.relation) == ("nikos_desk", "ontop_of")
+        assert (mug.position.x, mug.position.y, mug.position.z) == pytest.approx(DESK_PLACE)
+
+
+def test_a_pickup_canceled_after_the_grasp_held_reports_the_mug_in_the_hand(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Canceled during the carry move that follows a successful grasp: the robot is stopped, the arm goes back to
+    carry, and the update says what the gripper says: the mug is in the hand."""
+    with spot_skill_server(ros, spot, tmp_path):
+        skills = client(ros)
+        at_cupboard(ros, skills)
+        spot.world.action_s = 0.5
+        before = len(spot.calls("RobotCommand"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(skill="pickup", target="coffee_mug"))
+        wait_until(lambda: "carry" in arm_commands(spot)[before:], timeout=15.0, what="the carry move")
+        ros.wait_for(future.done, what="acceptance")
+        handle = future.result()
+        handle.cancel_goal_async()
+        result = handle.get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="canceled result")
+        wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
+    sent = arm_commands(spot)[before:]
+    assert "carry" in sent[sent.index("stop") + 1 :] and spot.world.holding == "coffee_mug"
+    mug = upserted(wrapped.result.outcome)["coffee_mug"]
+    assert (mug.parent, mug.relation) == ("agent", "inside_hand")
 
 
 def test_open_pulls_the_handle_and_a_locked_door_is_locked(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
@@ -600,6 +779,45 @@ def test_look_on_sends_the_gripper_image_to_the_vlm_and_adds_what_it_names(
     assert (banana.parent, banana.relation, banana.type) == ("kitchen_bench", "ontop_of", "object")
 
 
+def test_a_cancel_during_the_vlm_call_returns_without_waiting_for_the_vlm(
+    ros: Any, spot: FakeSpot, tmp_path: Path, httpserver: Any
+) -> None:
+    """The VLM holds its answer; the cancel ends the look at once (the late answer is dropped)."""
+    import threading
+
+    from werkzeug import Response
+
+    asked, release = threading.Event(), threading.Event()
+
+    def held(_request: Any) -> Any:
+        asked.set()
+        release.wait(20)
+        return Response("{}", status=500, content_type="application/json")
+
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(held)
+    spot.world.body = Se2(55.0, -5.0, 0.0)
+    extra = {"vlm_llm": "openai", "vlm_base_url": httpserver.url_for("/v1"), "vlm_api_key_env": "SAYPLAN_TEST_NO_KEY"}
+    try:
+        with spot_skill_server(ros, spot, tmp_path, action_set="spot_lookplangraph", **extra):
+            skills = client(ros)
+            assert skills.wait_for_server(timeout_sec=10.0)
+            goal = ExecuteSkill.Goal(skill="look_on", target="kitchen_bench", action_set="spot_lookplangraph")
+            future = skills.send_goal_async(goal)
+            assert asked.wait(20)
+            ros.wait_for(future.done, what="acceptance")
+            handle = future.result()
+            started = time.monotonic()
+            handle.cancel_goal_async()
+            result = handle.get_result_async()
+            ros.wait_for(result.done, timeout=10.0, what="canceled result")
+            assert time.monotonic() - started < 2.0 and not release.is_set()
+            wrapped = result.result()
+            assert wrapped.status == GoalStatus.STATUS_CANCELED
+            assert "canceled while the VLM" in wrapped.result.outcome.error_msg
+    finally:
+        release.set()
+
+
 def test_a_skill_spot_lacks_is_refused_before_the_robot_moves(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     with spot_skill_server(ros, spot, tmp_path):
         sent = len(spot.requests)
@@ -640,3 +858,24 @@ def test_the_fake_refuses_calls_without_the_login_token(spot: FakeSpot) -> None:
         sdk.clear_robots()
         robot.shutdown()
     assert spot.refused == ["/bosdyn.api.RobotStateService/GetRobotState"]
+
+
+def test_a_power_on_refused_for_the_lease_is_lease_lost_not_not_powered(spot: FakeSpot) -> None:
+    """The motors went off and the tablet took control: powering on is refused for the lease (LeaseUseResult
+    STATUS_OLDER), which is the operator's robot now (lease_lost), not motors that will not power on."""
+    from sayplan_spot.robot import Limits, SpotConfig, SpotError, SpotRobot
+
+    config = SpotConfig("127.0.0.1", spot.port, str(spot.ca_path), spot.world.username, spot.world.password,
+                        lease_check_in_s=10.0, connect_timeout_s=10.0)  # fmt: skip
+    robot = SpotRobot(config, lambda _m: None, lambda _m: None)
+    limits = Limits(feedback_period_s=0.01)
+    robot.connect(limits)
+    try:
+        spot.world.cut_motor_power()
+        spot.world.steal_lease("tablet-operator")
+        with pytest.raises(SpotError) as raised:
+            robot.power_on_and_stand(limits)
+        assert raised.value.code == SkillCode.LEASE_LOST and "tablet-operator" in raised.value.message
+        assert not spot.world.motors_on
+    finally:
+        robot.disconnect()

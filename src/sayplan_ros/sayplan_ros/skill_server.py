@@ -5,16 +5,22 @@ A robot backend (the simulated world, Spot, Franka on an Omron base) subclasses
 at a time, the request checked against the robot's catalog before the robot moves
 (a typed refusal, never a half-run), cancel forwarded, any exception turned into an
 INTERNAL_ERROR result instead of a dead node, and finished goals expired.
+
+Cancel: each accepted goal gets its own stop event (`SkillContext.stop`), set by the cancel callback before
+`on_cancel` runs, so a cancel that arrives before the skill starts its robot work is not lost. A goal whose
+cancel was accepted always ends CANCELED (README: "An accepted cancel always ends as CANCELED"), even when the
+skill finished anyway; its result still carries the skill's graph update, so what the robot did is applied.
 """
 
 from __future__ import annotations
 
+import threading
 import traceback
 from abc import abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
-from rclpy.action import ActionServer, CancelResponse
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
@@ -32,19 +38,21 @@ from sayplan_ros.single_goal import SingleGoal
 
 @dataclass
 class SkillContext:
-    """What a running skill may use: progress feedback, the cancel flag, and a timer-driven sleep."""
+    """What a running skill may use: progress feedback, the cancel flag, and a timer-driven sleep. `stop` is this
+    goal's stop event: set once its cancel is accepted (or the node stops), never cleared."""
 
     node: Node
     handle: ServerGoalHandle
     action_set: str
     parameters: dict[str, str] = field(default_factory=dict)
     group: Any = None
+    stop: threading.Event = field(default_factory=threading.Event)
 
     def feedback(self, status: str, progress: float) -> None:
         self.handle.publish_feedback(ExecuteSkill.Feedback(status=status, progress=float(progress)))
 
     def cancel_requested(self) -> bool:
-        return bool(self.handle.is_cancel_requested)
+        return self.stop.is_set() or bool(self.handle.is_cancel_requested)
 
     async def sleep(self, seconds: float) -> None:
         """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
@@ -70,6 +78,8 @@ class SkillServer(Node):
         self._group = ReentrantCallbackGroup()
         self._single = SingleGoal(self.get_logger(), "execute_skill")
         self._catalog: SkillCatalog | None = None
+        #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
+        self._goal_stop = threading.Event()
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
         """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
@@ -80,7 +90,7 @@ class SkillServer(Node):
             ExecuteSkill,
             "execute_skill",
             execute_callback=self._execute,
-            goal_callback=self._single.accept,
+            goal_callback=self._accept,
             cancel_callback=self._on_cancel_request,
             callback_group=self._group,
             result_timeout=max(1, round(result_timeout_s)),
@@ -100,7 +110,19 @@ class SkillServer(Node):
         """Called as soon as a cancel request for the running skill is accepted: stop the robot here.
         `run_skill` then sees `context.cancel_requested()` and returns."""
 
+    @property
+    def goal_stop(self) -> threading.Event:
+        """The stop event of the current (or last) goal."""
+        return self._goal_stop
+
+    def _accept(self, goal: Any) -> GoalResponse:
+        response = self._single.accept(goal)
+        if response == GoalResponse.ACCEPT:
+            self._goal_stop = threading.Event()  # this goal's own: nothing an earlier goal did can clear it
+        return response
+
     def _on_cancel_request(self, _goal: Any) -> CancelResponse:
+        self._goal_stop.set()
         try:
             self.on_cancel()
         except Exception as exc:  # the cancel is still accepted; the skill ends as soon as it looks
@@ -139,10 +161,15 @@ class SkillServer(Node):
         if refusal is not None:
             self.get_logger().warning(f"refusing {step}: {refusal.message}")
             return refusal
-        context = SkillContext(self, handle, action_set, {kv.key: kv.value for kv in goal.parameters}, self._group)
+        parameters = {kv.key: kv.value for kv in goal.parameters}
+        context = SkillContext(self, handle, action_set, parameters, self._group, self._goal_stop)
+        if context.cancel_requested():  # canceled before it started: the robot is not moved
+            return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before it started")
         result = await self.run_skill(step, context)
-        if handle.is_cancel_requested and not result.success:
-            return SkillResult(False, SkillCode.CANCELED, f"{step} canceled", result.update)
+        if context.cancel_requested() and result.code is not SkillCode.CANCELED:
+            # an accepted cancel ends CANCELED; a skill that finished anyway still reports what it changed
+            note = f"{step} canceled" + (" (it had finished: the update says what it did)" if result.success else "")
+            return SkillResult(False, SkillCode.CANCELED, note, result.update)
         return result
 
     def destroy_node(self) -> None:

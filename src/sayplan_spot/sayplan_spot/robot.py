@@ -36,6 +36,7 @@ from bosdyn.api.gripper_command_pb2 import ClawGripperCommand
 from bosdyn.api.image_pb2 import ImageResponse
 from bosdyn.api.lease_pb2 import LeaseUseResult
 from bosdyn.api.manipulation_api_pb2 import ManipulationFeedbackState
+from bosdyn.api.robot_state_pb2 import BehaviorFault
 from bosdyn.client import frame_helpers, math_helpers
 from bosdyn.client.auth import InvalidLoginError
 from bosdyn.client.estop import EstopClient
@@ -85,10 +86,11 @@ NAV_COMMAND_S = 1.0
 class SpotError(Exception):
     """A primitive or the session failed: the typed code and the robot's own message."""
 
-    def __init__(self, code: SkillCode, message: str) -> None:
+    def __init__(self, code: SkillCode, message: str, missing: bool = False) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
+        self.missing = missing  # a grasp where the object should be found nothing there (it is not there)
 
 
 @dataclass(frozen=True)
@@ -279,6 +281,8 @@ class SpotRobot:
                 if robot.is_estopped():
                     raise SpotError(SkillCode.ESTOPPED, "powering on: the robot is e-stopped") from None
                 fault = fault_from(exc, "powering on")
+                if fault.code in (SkillCode.LEASE_LOST, SkillCode.ESTOPPED):  # refused for who holds the robot
+                    raise fault from None
                 raise SpotError(SkillCode.NOT_POWERED, f"powering on failed: {fault.message}") from None
         self._command(RobotCommandBuilder.synchro_stand_command(), "standing up", limits, threading.Event(),
                       self.config.connect_timeout_s, _stand_done)  # fmt: skip
@@ -297,12 +301,9 @@ class SpotRobot:
             if self.robot.is_estopped():
                 raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop, then retry")
             state = self._client(RobotStateClient).get_robot_state()
-            faults = list(state.behavior_fault_state.faults)
+            faults = _behaviour_faults(state)
             if faults:
-                ids = ", ".join(str(f.behavior_fault_id) for f in faults)
-                raise SpotError(
-                    SkillCode.ROBOT_FAULT, f"the robot has behaviour fault(s) {ids}: clear them on the tablet"
-                )
+                raise SpotError(SkillCode.ROBOT_FAULT, faults)
             if state.power_state.motor_power_state != state.power_state.STATE_ON:
                 self.power_on_and_stand(limits)
         except Exception as exc:
@@ -339,15 +340,27 @@ class SpotRobot:
         except Exception:
             return True
 
+    def behaviour_faults(self) -> str:
+        """'' unless the robot reports behaviour faults (robot state behavior_fault_state.faults), else what they
+        are with their causes; '' too when the robot does not answer (no evidence either way). They are only
+        reported, never cleared: the README sends the operator to the tablet to clear them."""
+        try:
+            return _behaviour_faults(self._client(RobotStateClient).get_robot_state(timeout=2.0))
+        except Exception:
+            return ""
+
     def fault_behind(self) -> SpotError | None:
         """After a skill failed: the robot fault that explains it, if any, checked in this order: e-stop,
-        the lease gone to another client, the motors off. A failure with one of these behind it is no
-        difference in the world the planner could plan around."""
+        the lease gone to another client, a behaviour fault (a fall, a failed command), the motors off. A failure
+        with one of these behind it is no difference in the world the planner could plan around."""
         if self.estopped():
             return SpotError(SkillCode.ESTOPPED, "the robot is e-stopped")
         lost = self.lease_lost()
         if lost:
             return SpotError(SkillCode.LEASE_LOST, lost)
+        faults = self.behaviour_faults() if self.robot is not None else ""
+        if faults:
+            return SpotError(SkillCode.ROBOT_FAULT, faults)
         if not self.powered():
             return SpotError(SkillCode.NOT_POWERED, "the motors are off")
         return None
@@ -590,7 +603,8 @@ class SpotRobot:
             if code is not None:
                 self._stow_quietly(limits)
                 _canceled(stop, doing)
-                raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}")
+                nothing = state == "MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP"
+                raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}", missing=nothing)
             report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
             try:
                 self._wait(stop, limits, deadline, doing)
@@ -606,37 +620,77 @@ class SpotRobot:
             raise SpotError(SkillCode.GRASP_FAILED, f"{doing}: the grasp ended but the gripper holds nothing")
 
     def _grasp(self, prim: Grasp, stop: threading.Event, limits: Limits, report: Report) -> None:
-        if prim.world_object is not None:
-            seen = self._world_object(prim.world_object)
-            if seen is None:
-                raise SpotError(
-                    SkillCode.NOT_FOUND, f"the robot does not see {prim.world_object.describe()} ({prim.node})"
-                )
+        seen = self._world_object(prim.world_object) if prim.world_object is not None else None
+        if seen is not None:
             _, vision_tform_seed, _ = self.frames()
             target = vision_tform_seed.inverse().transform_point(*seen)
+        elif prim.world_object is not None and prim.point is None:
+            # not in view is not "looked and it is not there": nothing is forgotten (missing stays False)
+            raise SpotError(
+                SkillCode.NOT_FOUND,
+                f"the robot does not see {prim.world_object.describe()} ({prim.node}) and the scene graph gives "
+                "no position to grasp at",
+            )
         elif prim.point is None:
             raise SpotError(SkillCode.INVALID_TARGET, f"{prim.node} has no position")
         else:
             target = prim.point
+        what = prim.node
+        if prim.world_object is not None and seen is None:  # said in every feedback and failure of this grasp
+            unseen = prim.world_object.describe()
+            what = f"{prim.node} at its scene-graph position (the robot does not see {unseen} now)"
         start, end = self._ray(target)
-        self._pick(prim.node, start, end, stop, limits, report)
+        self._pick(what, start, end, stop, limits, report)
         # carry: the arm folds in with the object so the robot can walk
-        self._command(RobotCommandBuilder.arm_carry_command(), f"carrying {prim.node}", limits, stop,
-                      limits.arm_timeout_s, _arm_named_done)  # fmt: skip
+        try:
+            self._carry(prim.node, limits, stop)
+        except SpotError as exc:
+            self._tidy_arm(stop, limits, exc)
+            raise
 
     def _place(self, prim: Place, stop: threading.Event, limits: Limits, report: Report) -> None:
+        """Hand to the place, open, stow. A move that stalls (the arm stopped part way), fails or is canceled
+        leaves the arm out: once the robot has been stopped it goes back to carry when the gripper still holds
+        the object, else it stows (`_tidy_arm`)."""
         _, vision_tform_seed, _ = self.frames()
         x, y, z = vision_tform_seed.transform_point(*prim.point)
         doing = f"putting down at {prim.node}"
         report(doing)
         move = RobotCommandBuilder.arm_pose_command(x, y, z, HAND_DOWN.w, HAND_DOWN.x, HAND_DOWN.y, HAND_DOWN.z,
                                                     frame_helpers.VISION_FRAME_NAME, seconds=2.0)  # fmt: skip
-        self._command(move, doing, limits, stop, limits.arm_timeout_s, _arm_cartesian_done)
-        self._command(RobotCommandBuilder.claw_gripper_open_command(), f"{doing}: opening the gripper", limits, stop,
-                      limits.arm_timeout_s, _gripper_done)  # fmt: skip
-        self._stow(limits, stop)
+        try:
+            self._command(move, doing, limits, stop, limits.arm_timeout_s, _arm_cartesian_done)
+            self._command(RobotCommandBuilder.claw_gripper_open_command(), f"{doing}: opening the gripper", limits,
+                          stop, limits.arm_timeout_s, _gripper_done)  # fmt: skip
+            self._stow(limits, stop)
+        except SpotError as exc:
+            self._tidy_arm(stop, limits, exc)
+            raise
         if self.holding():
             raise SpotError(SkillCode.SKILL_FAILED, f"{doing}: the gripper still holds something after opening")
+
+    def _carry(self, node: str, limits: Limits, stop: threading.Event) -> None:
+        self._command(RobotCommandBuilder.arm_carry_command(), f"carrying {node}", limits, stop,
+                      limits.arm_timeout_s, _arm_named_done)  # fmt: skip
+
+    def _tidy_arm(self, stop: threading.Event, limits: Limits, exc: SpotError) -> None:
+        """After an arm command failed or was canceled: wait for the stop (a canceled or timed-out command is
+        stopped first, so the stop cannot land after the clean-up and undo it), then fold the arm in: the carry
+        pose when the gripper still holds something, else stowed. The clean-up itself cannot be canceled."""
+        if stop.is_set() or exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
+            self._stopped(stop)
+        try:
+            holding = self.holding()
+        except Exception as read:
+            self._warn(f"reading the gripper failed: {fault_from(read, 'reading the gripper').message}")
+            holding = True  # carry is safe either way: it does not open the gripper
+        if not holding:
+            self._stow_quietly(limits)
+            return
+        try:
+            self._carry("what it holds", limits, threading.Event())
+        except Exception as failed:
+            self._warn(f"folding the arm to carry failed: {fault_from(failed, 'carrying').message}")
 
     def _articulate(self, prim: Articulate, stop: threading.Event, limits: Limits, report: Report) -> None:
         handle = prim.handle
@@ -728,6 +782,19 @@ class SpotRobot:
             raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
         if time.monotonic() > deadline:
             raise SpotError(SkillCode.TIMEOUT, f"{doing}: no result in time")
+
+
+def _behaviour_faults(state: Any) -> str:
+    """The robot's behaviour faults in words ('' when there are none): id, cause and whether it can be cleared
+    (robot_state.proto BehaviorFault)."""
+    faults = list(state.behavior_fault_state.faults)
+    if not faults:
+        return ""
+    described = ", ".join(
+        f"{f.behavior_fault_id} ({_name(BehaviorFault.Cause, f.cause)}, {_name(BehaviorFault.Status, f.status)})"
+        for f in faults
+    )
+    return f"the robot has behaviour fault(s) {described}: clear them on the tablet"
 
 
 def _object_frames(obj: Any) -> list[str]:

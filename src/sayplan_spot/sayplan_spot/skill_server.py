@@ -4,12 +4,14 @@ It serves the same `execute_skill` action and `describe_skills` service as the s
 A request becomes a program of robot primitives (sayplan_core.robots.spot, checked against the live scene
 graph and the site file before the robot moves); the program runs on one worker thread that owns every
 blocking SDK call, while the skill's coroutine waits on the ROS timer (`context.sleep`) and relays progress,
-so no executor thread ever blocks on the robot. Cancel sends a stop command at once and wakes the worker.
+so no executor thread ever blocks on the robot. Cancel sends a stop command at once and wakes the worker through
+the goal's own stop event (made when the goal is accepted, never cleared), so a cancel that arrives before the
+program starts ends the goal `canceled` with no motion.
 
 The robot login comes from the environment variables named by `username_env` / `password_env` (as in Boston
 Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
 logged. The node connects when it starts (log in, time sync, lease, e-stop check, power on, stand) and, when
-it stops, sits, powers off and returns the lease.
+it stops, stops a skill under way (a stop command, as a cancel sends), sits, powers off and returns the lease.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.perception.vlm import VlmAugmenter
 from sayplan_core.robots.spot import (
     Capture,
+    Grasp,
     Place,
     SpotBelief,
     SpotOptions,
@@ -82,6 +85,8 @@ class _Outcome:
     pose: Any = None
     off_course: bool = False
     revealed: GraphUpdate | None = None
+    held: bool | None = None  # the gripper holds something at the end (None: not read, or not relevant)
+    missing: bool = False  # a grasp where the object should be found nothing there
 
 
 class SpotSkillServer(SkillServer):
@@ -117,9 +122,11 @@ class SpotSkillServer(SkillServer):
         log = self.get_logger()
         self.robot = SpotRobot(config, log.info, log.warning)
         self._power_off = bool(settings["power_off_on_exit"])
-        self._stop = threading.Event()
+        self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
         self._destroyed = False
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
+        #: The VLM call of a look runs here, so a cancel does not wait for the VLM's answer (which is dropped).
+        self._vlm_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot-vlm")
         self._follower = GraphFollower(self, self._group)
         self._checked_site = False
         self.waypoint_to_node: dict[str, str] = {}
@@ -203,11 +210,13 @@ class SpotSkillServer(SkillServer):
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
         self.get_logger().info(f"{step}: {program.describe()}")
-        self._stop.clear()
-        self.robot.stop_sent.clear()
+        self.robot.stop_sent.clear()  # before the check below: a cancel after it sets it again
+        if context.cancel_requested() or self._destroyed:
+            return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before the robot moved")
         progress = _Progress()
         limits = self._limits()
-        job = self._worker.submit(self._run_program, program, graph, limits, progress)
+        job = self._worker.submit(self._run_program, program, graph, limits, progress, context.stop)
+        self._running = job
         seen = -1
         while not job.done():
             version, status, value = progress.read()
@@ -216,10 +225,11 @@ class SpotSkillServer(SkillServer):
                 context.feedback(status, value)
             await context.sleep(limits.feedback_period_s)
         outcome = job.result()
+        self._running = None
         places = [p.point for p in program.primitives if isinstance(p, Place)]
         update = skill_update(
             graph, step, self.actions, self.belief, outcome.code, outcome.pose, outcome.off_course,
-            dict(self.waypoint_to_node), places[-1] if places else None,
+            dict(self.waypoint_to_node), places[-1] if places else None, held=outcome.held, missing=outcome.missing,
         )  # fmt: skip
         if outcome.revealed is not None:
             update.upsert.extend(outcome.revealed.upsert)
@@ -229,13 +239,17 @@ class SpotSkillServer(SkillServer):
             self.get_logger().warning(outcome.message)
         return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
 
-    def _run_program(self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress) -> _Outcome:
+    def _run_program(
+        self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress, stop: threading.Event
+    ) -> _Outcome:
         """On the worker: make the robot ready, run the primitives, then read where it is."""
         from sayplan_spot.robot import SpotError
 
         step = program.step
         code, message = SkillCode.NONE, f"{step} done"
         revealed: GraphUpdate | None = None
+        missing = False
+        hand_used = False  # a grasp or put-down started: what the gripper holds at the end is worth reading
         total = max(len(program.primitives), 1)
         try:
             if program.primitives:
@@ -244,15 +258,16 @@ class SpotSkillServer(SkillServer):
                 if not self.waypoint_to_node and self.site.binding.entries:
                     self._bind_waypoints()
             for index, primitive in enumerate(program.primitives):
-                if self._stop.is_set():
+                if stop.is_set():
                     raise SpotError(SkillCode.CANCELED, "canceled")
                 progress.set(describe(primitive), index / total)
-                image = self.robot.run(primitive, self._stop, limits, progress.set)
+                hand_used = hand_used or isinstance(primitive, (Grasp, Place))
+                image = self.robot.run(primitive, stop, limits, progress.set)
                 if isinstance(primitive, Capture) and image is not None:
-                    revealed, note = self._look(graph, primitive, image)
+                    revealed, note = self._look(graph, primitive, image, stop, limits.feedback_period_s)
                     message = f"{step} done: {note}"
         except SpotError as fault:
-            code, message = fault.code, f"{step} failed: {fault.message}"
+            code, message, missing = fault.code, f"{step} failed: {fault.message}", fault.missing
         except LlmError as exc:
             code, message = SkillCode.SKILL_FAILED, f"{step} failed: the VLM could not describe the image: {exc}"
         except Exception as exc:  # a bug here must not leave the robot's state unread
@@ -263,33 +278,61 @@ class SpotSkillServer(SkillServer):
                 code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
         off_course = program.kind == "goto" and code is not SkillCode.NONE
-        return _Outcome(code, message, pose, off_course, revealed)
+        held = self._holding() if hand_used else None
+        return _Outcome(code, message, pose, off_course, revealed, held, missing)
 
-    def _look(self, graph: SceneGraph, capture: Capture, image: bytes) -> tuple[GraphUpdate | None, str]:
-        if self.vlm is None:
+    def _holding(self) -> bool | None:
+        """What the gripper says now (manipulator_state.is_gripper_holding_item); None when it cannot be read."""
+        if not self.robot.connected:
+            return None
+        try:
+            return bool(self.robot.holding())
+        except Exception as exc:
+            self.get_logger().warning(f"could not read the gripper: {exc}")
+            return None
+
+    def _look(
+        self, graph: SceneGraph, capture: Capture, image: bytes, stop: threading.Event, period_s: float
+    ) -> tuple[GraphUpdate | None, str]:
+        """On the worker: hand the image to the VLM (on its own thread) and wait for the answer or the goal's stop,
+        whichever comes first; a canceled look ends at once and the VLM's late answer is dropped."""
+        from sayplan_spot.robot import SpotError
+
+        vlm = self.vlm
+        if vlm is None:
             return (
                 None,
                 f"captured {len(image)} bytes from {capture.source}; no VLM configured (vlm_llm), nothing named",
             )
-        update = self.vlm.look(graph, capture.node, capture.relation, image)
+        job = self._vlm_pool.submit(vlm.look, graph, capture.node, capture.relation, image)
+        while not job.done():
+            if stop.wait(period_s):
+                job.cancel()
+                raise SpotError(
+                    SkillCode.CANCELED, "canceled while the VLM described the image (its answer is dropped)"
+                )
+        update = job.result()
         names = ", ".join(u.node.id for u in update.upsert) or "nothing new"
         return update, f"the VLM sees {names}"
 
     def on_cancel(self) -> None:
-        self._stop.set()
-        self.robot.stop()
+        self.robot.stop()  # the goal's stop event is already set (SkillServer)
 
     def destroy_node(self) -> None:
         if self._destroyed:
             return
         self._destroyed = True
-        self._stop.set()
+        self.goal_stop.set()  # a skill still waiting to start does not start
+        running = self._running
+        if running is not None and not running.done():  # stop the skill under way as a cancel does
+            self.robot.stop()
         try:
             done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())
             done.result(timeout=SHUTDOWN_WAIT_S)
         except Exception as exc:
             self.get_logger().error(f"shutting Spot down failed: {exc}")
         self._worker.shutdown(wait=False, cancel_futures=True)
+        self._vlm_pool.shutdown(wait=False, cancel_futures=True)
         super().destroy_node()
 
 

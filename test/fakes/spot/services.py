@@ -385,7 +385,12 @@ class RobotState(Base, robot_state_service_pb2_grpc.RobotStateServiceServicer):
                 state=stop.STATE_ESTOPPED if self.w.estopped else stop.STATE_NOT_ESTOPPED,
             )  # fmt: skip
             if self.w.behavior_fault:
-                state.behavior_fault_state.faults.add(behavior_fault_id=17, cause=1)
+                fault = robot_state_pb2.BehaviorFault
+                state.behavior_fault_state.faults.add(
+                    behavior_fault_id=17,
+                    cause=fault.Cause.Value(self.w.behavior_fault_cause),
+                    status=fault.STATUS_CLEARABLE,
+                )
         self.header(response, request, received)
         return response
 
@@ -501,7 +506,9 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
         w = self.w
         which = arm.WhichOneof("command")
         if which == "named_arm_position_command":
-            w.arm_stowed = True
+            named = arm_command_pb2.NamedArmPositionsCommand
+            position = arm.named_arm_position_command.position
+            w.arm = {named.POSITIONS_STOW: "stowed", named.POSITIONS_CARRY: "carry"}.get(position, "out")
             data["arm"] = "named"
             data["arm_ok"] = True
         elif which == "arm_cartesian_command":
@@ -515,9 +522,17 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             data["arm"] = "cartesian"
             data["arm_ok"] = reach <= w.arm_reach_m
             data["hand_target"] = target
-            if reach <= w.arm_reach_m:
-                w.hand = target
-                w.arm_stowed = False
+            if reach > w.arm_reach_m:
+                # arm_command.proto, ArmCartesianCommand.Feedback: STATUS_TRAJECTORY_STALLED "the arm has stopped
+                # making progress to the goal": it stopped part way, here at the edge of its reach
+                scale = w.arm_reach_m / reach
+                target = (
+                    w.body.x + (target[0] - w.body.x) * scale,
+                    w.body.y + (target[1] - w.body.y) * scale,
+                    target[2],
+                )
+            w.hand = target
+            w.arm = "out"
         else:
             return RC.STATUS_UNSUPPORTED, f"the fake does not do {which}"
         return RC.STATUS_OK, ""
@@ -628,7 +643,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                     mob.se2_trajectory_feedback.final_goal_status = traj.FINAL_GOAL_STATUS_ACHIEVABLE
                 if motion.halted in ("stop", "lease", "replaced"):
                     mob.status = CMD.STATUS_COMMAND_OVERRIDDEN
-                elif motion.halted in ("estop", "power"):
+                elif motion.halted in ("estop", "power", "fault"):
                     mob.status = CMD.STATUS_ROBOT_FROZEN
                 elif moving and w.robot_now() > motion.end_time:
                     mob.status = CMD.STATUS_COMMAND_TIMED_OUT
@@ -711,7 +726,9 @@ class Manipulation(Base, manipulation_api_service_pb2_grpc.ManipulationApiServic
             end = frame.point((pick.ray_end_rt_frame.x, pick.ray_end_rt_frame.y, pick.ray_end_rt_frame.z))
             final, item = self.grasp(start, end, pick.walk_gaze_mode)
             command_id = w.new_id()
-            w.manipulations[command_id] = {"t0": time.time(), "final": final, "item": item, "ray": (start, end)}
+            w.manipulations[command_id] = {
+                "t0": time.time(), "phase": w.action_s, "final": final, "item": item, "ray": (start, end),
+            }  # fmt: skip
             response.manipulation_cmd_id = command_id
         self.header(response, request, received)
         return response
@@ -754,9 +771,10 @@ class Manipulation(Base, manipulation_api_service_pb2_grpc.ManipulationApiServic
                 )
                 return response
             elapsed = time.time() - float(record["t0"])  # type: ignore[arg-type]
-            if elapsed < self.w.action_s:
+            phase = float(record["phase"])  # type: ignore[arg-type]  # action_s when the grasp was asked for
+            if elapsed < phase:
                 state = "MANIP_STATE_WALKING_TO_OBJECT"
-            elif elapsed < 2 * self.w.action_s:
+            elif elapsed < 2 * phase:
                 state = "MANIP_STATE_GRASPING_OBJECT"
             else:
                 state = str(record["final"])
@@ -832,7 +850,7 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
                 halted = {
                     "stop": self.FB.STATUS_COMMAND_OVERRIDDEN, "replaced": self.FB.STATUS_COMMAND_OVERRIDDEN,
                     "stuck": self.FB.STATUS_STUCK, "estop": self.FB.STATUS_ROBOT_IMPAIRED,
-                    "power": self.FB.STATUS_ROBOT_IMPAIRED,
+                    "power": self.FB.STATUS_ROBOT_IMPAIRED, "fault": self.FB.STATUS_ROBOT_IMPAIRED,
                     "lease": self.FB.STATUS_LEASE_ERROR, "timeout": self.FB.STATUS_COMMAND_TIMED_OUT,
                 }  # fmt: skip
                 if motion.halted:

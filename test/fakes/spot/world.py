@@ -93,7 +93,7 @@ class Motion:
     end_time: float  # robot clock
     stop_at: float = 1.0
     target: str = ""  # waypoint id for navigate
-    halted: str = ""  # why it stopped early: stop, stuck, blocked, estop, lease, timeout, replaced
+    halted: str = ""  # why it stopped early: stop, stuck, blocked, estop, power, fault, lease, timeout, replaced
     halted_pose: Se2 | None = None
 
     @property
@@ -146,6 +146,7 @@ class FakeWorld:
         self.grasp_tolerance_m = 0.1  # a ray passing farther than this from every object finds nothing
         self.estopped = False
         self.behavior_fault = ""  # a cause text: commands are refused while it is set
+        self.behavior_fault_cause = "CAUSE_FALL"  # robot_state.proto BehaviorFault.Cause the robot state reports
         self.power_fault = ""  # a PowerCommandStatus name the robot answers power-on with (e.g. STATUS_FAULTED)
         self.localized = True
         self.lost = False
@@ -165,7 +166,7 @@ class FakeWorld:
         self.holding: str | None = None  # object id, or "handle:<asset>"
         self.hand: Point | None = None  # last hand target (seed frame)
         self.gripper_open = False
-        self.arm_stowed = True
+        self.arm = "stowed"  # stowed, carry (folded in front, holding something), or out (a hand pose)
         self.lease_epoch = "fake-epoch-1"
         self.lease_root = 1
         self.lease_owner = ""
@@ -179,6 +180,14 @@ class FakeWorld:
         self.captures: list[tuple[str, str]] = []  # (camera, sha256 of the image sent)
         self.stop_count = 0
         self.clock_id = "fake-clock-7"
+
+    @property
+    def arm_stowed(self) -> bool:
+        return self.arm == "stowed"
+
+    @arm_stowed.setter
+    def arm_stowed(self, stowed: bool) -> None:
+        self.arm = "stowed" if stowed else "out"
 
     # ------------------------------------------------------------------ clocks and frames
     def robot_now(self) -> float:
@@ -265,7 +274,7 @@ class FakeWorld:
         the lease taken: the fake's choice of end state, the protos do not name one)."""
         now = time.time()
         for record in self.manipulations.values():
-            if now - float(record["t0"]) < 2 * self.action_s:  # type: ignore[arg-type]
+            if now - float(record["t0"]) < 2 * float(record["phase"]):  # type: ignore[arg-type]
                 if record["item"] and self.holding == record["item"]:
                     self.holding = None
                 record["final"], record["t0"] = "MANIP_STATE_GRASP_FAILED", 0.0
@@ -282,6 +291,14 @@ class FakeWorld:
             self.stop_motion("power")
             self.motors_on = False
             self.standing = False
+
+    def fall(self) -> None:
+        """The robot falls (or another behaviour fault stops it): motion and a grasp under way end, and the robot
+        state lists a clearable behaviour fault until someone clears it (robot_state.proto BehaviorFaultState)."""
+        with self.lock:
+            self.stop_motion("fault")
+            self.abort_grasps()
+            self.behavior_fault = "the robot fell"
 
     def press_estop(self) -> None:
         """An operator presses the e-stop: the motors cut and the body stops where it is."""

@@ -350,18 +350,18 @@ def _reach(graph: SceneGraph, site: SpotSite, node: str, options: SpotOptions) -
 
 
 def _grasp(graph: SceneGraph, site: SpotSite, node: str) -> Grasp:
-    """Where to grasp: the live world object bound in spot.objects when there is one (the point is only a
-    fallback description then), else the node's pose entry or scene-graph position."""
-    entry = site.binding.entries.get(node)
+    """Where to grasp: the live world object bound in spot.objects when the robot sees it, else the node's
+    scene-graph position (also the fallback for a bound object out of view). A site-file entry for an object is
+    where to stand to reach it (`_reach` walks there first), never where the object is."""
     position = graph.nodes[node].position
     seen = site.objects.get(node)
-    if entry is not None and entry.pose is not None:
-        z = float(position[2]) if position is not None else 0.0
-        return Grasp(node, (entry.pose[0], entry.pose[1], z), seen)
     if position is None:
         if seen is not None:
             return Grasp(node, None, seen)
-        raise TargetError(f"'{node}' has no position in the scene graph and no entry in the site file")
+        raise TargetError(
+            f"'{node}' has no position in the scene graph to grasp at"
+            + (" (its site-file entry is where to stand, not where it is)" if node in site.binding.entries else "")
+        )
     return Grasp(node, (float(position[0]), float(position[1]), float(position[2])), seen)
 
 
@@ -442,6 +442,8 @@ def skill_update(
     waypoint_nodes: Mapping[str, str] | None = None,
     placed_at: Point | None = None,
     source: str = "spot_skill_server",
+    held: bool | None = None,
+    missing: bool = False,
 ) -> GraphUpdate:
     """The scene-graph update a finished skill reports, and the belief after it.
 
@@ -451,6 +453,13 @@ def skill_update(
     waypoint the robot is localized to, else the room or pose node nearest to its map position. A grasp that
     found nothing where the graph said removes that object, as the simulated robot does for objects it cannot
     see where they should be. An object put down takes `placed_at` (where the hand let go) as its position.
+
+    `held` is what the gripper says at the end of the skill (None: not read, or not relevant): it overrides the
+    plan model when a skill that did not succeed had already changed the hand. A pickup canceled or failed after
+    the grasp held reports the object in the hand; a put-down whose gripper opened (then the stow failed or was
+    canceled) reports the object at the place. `missing` says the robot looked where the object should be and
+    found nothing there: only then is a pickup's `not_found` a reason to remove the object (one the robot merely
+    does not see right now is kept).
     """
     waypoint_nodes = waypoint_nodes or {}
     state = WorldState.from_graph(graph)
@@ -458,10 +467,15 @@ def skill_update(
     touched: list[str] = []
     remove: list[str] = []
     kind = SKILL_KINDS.get(step.action, "")
-    if code is SkillCode.NONE and kind == "release" and state.holding is None and step.target in graph.nodes:
+    done = code is SkillCode.NONE
+    if not done and held is not None and step.target in graph.nodes:
+        grasped = held and kind in ("pickup", "pick_up") and state.holding is None
+        let_go = not held and (kind == "release" or (kind == "put" and state.holding is not None))
+        done = grasped or let_go  # the hand changed before the skill stopped: report what the gripper says
+    if done and kind == "release" and state.holding is None and step.target in graph.nodes:
         state.holding = step.target  # the robot let go of it, whatever the graph said it held
     held_before = state.holding
-    if code is SkillCode.NONE and step.action in actions.actions:
+    if done and step.action in actions.actions:
         try:
             for clause in actions.actions[step.action].effects:
                 EFFECTS[clause.name](state, step.target, clause.arg)
@@ -472,7 +486,7 @@ def skill_update(
     else:
         if kind not in ("pickup", "release"):  # the robot may have walked away from what it had accessed
             belief.accessed = None
-        gone = code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up") and step.target in graph.nodes
+        gone = missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up") and step.target in graph.nodes
         if gone and graph.nodes[step.target].type == "object" and not graph.children(step.target):
             remove.append(step.target)
     location = state.location
