@@ -9,7 +9,7 @@ import hashlib
 import json
 import math
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +54,21 @@ def upserted(outcome: Any) -> dict[str, Any]:
 
 def agent_attributes(outcome: Any) -> dict[str, str]:
     return {kv.key: kv.value.strip('"') for kv in upserted(outcome)["agent"].attributes}
+
+
+def cancel_once(
+    ros: Any, skills: ActionClient, goal: Any, started: Callable[[], bool], what: str, timeout: float = 10.0
+) -> tuple[Any, float]:
+    """Send `goal`, cancel it once `started()` holds; the wrapped result and the seconds from cancel to result."""
+    future = skills.send_goal_async(goal)
+    wait_until(started, timeout=20.0, what=what)
+    ros.wait_for(future.done, what="acceptance")
+    handle = future.result()
+    began = time.monotonic()
+    handle.cancel_goal_async()
+    result = handle.get_result_async()
+    ros.wait_for(result.done, timeout=timeout, what="canceled result")
+    return result.result(), time.monotonic() - began
 
 
 def index(methods: list[str], name: str) -> int:
@@ -353,16 +368,9 @@ def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_pat
     with spot_skill_server(ros, spot, tmp_path):
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
-        wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
-        ros.wait_for(future.done, what="acceptance")
-        handle = future.result()
-        started = time.monotonic()
-        handle.cancel_goal_async()
-        result = handle.get_result_async()
-        ros.wait_for(result.done, timeout=10.0, what="canceled result")
-        assert time.monotonic() - started < 2.0
-        wrapped = result.result()
+        goal = ExecuteSkill.Goal(skill="goto", target="kitchen")
+        wrapped, took = cancel_once(ros, skills, goal, lambda: bool(spot.calls("NavigationFeedback")), "navigation")
+        assert took < 2.0
         assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
         assert spot.world.stop_count >= 1  # a stop command reached the robot
         stopped = (spot.world.body.x, spot.world.body.y)
@@ -501,15 +509,12 @@ def test_cancel_mid_pickup_stops_the_grasp_and_stows_the_arm(ros: Any, spot: Fak
         at_cupboard(ros, skills)
         spot.world.action_s = 1.0  # each grasp phase takes a second
         grasps = len(spot.calls("ManipulationApi"))
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="pickup", target="coffee_mug"))
-        wait_until(lambda: len(spot.calls("ManipulationApi")) > grasps, what="the grasp")
-        assert not spot.world.arm_stowed  # the fake moves the arm out as the grasp starts
-        ros.wait_for(future.done, what="acceptance")
-        handle = future.result()
-        handle.cancel_goal_async()
-        result = handle.get_result_async()
-        ros.wait_for(result.done, timeout=10.0, what="canceled result")
-        wrapped = result.result()
+
+        def grasping() -> bool:  # the fake moves the arm out as the grasp starts
+            return len(spot.calls("ManipulationApi")) > grasps and not spot.world.arm_stowed
+
+        goal = ExecuteSkill.Goal(skill="pickup", target="coffee_mug")
+        wrapped, _ = cancel_once(ros, skills, goal, grasping, "the grasp")
         assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
     sent = [c.command for c in spot.calls("RobotCommand")]  # in the order they arrived
     stops = [i for i, c in enumerate(sent) if c.full_body_command.HasField("stop_request")]
@@ -687,15 +692,11 @@ def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
             assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
         spot.world.action_s = 1.0  # each arm and gripper move takes a second
         before = len(spot.calls("RobotCommand"))
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="release", target="coffee_mug"))
         wanted = "cartesian" if when == "moving" else "stow"
-        wait_until(lambda: wanted in arm_commands(spot)[before:], what=f"the arm {when}")
-        ros.wait_for(future.done, what="acceptance")
-        handle = future.result()
-        handle.cancel_goal_async()
-        result = handle.get_result_async()
-        ros.wait_for(result.done, timeout=15.0, what="canceled result")
-        wrapped = result.result()
+        goal = ExecuteSkill.Goal(skill="release", target="coffee_mug")
+        wrapped, _ = cancel_once(
+            ros, skills, goal, lambda: wanted in arm_commands(spot)[before:], f"the arm {when}", timeout=15.0
+        )
     assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
     sent = arm_commands(spot)[before:]
     stop = sent.index("stop")
@@ -720,14 +721,10 @@ def test_a_pickup_canceled_after_the_grasp_held_reports_the_mug_in_the_hand(
         at_cupboard(ros, skills)
         spot.world.action_s = 0.5
         before = len(spot.calls("RobotCommand"))
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="pickup", target="coffee_mug"))
-        wait_until(lambda: "carry" in arm_commands(spot)[before:], timeout=15.0, what="the carry move")
-        ros.wait_for(future.done, what="acceptance")
-        handle = future.result()
-        handle.cancel_goal_async()
-        result = handle.get_result_async()
-        ros.wait_for(result.done, timeout=15.0, what="canceled result")
-        wrapped = result.result()
+        goal = ExecuteSkill.Goal(skill="pickup", target="coffee_mug")
+        wrapped, _ = cancel_once(
+            ros, skills, goal, lambda: "carry" in arm_commands(spot)[before:], "the carry move", timeout=15.0
+        )
     assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
     sent = arm_commands(spot)[before:]
     assert "carry" in sent[sent.index("stop") + 1 :] and spot.world.holding == "coffee_mug"
@@ -802,16 +799,8 @@ def test_a_cancel_during_the_vlm_call_returns_without_waiting_for_the_vlm(
             skills = client(ros)
             assert skills.wait_for_server(timeout_sec=10.0)
             goal = ExecuteSkill.Goal(skill="look_on", target="kitchen_bench", action_set="spot_lookplangraph")
-            future = skills.send_goal_async(goal)
-            assert asked.wait(20)
-            ros.wait_for(future.done, what="acceptance")
-            handle = future.result()
-            started = time.monotonic()
-            handle.cancel_goal_async()
-            result = handle.get_result_async()
-            ros.wait_for(result.done, timeout=10.0, what="canceled result")
-            assert time.monotonic() - started < 2.0 and not release.is_set()
-            wrapped = result.result()
+            wrapped, took = cancel_once(ros, skills, goal, asked.is_set, "the VLM call")
+            assert took < 2.0 and not release.is_set()
             assert wrapped.status == GoalStatus.STATUS_CANCELED
             assert "canceled while the VLM" in wrapped.result.outcome.error_msg
     finally:
