@@ -148,8 +148,11 @@ def _run_mona(program: str, variables: tuple[str, ...]) -> _Automaton:
     timer.start()
     try:
         assert proc.stdin is not None and proc.stdout is not None
-        proc.stdin.write(program.encode())
-        proc.stdin.close()
+        try:
+            proc.stdin.write(program.encode())
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # MONA quit early: its exit code and output say why
         raw = proc.stdout.read(MONA_MAX_OUTPUT_BYTES + 1)
         too_large = len(raw) > MONA_MAX_OUTPUT_BYTES
         if too_large:
