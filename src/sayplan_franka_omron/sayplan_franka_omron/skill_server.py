@@ -21,6 +21,7 @@ from typing import Any, Protocol
 
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.belief import location_update, success_update
 from sayplan_core.robots.binding import SiteBinding, Target
@@ -180,10 +181,14 @@ class FrankaOmronSkillServer(SkillServer):
             if not outcome.ok:
                 return await self._stopped(step, program, index, True, outcome, graph, values)
         location = step.target if step.action == "goto" else graph.agent_location()
+        return SkillResult(True, SkillCode.NONE, f"{step} done", self._effect_update(step, graph, location))
+
+    def _effect_update(self, step: PlanStep, graph: SceneGraph, location: str | None) -> GraphUpdate:
+        """The step's change to the world as a graph update (what the action set says it does)."""
         update, warning = success_update(graph, step, self._actions, self._state.accessed(graph), location, ROBOT)
         if warning:
             self.get_logger().warning(warning)
-        return SkillResult(True, SkillCode.NONE, f"{step} done", update)
+        return update
 
     async def _stopped(
         self,
@@ -205,9 +210,7 @@ class FrankaOmronSkillServer(SkillServer):
             location = await self._where(graph) or location
         update = location_update(graph, location, ROBOT)
         if effect_done(step, program, index):
-            update, warning = success_update(graph, step, self._actions, self._state.accessed(graph), location, ROBOT)
-            if warning:
-                self.get_logger().warning(warning)
+            update = self._effect_update(step, graph, location)
         return SkillResult(False, outcome.code, f"{step}: {outcome.message}", update)
 
     async def _let_go_if_owed(
