@@ -38,7 +38,9 @@ def test_pose_round_trip() -> None:
     assert np.allclose(pose_to_matrix(msg), pose, atol=1e-9)
 
 
-def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path) -> None:
+@pytest.mark.parametrize("server_from_frame", [0, 5], ids=["graph-first", "graph-late"])
+def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path, server_from_frame: int) -> None:
+    """graph-late: the graph server comes up at frame 5; the updates it missed are sent then, not lost."""
     config = SyntheticConfig(seed=3)
     bag = tmp_path / "rgbd"
     assert write_stream_bag(bag, config) == 15
@@ -47,15 +49,14 @@ def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path) -> N
     save(start, tmp_path / "start.json")
     regions = tmp_path / "rooms.yaml"
     regions.write_text(yaml.safe_dump({room: [list(lo), list(hi)] for room, (lo, hi) in ROOM_REGIONS.items()}))
-    server = ros.add(
-        SceneGraphServer(
-            context=ros.context,
-            parameter_overrides=[
-                Parameter("env", value=str(tmp_path / "start.json")),
-                Parameter("allow_no_agent", value=True),
-            ],
-        )
-    )
+    servers: list[SceneGraphServer] = []
+
+    def start_server() -> None:
+        overrides = [Parameter("env", value=str(tmp_path / "start.json")), Parameter("allow_no_agent", value=True)]
+        servers.append(ros.add(SceneGraphServer(context=ros.context, parameter_overrides=overrides)))
+        ros.wait_for(lambda: node._updates.service_is_ready(), what="apply_graph_update")
+        ros.wait_for(lambda: node._follower.latest()[0] is not None, what="perception to see the graph")
+
     node = ros.add(
         PerceptionNode(context=ros.context, parameter_overrides=[Parameter("room_regions_file", value=str(regions))])
     )
@@ -64,17 +65,20 @@ def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path) -> N
         lambda: player.count_subscribers("detections") > 0 and player.count_subscribers("camera/depth") > 0,
         what="subscribers",
     )
-    ros.wait_for(lambda: node._follower.latest()[0] is not None, what="perception to see the graph")
+    if server_from_frame == 0:
+        start_server()
 
     def confirm(index: int) -> bool:
         """Wait until the node handled frame `index`; False (resend) if it had to skip it."""
         ros.wait_for(
             lambda: node.frames_fused + node.frames_skipped > index + resent[0], timeout=30, what=f"frame {index}"
         )
-        if node.frames_fused == index + 1:
-            return True
-        resent[0] += 1
-        return False
+        if node.frames_fused != index + 1:
+            resent[0] += 1
+            return False
+        if index + 1 == server_from_frame:
+            start_server()
+        return True
 
     resent = [0]
     played = []
@@ -82,6 +86,7 @@ def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path) -> N
     thread.start()
     thread.join(timeout=180)
     assert played == [15] and node.frames_fused == 15, f"fused {node.frames_fused}, skipped {node.frames_skipped}"
+    server = servers[0]
     version_before = server.version
     answer = ros.call(ros.node("operator").create_client(Trigger, "perception/finalize"), Trigger.Request())
     assert answer.success, answer.message

@@ -25,6 +25,8 @@ def guarded(node: Node, what: str, callback: Callable[..., Any]) -> Callable[...
         try:
             callback(*args)
         except Exception as exc:
+            if not node.context.ok():  # shutting down: the publishers it used are gone, nothing to report
+                return
             node.get_logger().error(f"dropped a {what} message it could not handle: {exc!r}")
 
     return call

@@ -10,7 +10,7 @@ frame is fused and its incremental GraphUpdate sent to `apply_graph_update`.
 from __future__ import annotations
 
 import threading
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ import yaml
 from geometry_msgs.msg import PoseStamped
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
+from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import Trigger
 
@@ -106,6 +107,7 @@ class PerceptionNode(Node):
         self._info: CameraInfo | None = None
         self.frames_fused = 0
         self.frames_skipped = 0  # detections whose depth image, pose or camera info never arrived
+        self._not_applied: deque[GraphUpdate] = deque()  # filled by response callbacks, drained with the mapper
         group = MutuallyExclusiveCallbackGroup()  # frames are fused one at a time, in order
         self._follower = GraphFollower(self)
         depth = guarded(self, "camera/depth", lambda m: self._keep(self._depth, m))
@@ -154,18 +156,36 @@ class PerceptionNode(Node):
             feature = np.asarray(det.feature, dtype=np.float64) if len(det.feature) else None
             detections.append(Detection(det.label, float(det.score), mask, box, feature))  # type: ignore[arg-type]
         frame = Frame(image_to_array(depth_msg), k, pose_to_matrix(pose_msg), detections, stamp / 1e9)
+        self._take_back_failed()
         self._send(self.mapper.process(frame, self._graph()))
         self.frames_fused += 1
+
+    def _take_back_failed(self) -> None:
+        """Tell the mapper (only ever used from this node's exclusive group) which updates never applied."""
+        while self._not_applied:
+            self.mapper.not_applied(self._not_applied.popleft())
 
     def _send(self, update: GraphUpdate) -> None:
         if update.is_empty():
             return
         if not self._updates.service_is_ready():
-            self.get_logger().warning("apply_graph_update is not available; update dropped")
+            self.get_logger().warning("apply_graph_update is not available; update kept for the next frame")
+            self._not_applied.append(update)
             return
-        self._updates.call_async(ApplyGraphUpdate.Request(update=update_to_msg(update)))
+        future = self._updates.call_async(ApplyGraphUpdate.Request(update=update_to_msg(update)))
+        future.add_done_callback(lambda done: self._on_applied(done, update))
+
+    def _on_applied(self, future: Future, update: GraphUpdate) -> None:
+        exc = future.exception()
+        answer = future.result() if exc is None else None
+        if answer is not None and answer.success:
+            return
+        why = answer.message if answer is not None else repr(exc)
+        self.get_logger().warning(f"graph update refused ({why}); it is sent again with the next frame or finalize")
+        self._not_applied.append(update)
 
     def _on_finalize(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self._take_back_failed()
         update = self.mapper.finish(self._graph())
         self._send(update)
         response.success = True

@@ -101,7 +101,10 @@ class SceneGraphMapper:
     def __init__(self, object_map: ObjectMap | None = None, config: StructureConfig | None = None) -> None:
         self.map = object_map or ObjectMap()
         self.config = config or StructureConfig()
+        # What the graph holds from this mapper, as far as it knows: its view of the graph may lag
+        # behind its own updates, so this (not the view) decides what to remove.
         self.published: dict[str, Placement] = {}
+        self._unsure: set[str] = set()  # removals that were not applied: sent again once the view shows them
 
     def process(self, frame: Frame, graph: SceneGraph) -> GraphUpdate:
         self.map.integrate(frame)
@@ -132,7 +135,20 @@ class SceneGraphMapper:
                 position=p.position,
             )
             update.upsert.append(NodeUpsert(node, p.parent, p.relation))
-        gone = [i for i in self.published if i not in placements and i in graph]
-        update.remove = gone  # objects left on a dropped asset were re-placed above, before the removal
+        gone = [i for i in self.published if i not in placements]
+        self._unsure -= placements.keys() | self.published.keys()
+        retry = sorted(i for i in self._unsure if i in graph)
+        self._unsure -= set(retry)  # the rest wait until the (possibly lagging) view shows them
+        update.remove = gone + retry  # objects left on a dropped asset were re-placed above, before the removal
         self.published = {i: p for i, p in placements.items() if p.room}
         return update
+
+    def not_applied(self, update: GraphUpdate) -> None:
+        """`update` never reached the graph (refused or undelivered): the next update makes it good.
+
+        Updates apply atomically, so none of its upserts is there (they are sent again); its removals
+        are sent again once the graph shows them.
+        """
+        for upsert in update.upsert:
+            self.published.pop(upsert.node.id, None)
+        self._unsure.update(update.remove)
