@@ -40,6 +40,7 @@ class FakeRobot:
     client: Any = None
     graph_client: Any = None
     feedback: list[Any] = field(default_factory=list)
+    graph_version: int = 0  # the newest version an applied update produced: the next goal follows it
 
 
 def start_fakes(ros: Any, backend: str, arcl_password: str = "omron-test") -> dict[str, Any]:
@@ -70,14 +71,18 @@ def robot_parameters(backend: str, fakes: dict[str, Any], **overrides: Any) -> l
     return [Parameter(k, value=v) for k, v in values.items()]
 
 
-def send_skill(ros: Any, robot: FakeRobot, skill: str, target: str = "", timeout: float = 15.0) -> tuple[int, Any]:
-    """Run one execute_skill goal and apply its graph update, as the executor does; returns (status, SkillOutcome)."""
+def send_skill(
+    ros: Any, robot: FakeRobot, skill: str, target: str = "", timeout: float = 15.0, apply: bool = True
+) -> tuple[int, Any]:
+    """Run one execute_skill goal and apply its graph update, as the executor does (the goal names the version the
+    last update produced; the server's copy may not hold it yet); returns (status, SkillOutcome)."""
     if robot.client is None:
         robot.client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert robot.client.wait_for_server(timeout_sec=10.0), "execute_skill not available"
     robot.feedback.clear()
     future = robot.client.send_goal_async(
-        ExecuteSkill.Goal(skill=skill, target=target), feedback_callback=lambda f: robot.feedback.append(f.feedback)
+        ExecuteSkill.Goal(skill=skill, target=target, graph_version=robot.graph_version),
+        feedback_callback=lambda f: robot.feedback.append(f.feedback),
     )
     ros.wait_for(future.done, what="goal acceptance")
     handle = future.result()
@@ -86,13 +91,19 @@ def send_skill(ros: Any, robot: FakeRobot, skill: str, target: str = "", timeout
     ros.wait_for(result.done, timeout=timeout, what=f"{skill}({target}) result")
     wrapped = result.result()
     outcome = wrapped.result.outcome
-    if outcome.graph_update.upsert or outcome.graph_update.remove:
-        if robot.graph_client is None:
-            robot.graph_client = ros.node("graph_writer").create_client(ApplyGraphUpdate, "apply_graph_update")
-        answer = ros.call(robot.graph_client, ApplyGraphUpdate.Request(update=outcome.graph_update))
-        assert answer.success, answer.message
-        wait_until(lambda: robot.server._graph.latest()[1] >= answer.version, what="the robot's graph to follow")
+    if apply and (outcome.graph_update.upsert or outcome.graph_update.remove):
+        apply_update(ros, robot, outcome.graph_update)
     return wrapped.status, outcome
+
+
+def apply_update(ros: Any, robot: FakeRobot, update: Any) -> int:
+    """Apply a skill's update as the executor does; the version it produced is what the next goal follows."""
+    if robot.graph_client is None:
+        robot.graph_client = ros.node("graph_writer").create_client(ApplyGraphUpdate, "apply_graph_update")
+    answer = ros.call(robot.graph_client, ApplyGraphUpdate.Request(update=update))
+    assert answer.success, answer.message
+    robot.graph_version = int(answer.version)
+    return robot.graph_version
 
 
 def wait_until(predicate: Any, timeout: float = 10.0, what: str = "condition") -> None:

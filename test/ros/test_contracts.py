@@ -146,6 +146,41 @@ def test_a_plan_the_robot_cannot_run_is_refused_before_the_first_step(ros: Any, 
     assert sim.world.state.location == before
 
 
+def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_path: Path) -> None:
+    """The executor names, with each skill goal, the version its last applied update produced (the plan's graph
+    for the first step), so a skill server whose copy lags waits instead of judging the step on the old graph.
+    Oracle: with nothing else writing to the graph, that is the server's version when the skill starts."""
+    from sayplan_core.execution.skills import SkillResult
+    from sayplan_core.sim.plan import PlanStep
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+    from sayplan_ros.sim_skill_server import SimSkillServer
+    from sayplan_ros.skill_server import SkillContext
+
+    seen: list[tuple[str, int, int]] = []
+
+    class Watched(SimSkillServer):
+        async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+            seen.append((str(step), context.graph_version, graph.version))
+            return await super().run_skill(step, context)
+
+    t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))
+    nodes = create_nodes(ros.context, "sim", {"planner": [Parameter("replay_transcript", value=str(t))]})
+    sim = next(n for n in nodes if n.get_name() == "sim_skill_server")
+    nodes.remove(sim)
+    sim.destroy_node()
+    nodes.append(Watched(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.0)]))
+    for node in nodes:
+        ros.add(node)
+    graph = next(n for n in nodes if isinstance(n, SceneGraphServer))
+    wrapped = send(
+        ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
+    )
+    assert wrapped.status == GoalStatus.STATUS_SUCCEEDED, wrapped.result.error_msg
+    assert len(seen) >= len(GOOD_PLAN) - 1  # every step but `done`, each goto split into its hops
+    assert all(follows == version > 0 for _, follows, version in seen), seen
+    assert [v for _, v, _ in seen] == sorted(v for _, v, _ in seen) and seen[-1][1] > seen[0][1]
+
+
 def test_a_planner_asked_for_words_it_cannot_write_says_so(ros: Any, tmp_path: Path) -> None:
     """lookplangraph writes go_to/pick_up plans; a robot speaking sayplan gets a typed refusal, not a plan."""
     t = write_transcript(tmp_path / "t.json")

@@ -20,7 +20,16 @@ for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from fakes.arcl_server import Drive  # noqa: E402
-from fakes.franka_robot import MOTIONS, SITE, FakeRobot, robot_parameters, send_skill, start_fakes, wait_until  # noqa: E402
+from fakes.franka_robot import (  # noqa: E402
+    MOTIONS,
+    SITE,
+    FakeRobot,
+    apply_update,
+    robot_parameters,
+    send_skill,
+    start_fakes,
+    wait_until,
+)
 from fakes.ros_robot import GraspTry, Leg  # noqa: E402
 
 from sayplan_core.envs import load_env  # noqa: E402
@@ -287,6 +296,28 @@ def test_a_controller_with_other_joints_rejects_and_that_is_a_fault(make_robot: 
     _status, outcome = send_skill(ros, robot, "access", "coffee_machine")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg
     assert robot.arm.rejected == 1
+
+
+def test_a_step_waits_for_the_graph_version_it_follows(make_robot: MakeRobot, ros: Any) -> None:
+    """The executor applied goto's update but this server's copy has not heard of it yet: judged on the copy, open
+    found the agent elsewhere and reported no change (the cupboard stayed closed in the graph; found by review)."""
+    from sayplan_interfaces.action import ExecuteSkill
+
+    robot = make_robot()
+    status, went = send_skill(ros, robot, "goto", "kitchen", apply=False)
+    assert status == GoalStatus.STATUS_SUCCEEDED, went.error_msg
+    server = next(n for n in ros._nodes if isinstance(n, SceneGraphServer))
+    goal = ExecuteSkill.Goal(skill="open", target="kitchen_cupboard", graph_version=server.version + 1)
+    future = robot.client.send_goal_async(goal)
+    ros.wait_for(future.done, what="acceptance")
+    result = future.result().get_result_async()
+    wait_until(lambda: robot.server._graph.latest()[1] == server.version, what="the copy")
+    assert not result.done() and robot.gripper.grasps == []  # waiting; the arm has not moved
+    assert apply_update(ros, robot, went.graph_update) == goal.graph_version
+    ros.wait_for(result.done, timeout=15.0, what="open result")
+    outcome = result.result().result.outcome
+    assert outcome.success, outcome.error_msg
+    assert "open" in {n.id: list(n.states) for n in outcome.graph_update.upsert}["kitchen_cupboard"]
 
 
 def test_open_close_and_switches_use_their_motions(make_robot: MakeRobot, ros: Any) -> None:

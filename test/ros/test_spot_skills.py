@@ -405,6 +405,52 @@ def test_a_cancel_before_the_program_starts_ends_canceled_with_no_motion(
         assert spot.calls("NavigateTo") == []
 
 
+def graph_server(ros: Any) -> Any:
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    return next(node for node in ros._nodes if isinstance(node, SceneGraphServer))
+
+
+def test_a_step_waits_for_the_graph_version_it_follows(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    """The executor applied goto's update (version v+1) but this server's copy has not heard of it yet: judged on
+    the copy, open would report the agent back at its old pose (found by review). It waits for v+1 instead."""
+    from sayplan_interfaces.srv import ApplyGraphUpdate
+
+    with spot_skill_server(ros, spot, tmp_path):
+        skills, server = client(ros), graph_server(ros)
+        status, went = run_skill(ros, skills, "goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, went.error_msg
+        follows = server.version + 1  # goto's update, not applied yet: the copy lags behind the executor
+        future = skills.send_goal_async(
+            ExecuteSkill.Goal(skill="open", target="kitchen_cupboard", graph_version=follows)
+        )
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        time.sleep(0.5)
+        assert not result.done() and spot.calls("ManipulationApi") == []  # waiting, the arm still
+        applied = ros.call(
+            ros.node("operator").create_client(ApplyGraphUpdate, "apply_graph_update"),
+            ApplyGraphUpdate.Request(update=went.graph_update),
+        )
+        assert applied.success and applied.version == follows, applied.message
+        ros.wait_for(result.done, timeout=30.0, what="open result")
+        wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_SUCCEEDED, wrapped.result.outcome.error_msg
+    assert agent_attributes(wrapped.result.outcome)["location"] == "kitchen"
+    assert spot.world.handles["kitchen_cupboard"].opened
+
+
+def test_a_version_that_never_comes_is_refused_before_the_robot_moves(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    with spot_skill_server(ros, spot, tmp_path, graph_wait_s=0.3):
+        skills, server = client(ros), graph_server(ros)
+        ros.wait_for(lambda: server.version > 0, what="the graph server")
+        status, outcome = run_skill(ros, skills, "goto", "kitchen", graph_version=server.version + 5)
+    assert status == GoalStatus.STATUS_ABORTED
+    assert outcome.error_code == SkillCode.SCENE_GRAPH_OUT_OF_SYNC
+    assert f"the step follows version {server.version + 5}" in outcome.error_msg, outcome.error_msg
+    assert spot.calls("NavigateTo") == []
+
+
 def test_stopping_the_node_mid_walk_stops_the_robot_before_returning_the_lease(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:

@@ -225,6 +225,38 @@ def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> Non
     assert outcome.error_msg == "no scene graph received yet on 'scene_graph'"
 
 
+def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any) -> None:
+    """A replan right after a skill must see that skill's update: the goal names the version it produced, and
+    the planner waits for its copy to hold it (here the backend then fails, which shows planning went on)."""
+    from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+    from sayplan_interfaces.srv import ApplyGraphUpdate
+    from sayplan_ros.conversions import update_to_msg
+
+    server = ros.add(SceneGraphServer(context=ros.context))
+    params = [Parameter("replay_transcript", value="/nonexistent.json"), Parameter("graph_wait_s", value=20.0)]
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    _, result = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION, graph_version=server.version + 1))
+    time.sleep(0.5)
+    assert not result.done()  # waiting for a version the server has not produced yet
+    graph = server.graph
+    mug = NodeUpsert(graph.nodes["coffee_mug"], graph.parent("coffee_mug"), graph.relation("coffee_mug"))
+    request = ApplyGraphUpdate.Request(update=update_to_msg(GraphUpdate(source="test", upsert=[mug])))
+    answer = ros.call(ros.node("writer").create_client(ApplyGraphUpdate, "apply_graph_update"), request)
+    assert answer.success, answer.message
+    ros.wait_for(result.done, timeout=10.0, what="the result")
+    assert result.result().result.outcome.error_code == PlanCode.BACKEND_ERROR
+
+    short = [Parameter("graph_wait_s", value=0.3)]
+    planner.set_parameters(short)
+    _, result = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION, graph_version=server.version + 3))
+    ros.wait_for(result.done, timeout=10.0, what="the result")
+    outcome = result.result().result.outcome
+    assert outcome.error_code == PlanCode.SCENE_GRAPH_OUT_OF_SYNC
+    assert f"at version {server.version}; the goal needs {server.version + 3}" in outcome.error_msg
+
+
 def _lpg(name: str, target: str = "") -> str:
     return json.dumps({"chain_of_thought": "...", "next_move": {"function_name": name, "function_target": target}})
 

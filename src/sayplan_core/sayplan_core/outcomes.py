@@ -27,6 +27,7 @@ class SkillCode(IntEnum):
     UNKNOWN_SKILL = 100
     WRONG_ACTION_SET = 101
     INVALID_TARGET = 102
+    SCENE_GRAPH_OUT_OF_SYNC = 103  # the server's copy of the graph lacks the version the step follows
     # stopped from outside
     CANCELED = 200
     TIMEOUT = 201

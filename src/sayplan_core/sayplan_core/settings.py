@@ -129,6 +129,16 @@ class Settings:
 # Defaults are the core objects' own (PlannerOptions, LlmConfig, Budget): declared once, there.
 _OPT, _LLM, _BUDGET = PlannerOptions(), LlmConfig(), Budget()
 
+GRAPH_WAIT_S = Setting(
+    "graph_wait_s",
+    5.0,
+    "how long a goal waits for the scene graph: the first one after start-up, then the version its request follows, seconds",
+    PER_GOAL,
+    0.0,
+    600.0,
+)
+
+
 PLANNER_SETTINGS = Settings(
     "planner",
     [
@@ -153,7 +163,7 @@ PLANNER_SETTINGS = Settings(
         Setting("reach_distance", _OPT.reach_distance, "ltl: an object's proposition holds within this distance of it, metres", PER_GOAL, 0.05, 100.0, flag="--reach-distance"),
         Setting("replay_transcript", "", "answer from this recorded transcript instead of an LLM (tests, demos)", names_file=True, flag="--replay"),
         Setting("record_transcript", "", "folder (node) or file (CLI) for the transcripts of every LLM exchange; one file per goal", names_file=True, flag="--record"),
-        Setting("graph_wait_s", 5.0, "how long a goal that arrives right after start-up waits for the first scene graph", PER_GOAL, 0.0, 600.0),
+        GRAPH_WAIT_S,
     ],
 )  # fmt: skip
 
@@ -291,7 +301,7 @@ FRANKA_OMRON_SKILL_SERVER_SETTINGS = Settings(
         Setting("gripper_speed", 0.1, "finger speed when opening, m/s", PER_GOAL, 0.001, 0.2),
         Setting("arm_time_tolerance_s", 0.5, "how long after a taught motion's end the arm may take to settle, s", PER_GOAL, 0.0, 60.0),
         SERVER_WAIT_S,
-        Setting("graph_wait_s", 5.0, "how long a skill that arrives right after start-up waits for the first scene graph", PER_GOAL, 0.0, 600.0),
+        GRAPH_WAIT_S,
     ],
 )  # fmt: skip
 
@@ -323,6 +333,7 @@ SPOT_SKILL_SERVER_SETTINGS = Settings(
         Setting("take_lease", False, "take the body lease even when another client (the tablet) holds it"),
         Setting("power_off_on_exit", True, "sit and power the motors off when the node stops"),
         Setting("connect_timeout_s", 30.0, "how long connecting, powering on and standing may take, seconds", minimum=1.0, maximum=600.0),
+        GRAPH_WAIT_S,
         Setting("lease_check_in_s", 1.0, "seconds between lease keep-alive check-ins", minimum=0.05, maximum=10.0),
         Setting("feedback_period_s", 0.1, "seconds between feedback requests while a command runs", PER_GOAL, 0.01, 5.0),
         Setting("navigate_timeout_s", 120.0, "longest a navigate_to or a walk may take, seconds", PER_GOAL, 1.0, 3600.0),

@@ -50,7 +50,6 @@ from sayplan_ros.skill_server import SkillContext, SkillServer
 
 ROBOT = "franka_omron"
 #: How often a skill that arrived before the first scene graph looks again (start-up only).
-GRAPH_POLL_S = 0.05
 
 
 class Base(Protocol):
@@ -148,9 +147,9 @@ class FrankaOmronSkillServer(SkillServer):
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
         self._canceling = False
         values = current(self, SETTINGS)
-        graph = await self._wait_graph(float(values["graph_wait_s"]), context)
-        if graph is None:
-            return SkillResult(False, SkillCode.INTERNAL_ERROR, "no scene graph received yet on 'scene_graph'")
+        graph = await self.graph_for_step(self._graph, context, float(values["graph_wait_s"]))
+        if isinstance(graph, SkillResult):
+            return graph
         self._check_files(graph)
         gripper = GripperSettings(
             grasp_width=float(values["grasp_width"]),
@@ -267,15 +266,6 @@ class FrankaOmronSkillServer(SkillServer):
         """The room or pose node nearest to where the base says it is."""
         pose = await self._base.locate()
         return None if pose is None else nearest_place(graph, self._site, pose[0], pose[1])
-
-    async def _wait_graph(self, timeout_s: float, context: SkillContext) -> SceneGraph | None:
-        waited = 0.0
-        while True:
-            graph, _ = self._graph.latest()
-            if graph is not None or waited >= timeout_s:
-                return graph
-            await context.sleep(GRAPH_POLL_S)
-            waited += GRAPH_POLL_S
 
     def _check_files(self, graph: SceneGraph) -> None:
         """Warn once about site or motion entries for nodes this building does not have."""

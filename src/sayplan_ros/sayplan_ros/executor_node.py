@@ -74,6 +74,9 @@ class _TaskRun:
         self.action_set = ""
         self.child: Any = None  # the running plan_task / execute_skill goal handle
         self.replans = 0
+        # the newest scene-graph version this task has seen (its plan's, or an update it applied): the next plan
+        # and the next skill must be judged on it or a newer one, whatever their copies have heard so far
+        self.graph_version = 0
         self.lock = threading.Lock()
 
     def cancelled(self) -> bool:
@@ -170,6 +173,7 @@ class ExecutorNode(Node):
             planner=run.handle.request.planner or str(self._setting("planner")),
             action_set=catalog.default,
             context=context,
+            graph_version=run.graph_version,
         )
         forwarded = [0]
 
@@ -190,12 +194,15 @@ class ExecutorNode(Node):
         for progress in outcome.progress[forwarded[0] :]:
             forward(progress)
         plan = msg_to_loop_plan(outcome)
+        run.graph_version = max(run.graph_version, int(outcome.graph_version))
         run.plan_msgs, run.action_set = list(outcome.full_plan), plan.action_set
         self.publish_plan(run.instruction, plan.action_set, run.plan_msgs, 0 if plan.success else -1)
         return plan
 
     def _run_skill(self, run: _TaskRun, step: PlanStep, action_set: str) -> SkillResult:
-        goal = ExecuteSkill.Goal(skill=step.action, target=step.target, action_set=action_set)
+        goal = ExecuteSkill.Goal(
+            skill=step.action, target=step.target, action_set=action_set, graph_version=run.graph_version
+        )
         wrapped = self._send(
             run, self._skill_client, "execute_skill", goal, float(self._setting("skill_timeout_s")), None
         )
@@ -211,6 +218,7 @@ class ExecutorNode(Node):
                     TaskCode.SCENE_GRAPH_UPDATE_REFUSED,
                     f"the scene graph refused the result of {step}: {answer.message}",
                 )
+            run.graph_version = max(run.graph_version, int(answer.version))
         return msg_to_skill_result(outcome)
 
     def _catalog(self) -> SkillCatalog:

@@ -30,8 +30,8 @@ class GraphFollower:
     def __init__(self, node: Node, callback_group: Any = None) -> None:
         self._node = node
         self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)  # notified whenever the copy changes
         self._replica = GraphReplica()
-        self._first = threading.Event()
         self._fetching = False
         self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)
         node.create_subscription(
@@ -65,7 +65,7 @@ class GraphFollower:
             return
         with self._lock:
             fetch = self._replica.take_full(graph, version)
-        self._first.set()
+            self._changed.notify_all()
         if fetch:
             self._request_full()
 
@@ -79,6 +79,7 @@ class GraphFollower:
         with self._lock:
             fetch = self._replica.take_update(update, int(msg.version))
             problem = self._replica.problem
+            self._changed.notify_all()
         if fetch:
             self._node.get_logger().warning(f"{problem}; fetching the full scene graph")
             self._request_full()
@@ -107,9 +108,20 @@ class GraphFollower:
         self._take_full(response.graph, "get_scene_graph")
 
     # ------------------------------------------------------------------ for the owner
-    def wait(self, timeout: float) -> bool:
-        """Block the calling thread (an action's execute thread, never the executor) until a graph arrived."""
-        return self._first.wait(timeout)
+    def wait_for_version(self, version: int, timeout: float) -> tuple[SceneGraph | None, int]:
+        """Block the calling thread (an action's execute thread, never the executor) until the copy holds
+        `version` or a newer one and is in sync, or `timeout` passed; then `latest()`."""
+        with self._changed:
+            self._changed.wait_for(lambda: self._ready_for(version), timeout)
+            return self._replica.graph, self._replica.version
+
+    def graph_at(self, version: int) -> SceneGraph | None:
+        """The copy if it holds `version` or a newer one and knows of no gap, else None (what an async waiter polls)."""
+        with self._lock:
+            return self._replica.graph if self._ready_for(version) else None
+
+    def _ready_for(self, version: int) -> bool:
+        return self._replica.graph is not None and self._replica.version >= version and not self._replica.problem
 
     def latest(self) -> tuple[SceneGraph | None, int]:
         with self._lock:

@@ -110,8 +110,8 @@ class PlannerNode(Node):
     def _plan(self, handle: ServerGoalHandle, planner_name: str) -> PlanOutcome:
         goal: PlanTask.Goal = handle.request
         values = current(self, PLANNER_SETTINGS)
-        self.follower.wait(float(values["graph_wait_s"]))
-        graph, version = self.follower.latest()
+        wait_s = float(values["graph_wait_s"])
+        graph, version = self.follower.wait_for_version(int(goal.graph_version), wait_s)
         if graph is None:
             return plan_failure_to_msg(
                 planner_name, goal.action_set, PlanCode.NO_SCENE_GRAPH, "no scene graph received yet on 'scene_graph'"
@@ -123,6 +123,14 @@ class PlannerNode(Node):
                 goal.action_set,
                 PlanCode.SCENE_GRAPH_OUT_OF_SYNC,
                 f"the planner's scene graph is out of sync with the server: {problem}",
+            )
+        if version < goal.graph_version:  # a replan right after a skill must see what that skill changed
+            return plan_failure_to_msg(
+                planner_name,
+                goal.action_set,
+                PlanCode.SCENE_GRAPH_OUT_OF_SYNC,
+                f"the planner's scene graph is at version {version}; the goal needs {goal.graph_version}"
+                f" (waited {wait_s:g} s)",
             )
         try:
             backend = self._get_backend()

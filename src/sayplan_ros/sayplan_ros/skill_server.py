@@ -27,19 +27,25 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
+from sayplan_core.graph.model import SceneGraph
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import ActionSetInfo
 from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.conversions import skill_result_to_msg
+from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.single_goal import SingleGoal
+
+GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
+CANCEL_SETTLE_S = 0.01
 
 
 @dataclass
 class SkillContext:
     """What a running skill may use: progress feedback, the cancel flag, and a timer-driven sleep. `stop` is this
-    goal's stop event: set once its cancel is accepted (or the node stops), never cleared."""
+    goal's stop event: set once its cancel is accepted (or the node stops), never cleared. `graph_version` is the
+    scene-graph version the step follows (ExecuteSkill.Goal; 0 = any)."""
 
     node: Node
     handle: ServerGoalHandle
@@ -47,6 +53,7 @@ class SkillContext:
     parameters: dict[str, str] = field(default_factory=dict)
     group: Any = None
     stop: threading.Event = field(default_factory=threading.Event)
+    graph_version: int = 0
 
     def feedback(self, status: str, progress: float) -> None:
         self.handle.publish_feedback(ExecuteSkill.Feedback(status=status, progress=float(progress)))
@@ -55,13 +62,17 @@ class SkillContext:
         return self.stop.is_set() or bool(self.handle.is_cancel_requested)
 
     async def sleep(self, seconds: float) -> None:
-        """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
-        future: Future = Future()
-        timer = self.node.create_timer(max(seconds, 0.001), lambda: _fire(timer, future), callback_group=self.group)
-        try:
-            await future
-        finally:
-            self.node.destroy_timer(timer)
+        await _sleep(self.node, self.group, seconds)
+
+
+async def _sleep(node: Node, group: Any, seconds: float) -> None:
+    """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
+    future: Future = Future()
+    timer = node.create_timer(max(seconds, 0.001), lambda: _fire(timer, future), callback_group=group)
+    try:
+        await future
+    finally:
+        node.destroy_timer(timer)
 
 
 def _fire(timer: Any, future: Future) -> None:
@@ -137,6 +148,7 @@ class SkillServer(Node):
         return response
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
+        stop = self._goal_stop  # this goal's (set in _accept, before execution starts)
         try:
             result = await self._run(handle)
         except Exception as exc:  # a bug in a backend must not take the process down
@@ -144,6 +156,12 @@ class SkillServer(Node):
             result = SkillResult(False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}")
         finally:
             self._single.release()
+        waited = 0.0
+        while result.code is SkillCode.CANCELED and stop.is_set() and not handle.is_cancel_requested and waited < 1.0:
+            # the cancel callback ran (it sets the stop event) and the skill saw it, but rclpy marks the goal
+            # CANCELING only once the callback returned: ending now would abort a goal whose cancel was accepted
+            await _sleep(self, self._group, CANCEL_SETTLE_S)
+            waited += CANCEL_SETTLE_S
         outcome = skill_result_to_msg(result)
         if handle.is_cancel_requested and result.code is SkillCode.CANCELED:
             handle.canceled()
@@ -162,7 +180,9 @@ class SkillServer(Node):
             self.get_logger().warning(f"refusing {step}: {refusal.message}")
             return refusal
         parameters = {kv.key: kv.value for kv in goal.parameters}
-        context = SkillContext(self, handle, action_set, parameters, self._group, self._goal_stop)
+        context = SkillContext(
+            self, handle, action_set, parameters, self._group, self._goal_stop, int(goal.graph_version)
+        )
         if context.cancel_requested():  # canceled before it started: the robot is not moved
             return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before it started")
         result = await self.run_skill(step, context)
@@ -171,6 +191,34 @@ class SkillServer(Node):
             note = f"{step} canceled" + (" (it had finished: the update says what it did)" if result.success else "")
             return SkillResult(False, SkillCode.CANCELED, note, result.update)
         return result
+
+    async def graph_for_step(
+        self, follower: GraphFollower, context: SkillContext, wait_s: float
+    ) -> SceneGraph | SkillResult:
+        """The follower's copy once it holds the version the step follows and is in sync; else the refusal.
+
+        The executor applies each step's update before it sends the next step, but this copy hears of it over a
+        topic: a step judged on the copy before (where the agent is, what is open, what the hand holds) would
+        report an update that undoes the previous step.
+        """
+        waited = 0.0
+        while (graph := follower.graph_at(context.graph_version)) is None:
+            if context.cancel_requested():
+                return SkillResult(False, SkillCode.CANCELED, "canceled while waiting for the scene graph")
+            if waited >= wait_s:
+                copy, version = follower.latest()
+                problem = follower.problem()
+                if copy is None:
+                    why = "no scene graph received yet on 'scene_graph'"
+                elif problem:
+                    why = f"this skill server's copy of the scene graph is out of sync: {problem}"
+                else:
+                    why = f"this skill server's scene graph is at version {version}"
+                    why += f"; the step follows version {context.graph_version}"
+                return SkillResult(False, SkillCode.SCENE_GRAPH_OUT_OF_SYNC, f"{why} (waited {wait_s:g} s)")
+            await context.sleep(GRAPH_POLL_S)
+            waited += GRAPH_POLL_S
+        return graph
 
     def destroy_node(self) -> None:
         if self._catalog is not None:

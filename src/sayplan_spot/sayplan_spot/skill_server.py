@@ -51,8 +51,6 @@ from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
-#: How long a skill that arrives right after start-up waits for the first scene graph, seconds.
-GRAPH_WAIT_S = 5.0
 #: How long stopping the node waits for the robot to sit and power off, seconds.
 SHUTDOWN_WAIT_S = 60.0
 
@@ -182,24 +180,15 @@ class SpotSkillServer(SkillServer):
             )
 
     # ------------------------------------------------------------------ skills
-    async def _graph(self, context: SkillContext) -> SceneGraph | None:
-        waited = 0.0
-        while True:
-            graph, _ = self._follower.latest()
-            if graph is not None or waited >= GRAPH_WAIT_S:
-                return graph
-            await context.sleep(0.05)
-            waited += 0.05
-
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
-        graph = await self._graph(context)
-        if graph is None:
-            return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: no scene graph yet to bind '{step.target}'")
+        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
+        graph = await self.graph_for_step(self._follower, context, float(values["graph_wait_s"]))
+        if isinstance(graph, SkillResult):
+            return graph
         if not self._checked_site:
             self._checked_site = True
             for node in self.site.check_against(graph):
                 self.get_logger().warning(f"site file names '{node}', which is not in the scene graph")
-        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
         options = SpotOptions(
             standoff_m=float(values["standoff_m"]),
             place_height_m=float(values["place_height_m"]),
