@@ -152,33 +152,55 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
     Oracle: with nothing else writing to the graph, that is the server's version when the skill starts."""
     from sayplan_core.execution.skills import SkillResult
     from sayplan_core.sim.plan import PlanStep
+    from sayplan_ros.planner_node import PlannerNode
     from sayplan_ros.scene_graph_server import SceneGraphServer
     from sayplan_ros.sim_skill_server import SimSkillServer
     from sayplan_ros.skill_server import SkillContext
 
     seen: list[tuple[str, int, int]] = []
+    planned: list[tuple[int, int]] = []
 
     class Watched(SimSkillServer):
         async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
             seen.append((str(step), context.graph_version, graph.version))
             return await super().run_skill(step, context)
 
-    t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))
-    nodes = create_nodes(ros.context, "sim", {"planner": [Parameter("replay_transcript", value=str(t))]})
-    sim = next(n for n in nodes if n.get_name() == "sim_skill_server")
-    nodes.remove(sim)
-    sim.destroy_node()
-    nodes.append(Watched(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.0)]))
+    class WatchedPlanner(PlannerNode):
+        def _plan(self, handle: Any, planner_name: str) -> Any:
+            planned.append((int(handle.request.graph_version), graph.version))
+            return super()._plan(handle, planner_name)
+
+    back = [(a, b) for a, b in reversed(GOOD_PLAN[:-1]) if a == "goto"] + [("done", "")]  # a second task
+    t = write_transcript(
+        tmp_path / "t.json",
+        say("expand", "kitchen"),
+        say("plan", plan=GOOD_PLAN),
+        say("expand", "kitchen"),
+        say("plan", plan=back),
+    )
+    nodes = create_nodes(ros.context, "sim")
+    for name, make in (
+        ("sim_skill_server", lambda: Watched(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.0)])),
+        ("planner", lambda: WatchedPlanner(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(t))])),
+    ):  # fmt: skip
+        old = next(n for n in nodes if n.get_name() == name)
+        nodes.remove(old)
+        old.destroy_node()
+        nodes.append(make())
     for node in nodes:
         ros.add(node)
     graph = next(n for n in nodes if isinstance(n, SceneGraphServer))
-    wrapped = send(
-        ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
-    )
+    tasks = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    wrapped = send(ros, tasks, ExecuteTask.Goal(instruction=INSTRUCTION))
     assert wrapped.status == GoalStatus.STATUS_SUCCEEDED, wrapped.result.error_msg
     assert len(seen) >= len(GOOD_PLAN) - 1  # every step but `done`, each goto split into its hops
     assert all(follows == version > 0 for _, follows, version in seen), seen
     assert [v for _, v, _ in seen] == sorted(v for _, v, _ in seen) and seen[-1][1] > seen[0][1]
+    after_first = graph.version
+    wrapped = send(ros, tasks, ExecuteTask.Goal(instruction="go back"))
+    assert wrapped.status == GoalStatus.STATUS_SUCCEEDED, wrapped.result.error_msg
+    # the second task's plan follows the last update of the first (the executor, not the task, remembers it)
+    assert planned == [(0, 1), (after_first, after_first)], planned
 
 
 def test_a_planner_asked_for_words_it_cannot_write_says_so(ros: Any, tmp_path: Path) -> None:

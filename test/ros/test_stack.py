@@ -256,6 +256,14 @@ def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any) -> None:
     assert outcome.error_code == PlanCode.SCENE_GRAPH_OUT_OF_SYNC
     assert f"at version {server.version}; the goal needs {server.version + 3}" in outcome.error_msg
 
+    planner.set_parameters([Parameter("graph_wait_s", value=60.0)])  # a cancel ends the wait at once
+    handle, result = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION, graph_version=server.version + 3))
+    time.sleep(0.3)
+    began = time.monotonic()
+    handle.cancel_goal_async()
+    ros.wait_for(result.done, timeout=5.0, what="the canceled result")
+    assert time.monotonic() - began < 2.0 and result.result().status == GoalStatus.STATUS_CANCELED
+
 
 def _lpg(name: str, target: str = "") -> str:
     return json.dumps({"chain_of_thought": "...", "next_move": {"function_name": name, "function_target": target}})

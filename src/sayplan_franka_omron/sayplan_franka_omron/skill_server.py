@@ -49,7 +49,6 @@ from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
 ROBOT = "franka_omron"
-#: How often a skill that arrived before the first scene graph looks again (start-up only).
 
 
 class Base(Protocol):

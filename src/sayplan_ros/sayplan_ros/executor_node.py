@@ -74,10 +74,17 @@ class _TaskRun:
         self.action_set = ""
         self.child: Any = None  # the running plan_task / execute_skill goal handle
         self.replans = 0
-        # the newest scene-graph version this task has seen (its plan's, or an update it applied): the next plan
-        # and the next skill must be judged on it or a newer one, whatever their copies have heard so far
-        self.graph_version = 0
         self.lock = threading.Lock()
+
+    @property
+    def graph_version(self) -> int:
+        """The newest scene-graph version the executor has seen (a plan's, or an update it applied, in this task
+        or the one before): the next plan and the next skill must be judged on it or a newer one, whatever their
+        copies have heard so far."""
+        return self.node.graph_version
+
+    def saw(self, version: int) -> None:
+        self.node.graph_version = max(self.node.graph_version, version)
 
     def cancelled(self) -> bool:
         return bool(self.handle.is_cancel_requested)
@@ -116,6 +123,7 @@ class ExecutorNode(Node):
         self._skills = self.create_publisher(SkillReport, "skill_results", EVENTS_QOS)
         self._single = SingleGoal(self.get_logger(), "execute_task")
         self._run: _TaskRun | None = None
+        self.graph_version = 0  # see _TaskRun.graph_version; one task at a time writes it
         self._server = ActionServer(
             self,
             ExecuteTask,
@@ -194,7 +202,7 @@ class ExecutorNode(Node):
         for progress in outcome.progress[forwarded[0] :]:
             forward(progress)
         plan = msg_to_loop_plan(outcome)
-        run.graph_version = max(run.graph_version, int(outcome.graph_version))
+        run.saw(int(outcome.graph_version))
         run.plan_msgs, run.action_set = list(outcome.full_plan), plan.action_set
         self.publish_plan(run.instruction, plan.action_set, run.plan_msgs, 0 if plan.success else -1)
         return plan
@@ -218,7 +226,7 @@ class ExecutorNode(Node):
                     TaskCode.SCENE_GRAPH_UPDATE_REFUSED,
                     f"the scene graph refused the result of {step}: {answer.message}",
                 )
-            run.graph_version = max(run.graph_version, int(answer.version))
+            run.saw(int(answer.version))
         return msg_to_skill_result(outcome)
 
     def _catalog(self) -> SkillCatalog:

@@ -9,6 +9,8 @@ logged at error and kept as `problem()`, so the owner refuses to plan on a stale
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
 from rclpy.node import Node
@@ -22,6 +24,8 @@ from sayplan_interfaces.srv import GetSceneGraph
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
 from sayplan_ros.guard import guarded
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+
+STOP_CHECK_S = 0.1  # how often a blocked wait_for_version looks at its stop condition
 
 
 class GraphFollower:
@@ -108,11 +112,18 @@ class GraphFollower:
         self._take_full(response.graph, "get_scene_graph")
 
     # ------------------------------------------------------------------ for the owner
-    def wait_for_version(self, version: int, timeout: float) -> tuple[SceneGraph | None, int]:
-        """Block the calling thread (an action's execute thread, never the executor) until the copy holds
-        `version` or a newer one and is in sync, or `timeout` passed; then `latest()`."""
+    def wait_for_version(
+        self, version: int, timeout: float, stop: Callable[[], bool] = lambda: False
+    ) -> tuple[SceneGraph | None, int]:
+        """Block the calling thread (an action's execute callback, on a multi-threaded executor) until the copy
+        holds `version` or a newer one and is in sync, `timeout` passed or `stop()` holds; then `latest()`."""
+        deadline = time.monotonic() + timeout
         with self._changed:
-            self._changed.wait_for(lambda: self._ready_for(version), timeout)
+            while not self._ready_for(version) and not stop():
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                self._changed.wait(min(left, STOP_CHECK_S))
             return self._replica.graph, self._replica.version
 
     def graph_at(self, version: int) -> SceneGraph | None:

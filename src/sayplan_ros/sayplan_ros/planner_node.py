@@ -111,7 +111,11 @@ class PlannerNode(Node):
         goal: PlanTask.Goal = handle.request
         values = current(self, PLANNER_SETTINGS)
         wait_s = float(values["graph_wait_s"])
-        graph, version = self.follower.wait_for_version(int(goal.graph_version), wait_s)
+        graph, version = self.follower.wait_for_version(
+            int(goal.graph_version), wait_s, lambda: bool(handle.is_cancel_requested)
+        )
+        if handle.is_cancel_requested:
+            return plan_failure_to_msg(planner_name, goal.action_set, PlanCode.CANCELED, "canceled")
         if graph is None:
             return plan_failure_to_msg(
                 planner_name, goal.action_set, PlanCode.NO_SCENE_GRAPH, "no scene graph received yet on 'scene_graph'"

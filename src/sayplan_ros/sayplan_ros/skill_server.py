@@ -15,6 +15,7 @@ skill finished anyway; its result still carries the skill's graph update, so wha
 from __future__ import annotations
 
 import threading
+import time
 import traceback
 from abc import abstractmethod
 from dataclasses import dataclass, field
@@ -201,11 +202,11 @@ class SkillServer(Node):
         topic: a step judged on the copy before (where the agent is, what is open, what the hand holds) would
         report an update that undoes the previous step.
         """
-        waited = 0.0
+        deadline = time.monotonic() + wait_s
         while (graph := follower.graph_at(context.graph_version)) is None:
             if context.cancel_requested():
                 return SkillResult(False, SkillCode.CANCELED, "canceled while waiting for the scene graph")
-            if waited >= wait_s:
+            if time.monotonic() >= deadline:
                 copy, version = follower.latest()
                 problem = follower.problem()
                 if copy is None:
@@ -217,7 +218,6 @@ class SkillServer(Node):
                     why += f"; the step follows version {context.graph_version}"
                 return SkillResult(False, SkillCode.SCENE_GRAPH_OUT_OF_SYNC, f"{why} (waited {wait_s:g} s)")
             await context.sleep(GRAPH_POLL_S)
-            waited += GRAPH_POLL_S
         return graph
 
     def destroy_node(self) -> None:

@@ -64,17 +64,26 @@ def assign_room(center: np.ndarray, config: StructureConfig, graph: SceneGraph |
 
 
 def infer_structure(
-    objects: Iterable[MapObject], config: StructureConfig, graph: SceneGraph | None = None
+    objects: Iterable[MapObject],
+    config: StructureConfig,
+    graph: SceneGraph | None = None,
+    kinds: Mapping[str, str] | None = None,
 ) -> list[Placement]:
+    """Placements of the fused objects. `kinds` fixes the kind of ids that already have one (a graph node never
+    changes type), whatever their most frequent label says now; an asset in no room supports nothing."""
     items = list(objects)
+    kinds = kinds or {}
     boxes = {o.id: o.box for o in items}
     rooms = {o.id: assign_room(boxes[o.id].center, config, graph) for o in items}
-    assets = [o for o in items if o.label in config.asset_labels]
+    is_asset = {
+        o.id: kinds.get(o.id, "asset" if o.label in config.asset_labels else "object") == "asset" for o in items
+    }
+    assets = [o for o in items if is_asset[o.id] and rooms[o.id]]
     out = []
     for obj in items:
         box = boxes[obj.id]
         position = tuple(float(v) for v in box.center)
-        if obj.label in config.asset_labels:
+        if is_asset[obj.id]:
             out.append(Placement(obj.id, obj.label, "asset", rooms[obj.id], rooms[obj.id], "in", position))  # type: ignore[arg-type]
             continue
         parent, relation = rooms[obj.id], "in"
@@ -104,7 +113,8 @@ class SceneGraphMapper:
         # What the graph holds from this mapper, as far as it knows: its view of the graph may lag
         # behind its own updates, so this (not the view) decides what to remove.
         self.published: dict[str, Placement] = {}
-        self._unsure: set[str] = set()  # removals that were not applied: sent again once the view shows them
+        self._unsure: set[str] = set()  # may be in the graph, not in the map: removed once the view shows them
+        self._kinds: dict[str, str] = {}  # the type each id was sent with (the server refuses a type change)
 
     def process(self, frame: Frame, graph: SceneGraph) -> GraphUpdate:
         self.map.integrate(frame)
@@ -116,14 +126,17 @@ class SceneGraphMapper:
 
     def update_for(self, graph: SceneGraph) -> GraphUpdate:
         """Upserts for new or moved nodes, removals for nodes the map dropped."""
-        placements = {p.id: p for p in infer_structure(self.map.objects.values(), self.config, graph)}
+        kinds = dict(self._kinds)
+        kinds.update({i: graph.nodes[i].type for i in self.map.objects if i in graph})
+        inferred = infer_structure(self.map.objects.values(), self.config, graph, kinds)
+        placements = {p.id: p for p in inferred if p.room}  # one in no room leaves the graph until it is in one
         update = GraphUpdate(source="perception")
         for room, ((x0, y0), (x1, y1)) in self.config.room_regions.items():
             if room not in graph and not any(u.node.id == room for u in update.upsert):
                 update.upsert.append(NodeUpsert(Node(room, "room", position=((x0 + x1) / 2, (y0 + y1) / 2, 0.0))))
         # assets first, so objects can be placed on them in the same update
         for p in sorted(placements.values(), key=lambda p: p.kind != "asset"):
-            if self.published.get(p.id) == p or not p.room:
+            if self.published.get(p.id) == p:
                 continue
             obj = self.map.objects[p.id]
             node = Node(
@@ -135,20 +148,37 @@ class SceneGraphMapper:
                 position=p.position,
             )
             update.upsert.append(NodeUpsert(node, p.parent, p.relation))
-        gone = [i for i in self.published if i not in placements]
-        self._unsure -= placements.keys() | self.published.keys()
-        retry = sorted(i for i in self._unsure if i in graph)
-        self._unsure -= set(retry)  # the rest wait until the (possibly lagging) view shows them
-        update.remove = gone + retry  # objects left on a dropped asset were re-placed above, before the removal
-        self.published = {i: p for i, p in placements.items() if p.room}
+            self._kinds[p.id] = p.kind
+        # removals: what was sent and left the map (whatever the view says: it may not show it yet), and what may
+        # be there once the view shows it; never a node that holds something perception did not put there (a skill
+        # put a mug on a perceived table): the server would refuse the whole update, frame after frame
+        self._unsure -= placements.keys()
+        candidates = [i for i in self.published if i not in placements]
+        candidates += sorted(i for i in self._unsure - self.published.keys() if i in graph)
+        removing = set(candidates)
+        for node_id in candidates:
+            foreign = node_id in graph and any(
+                c not in placements and c not in removing for c in graph.children(node_id)
+            )
+            if foreign:
+                self._unsure.add(node_id)
+            else:
+                self._unsure.discard(node_id)
+                self._kinds.pop(node_id, None)
+                update.remove.append(node_id)
+        # objects left on a dropped asset were re-placed above, before the removal
+        self.published = placements
         return update
 
     def not_applied(self, update: GraphUpdate) -> None:
-        """`update` never reached the graph (refused or undelivered): the next update makes it good.
+        """`update` never reached the graph (refused or undelivered): the next update sends everything again.
 
-        Updates apply atomically, so none of its upserts is there (they are sent again); its removals
-        are sent again once the graph shows them.
+        Updates apply atomically, so none of it is there; and what the mapper believed of the graph may be wrong
+        (someone else removed a parent): every placement is upserted again (upserts are idempotent) and everything
+        sent so far may be removed once the view shows it.
         """
-        for upsert in update.upsert:
-            self.published.pop(upsert.node.id, None)
-        self._unsure.update(update.remove)
+        sent = {
+            u.node.id for u in update.upsert if u.node.type != "room"
+        }  # rooms are upserted while the view lacks them
+        self._unsure |= self.published.keys() | sent | set(update.remove)
+        self.published = {}
