@@ -203,6 +203,50 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
     assert planned == [(0, 1), (after_first, after_first)], planned
 
 
+def test_a_skill_that_times_out_still_reports_what_it_did(ros: Any, tmp_path: Path) -> None:
+    """skill_timeout_s passes: the executor cancels the skill, and the update its canceled result carries (the
+    robot picked the mug before it was stopped) is applied before the task ends TIMEOUT (found by review: lost)."""
+    from sayplan_core.execution.skills import SkillCatalog, SkillResult
+    from sayplan_core.graph.model import Node
+    from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+    from sayplan_core.sim.action_set import load_action_set
+    from sayplan_core.sim.plan import PlanStep
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+    from sayplan_ros.skill_server import SkillContext, SkillServer
+
+    class Slow(SkillServer):
+        """Each skill runs until it is canceled; the first had the mug in hand by then."""
+
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__("sim_skill_server", **kwargs)
+            self.serve(SkillCatalog.of("sim", [load_action_set("sayplan")]))
+
+        async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+            while not context.cancel_requested():
+                await context.sleep(0.01)
+            mug = NodeUpsert(Node("coffee_mug", "object", name="coffee mug"), "agent", "inside_hand")
+            return SkillResult(False, SkillCode.CANCELED, f"{step} canceled", GraphUpdate(upsert=[mug]))
+
+    t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))
+    overrides = {
+        "planner": [Parameter("replay_transcript", value=str(t))],
+        "executor": [Parameter("skill_timeout_s", value=0.5)],
+    }
+    nodes = create_nodes(ros.context, "sim", overrides)
+    old = next(n for n in nodes if n.get_name() == "sim_skill_server")
+    nodes.remove(old)
+    old.destroy_node()
+    nodes.append(Slow(context=ros.context))
+    for node in nodes:
+        ros.add(node)
+    graph = next(n for n in nodes if isinstance(n, SceneGraphServer))
+    wrapped = send(
+        ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
+    )
+    assert wrapped.status == GoalStatus.STATUS_ABORTED and wrapped.result.error_code == TaskCode.TIMEOUT
+    assert graph.graph.parent("coffee_mug") == "agent"
+
+
 def test_a_planner_asked_for_words_it_cannot_write_says_so(ros: Any, tmp_path: Path) -> None:
     """lookplangraph writes go_to/pick_up plans; a robot speaking sayplan gets a typed refusal, not a plan."""
     t = write_transcript(tmp_path / "t.json")

@@ -15,6 +15,7 @@ goal, whose result then ends the wait.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from typing import Any
 
@@ -51,6 +52,7 @@ class WaitError(RuntimeError):
     def __init__(self, code: TaskCode, message: str) -> None:
         super().__init__(message)
         self.code = code
+        self.late: Any = None  # after a timeout: the canceled goal's wrapped result, if it came in server_wait_s
 
 
 def wait_future(future: Future, timeout: float, what: str) -> Any:
@@ -158,10 +160,13 @@ class ExecutorNode(Node):
             run.child = handle
         if run.cancelled():  # a cancel that arrived while the goal was being sent
             handle.cancel_goal_async()
+        result = handle.get_result_async()
         try:
-            return wait_future(handle.get_result_async(), timeout, f"'{name}'")
-        except WaitError:
+            return wait_future(result, timeout, f"'{name}'")
+        except WaitError as exc:
             handle.cancel_goal_async()
+            with contextlib.suppress(WaitError):  # what it did before it stopped (a skill's update) is still wanted
+                exc.late = wait_future(result, wait, f"'{name}' (canceled)")
             raise
         finally:
             with run.lock:
@@ -211,10 +216,18 @@ class ExecutorNode(Node):
         goal = ExecuteSkill.Goal(
             skill=step.action, target=step.target, action_set=action_set, graph_version=run.graph_version
         )
-        wrapped = self._send(
-            run, self._skill_client, "execute_skill", goal, float(self._setting("skill_timeout_s")), None
-        )
-        outcome = wrapped.result.outcome
+        try:
+            wrapped = self._send(
+                run, self._skill_client, "execute_skill", goal, float(self._setting("skill_timeout_s")), None
+            )
+        except WaitError as exc:
+            if exc.late is not None:  # timed out, then stopped: what it did still goes into the graph
+                self._take_result(run, step, action_set, exc.late.result.outcome)
+            raise
+        return self._take_result(run, step, action_set, wrapped.result.outcome)
+
+    def _take_result(self, run: _TaskRun, step: PlanStep, action_set: str, outcome: Any) -> SkillResult:
+        """Report a skill's outcome and apply its graph update (the task ends if the graph refuses it)."""
         report = SkillReport(step=steps_to_msgs([step])[0], action_set=action_set, outcome=outcome)
         report.header.stamp = self.get_clock().now().to_msg()
         self._skills.publish(report)
