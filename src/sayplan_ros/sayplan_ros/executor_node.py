@@ -222,7 +222,10 @@ class ExecutorNode(Node):
             )
         except WaitError as exc:
             if exc.late is not None:  # timed out, then stopped: what it did still goes into the graph
-                self._take_result(run, step, action_set, exc.late.result.outcome)
+                try:
+                    self._take_result(run, step, action_set, exc.late.result.outcome)
+                except WaitError as late:  # the task still ends with the timeout
+                    self.get_logger().error(f"the result of {step}, which timed out, was not applied: {late}")
             raise
         return self._take_result(run, step, action_set, wrapped.result.outcome)
 

@@ -181,7 +181,9 @@ class PerceptionNode(Node):
         if answer is not None and answer.success:
             return
         why = answer.message if answer is not None else repr(exc)
-        self.get_logger().warning(f"graph update refused ({why}); it is sent again with the next frame or finalize")
+        self.get_logger().warning(
+            f"graph update not applied ({why}); the next frame or finalize sends every placement again"
+        )
         self._not_applied.append(update)
 
     def _on_finalize(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:

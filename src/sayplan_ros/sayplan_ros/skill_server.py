@@ -39,7 +39,8 @@ from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.single_goal import SingleGoal
 
 GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
-CANCEL_SETTLE_S = 0.01
+CANCEL_SETTLE_S = 0.01  # how often a canceled goal looks whether rclpy has marked it CANCELING yet
+CANCEL_SETTLE_MAX_S = 1.0
 
 
 @dataclass
@@ -92,6 +93,7 @@ class SkillServer(Node):
         self._catalog: SkillCatalog | None = None
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
         self._goal_stop = threading.Event()
+        self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
         """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
@@ -131,9 +133,11 @@ class SkillServer(Node):
         response = self._single.accept(goal)
         if response == GoalResponse.ACCEPT:
             self._goal_stop = threading.Event()  # this goal's own: nothing an earlier goal did can clear it
+            self._goal_cancel = threading.Event()
         return response
 
     def _on_cancel_request(self, _goal: Any) -> CancelResponse:
+        self._goal_cancel.set()
         self._goal_stop.set()
         try:
             self.on_cancel()
@@ -149,7 +153,7 @@ class SkillServer(Node):
         return response
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
-        stop = self._goal_stop  # this goal's (set in _accept, before execution starts)
+        canceled = self._goal_cancel  # this goal's (made in _accept, before execution starts)
         try:
             result = await self._run(handle)
         except Exception as exc:  # a bug in a backend must not take the process down
@@ -157,12 +161,13 @@ class SkillServer(Node):
             result = SkillResult(False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}")
         finally:
             self._single.release()
-        waited = 0.0
-        while result.code is SkillCode.CANCELED and stop.is_set() and not handle.is_cancel_requested and waited < 1.0:
-            # the cancel callback ran (it sets the stop event) and the skill saw it, but rclpy marks the goal
-            # CANCELING only once the callback returned: ending now would abort a goal whose cancel was accepted
+        settle_until = time.monotonic() + CANCEL_SETTLE_MAX_S
+        while result.code is SkillCode.CANCELED and canceled.is_set() and not handle.is_cancel_requested:
+            # the cancel callback ran and the skill saw its stop event, but rclpy marks the goal CANCELING only
+            # once the callback returned: ending now would abort a goal whose cancel was accepted
+            if time.monotonic() >= settle_until:
+                break
             await _sleep(self, self._group, CANCEL_SETTLE_S)
-            waited += CANCEL_SETTLE_S
         outcome = skill_result_to_msg(result)
         if handle.is_cancel_requested and result.code is SkillCode.CANCELED:
             handle.canceled()

@@ -177,8 +177,7 @@ class SceneGraphMapper:
         (someone else removed a parent): every placement is upserted again (upserts are idempotent) and everything
         sent so far may be removed once the view shows it.
         """
-        sent = {
-            u.node.id for u in update.upsert if u.node.type != "room"
-        }  # rooms are upserted while the view lacks them
+        # rooms are not the map's: they are upserted again while the view lacks them
+        sent = {u.node.id for u in update.upsert if u.node.type != "room"}
         self._unsure |= self.published.keys() | sent | set(update.remove)
         self.published = {}
