@@ -3,6 +3,7 @@ when they are written in words the robot does not speak."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import Enum
 from pathlib import Path
 from typing import Any
@@ -63,6 +64,38 @@ def send(ros: Any, client: ActionClient, goal: Any, timeout: float = 60.0) -> An
     return result.result()
 
 
+def until_canceled(ros: Any, name: str, result: Any) -> Any:
+    """A skill server whose every skill runs until it is canceled, then ends with `result(step)` (a SkillResult)."""
+    from sayplan_core.execution.skills import SkillCatalog
+    from sayplan_core.sim.action_set import load_action_set
+    from sayplan_ros.skill_server import SkillServer
+
+    class UntilCanceled(SkillServer):
+        def __init__(self, **kwargs: Any) -> None:
+            super().__init__(name, **kwargs)
+            self.serve(SkillCatalog.of("sim", [load_action_set("sayplan")]))
+
+        async def run_skill(self, step: Any, context: Any) -> Any:
+            while not context.cancel_requested():
+                await context.sleep(0.01)
+            return result(step)
+
+    return UntilCanceled(context=ros.context)
+
+
+def sim_stack(ros: Any, overrides: dict[str, list[Parameter]], replace: dict[str, Callable[[], Any]]) -> list[Any]:
+    """The sim stack on the test's domain, with the nodes named in `replace` made by their factories instead."""
+    nodes = create_nodes(ros.context, "sim", overrides)
+    for name, make in replace.items():
+        old = next(n for n in nodes if n.get_name() == name)
+        nodes.remove(old)
+        old.destroy_node()
+        nodes.append(make())
+    for node in nodes:
+        ros.add(node)
+    return nodes
+
+
 def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: Any) -> None:
     skills = ros.add(ROBOTS["sim"].load()(context=ros.context))
     describe = ros.call(ros.node("probe").create_client(DescribeSkills, "describe_skills"), DescribeSkills.Request())
@@ -82,25 +115,13 @@ def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: A
 def test_an_accepted_cancel_ends_canceled_even_when_the_skill_finishes_anyway(ros: Any) -> None:
     """README: "An accepted cancel always ends as CANCELED". A robot whose skill runs to the end after the cancel
     was accepted reports CANCELED, and its result still carries what the skill changed."""
-    from sayplan_core.execution.skills import SkillCatalog, SkillResult
+    from sayplan_core.execution.skills import SkillResult
     from sayplan_core.graph.updates import GraphUpdate
-    from sayplan_core.sim.action_set import load_action_set
-    from sayplan_core.sim.plan import PlanStep
-    from sayplan_ros.skill_server import SkillContext, SkillServer
 
-    class FinishesAnyway(SkillServer):
-        """A backend whose skill cannot be stopped: it waits for the cancel, then succeeds."""
+    def done(step: Any) -> SkillResult:  # a backend whose skill cannot be stopped: it succeeds after the cancel
+        return SkillResult(True, SkillCode.NONE, f"{step} done", GraphUpdate(remove=["coffee_mug"]))
 
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__("finishes_anyway", **kwargs)
-            self.serve(SkillCatalog.of("sim", [load_action_set("sayplan")]))
-
-        async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
-            while not context.cancel_requested():
-                await context.sleep(0.01)
-            return SkillResult(True, SkillCode.NONE, f"{step} done", GraphUpdate(remove=["coffee_mug"]))
-
-    ros.add(FinishesAnyway(context=ros.context))
+    ros.add(until_canceled(ros, "finishes_anyway", done))
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
     future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
@@ -178,17 +199,10 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
         say("expand", "kitchen"),
         say("plan", plan=back),
     )
-    nodes = create_nodes(ros.context, "sim")
-    for name, make in (
-        ("sim_skill_server", lambda: Watched(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.0)])),
-        ("planner", lambda: WatchedPlanner(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(t))])),
-    ):  # fmt: skip
-        old = next(n for n in nodes if n.get_name() == name)
-        nodes.remove(old)
-        old.destroy_node()
-        nodes.append(make())
-    for node in nodes:
-        ros.add(node)
+    nodes = sim_stack(ros, {}, {
+        "sim_skill_server": lambda: Watched(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.0)]),
+        "planner": lambda: WatchedPlanner(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(t))]),
+    })  # fmt: skip
     graph = next(n for n in nodes if isinstance(n, SceneGraphServer))
     tasks = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
     wrapped = send(ros, tasks, ExecuteTask.Goal(instruction=INSTRUCTION))
@@ -206,39 +220,21 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
 def test_a_skill_that_times_out_still_reports_what_it_did(ros: Any, tmp_path: Path) -> None:
     """skill_timeout_s passes: the executor cancels the skill, and the update its canceled result carries (the
     robot picked the mug before it was stopped) is applied before the task ends TIMEOUT (found by review: lost)."""
-    from sayplan_core.execution.skills import SkillCatalog, SkillResult
+    from sayplan_core.execution.skills import SkillResult
     from sayplan_core.graph.model import Node
     from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
-    from sayplan_core.sim.action_set import load_action_set
-    from sayplan_core.sim.plan import PlanStep
     from sayplan_ros.scene_graph_server import SceneGraphServer
-    from sayplan_ros.skill_server import SkillContext, SkillServer
 
-    class Slow(SkillServer):
-        """Each skill runs until it is canceled; the first had the mug in hand by then."""
-
-        def __init__(self, **kwargs: Any) -> None:
-            super().__init__("sim_skill_server", **kwargs)
-            self.serve(SkillCatalog.of("sim", [load_action_set("sayplan")]))
-
-        async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
-            while not context.cancel_requested():
-                await context.sleep(0.01)
-            mug = NodeUpsert(Node("coffee_mug", "object", name="coffee mug"), "agent", "inside_hand")
-            return SkillResult(False, SkillCode.CANCELED, f"{step} canceled", GraphUpdate(upsert=[mug]))
+    def in_hand(step: Any) -> SkillResult:  # the robot had the mug in hand when it was stopped
+        mug = NodeUpsert(Node("coffee_mug", "object", name="coffee mug"), "agent", "inside_hand")
+        return SkillResult(False, SkillCode.CANCELED, f"{step} canceled", GraphUpdate(upsert=[mug]))
 
     t = write_transcript(tmp_path / "t.json", say("expand", "kitchen"), say("plan", plan=GOOD_PLAN))
     overrides = {
         "planner": [Parameter("replay_transcript", value=str(t))],
         "executor": [Parameter("skill_timeout_s", value=0.5)],
     }
-    nodes = create_nodes(ros.context, "sim", overrides)
-    old = next(n for n in nodes if n.get_name() == "sim_skill_server")
-    nodes.remove(old)
-    old.destroy_node()
-    nodes.append(Slow(context=ros.context))
-    for node in nodes:
-        ros.add(node)
+    nodes = sim_stack(ros, overrides, {"sim_skill_server": lambda: until_canceled(ros, "sim_skill_server", in_hand)})
     graph = next(n for n in nodes if isinstance(n, SceneGraphServer))
     wrapped = send(
         ros, ActionClient(ros.node("operator"), ExecuteTask, "execute_task"), ExecuteTask.Goal(instruction=INSTRUCTION)
