@@ -60,6 +60,13 @@ class RosHarness:
             time.sleep(0.01)
         return future.result()
 
+    def clear_fault(self, node: Any, timeout: float = 10.0) -> Any:
+        """Call `node`'s ~/clear_fault (std_srvs/Trigger) as an operator would; returns the response."""
+        from std_srvs.srv import Trigger
+
+        client = self.node(f"operator_clear_{len(self._nodes)}").create_client(Trigger, node.clear_fault_service)
+        return self.call(client, Trigger.Request(), timeout)
+
     @staticmethod
     def wait_for(predicate: Callable[[], bool], timeout: float = 10.0, what: str = "condition") -> None:
         deadline = time.monotonic() + timeout

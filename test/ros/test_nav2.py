@@ -204,8 +204,13 @@ def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
     nav2.active = False
     _, outcome = run(ros, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg
+    assert "latched" in outcome.error_msg and sim.clear_fault_service in outcome.error_msg
     nav2.destroy_node()
     ros._nodes.remove(nav2)
+    _, outcome = run(ros, "goto", "pose8")  # latched: refused before anything is asked of the navigator
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and "rejected" in outcome.error_msg
+    cleared = ros.clear_fault(sim)
+    assert cleared.success and "robot_fault during goto(pose8)" in cleared.message, cleared.message
     _, outcome = run(ros, "goto", "pose8")
     assert (
         SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT

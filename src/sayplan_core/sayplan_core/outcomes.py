@@ -36,6 +36,7 @@ class SkillCode(IntEnum):
     ESTOPPED = 301
     NOT_POWERED = 302
     ROBOT_FAULT = 303
+    FAULT_LATCHED = 304  # refused before the robot moved: an earlier fault is latched until an operator clears it
     INTERNAL_ERROR = 399
 
     @property
@@ -59,6 +60,12 @@ class SkillCode(IntEnum):
     @property
     def robot_fault(self) -> bool:
         return self.value >= 300
+
+    @property
+    def latches(self) -> bool:
+        """After this outcome the robot's state is not known to be safe: its skill server refuses every later
+        skill until an operator clears the fault (an already latched fault is not latched again)."""
+        return self.robot_fault and self is not SkillCode.FAULT_LATCHED
 
     @classmethod
     def parse(cls, text: str) -> SkillCode:

@@ -3,18 +3,33 @@
 Whatever goes wrong while the nodes start (a bad parameter, an unreadable file, an
 unreachable backend) ends the program with one line on stderr naming the cause and
 exit code 2; a bug says "internal error" the same way. Ctrl-C exits 0.
+
+SIGINT and SIGTERM are handled here, not by rclpy: rclpy's handler shuts the context down at once, and a node
+could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out over DDS). So the executor spins
+on its own thread, the main thread waits for a signal, asks every node that drives a robot to stop it
+(`stop_for_shutdown`, bounded by SHUTDOWN_STOP_S) while the executor still spins, and only then shuts down.
+A second signal during that stop exits at once.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 import sys
+import threading
 from collections.abc import Callable
+from types import FrameType
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
+from rclpy.signals import SignalHandlerOptions
 
 EXIT_CONFIG = 2
+EXIT_SECOND_SIGNAL = 130
+#: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
+SHUTDOWN_STOP_S = 3.0
+_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 def describe_error(exc: BaseException) -> str:
@@ -27,21 +42,45 @@ def describe_error(exc: BaseException) -> str:
     return text or kind
 
 
+def _interrupt(_signum: int, _frame: FrameType | None) -> None:
+    """While the nodes start: SIGTERM ends start-up as Ctrl-C does."""
+    raise KeyboardInterrupt
+
+
+def stop_robots(nodes: list[Node], timeout_s: float = SHUTDOWN_STOP_S) -> None:
+    """Ask every node that drives a robot to stop it, in turn, within `timeout_s` in all (executor spinning)."""
+    for node in nodes:
+        stop = getattr(node, "stop_for_shutdown", None)
+        if callable(stop):
+            stop(timeout_s)
+
+
 def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str] | None = None) -> None:
-    """Spin the nodes until Ctrl-C; any start-up error exits 2 with one line on stderr."""
+    """Spin the nodes until SIGINT/SIGTERM, then stop the robots and exit 0; a start-up error exits 2."""
     try:
-        rclpy.init(args=args)
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:
         print(f"{program}: {describe_error(exc)}", file=sys.stderr)
         sys.exit(EXIT_CONFIG)
+    previous = {sig: signal.signal(sig, _interrupt) for sig in _SIGNALS}
     nodes: list[Node] = []
     code = 0
     executor = MultiThreadedExecutor(num_threads=4)
+    stop = threading.Event()
+    failed: list[BaseException] = []
+    spinning = threading.Thread(target=_spin, args=(executor, stop, failed), name="executor", daemon=True)
     try:
         nodes = make_nodes()
         for node in nodes:
             executor.add_node(node)
-        executor.spin()
+        for sig in _SIGNALS:
+            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop))
+        spinning.start()
+        while not stop.wait(0.5):
+            pass
+        stop_robots(nodes)
+        if failed:
+            raise failed[0]
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
@@ -53,4 +92,24 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
     sys.exit(code)
+
+
+def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[BaseException]) -> None:
+    try:
+        executor.spin()
+    except ExternalShutdownException:
+        pass
+    except Exception as exc:  # reported by the main thread, after the robots were stopped
+        failed.append(exc)
+    finally:
+        stop.set()  # the executor ended on its own (context shut down elsewhere): the program ends too
+
+
+def _on_signal(signum: int, stop: threading.Event) -> None:
+    if stop.is_set():  # a second signal while the robots stop: leave now
+        print(f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop", file=sys.stderr)
+        os._exit(EXIT_SECOND_SIGNAL)
+    stop.set()

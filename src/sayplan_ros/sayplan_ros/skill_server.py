@@ -10,6 +10,15 @@ Cancel: each accepted goal gets its own stop event (`SkillContext.stop`), set by
 `on_cancel` runs, so a cancel that arrives before the skill starts its robot work is not lost. A goal whose
 cancel was accepted always ends CANCELED (README: "An accepted cancel always ends as CANCELED"), even when the
 skill finished anyway; its result still carries the skill's graph update, so what the robot did is applied.
+
+Faults: a skill that ends with a robot fault (SkillCode.latches) latches it (sayplan_core.robots.fault_latch);
+every later skill is refused before the robot moves, until an operator calls `~/clear_fault` (std_srvs/Trigger),
+which asks the backend to re-check the robot (`check_robot`) and clears only when the check passes. A backend
+latches conditions it sees outside a skill's result itself (`self.fault_latch.latch`).
+
+Shutdown: `stop_for_shutdown` (called by `sayplan_ros.runner` on SIGINT/SIGTERM while the executor still spins)
+stops the running skill as a cancel does, waits for it to end, then calls the backend's `stop_motion`; both are
+bounded, and a stop that is not confirmed is logged as an error.
 """
 
 from __future__ import annotations
@@ -26,10 +35,12 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
+from std_srvs.srv import Trigger
 
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.fault_latch import Check, FaultLatch
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import ActionSetInfo
@@ -41,6 +52,7 @@ from sayplan_ros.single_goal import SingleGoal
 GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
 CANCEL_SETTLE_S = 0.01  # how often a canceled goal looks whether rclpy has marked it CANCELING yet
 CANCEL_SETTLE_MAX_S = 1.0
+SHUTDOWN_POLL_S = 0.01  # how often `stop_for_shutdown` (a plain thread, not a callback) looks whether the skill ended
 
 
 @dataclass
@@ -94,6 +106,9 @@ class SkillServer(Node):
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
         self._goal_stop = threading.Event()
         self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
+        self.clear_fault_service = f"{self.get_fully_qualified_name()}/clear_fault"
+        self.fault_latch = FaultLatch(f"ros2 service call {self.clear_fault_service} std_srvs/srv/Trigger")
+        self.create_service(Trigger, "~/clear_fault", self._on_clear_fault, callback_group=self._group)
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
         """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
@@ -123,6 +138,17 @@ class SkillServer(Node):
     def on_cancel(self) -> None:
         """Called as soon as a cancel request for the running skill is accepted: stop the robot here.
         `run_skill` then sees `context.cancel_requested()` and returns."""
+
+    async def check_robot(self) -> Check:
+        """Re-check the robot before an operator's `clear_fault` clears a latched fault: `ok` only when it is safe
+        to move (e-stop released, motors and lease as needed, nothing unexpected in the gripper). Never moves,
+        powers or stands the robot. The simulated robot has nothing to check."""
+        return Check(True, "nothing to check on this robot")
+
+    def stop_motion(self, timeout_s: float) -> bool:
+        """Stop whatever the robot may still be doing and wait (at most `timeout_s`) for the robot to confirm;
+        True when it did (or nothing moves). Called from a plain thread while the executor spins."""
+        return True
 
     @property
     def goal_stop(self) -> threading.Event:
@@ -155,10 +181,13 @@ class SkillServer(Node):
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
         canceled = self._goal_cancel  # this goal's (made in _accept, before execution starts)
         try:
-            result = await self._run(handle)
-        except Exception as exc:  # a bug in a backend must not take the process down
-            self.get_logger().error(f"execute_skill failed: {exc!r}\n{traceback.format_exc()}")
-            result = SkillResult(False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}")
+            try:
+                result = await self._run(handle)
+            except Exception as exc:  # a bug in a backend must not take the process down
+                self.get_logger().error(f"execute_skill failed: {exc!r}\n{traceback.format_exc()}")
+                result = SkillResult(False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}")
+            if result.code.latches:  # before the slot is free: no next goal may start ahead of the latch
+                result = self._latch(result, handle)
         finally:
             self._single.release()
         settle_until = time.monotonic() + CANCEL_SETTLE_MAX_S
@@ -177,9 +206,70 @@ class SkillServer(Node):
             handle.abort()
         return ExecuteSkill.Result(outcome=outcome)
 
+    def _latch(self, result: SkillResult, handle: ServerGoalHandle) -> SkillResult:
+        """Latch the fault a skill ended with; its message then says so and how to clear it."""
+        goal: ExecuteSkill.Goal = handle.request
+        step = str(PlanStep(goal.skill.strip(), goal.target.strip()))
+        self.fault_latch.latch(result.code, result.message, step)
+        self.get_logger().error(f"{step} ended {result.code.label}: {result.message}; {self.fault_latch.note()}")
+        return SkillResult(False, result.code, f"{result.message}; {self.fault_latch.note()}", result.update)
+
+    async def _on_clear_fault(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """The operator's clear: refused while a skill runs; the robot is re-checked first, and only a check
+        that passes clears the latch. The answer says what was latched and what the check found."""
+        fault = self.fault_latch.fault
+        if fault is None:
+            response.success, response.message = True, "no fault latched"
+            return response
+        if self._single.busy:
+            response.success, response.message = False, "a skill is running; cancel it, then clear the fault"
+            return response
+        try:
+            check = await self.check_robot()
+        except Exception as exc:  # a check that cannot run is a check that did not pass
+            check = Check(False, f"the robot check failed: {exc!r}")
+        if not check.ok:
+            response.success = False
+            response.message = f"still latched: {fault.describe()}; the robot check found: {check.found}"
+            self.get_logger().warning(f"clear_fault refused: {response.message}")
+            return response
+        self.fault_latch.clear()
+        response.success = True
+        response.message = f"cleared: {fault.describe()}; the robot check found: {check.found}"
+        self.get_logger().info(f"clear_fault by the operator: {response.message}")
+        return response
+
+    def stop_for_shutdown(self, timeout_s: float) -> bool:
+        """Stop the robot before the process exits: the running skill is stopped as a cancel stops it and waited
+        for, then the backend's `stop_motion` runs, all within about `timeout_s`. True when the stop confirmed."""
+        deadline = time.monotonic() + timeout_s
+        ended = True
+        if self._single.busy:
+            self.get_logger().warning("stopping: the running skill is stopped before the node exits")
+            self._goal_stop.set()
+            try:
+                self.on_cancel()
+            except Exception as exc:
+                self.get_logger().error(f"stopping the robot on shutdown failed: {exc!r}")
+            while self._single.busy and time.monotonic() < deadline:
+                time.sleep(SHUTDOWN_POLL_S)  # a plain thread (the runner's), never an executor callback
+            ended = not self._single.busy
+        try:
+            stopped = self.stop_motion(max(0.1, deadline - time.monotonic()))
+        except Exception as exc:
+            self.get_logger().error(f"stopping the robot on shutdown failed: {exc!r}")
+            stopped = False
+        if not (ended and stopped):
+            self.get_logger().error("the robot's stop was not confirmed before the node exits: check the robot")
+        return ended and stopped
+
     async def _run(self, handle: ServerGoalHandle) -> SkillResult:
         goal: ExecuteSkill.Goal = handle.request
         step = PlanStep(goal.skill.strip(), goal.target.strip())
+        latched = self.fault_latch.refusal(str(step))
+        if latched is not None:
+            self.get_logger().warning(latched.message)
+            return latched
         action_set = goal.action_set.strip() or self.catalog.default
         refusal = self.catalog.check(step.action, action_set)
         if refusal is not None:
