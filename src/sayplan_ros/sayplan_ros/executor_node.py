@@ -5,7 +5,8 @@ ROS: planning is a `plan_task` goal, each step an `execute_skill` goal, and ever
 skill's graph update goes to `apply_graph_update` so a replan starts from the
 current state. Before the robot moves, the plan is checked against what the skill
 server says it can run (`describe_skills`), and the planner is asked for plans in
-the robot's action set. Every event of the loop (planning progress included) is
+the robot's action set; a robot with a latched fault (sayplan_core.robots.fault_latch) ends
+the task before the planner is asked. Every event of the loop (planning progress included) is
 numbered and published on `execution_events` as well as sent as feedback.
 
 The goal's thread waits on action futures (threading events set by their done
@@ -250,6 +251,8 @@ class ExecutorNode(Node):
         sets = {info.name: frozenset(info.skills) for info in answer.action_sets}
         if not sets:
             raise WaitError(TaskCode.ACTION_SET_MISMATCH, f"the skill server of '{answer.robot}' speaks no action set")
+        if answer.fault:  # refused before the planner is asked: no plan can run until an operator clears it
+            raise WaitError(TaskCode.ROBOT_FAULT, f"robot '{answer.robot}' has a latched fault: {answer.fault}")
         return SkillCatalog(answer.robot, sets, answer.default_action_set or next(iter(sets)))
 
     # ------------------------------------------------------------------ action server

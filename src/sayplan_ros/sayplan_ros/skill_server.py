@@ -176,6 +176,9 @@ class SkillServer(Node):
         response.robot = catalog.robot
         response.default_action_set = catalog.default
         response.action_sets = [ActionSetInfo(name=n, skills=sorted(s)) for n, s in sorted(catalog.sets.items())]
+        fault = self.fault_latch.fault
+        if fault is not None:
+            response.fault = f"{fault.describe()}; {self.fault_latch.note()}"
         return response
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
