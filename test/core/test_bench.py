@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import json
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -12,6 +17,7 @@ from transcripts import BAD_PLAN, GOOD_PLAN, lite_plan, lite_search, say, write_
 from sayplan_core.bench.runner import BenchConfig, run_bench
 from sayplan_core.cli import main as cli_main
 from sayplan_core.envs.tasks import load_tasks
+from sayplan_core.folder_lock import FolderInUseError
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners import PlannerOptions
 
@@ -372,3 +378,47 @@ def test_a_goal_graph_that_cannot_be_read_fails_the_run_before_the_llm(
     assert len(rows) == 1 and rows[0]["error"].startswith("GraphError: "), rows[0]["error"]
     assert "refrigerate-milk.goal.json" in rows[0]["error"] and "transcript" not in rows[0]["error"]
     capsys.readouterr()
+
+
+@contextlib.contextmanager
+def held_by_another_process(folder: Path) -> Iterator[subprocess.Popen[str]]:
+    """Another process holds `folder` (as a running bench does) until the block ends, then is killed with -9."""
+    code = (
+        "import sys, time; from pathlib import Path; from sayplan_core.folder_lock import folder_lock\n"
+        "with folder_lock(Path(sys.argv[1])):\n    print('held', flush=True); time.sleep(60)\n"
+    )
+    holder = subprocess.Popen([sys.executable, "-c", code, str(folder)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield holder
+    finally:
+        holder.send_signal(signal.SIGKILL)  # no clean-up: the kernel must release the lock
+        holder.wait(timeout=10)
+
+
+def test_a_second_bench_on_the_same_out_is_refused_until_the_first_ends(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 24 item 9: two benches on one --out both exited 0 and every run was counted twice. While another
+    process holds the folder this bench is refused with exit 2, naming it, and results.jsonl is not touched; once
+    that process is killed the same bench runs."""
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    args = ["bench", "--ids", "office-ss-02", "--planners", "sayplan", "--replay-dir", str(replay), "--out", str(out)]
+    with held_by_another_process(out) as holder:
+        assert cli_main(args) == 2
+        err = capsys.readouterr().err
+        assert f"is in use by process {holder.pid}" in err and str(out.resolve()) in err
+        assert not (out / "results.jsonl").exists()
+    assert cli_main(args) == 0
+    assert len((out / "results.jsonl").read_text().splitlines()) == 1
+
+
+def test_run_bench_takes_the_lock_too(tmp_path: Path) -> None:
+    """The library entry point is guarded as the CLI is."""
+    out = tmp_path / "bench"
+    with held_by_another_process(out):
+        config = BenchConfig(planners=["sayplan"], out_dir=out, options=PlannerOptions())
+        with pytest.raises(FolderInUseError, match="in use by process"):
+            run_bench(load_tasks()[:1], config, lambda: None)  # type: ignore[arg-type,return-value]

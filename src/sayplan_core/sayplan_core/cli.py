@@ -348,6 +348,7 @@ def cmd_bench(args: argparse.Namespace) -> int:
     from sayplan_core.bench.report import write_report
     from sayplan_core.bench.runner import BenchConfig, options_settings, run_bench
     from sayplan_core.envs.tasks import load_tasks
+    from sayplan_core.folder_lock import folder_lock
 
     planners = [p.strip() for p in args.planners.split(",") if p.strip()]
     unknown = [p for p in planners if p not in PLANNERS]
@@ -405,11 +406,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
         settings=settings,
     )
     print(f"bench: {len(tasks)} tasks x {len(planners)} planners -> {out}", flush=True)
-    rows = run_bench(tasks, config, backend)
-    where = f"replayed from {args.replay_dir}" if args.replay_dir else f"LLM: {args.llm} {args.model}".strip()
-    errors = sum(1 for r in rows if r.get("error"))
-    note = f"{len(rows)} runs ({errors} raised); {where}." if errors else f"{len(rows)} runs; {where}."
-    paths = write_report(rows, out, note)
+    with folder_lock(out, "bench output folder"):  # the bench and its report: no other bench writes there meanwhile
+        rows = run_bench(tasks, config, backend)
+        where = f"replayed from {args.replay_dir}" if args.replay_dir else f"LLM: {args.llm} {args.model}".strip()
+        errors = sum(1 for r in rows if r.get("error"))
+        note = f"{len(rows)} runs ({errors} raised); {where}." if errors else f"{len(rows)} runs; {where}."
+        paths = write_report(rows, out, note)
     print("\n".join(f"wrote {p}" for p in paths.values()))
     print(paths["report"].read_text(encoding="utf-8"))
     if errors:

@@ -20,6 +20,7 @@ from typing import Any
 
 from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import Task, apply_setup
+from sayplan_core.folder_lock import folder_lock
 from sayplan_core.graph import native_format
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
@@ -256,10 +257,19 @@ def run_bench(
     make_backend: Callable[[], LlmBackend],
     log: Callable[[str], None] = print,
 ) -> list[dict[str, Any]]:
-    """Run every task with every planner; returns all rows of results.jsonl (errors included, see `error`)."""
-    tasks = list(tasks)
-    done = check_resume(config) if config.resume else set()  # checked before anything is written
-    config.out_dir.mkdir(parents=True, exist_ok=True)
+    """Run every task with every planner; returns all rows of results.jsonl (errors included, see `error`).
+    The output folder is locked for the whole bench: a second bench on it is refused (FolderInUseError)."""
+    with folder_lock(config.out_dir, "bench output folder"):
+        return _run_bench(list(tasks), config, make_backend, log)
+
+
+def _run_bench(
+    tasks: list[Task],
+    config: BenchConfig,
+    make_backend: Callable[[], LlmBackend],
+    log: Callable[[str], None],
+) -> list[dict[str, Any]]:
+    done = check_resume(config) if config.resume else set()  # checked before results.jsonl is touched
     if config.record_dir:
         config.record_dir.mkdir(parents=True, exist_ok=True)
     if config.resume:
