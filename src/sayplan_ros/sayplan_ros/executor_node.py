@@ -56,13 +56,51 @@ class WaitError(RuntimeError):
         self.late: Any = None  # after a timeout: the canceled goal's wrapped result, if it came in server_wait_s
 
 
-def wait_future(future: Future, timeout: float, what: str) -> Any:
-    """Block this goal's thread (never the executor's) until `future` is done or `timeout` passes."""
-    done = threading.Event()
+def wait_future(future: Future, timeout: float, what: str, watch: ServerWatch | None = None) -> Any:
+    """Block this goal's thread (never the executor's) until `future` is done or `timeout` passes; with a
+    `watch`, also until the server that took the goal is gone (its timer sets the same event)."""
+    done = watch.done if watch is not None else threading.Event()
     future.add_done_callback(lambda _f: done.set())
-    if not done.wait(timeout):
+    finished = done.wait(timeout)
+    if watch is not None and watch.lost and not future.done():
+        raise WaitError(TaskCode.SERVER_UNAVAILABLE, watch.lost)
+    if not finished:
         raise WaitError(TaskCode.TIMEOUT, f"no answer from {what} within {timeout:g} s")
     return future.result()
+
+
+#: How often the executor looks whether the server running its child goal is still there, seconds.
+SERVER_CHECK_S = 0.5
+
+
+class ServerWatch:
+    """Notices that the action server running a child goal is gone: it died (its DDS participant's lease ran out:
+    20 s with Fast DDS's defaults, see README "Contracts") or was restarted (a new server has other endpoints and
+    knows nothing of the goal). A goal's status publisher identifies its server: the endpoints publishing the
+    action's status topic when the goal was accepted. A timer checks them; the goal's thread only waits."""
+
+    def __init__(self, node: Node, action: str, what: str) -> None:
+        self.node = node
+        self.what = what
+        ns = node.get_namespace().rstrip("/")
+        self.topic = action if action.startswith("/") else f"{ns}/{action}"
+        self.topic += "/_action/status"
+        self.servers = self._endpoints()
+        self.done = threading.Event()
+        self.lost = ""
+
+    def _endpoints(self) -> frozenset[bytes]:
+        return frozenset(bytes(info.endpoint_gid) for info in self.node.get_publishers_info_by_topic(self.topic))
+
+    def check(self) -> None:
+        if not self.servers:  # accepted before this node's graph cache listed the status publisher: learn it now
+            self.servers = self._endpoints()
+        elif not (self.servers & self._endpoints()):
+            self.lost = (
+                f"the {self.what} server that had the goal is gone (it stopped, died or was restarted); "
+                "the goal is lost: send the task again once the server is back"
+            )
+            self.done.set()
 
 
 class _TaskRun:
@@ -116,7 +154,7 @@ class ExecutorNode(Node):
     def __init__(self, node_name: str = "executor", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
         self.settings = declare_settings(self, EXECUTOR_SETTINGS)
-        group = ReentrantCallbackGroup()
+        group = self._group = ReentrantCallbackGroup()
         self._plan_client = ActionClient(self, PlanTask, "plan_task", callback_group=group)
         self._skill_client = ActionClient(self, ExecuteSkill, "execute_skill", callback_group=group)
         self._update_client = self.create_client(ApplyGraphUpdate, "apply_graph_update", callback_group=group)
@@ -162,14 +200,19 @@ class ExecutorNode(Node):
         if run.cancelled():  # a cancel that arrived while the goal was being sent
             handle.cancel_goal_async()
         result = handle.get_result_async()
+        watch = ServerWatch(self, name, name)
+        timer = self.create_timer(SERVER_CHECK_S, watch.check, callback_group=self._group)
         try:
-            return wait_future(result, timeout, f"'{name}'")
+            return wait_future(result, timeout, f"'{name}'", watch)
         except WaitError as exc:
+            if exc.code is TaskCode.SERVER_UNAVAILABLE:  # nobody left to cancel or to answer
+                raise
             handle.cancel_goal_async()
             with contextlib.suppress(WaitError):  # what it did before it stopped (a skill's update) is still wanted
                 exc.late = wait_future(result, wait, f"'{name}' (canceled)")
             raise
         finally:
+            self.destroy_timer(timer)
             with run.lock:
                 run.child = None
 
