@@ -178,8 +178,9 @@ def test_updates_that_would_break_the_graph_are_refused_whole(ros: Any) -> None:
 
 
 def test_a_follower_given_a_bad_update_says_so_and_repairs_itself(ros: Any) -> None:
-    """A hostile peer publishes an update that cannot apply: the planner notices, fetches the true graph,
-    and never plans on a half-applied one."""
+    """A hostile peer publishes an update that cannot apply, then a well-formed one with the next version and the
+    server's epoch (issue 24 item 4: it used to be taken silently): the planner takes neither, refetches from the
+    server, and never plans on a copy the server does not hold."""
     server = ros.add(SceneGraphServer(context=ros.context))
     planner = ros.add(
         PlannerNode(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value="/x.json")])
@@ -187,10 +188,11 @@ def test_a_follower_given_a_bad_update_says_so_and_repairs_itself(ros: Any) -> N
     ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
     hostile = ros.node("hostile").create_publisher(GraphUpdate, "scene_graph_updates", GRAPH_UPDATES_QOS)
     hostile.publish(GraphUpdate(source="hostile", base_version=1, version=2, remove=["pose7"]))
-    ros.wait_for(lambda: planner.follower.stats()["full"] >= 2, what="the planner to refetch the full graph")
+    hostile.publish(GraphUpdate(source="hostile", base_version=1, version=2, epoch=server.epoch, remove=["orange"]))
+    ros.wait_for(lambda: planner.follower.stats()["refused"] >= 2, what="the planner to refuse both")
     graph, version = planner.follower.latest()
-    assert version == 1 and graph is not None and "pose7" in graph and planner.follower.problem() == ""
-    assert server.version == 1
+    assert version == 1 and graph is not None and "pose7" in graph and "orange" in graph
+    assert planner.follower.problem() == "" and server.version == 1
 
 
 # ------------------------------------------------------------------ isolation

@@ -227,6 +227,8 @@ SCENE_GRAPH_SERVER_SETTINGS = Settings(
         Setting("full_graph_every", 50, "publish the full graph on scene_graph every N updates (0: only at start-up)", minimum=0, maximum=100_000),
         Setting("update_history", 100, "updates kept latched on scene_graph_updates for followers that join late", minimum=1, maximum=10_000),
         Setting("action_set_files", "", "comma-separated action-set YAML files verify_plan accepts by name, besides the bundled ones", names_file=True),
+        Setting("journal_dir", "", "folder where every accepted update is journaled (fsynced) and the live graph resumed from after a crash or restart; empty: the graph lives in memory only", names_file=True),
+        Setting("journal_compact_every", 1000, "journal: write a snapshot of the graph and empty the journal every N updates", minimum=1, maximum=1_000_000),
     ],
 )  # fmt: skip
 

@@ -41,6 +41,7 @@ from sayplan_ros.conversions import (
     step_report_to_event,
     steps_to_msgs,
 )
+from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
@@ -82,9 +83,7 @@ class ServerWatch:
     def __init__(self, node: Node, action: str, what: str) -> None:
         self.node = node
         self.what = what
-        ns = node.get_namespace().rstrip("/")
-        self.topic = action if action.startswith("/") else f"{ns}/{action}"
-        self.topic += "/_action/status"
+        self.topic = absolute_name(node, action) + "/_action/status"
         self.servers = self._endpoints()
         self.done = threading.Event()
         self.lost = ""

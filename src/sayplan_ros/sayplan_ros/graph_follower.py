@@ -4,6 +4,13 @@
 The bookkeeping (versions, buffering, gaps) is sayplan_core.graph.replica; this class
 only connects it to the topics and the service. A version that cannot be taken is
 logged at error and kept as `problem()`, so the owner refuses to plan on a stale copy.
+
+Whom it trusts: the topics are open to any peer on the domain, so a full graph or an update is taken from a topic
+only while the server node (`scene_graph_server`, in this node's namespace) is its only publisher there; with
+another publisher on it, the message is logged and the copy refetched from `get_scene_graph` instead. Each start
+of the server has a new epoch: a full graph of another epoch replaces the copy whatever its version (a restarted
+server may be at a lower one), and an update of another epoch is not patched in but makes the copy refetch.
+SROS2 enclaves keep other peers off these topics altogether (README "Trust model").
 """
 
 from __future__ import annotations
@@ -23,9 +30,12 @@ from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
 from sayplan_ros.guard import guarded
+from sayplan_ros.names import absolute_name
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
 STOP_CHECK_S = 0.1  # how often a blocked wait_for_version looks at its stop condition
+FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
+SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and updates a follower takes from a topic
 
 
 class GraphFollower:
@@ -36,7 +46,12 @@ class GraphFollower:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # notified whenever the copy changes
         self._replica = GraphReplica()
-        self._fetching = False
+        self._epoch = 0  # of the server start the copy comes from (0: none yet)
+        self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
+        self._want_full = False  # a full graph is wanted until one is fetched
+        node.create_timer(FETCH_RETRY_S, self._retry_fetch, callback_group=callback_group)
+        self._impostors: set[str] = set()  # publishers already reported (one error line each)
+        self._refused = 0  # messages not taken: from another publisher than the server, or another epoch
         self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)
         node.create_subscription(
             SceneGraphMsg,
@@ -55,10 +70,39 @@ class GraphFollower:
 
     # ------------------------------------------------------------------ incoming
     def _on_graph(self, msg: SceneGraphMsg) -> None:
-        self._take_full(msg, "scene_graph")
+        if self._trusted("scene_graph"):
+            self._take_full(msg, "scene_graph")
+        else:
+            self._request_full()
+
+    def _trusted(self, topic: str) -> bool:
+        """Only the server node publishes on `topic` (see the module docstring); else log who else does."""
+        namespace = self._node.get_namespace()
+        publishers = self._node.get_publishers_info_by_topic(absolute_name(self._node, topic))
+        others = {
+            f"{p.node_namespace.rstrip('/')}/{p.node_name}"
+            for p in publishers
+            if not (p.node_name == SERVER_NODE and p.node_namespace == namespace)
+        }
+        servers = sum(1 for p in publishers if p.node_name == SERVER_NODE and p.node_namespace == namespace)
+        if servers > 1:
+            others.add(f"{servers} nodes named {SERVER_NODE}")
+        if not others:
+            return True
+        with self._lock:
+            self._refused += 1
+        new = others - self._impostors
+        if new:
+            self._impostors |= new
+            self._node.get_logger().error(
+                f"'{topic}' has publishers besides {SERVER_NODE}: {', '.join(sorted(new))}; their messages are not "
+                "taken: the scene graph copy is fetched from get_scene_graph instead"
+            )
+        return False
 
     def _take_full(self, msg: SceneGraphMsg, where: str) -> None:
         version = int(msg.version)
+        epoch = int(msg.epoch)
         try:
             graph = msg_to_graph(msg, require_agent=False)  # the server's rules; planners check the agent
         except Exception as exc:  # untrusted input: anything the loader cannot take (deep JSON included)
@@ -68,12 +112,34 @@ class GraphFollower:
             self._node.get_logger().error(f"{problem} (from {where})")
             return
         with self._lock:
+            if epoch != self._epoch:  # the server (re)started: its graph replaces the copy, whatever the versions
+                if self._epoch:
+                    self._node.get_logger().warning(
+                        f"scene_graph_server restarted (new epoch, version {version}); the copy is replaced"
+                    )
+                stats = self._replica.stats
+                self._replica = GraphReplica()
+                self._replica.stats = stats  # counted over the follower's life, not one start of the server
+                self._epoch = epoch
             fetch = self._replica.take_full(graph, version)
             self._changed.notify_all()
         if fetch:
             self._request_full()
 
     def _on_update(self, msg: GraphUpdateMsg) -> None:
+        if not self._trusted("scene_graph_updates"):
+            self._request_full()
+            return
+        with self._lock:
+            other_epoch = int(msg.epoch) != self._epoch
+        if other_epoch:  # from another start of the server than the copy's: fetch its graph, do not patch
+            with self._lock:
+                self._refused += 1
+            self._node.get_logger().warning(
+                f"scene graph update {msg.version} is from another start of scene_graph_server; fetching its graph"
+            )
+            self._request_full()
+            return
         try:
             update = msg_to_update(msg)
         except Exception as exc:  # untrusted input
@@ -89,26 +155,41 @@ class GraphFollower:
             self._request_full()
 
     def _request_full(self) -> None:
-        """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph."""
+        """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph. A call
+        that is not answered within FETCH_RETRY_S (a request sent while the server restarted is lost) is given up
+        and sent again by the retry timer, until a graph arrives."""
         with self._lock:
-            if self._fetching:
+            self._want_full = True
+            if self._fetching is not None and time.monotonic() - self._fetching[1] < FETCH_RETRY_S:
                 return
-            self._fetching = True
+            stale = self._fetching
+            self._fetching = None
+        if stale is not None:
+            self._fetch.remove_pending_request(stale[0])
         if not self._fetch.service_is_ready():
             self._node.get_logger().error("get_scene_graph is not available; the scene graph copy stays out of sync")
-            with self._lock:
-                self._fetching = False
             return
         future = self._fetch.call_async(GetSceneGraph.Request())
+        with self._lock:
+            self._fetching = (future, time.monotonic())
         future.add_done_callback(guarded(self._node, "get_scene_graph answer", self._on_fetched))
+
+    def _retry_fetch(self) -> None:
+        with self._lock:
+            wanted = self._want_full
+        if wanted:
+            self._request_full()
 
     def _on_fetched(self, future: Future) -> None:
         with self._lock:
-            self._fetching = False
+            if self._fetching is not None and self._fetching[0] is future:
+                self._fetching = None
         response = future.result()
         if response is None or not response.success:
             self._node.get_logger().error("get_scene_graph failed; the scene graph copy stays out of sync")
             return
+        with self._lock:
+            self._want_full = False
         self._take_full(response.graph, "get_scene_graph")
 
     # ------------------------------------------------------------------ for the owner
@@ -138,6 +219,11 @@ class GraphFollower:
         with self._lock:
             return self._replica.graph, self._replica.version
 
+    def epoch(self) -> int:
+        """The epoch of the server start the copy comes from (0: no copy yet)."""
+        with self._lock:
+            return self._epoch
+
     def problem(self) -> str:
         """Why the copy is out of sync with the server, or '' when it is not (as far as it knows)."""
         with self._lock:
@@ -145,4 +231,4 @@ class GraphFollower:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return dict(self._replica.stats)
+            return {**self._replica.stats, "refused": self._refused}

@@ -9,12 +9,17 @@ missed an update. RViz markers are latched on `scene_graph_markers`. Services:
 refused update keeps the graph), `verify_plan` (registered action sets only) and
 `graph_view` (collapse / expand / contract).
 
+Crash safety: with `journal_dir` set, every accepted update is journaled and fsynced before it is applied or
+published (sayplan_core.graph.journal), and a restart resumes at the last version. Each start has a new `epoch`,
+carried by every full graph and update, so followers know to refetch instead of patching a copy from before.
+
 Trust: requests are checked like files are; a message never names a host file;
 no request can end the node (errors are answered, and logged).
 """
 
 from __future__ import annotations
 
+import secrets
 import threading
 from typing import Any
 
@@ -23,6 +28,7 @@ from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph.journal import GraphJournal, JournalError
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.graph.views import GraphView as CoreView
@@ -61,6 +67,19 @@ class SceneGraphServer(Node):
                 "(set allow_no_agent to serve a map without it)"
             )
         self._version = 1
+        self._origin = env
+        self._journal: GraphJournal | None = None
+        journal_dir = str(settings["journal_dir"])
+        resumed = ""
+        if journal_dir:
+            self._journal = GraphJournal(journal_dir, int(settings["journal_compact_every"]))
+            recovered = self._journal.recover(env, require_agent=not allow_no_agent)
+            if recovered is not None:
+                self._graph, self._version, replayed = recovered
+                resumed = f"; resumed from the journal in {journal_dir} ({replayed} update(s) replayed)"
+            self._journal.start(self._graph, self._version, env)
+        #: new at every start: a follower holding a copy from an earlier start refetches instead of patching it
+        self.epoch = secrets.randbits(62) + 1
         self._publisher = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED_STATE_QOS)
         updates_qos = QoSProfile(depth=int(settings["update_history"]))
         for policy in ("history", "reliability", "durability"):
@@ -79,7 +98,7 @@ class SceneGraphServer(Node):
         self.create_service(VerifyPlan, "verify_plan", guarded_service(self, self._on_verify, VerifyPlan.Response))
         self._publish_full()
         self.get_logger().info(
-            f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}; "
+            f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}{resumed}; "
             f"action sets: {', '.join(sorted(self._action_sets))}"
         )
 
@@ -105,6 +124,7 @@ class SceneGraphServer(Node):
     # ------------------------------------------------------------------ publishing
     def _full_msg(self) -> SceneGraphMsg:
         msg = graph_to_msg(self._graph, self._version)
+        msg.epoch = self.epoch
         msg.header.stamp = self.get_clock().now().to_msg()
         msg.header.frame_id = self._frame_id
         return msg
@@ -163,6 +183,7 @@ class SceneGraphServer(Node):
             response.success, response.message = False, str(exc)
             return response
         response.graph = graph_to_msg(view, version)
+        response.graph.epoch = self.epoch
         response.graph.header.frame_id = self._frame_id
         response.success, response.message = True, f"{len(view)} nodes"
         return response
@@ -178,22 +199,40 @@ class SceneGraphServer(Node):
                 response.message = f"stale update: computed against version {base}, graph is at {self._version}"
                 return response
             try:
-                self._graph = apply_update(self._graph, msg_to_update(request.update))
-            except (GraphError, ValueError) as exc:
+                update = msg_to_update(request.update)
+                graph = apply_update(self._graph, update)
+                if self._journal is not None:  # on disk before anyone hears of it
+                    self._journal.append(self._version + 1, update)
+            except (GraphError, ValueError) as exc:  # JournalError too: not on disk, so not applied
                 response.success, response.message = False, f"update refused: {exc}"
                 self.get_logger().warning(response.message)
                 return response
+            self._graph = graph
             self._version += 1
+            self._compact_if_due()
             response.success, response.version = True, self._version
             response.message = f"applied update from {request.update.source or 'unknown'}"
             applied = request.update
-            applied.base_version, applied.version = self._version - 1, self._version
+            applied.base_version, applied.version, applied.epoch = self._version - 1, self._version, self.epoch
             applied.header.stamp = self.get_clock().now().to_msg()
             self._updates.publish(applied)
             if self._full_every and self._version % self._full_every == 0:
                 self._publisher.publish(self._full_msg())
             self._publish_markers()
         return response
+
+    def _compact_if_due(self) -> None:
+        if self._journal is None or not self._journal.compact_due():
+            return
+        try:
+            self._journal.snapshot(self._graph, self._version, self._origin)
+        except JournalError as exc:  # the update is journaled already; the journal only grows until this works
+            self.get_logger().error(f"{exc}; the journal keeps growing until a snapshot can be written")
+
+    def destroy_node(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+        super().destroy_node()
 
     def _on_verify(self, request: VerifyPlan.Request, response: VerifyPlan.Response) -> VerifyPlan.Response:
         name = request.action_set.strip() or "sayplan"
