@@ -34,6 +34,7 @@ from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
 from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanProgress, SkillReport
 from sayplan_interfaces.srv import ApplyGraphUpdate, DescribeSkills
+from sayplan_ros.clocks import steady_timer
 from sayplan_ros.conversions import (
     describe_progress,
     msg_to_loop_plan,
@@ -200,7 +201,7 @@ class ExecutorNode(Node):
             handle.cancel_goal_async()
         result = handle.get_result_async()
         watch = ServerWatch(self, name, name)
-        timer = self.create_timer(SERVER_CHECK_S, watch.check, callback_group=self._group)
+        timer = steady_timer(self, SERVER_CHECK_S, watch.check, self._group)
         try:
             return wait_future(result, timeout, f"'{name}'", watch)
         except WaitError as exc:

@@ -28,6 +28,7 @@ from sayplan_core.graph.replica import GraphReplica
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
+from sayplan_ros.clocks import steady_timer
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
 from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
@@ -49,7 +50,7 @@ class GraphFollower:
         self._epoch = 0  # of the server start the copy comes from (0: none yet)
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
-        node.create_timer(FETCH_RETRY_S, self._retry_fetch, callback_group=callback_group)
+        steady_timer(node, FETCH_RETRY_S, self._retry_fetch, callback_group)
         self._impostors: set[str] = set()  # publishers already reported (one error line each)
         self._refused = 0  # messages not taken: from another publisher than the server, or another epoch
         self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)

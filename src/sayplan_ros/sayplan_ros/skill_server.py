@@ -45,6 +45,7 @@ from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import ActionSetInfo
 from sayplan_interfaces.srv import DescribeSkills
+from sayplan_ros.clocks import steady_timer, warn_without_clock
 from sayplan_ros.conversions import skill_result_to_msg
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.single_goal import SingleGoal
@@ -82,7 +83,7 @@ class SkillContext:
 async def _sleep(node: Node, group: Any, seconds: float) -> None:
     """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
     future: Future = Future()
-    timer = node.create_timer(max(seconds, 0.001), lambda: _fire(timer, future), callback_group=group)
+    timer = steady_timer(node, max(seconds, 0.001), lambda: _fire(timer, future), group)
     try:
         await future
     finally:
@@ -109,6 +110,7 @@ class SkillServer(Node):
         self.clear_fault_service = f"{self.get_fully_qualified_name()}/clear_fault"
         self.fault_latch = FaultLatch(f"ros2 service call {self.clear_fault_service} std_srvs/srv/Trigger")
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault, callback_group=self._group)
+        warn_without_clock(self)
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
         """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
