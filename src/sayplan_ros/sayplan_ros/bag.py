@@ -3,16 +3,27 @@
 The recorder subscribes with `raw=True`, so messages are written exactly as they
 crossed DDS (CDR), with the project's message definitions registered so that any
 rosbag2 reader can decode them. MCAP (the Jazzy default) or sqlite3 storage.
+
+Crash safety: rosbags keeps an MCAP chunk in memory and commits sqlite3 only at close, so a recorder killed with
+kill -9 left a 0-byte MCAP file or an empty database. The writer thread therefore flushes every FLUSH_S: the pending
+MCAP chunk is written and fsynced (sqlite3: committed), then `metadata.yaml` is rewritten with the counts so far. A
+bag whose recorder died is made readable by `recover_bag` (an MCAP file gets the end records a clean close writes;
+sqlite3 needs nothing). A write that fails (a full disk) stops the recording and is kept as `error`, which the demo
+reports with a non-zero exit.
 """
 
 from __future__ import annotations
 
+import os
 import queue
+import struct
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import yaml
 from ament_index_python.packages import get_package_share_directory
 from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.node import Node
@@ -34,6 +45,10 @@ RECORDED_TOPICS: dict[str, tuple[type, Any]] = {
     "/skill_results": (SkillReport, EVENTS_QOS),
 }
 STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
+#: Longest time a received message stays only in memory, seconds (what kill -9 can lose).
+FLUSH_S = 0.5
+_TICK = ("", 0, b"")  # a queue timeout: time to look whether a flush is due
+MCAP_MAGIC = b"\x89MCAP0\r\n"
 
 
 def type_name(cls: type) -> str:
@@ -102,18 +117,61 @@ class BagRecorder(Node):
                 topic: writer.add_connection(topic, type_name(cls), typestore=typestore)
                 for topic, (cls, _) in RECORDED_TOPICS.items()
             }
+            self._flush(writer)
         except Exception as exc:  # reported by the constructor
             self._error = exc
             self._opened.set()
             return
         self._opened.set()
+        flushed, dirty = time.monotonic(), False
         try:
-            while (item := self._queue.get()) is not None:
-                topic, stamp, data = item
-                writer.write(connections[topic], stamp, data)
-                self.counts[topic] += 1
+            while True:
+                try:
+                    item = self._queue.get(timeout=FLUSH_S)
+                except queue.Empty:
+                    item = _TICK
+                if item is None:
+                    break
+                if self._error is not None:
+                    continue  # recording stopped at the failure; later messages are dropped, not queued up
+                try:
+                    if item is not _TICK:
+                        topic, stamp, data = item
+                        writer.write(connections[topic], stamp, data)
+                        self.counts[topic] += 1
+                        dirty = True
+                    if dirty and time.monotonic() - flushed >= FLUSH_S:
+                        self._flush(writer)
+                        flushed, dirty = time.monotonic(), False
+                except Exception as exc:  # a full disk, most likely: stop recording and say so
+                    self._fail(exc)
         finally:
-            writer.close()
+            try:
+                writer.close()
+            except Exception as exc:
+                self._fail(exc)
+
+    def _fail(self, exc: BaseException) -> None:
+        if self._error is None:
+            self._error = exc
+            self.get_logger().error(f"recording to {self.path} stopped: {exc}")
+
+    def _flush(self, writer: Writer) -> None:
+        """Put everything received so far on disk, then a metadata.yaml that describes it."""
+        storage: Any = writer.storage
+        if plugin_is_mcap(writer):
+            if storage.chunk.bio.tell():
+                storage.close_chunk()
+            storage.bio.flush()
+            os.fsync(storage.bio.fileno())
+        else:
+            storage.conn.commit()
+        write_metadata(writer)
+
+    @property
+    def error(self) -> BaseException | None:
+        """Why the recording stopped early (the bag holds what was flushed before), or None."""
+        return self._error
 
     def close(self) -> Path:
         if self._thread.is_alive():
@@ -124,6 +182,91 @@ class BagRecorder(Node):
     def destroy_node(self) -> None:
         self.close()
         super().destroy_node()
+
+
+def plugin_is_mcap(writer: Writer) -> bool:
+    return bool(writer.storage_plugin == StoragePlugin.MCAP)
+
+
+def write_metadata(writer: Writer) -> None:
+    """metadata.yaml for what has been flushed (rosbag2 format 9), replaced atomically: a reader can open the bag
+    even if the recorder never gets to close it. A clean close writes the final one."""
+    storage: Any = writer.storage
+    start = writer.min_timestamp if writer.counts and any(writer.counts.values()) else 0
+    duration = max(0, writer.max_timestamp - writer.min_timestamp) if start else 0
+    count = sum(writer.counts.values())
+    name = Path(storage.path).name
+    info = {
+        "version": writer.version,
+        "storage_identifier": "mcap" if plugin_is_mcap(writer) else "sqlite3",
+        "relative_file_paths": [name],
+        "duration": {"nanoseconds": duration},
+        "starting_time": {"nanoseconds_since_epoch": start},
+        "message_count": count,
+        "topics_with_message_count": [
+            {
+                "topic_metadata": {
+                    "name": c.topic,
+                    "type": c.msgtype,
+                    "serialization_format": "cdr",
+                    "offered_qos_profiles": [],
+                    "type_description_hash": c.digest,
+                },
+                "message_count": writer.counts[c.id],
+            }
+            for c in writer.connections
+        ],
+        "compression_format": "",
+        "compression_mode": "",
+        "files": [
+            {
+                "path": name,
+                "starting_time": {"nanoseconds_since_epoch": start},
+                "duration": {"nanoseconds": duration},
+                "message_count": count,
+            }
+        ],
+        "custom_data": None,
+        "ros_distro": "rosbags",
+    }
+    path = writer.path / "metadata.yaml"
+    tmp = path.with_suffix(".yaml.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        yaml.safe_dump({"rosbag2_bagfile_information": info}, fh, default_flow_style=False)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def recover_bag(path: str | Path) -> str:
+    """Make the bag of a recorder that died readable; says what it did. An MCAP file cut off by the crash is
+    truncated after its last whole record and given the data-end and footer records a clean close writes (no
+    summary: readers then scan it); a closed bag or a sqlite3 bag (committed rows are readable) is left as it is."""
+    path = Path(path)
+    files = sorted(path.glob("*.mcap"))
+    if not files:
+        return f"{path}: nothing to recover (no MCAP file)"
+    mcap = files[0]
+    data = mcap.read_bytes()
+    if data.endswith(MCAP_MAGIC) and len(data) > 2 * len(MCAP_MAGIC):
+        return f"{mcap}: closed cleanly, nothing to recover"
+    if not data.startswith(MCAP_MAGIC):
+        raise ValueError(f"{mcap} is not an MCAP file (no magic)")
+    end = len(MCAP_MAGIC)
+    while end + 9 <= len(data):  # records: opcode (1 byte), length (uint64), body
+        (length,) = struct.unpack_from("<Q", data, end + 1)
+        if end + 9 + length > len(data):
+            break
+        end += 9 + length
+    with mcap.open("r+b") as fh:
+        fh.truncate(end)
+        fh.seek(end)
+        fh.write(b"\x0f" + struct.pack("<Q", 4) + struct.pack("<I", 0))  # DataEnd, no CRC
+        fh.write(b"\x02" + struct.pack("<Q", 20) + struct.pack("<QQI", 0, 0, 0))  # Footer: no summary
+        fh.write(MCAP_MAGIC)
+        fh.flush()
+        os.fsync(fh.fileno())
+    return f"{mcap}: recovered {end} of {len(data)} bytes"
 
 
 def read_messages(path: str | Path) -> Iterator[tuple[str, int, Any]]:

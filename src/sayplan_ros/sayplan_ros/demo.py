@@ -195,6 +195,9 @@ def run(args: argparse.Namespace, context: Context) -> int:
         print(f"bag: {bag} ({counts})")
         print(f"LLM transcripts: {transcripts}")
         print(f"run folder: {run_dir}")
+        if recorder.error is not None:  # the run is not what the bag says: a disk that filled up, most likely
+            print(f"sayplan_demo: the bag is incomplete: recording stopped: {recorder.error}", file=sys.stderr)
+            return EXIT_RECORDING_FAILED
         return 0 if result.success and goal_met else 1
     finally:
         executor.shutdown(timeout_sec=2.0)
@@ -249,6 +252,10 @@ def _execute(instruction: str, operator: Node, spinner: _Spinner, timeout: float
     if not handle.accepted:
         raise RuntimeError("execute_task rejected the goal")
     return spinner.wait(handle.get_result_async(), "task result", timeout).result
+
+
+#: Exit code of a run whose bag could not be written whole (the task's own outcome is printed above it).
+EXIT_RECORDING_FAILED = 4
 
 
 def main(argv: list[str] | None = None) -> None:
