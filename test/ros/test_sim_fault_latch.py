@@ -21,7 +21,7 @@ pytest.importorskip(
 )
 
 from fakes.ros_robot import FakeNav2, Leg
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, Phase, event, given, settings
 from hypothesis import strategies as st
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
@@ -81,7 +81,7 @@ class Operator:
         node = ros.node(f"operator_{sim.get_namespace().strip('/')}")
         self.skills = ActionClient(node, ExecuteSkill, f"{sim.get_namespace()}/execute_skill")
         self.clear = node.create_client(Trigger, sim.clear_fault_service)
-        assert self.skills.wait_for_server(timeout_sec=10.0)
+        assert self.skills.wait_for_server(timeout_sec=20.0)
 
     def run(self, skill: str, target: str) -> Any:
         sent = self.skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
@@ -102,6 +102,7 @@ class Operator:
     max_examples=20,
     deadline=None,
     derandomize=True,
+    phases=[Phase.explicit, Phase.reuse, Phase.generate],  # no shrinking: each example costs DDS round trips
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 def test_nothing_moves_while_a_fault_is_latched(
@@ -116,7 +117,7 @@ def test_nothing_moves_while_a_fault_is_latched(
         "navigation_backend": "nav2",
         "nav2_action": NAV2_ACTION,
         "skill_delay_s": 0.0,
-        "server_wait_s": 2.0,
+        "server_wait_s": 10.0,  # a goal Nav2 accepts after this would reach it during a later step: not this test
         "failures": injected,
     }
     sim = ros.add(
