@@ -15,9 +15,13 @@ pytest.importorskip(
     "nav2_msgs", reason="nav2_msgs is not importable: build the test overlay (scripts/build_test_overlay.sh)"
 )
 
+import threading
+import time
+
 from action_msgs.msg import GoalStatus
 from ament_index_python.packages import get_package_share_directory
-from fakes.ros_robot import FakeNav2, Leg
+from fakes.ros_robot import FakeNav2, Leg, _sleep
+from nav2_msgs.action import NavigateToPose
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from transcripts import GOAL, GOOD_PLAN, INSTRUCTION, say, write_transcript
@@ -207,16 +211,21 @@ def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
     assert "latched" in outcome.error_msg and sim.clear_fault_service in outcome.error_msg
     nav2.destroy_node()
     ros._nodes.remove(nav2)
+    ros.wait_for(lambda: not sim._nav.server_ready(), what="the navigator to be gone")
     _, outcome = run(ros, "goto", "pose8")  # latched: refused before anything is asked of the navigator
     assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and "rejected" in outcome.error_msg
+    refused = ros.clear_fault(sim)  # the check looks for the navigator, and says it is missing
+    assert not refused.success and "still latched: robot_fault during goto(pose8)" in refused.message
+    assert "no Nav2 NavigateToPose action server on 'navigate_to_pose'" in refused.message, refused.message
+    _, outcome = run(ros, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED
+    nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
     cleared = ros.clear_fault(sim)
     assert cleared.success and "robot_fault during goto(pose8)" in cleared.message, cleared.message
-    _, outcome = run(ros, "goto", "pose8")
-    assert (
-        SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
-        and "no Nav2 NavigateToPose action server" in outcome.error_msg
-    )
-    assert sim.world.state.location == "pose7"
+    assert "Nav2's navigator answers on 'navigate_to_pose'" in cleared.message
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    assert sim.world.state.location == "pose8" and len(nav2.goals) == 1
 
 
 def test_robot_sim_navigates_through_nav2_in_the_whole_stack(ros: Any, tmp_path: Path) -> None:
@@ -249,3 +258,146 @@ def test_robot_sim_navigates_through_nav2_in_the_whole_stack(ros: Any, tmp_path:
     assert [(x, y) for _f, x, y, _yaw, _t in nav2.goals] == expected
     graph = next(n for n in nodes if n.get_name() == "scene_graph_server").graph
     assert check_goals(graph, [GOAL]).success
+
+
+# ----------------------------------------------------------------------------- deadlines, stops and node death (issue 23)
+class StuckNav2(FakeNav2):
+    """A navigator whose behaviour tree hangs in a tick. bt_navigator accepts every cancel of an active goal
+    (nav2_util/simple_action_server.hpp, branch jazzy: handle_cancel returns ACCEPT) but only looks at it between
+    tree ticks (nav2_behavior_tree bt_action_server_impl.hpp: the is_canceling check passed to BehaviorTreeEngine::run),
+    so a tick that never returns never ends the goal. Here the tick returns when the test sets `release`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.release = threading.Event()
+        self.cancel_seen = threading.Event()
+
+    async def _execute(self, handle: Any) -> Any:
+        goal = handle.request
+        self.goals.append((goal.pose.header.frame_id, goal.pose.pose.position.x, goal.pose.pose.position.y, 0.0, ""))
+        while not self.release.is_set():
+            if handle.is_cancel_requested:
+                self.cancel_seen.set()
+            await _sleep(self, 0.02, self._group)
+        if handle.is_cancel_requested:
+            self.canceled += 1
+            handle.canceled()
+        else:
+            handle.succeed()
+        return NavigateToPose.Result()
+
+
+def test_a_leg_past_its_deadline_is_canceled_and_times_out(ros: Any) -> None:
+    """nav2_leg_timeout_s bounds the leg itself: Nav2 is asked to cancel, confirms, and the step ends TIMEOUT (the
+    base stopped: nothing latched); the world is unchanged and the next goto drives."""
+    sim, nav2 = start_sim(ros, nav2_leg_timeout_s=1.0)
+    nav2.script(Leg("hold"))
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.TIMEOUT
+    assert "took longer than 1 s (nav2_leg_timeout_s); Nav2 canceled the leg" in outcome.error_msg
+    assert nav2.canceled == 1 and sim.world.state.location == "pose7" and sim.fault_latch.fault is None
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_a_cancel_nav2_never_confirms_is_a_latched_fault(ros: Any) -> None:
+    """The leg's deadline passes, the cancel is accepted but the goal never ends: after nav2_cancel_timeout_s the
+    skill ends robot_fault and is latched; clear_fault refuses while that goal may still drive the base, and clears
+    once Nav2 ended it."""
+    nav2 = ros.add(StuckNav2(start=(30.0, 0.0), context=ros.context))
+    values = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "nav2_leg_timeout_s": 1.0,
+              "nav2_cancel_timeout_s": 0.5}  # fmt: skip
+    sim = ros.add(
+        SimSkillServer(context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+    )
+    status, outcome = run(ros, "goto", "pose8")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
+    assert "Nav2 did not confirm the cancel within 0.5 s (nav2_cancel_timeout_s)" in outcome.error_msg
+    assert "latched" in outcome.error_msg and nav2.cancel_seen.is_set()
+    _, outcome = run(ros, "goto", "pose9")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(nav2.goals) == 1
+    refused = ros.clear_fault(sim)
+    assert not refused.success and "may still be driving the base" in refused.message, refused.message
+    nav2.release.set()
+    ros.wait_for(lambda: nav2.canceled == 1, what="the stuck goal to end")
+    ros.wait_for(lambda: not sim._nav.moving, what="the client to hear the goal ended")
+    cleared = ros.clear_fault(sim)
+    assert cleared.success, cleared.message
+    assert sim.world.state.location == "pose7"
+
+
+def test_a_cancel_during_a_skill_that_nav2_never_confirms_is_latched(ros: Any) -> None:
+    """The operator cancels the skill mid-leg and Nav2 never ends the goal: the skill ends CANCELED (the base's
+    contract), but the unconfirmed stop is latched all the same."""
+    nav2 = ros.add(StuckNav2(start=(30.0, 0.0), context=ros.context))
+    values = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "nav2_cancel_timeout_s": 0.3}
+    sim = ros.add(
+        SimSkillServer(context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
+    )
+    status, _ = run(ros, "goto", "pose8", cancel_when=lambda: bool(nav2.goals))
+    assert status == GoalStatus.STATUS_CANCELED
+    fault = sim.fault_latch.fault
+    assert fault is not None and fault.code is SkillCode.ROBOT_FAULT and "did not confirm the cancel" in fault.cause
+    _, outcome = run(ros, "goto", "pose9")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(nav2.goals) == 1
+    nav2.release.set()
+
+
+def client_and_leg(ros: Any, nav2: Any) -> tuple[Any, Any]:
+    """A Nav2Client on a node of its own with one leg under way (held by the navigator)."""
+    from sayplan_ros.navigation.action_call import sleep
+    from sayplan_ros.navigation.nav2_client import Nav2Client
+
+    node = ros.node(f"nav2_user_{len(ros._nodes)}")
+    client = Nav2Client(node, "navigate_to_pose", "map")
+    task = ros.executor.create_task(
+        client.drive((35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+    )
+    ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
+    return client, task
+
+
+def test_stop_and_wait_cancels_the_leg_and_waits_for_nav2(ros: Any) -> None:
+    """Nav2Client.stop_and_wait, from a plain thread (this one) while the executor spins: True once Nav2 ended the
+    goal; True at once when nothing runs; False (bounded) when Nav2 never ends it."""
+    nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
+    nav2.script(Leg("hold"))
+    client, task = client_and_leg(ros, nav2)
+    assert client.moving
+    assert client.stop_and_wait(3.0) and nav2.canceled == 1 and not client.moving
+    ros.wait_for(task.done, what="the leg")
+    assert task.result().code is SkillCode.CANCELED
+    assert client.stop_and_wait(0.1)  # nothing runs any more
+
+    stuck = ros.add(StuckNav2(action="stuck_navigate_to_pose", context=ros.context))
+    from sayplan_ros.navigation.action_call import sleep
+    from sayplan_ros.navigation.nav2_client import Nav2Client
+
+    node = ros.node("stuck_user")
+    stuck_client = Nav2Client(node, "stuck_navigate_to_pose", "map")
+    leg = ros.executor.create_task(
+        stuck_client.drive(
+            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, cancel_timeout_s=30.0
+        )
+    )
+    ros.wait_for(lambda: bool(stuck.goals), what="the stuck leg to start")
+    started = time.monotonic()
+    assert not stuck_client.stop_and_wait(0.5)
+    assert time.monotonic() - started >= 0.5 and stuck.cancel_seen.wait(5.0) and stuck_client.moving
+    stuck.release.set()
+    ros.wait_for(leg.done, what="the stuck leg")
+    assert not stuck_client.moving
+
+
+def test_a_destroyed_client_cancels_its_leg(ros: Any) -> None:
+    """The node goes without a signal (destroyed mid-leg): the cancel is still sent, without waiting on DDS."""
+    sim, nav2 = start_sim(ros)
+    nav2.script(Leg("hold"))
+    client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+    ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
+    ros._nodes.remove(sim)
+    ros.executor.remove_node(sim)
+    sim.destroy_node()
+    ros.wait_for(lambda: nav2.canceled == 1, timeout=5.0, what="the navigator to see the cancel")

@@ -261,6 +261,24 @@ SERVER_WAIT_S = Setting(
     0.1,
     600.0,
 )
+NAV2_LEG_TIMEOUT_S = Setting(
+    "nav2_leg_timeout_s",
+    100.0,
+    "longest one NavigateToPose leg may take; then it is canceled and the skill ends timeout (keep it under the "
+    "executor's skill_timeout_s), seconds",
+    PER_GOAL,
+    1.0,
+    3600.0,
+)
+NAV2_CANCEL_TIMEOUT_S = Setting(
+    "nav2_cancel_timeout_s",
+    2.0,
+    "how long Nav2 may take to confirm a cancel; after that the skill ends a latched robot_fault (the base may still "
+    "move), seconds",
+    PER_GOAL,
+    0.1,
+    60.0,
+)
 
 SIM_SKILL_SERVER_SETTINGS = Settings(
     "sim_skill_server",
@@ -273,7 +291,7 @@ SIM_SKILL_SERVER_SETTINGS = Settings(
         Setting("skills", "", "comma-separated skills the simulated robot has (empty: every skill of the action set)"),
         Setting("result_timeout_s", 10.0, "how long a finished skill's result is kept for its client, seconds", minimum=0.1, maximum=3600.0),
         Setting("navigation_backend", "sim", "sim: gotos only change the simulated world; nav2: each goto first drives the leg through Nav2", choices=("sim", "nav2")),
-        SITE_FILE, NAV2_ACTION, NAV2_BEHAVIOR_TREE, SERVER_WAIT_S,
+        SITE_FILE, NAV2_ACTION, NAV2_BEHAVIOR_TREE, SERVER_WAIT_S, NAV2_LEG_TIMEOUT_S, NAV2_CANCEL_TIMEOUT_S,
     ],
 )  # fmt: skip
 
@@ -289,7 +307,7 @@ FRANKA_OMRON_SKILL_SERVER_SETTINGS = Settings(
         Setting("arcl_port", 7171, "ARCL TCP port", minimum=1, maximum=65535),
         Setting("arcl_password_env", "SAYPLAN_ARCL_PASSWORD", "environment variable holding the ARCL password (never logged)"),
         Setting("arcl_timeout_s", 10.0, "how long to wait for the base to connect, log in or answer a query, seconds", minimum=0.1, maximum=600.0),
-        NAV2_ACTION, NAV2_BEHAVIOR_TREE,
+        NAV2_ACTION, NAV2_BEHAVIOR_TREE, NAV2_LEG_TIMEOUT_S, NAV2_CANCEL_TIMEOUT_S,
         Setting("arm_action", "/fr3_arm_controller/follow_joint_trajectory", "FollowJointTrajectory action of the arm's trajectory controller"),
         Setting("gripper_grasp_action", "/franka_gripper/grasp", "franka_gripper Grasp action"),
         Setting("gripper_move_action", "/franka_gripper/move", "franka_gripper Move action"),

@@ -8,6 +8,12 @@ first checked against the simulated world (a goto the world refuses, or one with
 injected failure, ends there and the base never moves), then drives the leg through Nav2
 (to the node's site-file pose or graph position), and only then changes the simulated
 world; a failed leg leaves the world as it was.
+
+Faults are latched by the skill server base (a robot-fault result, injected or from Nav2).
+`check_robot` (the operator's clear_fault) has only Nav2 to look at: its navigator must be
+there and no goal of ours may still be under way; it never moves anything. On SIGINT or
+SIGTERM `stop_motion` cancels the running Nav2 goal and waits for Nav2 to confirm; a node
+destroyed without a signal still sends that cancel, without waiting.
 """
 
 from __future__ import annotations
@@ -24,9 +30,11 @@ from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import GraphError
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.binding import SiteBinding
+from sayplan_core.robots.fault_latch import Check
 from sayplan_core.robots.navigation import TargetError, base_target, pose_of
 from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.navigation.action_call import DISCOVERY_POLL_S, sleep
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
@@ -92,6 +100,10 @@ class SimSkillServer(SkillServer):
                 pose, step.target, wait, context.sleep, context.feedback, context.cancel_requested
             )
             if not leg.ok:
+                if leg.code.latches and context.cancel_requested():
+                    # the base reports a canceled goal as CANCELED, which does not latch; a stop Nav2 never
+                    # confirmed must still hold the robot until an operator looked
+                    self.fault_latch.latch(leg.code, leg.message, str(step))
                 return SkillResult(False, leg.code, leg.message)
         for phase in range(_PHASES):
             if context.cancel_requested():
@@ -111,6 +123,44 @@ class SimSkillServer(SkillServer):
     def on_cancel(self) -> None:
         if self._nav is not None:
             self._nav.cancel()
+
+    async def check_robot(self) -> Check:
+        """The simulated world has nothing to re-check; with Nav2, its navigator must answer (waited for up to
+        server_wait_s) and no NavigateToPose goal of ours may still be under way. Nothing is moved."""
+        if self._nav is None:
+            return Check(True, "the simulated robot has nothing to check (navigation_backend sim)")
+        if self._nav.moving:
+            return Check(
+                False,
+                f"a NavigateToPose goal on '{self._nav.action_name}' whose end Nav2 never confirmed may still be "
+                "driving the base: stop it on the navigator (or the robot), then clear again",
+            )
+        wait = float(self.get_parameter("server_wait_s").value)
+        waited = 0.0
+        while not self._nav.server_ready():
+            if waited >= wait:
+                return Check(False, f"no Nav2 NavigateToPose action server on '{self._nav.action_name}' ({wait:g} s)")
+            await sleep(self, DISCOVERY_POLL_S, self._group)
+            waited += DISCOVERY_POLL_S
+        return Check(True, f"Nav2's navigator answers on '{self._nav.action_name}'; no goal of ours is under way")
+
+    def stop_motion(self, timeout_s: float) -> bool:
+        """Shutdown (a plain thread, executor spinning): cancel the running Nav2 goal and wait for Nav2 to end it."""
+        if self._nav is None:
+            return True
+        stopped = bool(self._nav.stop_and_wait(timeout_s))
+        if not stopped:
+            self.get_logger().error(
+                f"Nav2 did not confirm the cancel of the running NavigateToPose goal within {timeout_s:.1f} s: "
+                "the base may still be driving; stop it on the navigator"
+            )
+        return stopped
+
+    def destroy_node(self) -> None:
+        if self._nav is not None:
+            self._nav.destroy()  # a goal still under way is canceled (not awaited) before the node goes
+            self._nav = None
+        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -1,24 +1,29 @@
-"""Nav2's NavigateToPose (ROS 2 Jazzy) in SayPlan's terms: which map pose a node is, and what a result means.
+"""Nav2's NavigateToPose (ROS 2 Jazzy wire type; Kilted's result codes too) in SayPlan's terms: which map pose a
+node is, and what a result means.
 
 Any robot whose base runs Nav2 navigates through this: the path planner (Dijkstra or A*
 over the room/pose layer) has already split a plan into goto hops between adjacent
 nodes, and each hop becomes one NavigateToPose goal to the node's pose (its site-file
 entry, else its position in the scene graph).
 
-How Jazzy's bt_navigator ends a goal (nav2_behavior_tree bt_action_server_impl.hpp,
-branch jazzy, 1.3.x): SUCCEEDED with error_code 0; ABORTED when the behaviour tree
-fails, with error_code set to the lowest non-zero error code any tree node reported
-(FollowPath 1xx, ComputePathToPose 2xx, ComputePathThroughPoses 3xx, route server 4xx,
-SmoothPath 5xx, waypoint followers 6xx, Spin/BackUp/DriveOnHeading/AssistedTeleop 7xx,
-docking 9xx), or 0 when none did; CANCELED after a cancel. bt_navigator only reads the
-codes named in its `error_code_names` parameter, whose Jazzy default is
-`compute_path_error_code` and `follow_path_error_code`: a failure of any other server
-(smoother, recoveries, ...) aborts with 0 unless its name is added there. 0 also comes
-from faults outside planning (a goal pose it could not transform, a behaviour tree that
-failed to load), so an abort with 0 is a robot fault, not a place the planner can
-avoid. Jazzy's result declares only NONE=0 itself and Humble's has no error_code at
-all; these codes are the constants of the Jazzy action files of the nodes that report
-them. A result's error_msg is kept when the server fills it.
+How bt_navigator ends a goal (nav2_behavior_tree bt_action_server_impl.hpp): SUCCEEDED
+with error_code 0; ABORTED when the behaviour tree fails, with error_code set to the
+lowest non-zero code a tree node reported, or 0 when none did; CANCELED after a cancel.
+Which tree nodes it listens to differs: Jazzy (1.3.x) reads the blackboard entries named
+in `error_code_names` (default: compute_path_error_code, follow_path_error_code), so a
+failure of any other server aborts with 0; Kilted (1.4.x) reads every entry whose name
+starts with one of `error_code_name_prefixes` (default: assisted_teleop, backup,
+compute_path, dock_robot, drive_on_heading, follow_path, nav_thru_poses, nav_to_pose,
+spin, undock_robot, wait) and adds the navigator's own codes (NavigateToPose 9000-9003:
+unknown, behaviour tree failed to load, TF error, timeout), which Jazzy reports as 0.
+
+The table below holds every error constant of every nav2_msgs action on the jazzy and
+kilted branches (test/core/test_nav2_codes.py pins it to them), because a behaviour tree
+may report any server's code. A code it does not hold (a newer Nav2, a custom plugin)
+is a robot fault, as an abort with 0 is: SayPlan cannot tell what stopped the base, so a
+person must look before it moves again (the skill server latches robot faults). The same
+goes for each server's UNKNOWN. Only a failure that says the world is in the way (no
+path, goal occupied, blocked, no progress) lets the planner replan.
 """
 
 from __future__ import annotations
@@ -28,74 +33,101 @@ import math
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.primitives import Outcome
 
-#: Jazzy error codes a NavigateToPose result can carry: code -> (upstream name, what SayPlan makes of it).
-#: The world is in the way (replan): no path, goal occupied, controller blocked. The robot is at fault (a
-#: person must act): transforms, plugins, localisation.
+_FAULT = SkillCode.ROBOT_FAULT
+
+#: Every nav2_msgs error code (jazzy 1.3.13 and kilted 1.4.x): code -> (upstream name, what SayPlan makes of it).
+#: Where two actions give one value different names, both are named ("A.X or B.Y") and it is a robot fault.
 NAV2_ERROR_CODES: dict[int, tuple[str, SkillCode]] = {
     # FollowPath (controller server)
-    100: ("FollowPath.UNKNOWN", SkillCode.SKILL_FAILED),
-    101: ("FollowPath.INVALID_CONTROLLER", SkillCode.ROBOT_FAULT),
-    102: ("FollowPath.TF_ERROR", SkillCode.ROBOT_FAULT),
+    100: ("FollowPath.UNKNOWN", _FAULT),
+    101: ("FollowPath.INVALID_CONTROLLER", _FAULT),
+    102: ("FollowPath.TF_ERROR", _FAULT),
     103: ("FollowPath.INVALID_PATH", SkillCode.UNREACHABLE),
     104: ("FollowPath.PATIENCE_EXCEEDED", SkillCode.BLOCKED),
     105: ("FollowPath.FAILED_TO_MAKE_PROGRESS", SkillCode.BLOCKED),
     106: ("FollowPath.NO_VALID_CONTROL", SkillCode.BLOCKED),
     107: ("FollowPath.CONTROLLER_TIMED_OUT", SkillCode.BLOCKED),
     # ComputePathToPose (planner server)
-    200: ("ComputePathToPose.UNKNOWN", SkillCode.SKILL_FAILED),
-    201: ("ComputePathToPose.INVALID_PLANNER", SkillCode.ROBOT_FAULT),
-    202: ("ComputePathToPose.TF_ERROR", SkillCode.ROBOT_FAULT),
-    203: ("ComputePathToPose.START_OUTSIDE_MAP", SkillCode.ROBOT_FAULT),
+    200: ("ComputePathToPose.UNKNOWN", _FAULT),
+    201: ("ComputePathToPose.INVALID_PLANNER", _FAULT),
+    202: ("ComputePathToPose.TF_ERROR", _FAULT),
+    203: ("ComputePathToPose.START_OUTSIDE_MAP", _FAULT),
     204: ("ComputePathToPose.GOAL_OUTSIDE_MAP", SkillCode.UNREACHABLE),
     205: ("ComputePathToPose.START_OCCUPIED", SkillCode.BLOCKED),
     206: ("ComputePathToPose.GOAL_OCCUPIED", SkillCode.UNREACHABLE),
     207: ("ComputePathToPose.TIMEOUT", SkillCode.UNREACHABLE),
     208: ("ComputePathToPose.NO_VALID_PATH", SkillCode.UNREACHABLE),
     # ComputePathThroughPoses
-    300: ("ComputePathThroughPoses.UNKNOWN", SkillCode.SKILL_FAILED),
-    301: ("ComputePathThroughPoses.INVALID_PLANNER", SkillCode.ROBOT_FAULT),
-    302: ("ComputePathThroughPoses.TF_ERROR", SkillCode.ROBOT_FAULT),
-    303: ("ComputePathThroughPoses.START_OUTSIDE_MAP", SkillCode.ROBOT_FAULT),
+    300: ("ComputePathThroughPoses.UNKNOWN", _FAULT),
+    301: ("ComputePathThroughPoses.INVALID_PLANNER", _FAULT),
+    302: ("ComputePathThroughPoses.TF_ERROR", _FAULT),
+    303: ("ComputePathThroughPoses.START_OUTSIDE_MAP", _FAULT),
     304: ("ComputePathThroughPoses.GOAL_OUTSIDE_MAP", SkillCode.UNREACHABLE),
     305: ("ComputePathThroughPoses.START_OCCUPIED", SkillCode.BLOCKED),
     306: ("ComputePathThroughPoses.GOAL_OCCUPIED", SkillCode.UNREACHABLE),
     307: ("ComputePathThroughPoses.TIMEOUT", SkillCode.UNREACHABLE),
     308: ("ComputePathThroughPoses.NO_VALID_PATH", SkillCode.UNREACHABLE),
     309: ("ComputePathThroughPoses.NO_VIAPOINTS_GIVEN", SkillCode.SKILL_FAILED),
-    # ComputeRoute / ComputeAndTrackRoute (route server)
-    400: ("ComputeRoute.UNKNOWN", SkillCode.SKILL_FAILED),
-    401: ("ComputeRoute.TF_ERROR", SkillCode.ROBOT_FAULT),
-    402: ("ComputeRoute.NO_VALID_GRAPH", SkillCode.ROBOT_FAULT),
+    # ComputeRoute / ComputeAndTrackRoute (route server; both use these values and names)
+    400: ("ComputeRoute.UNKNOWN", _FAULT),
+    401: ("ComputeRoute.TF_ERROR", _FAULT),
+    402: ("ComputeRoute.NO_VALID_GRAPH", _FAULT),
     403: ("ComputeRoute.INDETERMINANT_NODES_ON_GRAPH", SkillCode.UNREACHABLE),
     404: ("ComputeRoute.TIMEOUT", SkillCode.UNREACHABLE),
     405: ("ComputeRoute.NO_VALID_ROUTE", SkillCode.UNREACHABLE),
     406: ("ComputeAndTrackRoute.OPERATION_FAILED", SkillCode.SKILL_FAILED),
-    407: ("ComputeRoute.INVALID_EDGE_SCORER_USE", SkillCode.ROBOT_FAULT),
+    407: ("ComputeRoute.INVALID_EDGE_SCORER_USE", _FAULT),
     # SmoothPath (smoother server)
-    500: ("SmoothPath.UNKNOWN", SkillCode.SKILL_FAILED),
-    501: ("SmoothPath.INVALID_SMOOTHER", SkillCode.ROBOT_FAULT),
+    500: ("SmoothPath.UNKNOWN", _FAULT),
+    501: ("SmoothPath.INVALID_SMOOTHER", _FAULT),
     502: ("SmoothPath.TIMEOUT", SkillCode.UNREACHABLE),
     503: ("SmoothPath.SMOOTHED_PATH_IN_COLLISION", SkillCode.BLOCKED),
     504: ("SmoothPath.FAILED_TO_SMOOTH_PATH", SkillCode.UNREACHABLE),
     505: ("SmoothPath.INVALID_PATH", SkillCode.UNREACHABLE),
-    # recovery behaviours (behavior server)
-    700: ("Spin.UNKNOWN", SkillCode.SKILL_FAILED),
+    # FollowWaypoints / FollowGPSWaypoints (waypoint follower; 602 and 603 are Kilted's)
+    600: ("FollowWaypoints.UNKNOWN", _FAULT),
+    601: ("FollowWaypoints.TASK_EXECUTOR_FAILED", _FAULT),
+    602: ("FollowWaypoints.NO_VALID_WAYPOINTS or FollowGPSWaypoints.NO_WAYPOINTS_GIVEN", _FAULT),
+    603: ("FollowWaypoints.STOP_ON_MISSED_WAYPOINT", SkillCode.UNREACHABLE),
+    # behaviours (behavior server; Wait's codes are Kilted's)
+    700: ("Spin.UNKNOWN", _FAULT),
     701: ("Spin.TIMEOUT", SkillCode.BLOCKED),
-    702: ("Spin.TF_ERROR", SkillCode.ROBOT_FAULT),
+    702: ("Spin.TF_ERROR", _FAULT),
     703: ("Spin.COLLISION_AHEAD", SkillCode.BLOCKED),
-    710: ("BackUp.UNKNOWN", SkillCode.SKILL_FAILED),
+    710: ("BackUp.UNKNOWN", _FAULT),
     711: ("BackUp.TIMEOUT", SkillCode.BLOCKED),
-    712: ("BackUp.TF_ERROR", SkillCode.ROBOT_FAULT),
+    712: ("BackUp.TF_ERROR", _FAULT),
     713: ("BackUp.INVALID_INPUT", SkillCode.SKILL_FAILED),
     714: ("BackUp.COLLISION_AHEAD", SkillCode.BLOCKED),
-    720: ("DriveOnHeading.UNKNOWN", SkillCode.SKILL_FAILED),
+    720: ("DriveOnHeading.UNKNOWN", _FAULT),
     721: ("DriveOnHeading.TIMEOUT", SkillCode.BLOCKED),
-    722: ("DriveOnHeading.TF_ERROR", SkillCode.ROBOT_FAULT),
+    722: ("DriveOnHeading.TF_ERROR", _FAULT),
     723: ("DriveOnHeading.COLLISION_AHEAD", SkillCode.BLOCKED),
     724: ("DriveOnHeading.INVALID_INPUT", SkillCode.SKILL_FAILED),
-    730: ("AssistedTeleop.UNKNOWN", SkillCode.SKILL_FAILED),
+    730: ("AssistedTeleop.UNKNOWN", _FAULT),
     731: ("AssistedTeleop.TIMEOUT", SkillCode.BLOCKED),
-    732: ("AssistedTeleop.TF_ERROR", SkillCode.ROBOT_FAULT),
+    732: ("AssistedTeleop.TF_ERROR", _FAULT),
+    740: ("Wait.UNKNOWN", _FAULT),
+    741: ("Wait.TIMEOUT", _FAULT),
+    # docking server (DockRobot / UndockRobot; 907 is Kilted's) and, on jazzy 1.3.13 only, opennav_following's
+    # FollowObject, which reuses 901-904 with other names: a robot fault either way
+    901: ("DockRobot.DOCK_NOT_IN_DB or FollowObject.TF_ERROR", _FAULT),
+    902: ("DockRobot.DOCK_NOT_VALID or FollowObject.FAILED_TO_DETECT_OBJECT", _FAULT),
+    903: ("DockRobot.FAILED_TO_STAGE or FollowObject.FAILED_TO_CONTROL", _FAULT),
+    904: ("DockRobot.FAILED_TO_DETECT_DOCK or FollowObject.TIMEOUT", _FAULT),
+    905: ("DockRobot.FAILED_TO_CONTROL", _FAULT),
+    906: ("DockRobot.FAILED_TO_CHARGE", _FAULT),
+    907: ("DockRobot.TIMEOUT", _FAULT),
+    999: ("DockRobot.UNKNOWN", _FAULT),
+    # the navigators themselves (Kilted; Jazzy aborts these cases with 0)
+    9000: ("NavigateToPose.UNKNOWN", _FAULT),
+    9001: ("NavigateToPose.FAILED_TO_LOAD_BEHAVIOR_TREE", _FAULT),
+    9002: ("NavigateToPose.TF_ERROR", _FAULT),
+    9003: ("NavigateToPose.TIMEOUT", _FAULT),
+    9100: ("NavigateThroughPoses.UNKNOWN", _FAULT),
+    9101: ("NavigateThroughPoses.FAILED_TO_LOAD_BEHAVIOR_TREE", _FAULT),
+    9102: ("NavigateThroughPoses.TF_ERROR", _FAULT),
+    9103: ("NavigateThroughPoses.TIMEOUT", _FAULT),
 }
 
 #: Terminal states of an action goal, as action_msgs/GoalStatus numbers them.
@@ -115,8 +147,8 @@ def error_name(error_code: int) -> str:
 def nav2_outcome(status: int, error_code: int, error_msg: str, where: str) -> Outcome:
     """What a finished NavigateToPose goal means for the skill; `where` names the target in messages.
 
-    Unknown codes fall back to their hundred's family (a newer Nav2 may add codes), and
-    codes outside every family to SKILL_FAILED: the planner may still plan around them.
+    A code outside the table is a robot fault (see the module docstring): a replan would move the base again
+    after a failure nobody understood.
     """
     if status == STATUS_SUCCEEDED:
         return Outcome(SkillCode.NONE, f"Nav2 arrived at {where}")
@@ -132,17 +164,14 @@ def nav2_outcome(status: int, error_code: int, error_msg: str, where: str) -> Ou
             "check its transforms and behaviour tree, and name every server's error code in bt_navigator's "
             "error_code_names",
         )
-    code, detail = _code_of(error_code), error_name(error_code)
-    return Outcome(code, f"Nav2 failed to reach {where} ({detail}{': ' + text if text else ''})")
-
-
-def _code_of(error_code: int) -> SkillCode:
-    if error_code in NAV2_ERROR_CODES:
-        return NAV2_ERROR_CODES[error_code][1]
-    family = (error_code // 100) * 100
-    if family in NAV2_ERROR_CODES:
-        return NAV2_ERROR_CODES[family][1]
-    return SkillCode.SKILL_FAILED
+    known = NAV2_ERROR_CODES.get(error_code)
+    if known is None:
+        return Outcome(
+            SkillCode.ROBOT_FAULT,
+            f"Nav2 failed to reach {where} with error code {error_code}, which no Nav2 release SayPlan knows "
+            f"(jazzy, kilted){': ' + text if text else ''}: check the navigator before the robot moves again",
+        )
+    return Outcome(known[1], f"Nav2 failed to reach {where} ({known[0]}{': ' + text if text else ''})")
 
 
 def _one_line(text: str, limit: int = 300) -> str:

@@ -4,7 +4,8 @@ A skill server's `run_skill` is a coroutine on the node's executor, so it must n
 block a thread: the goal is sent with `send_goal_async` and its futures are awaited;
 a one-shot timer bounds each wait. `cancel()` may come from any thread (the skill
 server's cancel callback): it cancels the goal now, or right after the server accepts
-it if the request is still in flight.
+it if the request is still in flight. `stop_and_wait()` is for a plain thread (the
+shutdown path): it cancels and waits, bounded, until the goal has ended.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ from rclpy.task import Future
 
 #: How often a missing action server is looked for while waiting for it to appear (discovery has no event).
 DISCOVERY_POLL_S = 0.05
-#: How long a server may take to confirm a cancel before the goal is given up (a crashed server never will).
+#: How long a server may take to confirm a cancel before the goal is given up (a crashed server never will), when
+#: the caller sets no deadline of its own.
 CANCEL_GRACE_S = 5.0
 #: action_msgs/GoalStatus.STATUS_CANCELED
 STATUS_CANCELED = 5
@@ -54,15 +56,28 @@ async def sleep(node: Node, seconds: float, group: Any = None) -> None:
 @dataclass(frozen=True)
 class CallResult:
     """How a goal ended: `status` is an action_msgs/GoalStatus value, `result` the action's result message.
-    `problem` is set (and status 0) when the goal never ran: no server, refused, or no answer."""
+    `problem` is set (and status 0) when the goal never ran: no server, refused, or no answer. `timed_out`: the goal
+    outlived its deadline and was canceled. `unconfirmed`: a cancel the server never confirmed (status CANCELED,
+    `problem` says so): the robot may still be moving."""
 
     status: int
     result: Any = None
     problem: str = ""
+    timed_out: bool = False
+    unconfirmed: bool = False
+
+
+#: How often a goal's wait looks at its deadlines (a timer wakes it; the result's own callback wakes it at once).
+DEADLINE_CHECK_S = 0.25
 
 
 class ActionCall:
-    """Send one goal to `client` and await its result (see the module docstring)."""
+    """Send one goal to `client` and await its result (see the module docstring).
+
+    Deadlines, each its own: `server_wait_s` for the server to appear and to accept the goal (a goal accepted after
+    that is canceled the moment its acceptance arrives), `result_timeout_s` for the goal itself (then it is canceled
+    and the result says `timed_out`), `cancel_timeout_s` for the server to confirm a cancel (its result arriving).
+    """
 
     def __init__(self, node: Node, client: ActionClient, what: str, group: Any = None) -> None:
         self._node = node
@@ -72,6 +87,9 @@ class ActionCall:
         self._lock = threading.Lock()
         self._handle: Any = None
         self._cancel = False
+        self._cancel_sent_at: float | None = None
+        #: Set once this goal cannot move the robot: never sent, refused, or its result arrived.
+        self._ended = threading.Event()
 
     async def run(
         self,
@@ -79,56 +97,116 @@ class ActionCall:
         server_wait_s: float,
         sleep: Callable[[float], Awaitable[None]],
         feedback: Callable[[Any], None] | None = None,
+        result_timeout_s: float | None = None,
+        cancel_timeout_s: float = CANCEL_GRACE_S,
     ) -> CallResult:
-        name = self._client._action_name
-        waited = 0.0
-        while not self._client.server_is_ready():
-            if waited >= server_wait_s:
-                return CallResult(0, None, f"no {self._what} action server on '{name}' after {server_wait_s:g} s")
+        sent_goal = False
+        try:
+            name = self._client._action_name
+            waited = 0.0
+            while not self._client.server_is_ready():
+                if waited >= server_wait_s:
+                    return CallResult(0, None, f"no {self._what} action server on '{name}' after {server_wait_s:g} s")
+                if self.cancel_requested:
+                    return CallResult(0, None, "canceled before the goal was sent")
+                await sleep(DISCOVERY_POLL_S)
+                waited += DISCOVERY_POLL_S
             if self.cancel_requested:
                 return CallResult(0, None, "canceled before the goal was sent")
-            await sleep(DISCOVERY_POLL_S)
-            waited += DISCOVERY_POLL_S
-        sent = self._client.send_goal_async(
-            goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
-        )
-        if not await wait_for(self._node, sent, server_wait_s, self._group):
-            return CallResult(
-                0, None, f"the {self._what} server on '{name}' did not answer the goal in {server_wait_s:g} s"
+            sent = self._client.send_goal_async(
+                goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
             )
-        handle = sent.result()
-        if handle is None or not handle.accepted:
-            return CallResult(0, None, f"the {self._what} server on '{name}' rejected the goal")
+            sent_goal = True
+            if not await wait_for(self._node, sent, server_wait_s, self._group):
+                sent.add_done_callback(self._late_answer)
+                return CallResult(
+                    0, None, f"the {self._what} server on '{name}' did not answer the goal in {server_wait_s:g} s"
+                )
+            handle = sent.result()
+            if handle is None or not handle.accepted:
+                self._ended.set()
+                return CallResult(0, None, f"the {self._what} server on '{name}' rejected the goal")
+            result = self._track(handle)
+            started = time.monotonic()
+            timed_out = False
+            while True:
+                now = time.monotonic()
+                with self._lock:
+                    cancel_sent_at = self._cancel_sent_at
+                if cancel_sent_at is not None:
+                    left = cancel_sent_at + cancel_timeout_s - now
+                    if left <= 0.0:
+                        return CallResult(
+                            STATUS_CANCELED,
+                            None,
+                            f"the {self._what} server did not confirm the cancel within {cancel_timeout_s:g} s: "
+                            "the robot may still be moving",
+                            timed_out,
+                            unconfirmed=True,
+                        )
+                elif result_timeout_s is not None and now - started >= result_timeout_s:
+                    timed_out = True
+                    self.cancel()
+                    continue
+                else:
+                    left = DEADLINE_CHECK_S if result_timeout_s is None else started + result_timeout_s - now
+                if await wait_for(self._node, result, min(left, DEADLINE_CHECK_S), self._group):
+                    break
+            wrapped = result.result()
+            if wrapped is None:
+                return CallResult(0, None, f"the {self._what} server on '{name}' returned no result")
+            return CallResult(int(wrapped.status), wrapped.result, timed_out=timed_out)
+        finally:
+            if not sent_goal:
+                self._ended.set()
+
+    def _track(self, handle: Any) -> Future:
+        """Remember an accepted goal and ask for its result; a cancel asked for before acceptance is sent now."""
+        result: Future = handle.get_result_async()
+        result.add_done_callback(lambda _f: self._ended.set())
         with self._lock:
             self._handle = handle
-            cancel_now = self._cancel
+            cancel_now = self._cancel and self._cancel_sent_at is None
+            if cancel_now:
+                self._cancel_sent_at = time.monotonic()
         if cancel_now:
             handle.cancel_goal_async()
-        result = handle.get_result_async()
-        canceled_at: float | None = None
-        while not await wait_for(self._node, result, 1.0, self._group):
-            if self.cancel_requested:
-                canceled_at = canceled_at or time.monotonic()
-                if time.monotonic() - canceled_at > CANCEL_GRACE_S:
-                    with self._lock:
-                        self._handle = None
-                    return CallResult(STATUS_CANCELED, None, f"the {self._what} server never confirmed the cancel")
-        with self._lock:
-            self._handle = None
-        wrapped = result.result()
-        if wrapped is None:
-            return CallResult(0, None, f"the {self._what} server on '{name}' returned no result")
-        return CallResult(int(wrapped.status), wrapped.result)
+        return result
+
+    def _late_answer(self, sent: Future) -> None:
+        """The server accepted after `server_wait_s`, when the skill had already given up: cancel that goal."""
+        handle = sent.result()
+        if handle is None or not handle.accepted:
+            self._ended.set()
+            return
+        self.cancel()
+        self._track(handle)
 
     @property
     def cancel_requested(self) -> bool:
         with self._lock:
             return self._cancel
 
+    @property
+    def moving(self) -> bool:
+        """Whether this goal may still move the robot: sent, and neither refused nor ended."""
+        return not self._ended.is_set()
+
     def cancel(self) -> None:
-        """Ask the server to cancel the goal (now, or as soon as it is accepted)."""
+        """Ask the server to cancel the goal (now, or as soon as it is accepted). Never waits."""
         with self._lock:
             self._cancel = True
             handle = self._handle
-        if handle is not None:
+            send = handle is not None and self._cancel_sent_at is None
+            if send:
+                self._cancel_sent_at = time.monotonic()
+        if send:
             handle.cancel_goal_async()
+
+    def stop_and_wait(self, timeout_s: float) -> bool:
+        """Cancel the goal and wait (a plain thread, never an executor callback: the executor completes the result)
+        at most `timeout_s` for it to end; True when it cannot move the robot any more."""
+        if self._ended.is_set():
+            return True
+        self.cancel()
+        return self._ended.wait(max(0.0, timeout_s))

@@ -6,10 +6,21 @@ blocking, Nav2's feedback becomes skill feedback, its error codes become SkillOu
 codes (sayplan_core.robots.nav2), and a cancel of the skill cancels the Nav2 goal.
 `nav2_msgs` is imported only when a Nav2 client is made, so a stack without Nav2 never
 needs it.
+
+Every call has its own deadline: `server_wait_s` for the navigator to appear and accept
+the goal, `nav2_leg_timeout_s` for the leg (then it is canceled: TIMEOUT), and
+`nav2_cancel_timeout_s` for Nav2 to confirm a cancel (else a robot fault, which the skill
+server latches: the base may still be moving). The two Nav2 deadlines are read from the
+node's parameters when it declares them (the shared settings), else their defaults.
+Stopping: `stop_and_wait` (shutdown, from a plain thread) cancels the running goal and
+waits for Nav2 to end it; `destroy` cancels it without waiting. A NavigateToPose goal
+has no expiry of its own: a client that dies without sending its cancel leaves the base
+driving to the goal (README, "Navigation through Nav2").
 """
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -18,9 +29,16 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.nav2 import nav2_outcome, progress, quaternion_to_yaw, yaw_to_quaternion
+from sayplan_core.robots.nav2 import (
+    STATUS_CANCELED,
+    nav2_outcome,
+    progress,
+    quaternion_to_yaw,
+    yaw_to_quaternion,
+)
 from sayplan_core.robots.navigation import Pose2D
 from sayplan_core.robots.primitives import Outcome
+from sayplan_core.settings import NAV2_CANCEL_TIMEOUT_S, NAV2_LEG_TIMEOUT_S
 from sayplan_ros.navigation.action_call import ActionCall
 
 Feedback = Callable[[str, float], None]
@@ -49,7 +67,9 @@ class Nav2Client:
         self._frame = frame
         self._behavior_tree = behavior_tree
         self._client = ActionClient(node, self._type, action_name, callback_group=group)
-        self._call: ActionCall | None = None
+        self.action_name = action_name
+        self._call: ActionCall | None = None  # the running leg's call
+        self._last: ActionCall | None = None  # the latest leg's call, kept after it returned (its goal may live on)
         self.last_pose: Pose2D | None = None
 
     async def drive(
@@ -60,10 +80,15 @@ class Nav2Client:
         sleep: Sleep,
         feedback: Feedback,
         cancel_requested: Callable[[], bool] = lambda: False,
+        leg_timeout_s: float | None = None,
+        cancel_timeout_s: float | None = None,
     ) -> Outcome:
         """One leg to `pose` (map frame of the site file); the outcome says how it ended.
         `cancel_requested` closes the gap between a cancel and this leg's start. `last_pose` is forgotten first:
-        after a leg that sent no feedback it is None (unknown), never where an earlier leg left the robot."""
+        after a leg that sent no feedback it is None (unknown), never where an earlier leg left the robot.
+        The deadlines default to the node's `nav2_leg_timeout_s` / `nav2_cancel_timeout_s` (see the module)."""
+        leg_s = leg_timeout_s if leg_timeout_s is not None else self._setting(NAV2_LEG_TIMEOUT_S.name)
+        cancel_s = cancel_timeout_s if cancel_timeout_s is not None else self._setting(NAV2_CANCEL_TIMEOUT_S.name)
         self.last_pose = None
         x, y, yaw = pose
         goal = self._type.Goal()
@@ -91,24 +116,63 @@ class Nav2Client:
             )
 
         call = ActionCall(self._node, self._client, "Nav2 NavigateToPose", self._group)
-        self._call = call
+        self._call = self._last = call
         if cancel_requested():
             call.cancel()
         try:
-            ended = await call.run(goal, server_wait_s, sleep, on_feedback)
+            ended = await call.run(goal, server_wait_s, sleep, on_feedback, leg_s, cancel_s)
         finally:
             self._call = None
+        if ended.unconfirmed:
+            return Outcome(
+                SkillCode.ROBOT_FAULT,
+                f"driving to {where}: Nav2 did not confirm the cancel within {cancel_s:g} s "
+                f"({NAV2_CANCEL_TIMEOUT_S.name}): the base may still be moving",
+            )
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
             return Outcome(code, f"driving to {where}: {ended.problem}")
+        if ended.timed_out and ended.status == STATUS_CANCELED:
+            return Outcome(
+                SkillCode.TIMEOUT,
+                f"driving to {where} took longer than {leg_s:g} s ({NAV2_LEG_TIMEOUT_S.name}); Nav2 canceled the leg",
+            )
         result = ended.result  # Humble's result has neither field: every failure then reads as code 0
         error_code, error_msg = getattr(result, "error_code", 0), getattr(result, "error_msg", "")
         return nav2_outcome(ended.status, int(error_code), str(error_msg), where)
 
+    def _setting(self, name: str) -> float:
+        if self._node.has_parameter(name):
+            return float(self._node.get_parameter(name).value)
+        return float(NAV2_LEG_TIMEOUT_S.default if name == NAV2_LEG_TIMEOUT_S.name else NAV2_CANCEL_TIMEOUT_S.default)
+
     def cancel(self) -> None:
+        """Cancel the running leg (from the skill server's cancel callback); never waits."""
         call = self._call
         if call is not None:
             call.cancel()
 
+    @property
+    def moving(self) -> bool:
+        """Whether a goal this client sent may still be driving the base (sent, and Nav2 has not ended it)."""
+        last = self._last
+        return last is not None and last.moving
+
+    def server_ready(self) -> bool:
+        return bool(self._client.server_is_ready())
+
+    def stop_and_wait(self, timeout_s: float) -> bool:
+        """Cancel the running NavigateToPose goal, if any, and wait at most `timeout_s` for Nav2 to end it (status
+        CANCELED, or the goal ended otherwise). For a plain thread while the executor spins (it completes the
+        result); never from an executor callback. True when nothing this client sent is moving the base."""
+        last = self._last
+        return last is None or last.stop_and_wait(timeout_s)
+
     def destroy(self) -> None:
+        """Cancel a goal still under way (best effort: the request is sent, its answer not awaited; DDS may be going
+        down with the node), then destroy the client."""
+        last = self._last
+        if last is not None and last.moving:
+            with contextlib.suppress(Exception):  # a context already shut down: nothing more can be sent
+                last.cancel()
         self._client.destroy()
