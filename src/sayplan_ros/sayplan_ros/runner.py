@@ -2,7 +2,8 @@
 
 Whatever goes wrong while the nodes start (a bad parameter, an unreadable file, an
 unreachable backend) ends the program with one line on stderr naming the cause and
-exit code 2; a bug says "internal error" the same way. Ctrl-C exits 0.
+exit code 2; a bug says "internal error" the same way. Ctrl-C exits 0 once the robots confirmed their stop, 3
+when one did not (the line before says so).
 
 SIGINT and SIGTERM are handled here, not by rclpy: rclpy's handler shuts the context down at once, and a node
 could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out over DDS). So the executor spins
@@ -17,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable
 from types import FrameType
 
@@ -26,6 +28,7 @@ from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
 EXIT_CONFIG = 2
+EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm its stop: someone must look at it
 EXIT_SECOND_SIGNAL = 130
 #: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
 SHUTDOWN_STOP_S = 3.0
@@ -47,12 +50,16 @@ def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     raise KeyboardInterrupt
 
 
-def stop_robots(nodes: list[Node], timeout_s: float = SHUTDOWN_STOP_S) -> None:
-    """Ask every node that drives a robot to stop it, in turn, within `timeout_s` in all (executor spinning)."""
+def stop_robots(nodes: list[Node], timeout_s: float = SHUTDOWN_STOP_S) -> bool:
+    """Ask every node that drives a robot to stop it, in turn, within `timeout_s` in all (executor spinning);
+    True when every stop was confirmed."""
+    deadline = time.monotonic() + timeout_s
+    confirmed = True
     for node in nodes:
         stop = getattr(node, "stop_for_shutdown", None)
         if callable(stop):
-            stop(timeout_s)
+            confirmed = bool(stop(max(0.1, deadline - time.monotonic()))) and confirmed
+    return confirmed
 
 
 def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str] | None = None) -> None:
@@ -67,6 +74,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     code = 0
     executor = MultiThreadedExecutor(num_threads=4)
     stop = threading.Event()
+    signaled = threading.Event()  # a signal arrived (the stop event is also set when the executor ends by itself)
     failed: list[BaseException] = []
     spinning = threading.Thread(target=_spin, args=(executor, stop, failed), name="executor", daemon=True)
     try:
@@ -74,11 +82,13 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         for node in nodes:
             executor.add_node(node)
         for sig in _SIGNALS:
-            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop))
+            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled))
         spinning.start()
         while not stop.wait(0.5):
             pass
-        stop_robots(nodes)
+        if not stop_robots(nodes):
+            print(f"{program}: a robot's stop was not confirmed before exiting: check the robot", file=sys.stderr)
+            code = EXIT_STOP_UNCONFIRMED
         if failed:
             raise failed[0]
     except (KeyboardInterrupt, ExternalShutdownException):
@@ -108,8 +118,9 @@ def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[B
         stop.set()  # the executor ended on its own (context shut down elsewhere): the program ends too
 
 
-def _on_signal(signum: int, stop: threading.Event) -> None:
-    if stop.is_set():  # a second signal while the robots stop: leave now
+def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event) -> None:
+    if signaled.is_set():  # a second signal while the robots stop: leave now
         print(f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop", file=sys.stderr)
         os._exit(EXIT_SECOND_SIGNAL)
+    signaled.set()
     stop.set()

@@ -99,11 +99,7 @@ class SimSkillServer(SkillServer):
             leg = await self._nav.drive(
                 pose, step.target, wait, context.sleep, context.feedback, context.cancel_requested
             )
-            if not leg.ok:
-                if leg.code.latches and context.cancel_requested():
-                    # the base reports a canceled goal as CANCELED, which does not latch; a stop Nav2 never
-                    # confirmed must still hold the robot until an operator looked
-                    self.fault_latch.latch(leg.code, leg.message, str(step))
+            if not leg.ok:  # a fault under a cancel (a stop Nav2 never confirmed) is latched by the base too
                 return SkillResult(False, leg.code, leg.message)
         for phase in range(_PHASES):
             if context.cancel_requested():

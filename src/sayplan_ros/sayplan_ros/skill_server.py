@@ -287,6 +287,10 @@ class SkillServer(Node):
         if context.cancel_requested():  # canceled before it started: the robot is not moved
             return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before it started")
         result = await self.run_skill(step, context)
+        if context.cancel_requested() and result.code.latches:
+            # ends CANCELED below, which does not latch; a fault under the cancel (a stop the robot never
+            # confirmed) must still hold the robot until an operator looked
+            result = self._latch(result, handle)
         if context.cancel_requested() and result.code is not SkillCode.CANCELED:
             # an accepted cancel ends CANCELED; a skill that finished anyway still reports what it changed
             note = f"{step} canceled" + (" (it had finished: the update says what it did)" if result.success else "")
