@@ -218,6 +218,7 @@ def test_after_an_estop_is_released_no_skill_powers_on_or_stands_the_robot(
         stood = stand_up(ros, server)  # the operator's explicit step
         assert stood.success and world.motors_on and world.standing, stood.message
         assert set(moves_since(world, mark)) == POWER_UP
+        world.speed_mps = 60.0
         status, outcome = executor.run("goto", "kitchen")
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
