@@ -16,6 +16,7 @@ from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.spot import (
+    GRIPPER_ATTRIBUTE,
     SKILL_KINDS,
     Approach,
     Articulate,
@@ -32,6 +33,7 @@ from sayplan_core.robots.spot import (
     WorldObjectRef,
     approach_pose,
     compile_skill,
+    hand_refusal,
     nearest_place,
     resolve_waypoint,
     skill_update,
@@ -416,3 +418,45 @@ def test_the_readme_spot_parameter_table_states_the_declared_defaults() -> None:
             assert str(SPOT_SKILL_SERVER_SETTINGS[name].default) == expected, f"README: {name} defaults to {expected!r}"
             checked += 1
     assert checked >= 8
+
+
+def gripper_of(update: object) -> str | None:
+    agent = next(u.node for u in update.upsert if u.node.type == "agent")  # type: ignore[attr-defined]
+    value = agent.attributes.get(GRIPPER_ATTRIBUTE)
+    return None if value is None else str(value)
+
+
+def test_every_update_that_read_the_gripper_says_what_it_holds_and_a_slipped_object_leaves_the_hand() -> None:
+    """Issue 23: the graph never disagrees with the gripper. A mug the graph has in the hand but the gripper does
+    not (it slipped out on a walk) is put in the robot's room near the robot; a claw stuck on a handle is named;
+    an update whose gripper was not read says nothing about it."""
+    picked = skill_update(
+        OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.NONE, None, held=True
+    )
+    graph = apply_update(OFFICE, picked)
+    assert held_by_agent(graph, "coffee_mug") and gripper_of(picked) == "coffee_mug"
+    pose = RobotPose(30.0, -2.0, 0.0)
+    walked = skill_update(graph, step("goto", "kitchen"), SPOT, SpotBelief(), SkillCode.NONE, pose, held=False)
+    after = apply_update(graph, walked)
+    assert after.held_object() is None and gripper_of(walked) == "empty"
+    assert after.parent("coffee_mug") == after.room_of("kitchen") == "kitchen"
+    assert after.nodes["coffee_mug"].position == (30.0, -2.0, 0.0)
+    stuck = skill_update(
+        OFFICE, step("open", "kitchen_cupboard"), SPOT, SpotBelief(), SkillCode.ROBOT_FAULT, None, held=True
+    )
+    assert gripper_of(stuck) == "the handle of kitchen_cupboard" and apply_update(OFFICE, stuck).held_object() is None
+    unread = skill_update(OFFICE, step("goto", "kitchen"), SPOT, SpotBelief(), SkillCode.NONE, None)
+    assert gripper_of(unread) is None
+
+
+@pytest.mark.parametrize("action", ["pickup", "pick_up", "open", "close"])
+def test_a_skill_that_grasps_is_refused_while_the_graph_has_something_in_the_hand(action: str) -> None:
+    graph = apply_update(
+        OFFICE,
+        skill_update(OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.NONE, None),
+    )
+    target = "kitchen_cupboard" if action in ("open", "close") else "clean_glass"
+    assert hand_refusal(step(action, target), OFFICE) == ""
+    refusal = hand_refusal(step(action, target), graph)
+    assert "refused before the robot moved" in refusal and "already holds coffee_mug" in refusal
+    assert hand_refusal(step("goto", "kitchen"), graph) == hand_refusal(step("release", "coffee_mug"), graph) == ""

@@ -23,7 +23,15 @@ pytest.importorskip(
 from action_msgs.msg import GoalStatus
 from bosdyn.api.arm_command_pb2 import NamedArmPositionsCommand
 from fakes.spot import FakeSpot, Se2
-from fakes.spot.harness import login, run_skill, spot_parameters, spot_skill_server, stop_node, wait_until
+from fakes.spot.harness import (
+    login,
+    run_skill,
+    spot_parameters,
+    spot_skill_server,
+    stand_up,
+    stop_node,
+    wait_until,
+)
 from fakes.spot.office import DESK_PLACE, office, office_site, office_world, waypoint_id
 from fakes.spot.services import camera_image
 from rclpy.action import ActionClient
@@ -148,12 +156,21 @@ def test_a_wrong_password_is_a_robot_fault_that_does_not_print_the_password(
 def test_a_lease_held_by_another_client_is_lease_lost_until_it_is_released(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
+    """Latched: the operator's clear connects again (acquiring, never taking, the lease), and only the
+    operator's stand_up powers on: the node could not at start-up."""
     spot.world.lease_owner = "tablet-operator"
-    with spot_skill_server(ros, spot, tmp_path):
+    with spot_skill_server(ros, spot, tmp_path) as server:
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
         assert outcome.error_code == SkillCode.LEASE_LOST and "held by tablet-operator" in outcome.error_msg
         assert "NavigateTo" not in spot.methods() and not spot.world.motors_on  # nothing moved
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "held by tablet-operator" in cleared.message
         spot.world.lease_owner = ""  # the operator releases control on the tablet
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "lease: held by this node" in cleared.message and "motors: off" in cleared.message
+        assert "PowerCommand" not in spot.methods() and not spot.world.motors_on  # the clear powers nothing on
+        stood = stand_up(ros, server)
+        assert stood.success and spot.world.motors_on and spot.world.standing, stood.message
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
@@ -181,8 +198,11 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         wait_until(lambda: bool(server.robot._lease_problem), what="the keep-alive to notice")
         navigations = len(spot.calls("NavigateTo"))
         status, outcome = run_skill(ros, skills, "goto", "kitchen")
-        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.LEASE_LOST, outcome.error_msg
-        assert "held by tablet-operator" in outcome.error_msg and "does not take it back" in outcome.error_msg
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.FAULT_LATCHED, outcome.error_msg
+        assert "lease_lost during goto(kitchen)" in outcome.error_msg
+        cleared = ros.clear_fault(server)  # the operator's clear connects again: acquires, which is refused
+        assert not cleared.success and "held by tablet-operator" in cleared.message
+        assert "does not take it back" in cleared.message
         assert spot.world.lease_owner == "tablet-operator"  # not stolen back
         assert len(spot.calls("TakeLease")) == int(take_lease) and len(spot.calls("NavigateTo")) == navigations
 
@@ -197,7 +217,7 @@ def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
     """A grasp that fails because another client took the lease mid-grasp is lease_lost, not grasp_failed; a
     navigation that fails because the motors went off is not_powered, not a generic robot fault; a grasp that
     fails because the robot fell (a behaviour fault) is robot_fault with the fault's cause."""
-    with spot_skill_server(ros, spot, tmp_path, lease_check_in_s=10.0):  # the keep-alive will not notice in time
+    with spot_skill_server(ros, spot, tmp_path, lease_check_in_s=10.0) as server:  # the keep-alive: not in time
         skills = client(ros)
         at_cupboard(ros, skills)
         spot.world.action_s = 1.0
@@ -226,15 +246,19 @@ def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
         if cause == "fall":
             assert "behaviour fault(s) 17 (CAUSE_FALL, STATUS_CLEARABLE)" in outcome.error_msg
             assert "ClearBehaviorFault" not in spot.methods()  # reported, never cleared by the node
+        assert server.fault_latch.fault is not None and server.fault_latch.fault.code == code
 
 
 def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
-    with spot_skill_server(ros, spot, tmp_path):
+    with spot_skill_server(ros, spot, tmp_path) as server:
         spot.world.estopped = True
         _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
         assert outcome.error_code == SkillCode.ESTOPPED and "e-stopped" in outcome.error_msg
         assert "NavigateTo" not in spot.methods()
-        spot.world.estopped = False  # released: the next skill powers on and stands again
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "e-stop: pressed" in cleared.message
+        spot.world.estopped = False  # released (the motors stayed on here): the operator clears the latch
+        assert ros.clear_fault(server).success
         spot.world.speed_mps = 3.0
         skills = client(ros)
         future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
@@ -249,15 +273,22 @@ def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot
 def test_behaviour_faults_and_motors_that_will_not_power_on_are_robot_faults(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
-    with spot_skill_server(ros, spot, tmp_path):
+    with spot_skill_server(ros, spot, tmp_path) as server:
         spot.world.behavior_fault = "slipped"
         _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
         assert outcome.error_code == SkillCode.ROBOT_FAULT and "behaviour fault" in outcome.error_msg
-        spot.world.behavior_fault = ""
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "behaviour faults: the robot has behaviour fault(s) 17" in cleared.message
+        spot.world.behavior_fault = ""  # cleared on the tablet
         spot.world.motors_on = False
         spot.world.power_fault = "STATUS_FAULTED"
-        _, outcome = run_skill(ros, client(ros), "goto", "kitchen")
-        assert outcome.error_code == SkillCode.NOT_POWERED and "STATUS_FAULTED" in outcome.error_msg
+        assert ros.clear_fault(server).success
+        _, outcome = run_skill(ros, client(ros), "goto", "kitchen")  # a skill never powers on
+        assert outcome.error_code == SkillCode.NOT_POWERED and "never powers the robot on" in outcome.error_msg
+        assert server.stand_up_service in outcome.error_msg
+        assert ros.clear_fault(server).success
+        stood = stand_up(ros, server)  # the operator's step: the robot refuses to power on
+        assert not stood.success and "STATUS_FAULTED" in stood.message, stood.message
         assert "NavigateTo" not in spot.methods()
 
 

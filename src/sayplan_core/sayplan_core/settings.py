@@ -353,6 +353,7 @@ SPOT_SKILL_SERVER_SETTINGS = Settings(
         Setting("take_lease", False, "take the body lease even when another client (the tablet) holds it"),
         Setting("power_off_on_exit", True, "sit and power the motors off when the node stops"),
         Setting("connect_timeout_s", 30.0, "how long connecting, powering on and standing may take, seconds", minimum=1.0, maximum=600.0),
+        Setting("rpc_timeout_s", 5.0, "deadline of every single call to the robot (a command, a feedback or state read, a stop), seconds; the SDK's own default is 30 s", minimum=0.1, maximum=60.0),
         GRAPH_WAIT_S,
         Setting("lease_check_in_s", 1.0, "seconds between lease keep-alive check-ins", minimum=0.05, maximum=10.0),
         Setting("feedback_period_s", 0.1, "seconds between feedback requests while a command runs", PER_GOAL, 0.01, 5.0),

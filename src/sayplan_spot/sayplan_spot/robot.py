@@ -15,6 +15,8 @@ while a primitive runs, sends one stop command, and wakes the worker through the
 from __future__ import annotations
 
 import math
+import socket
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -81,6 +83,12 @@ HANDLE_FORCE_N, HANDLE_TORQUE_NM = 40.0, 5.0
 #: How long each GraphNav navigate_to request runs; it is re-issued (same command id) at half that while the
 #: robot walks (spot-sdk python/examples/graph_nav_command_line: 1 s commands, re-issued twice a second).
 NAV_COMMAND_S = 1.0
+#: How long each body-trajectory command of a walk runs (its end_time); the walk re-sends the same goal with a
+#: fresh end time at half that, so a node that dies leaves the robot standing within about this long
+#: (basic_command.proto SE2TrajectoryCommand.Request.end_time: "used to prevent runaway commands").
+WALK_COMMAND_S = 1.0
+#: A body slower than this (m/s, robot state velocity_of_body_in_odom) counts as stopped.
+STILL_MPS = 0.05
 
 
 class SpotError(Exception):
@@ -103,6 +111,7 @@ class SpotConfig:
     take_lease: bool = False
     lease_check_in_s: float = 1.0
     connect_timeout_s: float = 30.0
+    rpc_timeout_s: float = 5.0  # the deadline of every single call to the robot (the SDK's own default is 30 s)
 
     def __repr__(self) -> str:  # never print the login
         return f"SpotConfig(hostname={self.hostname!r}, port={self.port})"
@@ -185,14 +194,17 @@ class SpotRobot:
         #: after a cancel waits for it, so the stop cannot land after (and override) the stow.
         self.stop_sent = threading.Event()
         self.serial = ""
+        #: Appended to `not_powered` messages: how the operator powers the robot on (set by the skill server).
+        self.power_hint = ""
 
     # ------------------------------------------------------------------ session
     @property
     def connected(self) -> bool:
         return self.robot is not None
 
-    def connect(self, limits: Limits) -> None:
-        """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop, power on and stand.
+    def connect(self, limits: Limits, stand: bool = False) -> None:
+        """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop; with `stand` (the
+        node starting, or the operator's stand_up) also power on and stand.
 
         `take_lease` takes the lease only until it has been ours once: after another client took it, connecting
         again only acquires it, which fails with lease_lost while that client holds it (the node never takes the
@@ -200,6 +212,7 @@ class SpotRobot:
         self.disconnect()
         cfg = self.config
         doing = f"connecting to {cfg.hostname}"
+        rpc = cfg.rpc_timeout_s
         try:
             sdk = bosdyn.client.create_standard_sdk("sayplan_spot", cert_resource_glob=cfg.ca_cert_file or None)
             robot = sdk.create_robot(cfg.hostname)
@@ -207,7 +220,7 @@ class SpotRobot:
                 robot.update_secure_channel_port(cfg.port)
             self._sdk, self.robot = sdk, robot
             robot.authenticate(cfg.username, cfg.password, timeout=cfg.connect_timeout_s)
-            self.serial = robot.get_id().serial_number
+            self.serial = robot.get_cached_robot_id(timeout=rpc).serial_number
             robot.time_sync.wait_for_sync(timeout_sec=cfg.connect_timeout_s)
             for name in (
                 LeaseClient.default_service_name, EstopClient.default_service_name, PowerClient.default_service_name,
@@ -216,11 +229,11 @@ class SpotRobot:
                 WorldObjectClient.default_service_name, ImageClient.default_service_name,
             ):  # fmt: skip
                 robot.ensure_client(name)
-            if robot.is_estopped(timeout=cfg.connect_timeout_s):
+            if robot.is_estopped(timeout=rpc):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)
             if cfg.take_lease and not self._lease_held:
-                lease_client.take()
+                lease_client.take(timeout=rpc)
             self._lease_problem = ""
             self._keepalive = LeaseKeepAlive(
                 lease_client, must_acquire=True, return_at_exit=True, rpc_interval_seconds=cfg.lease_check_in_s,
@@ -228,7 +241,8 @@ class SpotRobot:
             )  # fmt: skip
             self._lease_held = True
             self.refresh_map()
-            self.power_on_and_stand(limits)
+            if stand:
+                self.power_on_and_stand(limits)
         except InvalidLoginError:
             self.disconnect()
             raise SpotError(
@@ -244,9 +258,40 @@ class SpotRobot:
             )
             raise SpotError(SkillCode.LEASE_LOST, f"{doing}: the body lease is held by {owner}; {advice}") from None
         except Exception as exc:
+            tls = self._tls_problem() if isinstance(exc, RpcError) else ""
             self.disconnect()
+            if tls:
+                raise SpotError(SkillCode.ROBOT_FAULT, f"{doing}: {tls}") from None
             raise fault_from(exc, doing) from None
-        self._info(f"connected to Spot {self.serial} at {cfg.hostname}: lease held, powered on, standing")
+        done = "powered on, standing" if stand else "not powered on or stood up by this connection"
+        self._info(f"connected to Spot {self.serial} at {cfg.hostname}: lease held, {done}")
+
+    def _tls_problem(self) -> str:
+        """Why the robot's TLS certificate is refused, or '' (then the robot is really unreachable). The SDK
+        reports both as "the robot may be offline" (bosdyn.client.exceptions.UnableToConnectToRobotError), which
+        sends people looking at the network when the certificate is wrong (`ca_cert_file`, or a robot whose
+        certificate is not signed by the root the SDK bundles). The handshake names the authority the SDK's first
+        channel asks for (auth.spot.robot), as gRPC checks it."""
+        cfg = self.config
+        cert = getattr(self._sdk, "cert", None)
+        if not cert:
+            return ""
+        context = ssl.create_default_context(cadata=cert.decode("ascii", "replace"))
+        try:
+            address = (cfg.hostname, cfg.port or 443)
+            with (
+                socket.create_connection(address, timeout=cfg.rpc_timeout_s) as sock,
+                context.wrap_socket(sock, server_hostname="auth.spot.robot"),
+            ):
+                return ""
+        except ssl.SSLCertVerificationError as exc:
+            source = cfg.ca_cert_file or "the root certificate bundled with bosdyn-client"
+            return (
+                f"the robot answered, but its TLS certificate does not match {source} ({exc.verify_message}); "
+                "this is not a network problem: set ca_cert_file to the robot's root certificate"
+            )
+        except (OSError, ValueError):
+            return ""
 
     def _on_lease_failure(self, exc: Exception) -> None:
         """Called by the SDK's keep-alive thread after a failed check-in."""
@@ -260,7 +305,7 @@ class SpotRobot:
         return self.robot.ensure_client(kind.default_service_name)
 
     def refresh_map(self) -> None:
-        graph = self._client(GraphNavClient).download_graph()
+        graph = self._client(GraphNavClient).download_graph(timeout=self.config.rpc_timeout_s)
         self.waypoints = {w.id: w.annotations.name for w in graph.waypoints}
 
     def waypoint_id(self, name: str) -> str:
@@ -275,10 +320,12 @@ class SpotRobot:
         if not robot.is_powered_on():
             try:
                 robot.power_on(
-                    timeout_sec=self.config.connect_timeout_s, update_frequency=1.0 / limits.feedback_period_s
+                    timeout_sec=self.config.connect_timeout_s,
+                    update_frequency=1.0 / limits.feedback_period_s,
+                    timeout=self.config.rpc_timeout_s,
                 )
             except Exception as exc:
-                if robot.is_estopped():
+                if self.estopped():
                     raise SpotError(SkillCode.ESTOPPED, "powering on: the robot is e-stopped") from None
                 fault = fault_from(exc, "powering on")
                 if fault.code in (SkillCode.LEASE_LOST, SkillCode.ESTOPPED):  # refused for who holds the robot
@@ -288,30 +335,88 @@ class SpotRobot:
                       self.config.connect_timeout_s, _stand_done)  # fmt: skip
 
     def ready(self, limits: Limits) -> None:
-        """Before a skill: connected, lease ours, not e-stopped, no behaviour fault, powered and standing."""
+        """Before a skill: connected, lease ours, not e-stopped, no behaviour fault, motors on.
+
+        A skill never powers the motors on or stands the robot: motors found off (after an e-stop, even one
+        released since, a power cut, a fault) are `not_powered`, which the skill server latches; powering on is
+        the operator's step (`power_hint`)."""
+        self._reconnect_if_lease_lost(limits)
+        try:
+            if self.robot.is_estopped(timeout=self.config.rpc_timeout_s):
+                raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop, then retry")
+            state = self.robot_state()
+            faults = _behaviour_faults(state)
+            if faults:
+                raise SpotError(SkillCode.ROBOT_FAULT, faults)
+            if state.power_state.motor_power_state != state.power_state.STATE_ON:
+                raise SpotError(
+                    SkillCode.NOT_POWERED,
+                    f"the motors are off and a skill never powers the robot on{self.power_hint}",
+                )
+        except Exception as exc:
+            raise fault_from(exc, "checking the robot") from None
+
+    def _reconnect_if_lease_lost(self, limits: Limits) -> None:
+        """Connected with the lease ours (acquired again if it was lost and is free now); never powers on."""
         with self._lock:
             lease_problem = self._lease_problem
         if lease_problem:
             self._warn(f"{lease_problem}; connecting again")
             self.disconnect()
         if not self.connected:
-            self.connect(limits)
-            return
+            self.connect(limits, stand=False)
+
+    def robot_state(self) -> Any:
+        return self._client(RobotStateClient).get_robot_state(timeout=self.config.rpc_timeout_s)
+
+    def stand_up(self, limits: Limits) -> str:
+        """The operator's explicit step after a fault was cleared: check the robot as `ready` does (but motors
+        may be off), then power on and stand. Raises SpotError."""
+        self._reconnect_if_lease_lost(limits)
         try:
-            if self.robot.is_estopped():
-                raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop, then retry")
-            state = self._client(RobotStateClient).get_robot_state()
-            faults = _behaviour_faults(state)
+            if self.robot.is_estopped(timeout=self.config.rpc_timeout_s):
+                raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop first")
+            faults = _behaviour_faults(self.robot_state())
             if faults:
                 raise SpotError(SkillCode.ROBOT_FAULT, faults)
-            if state.power_state.motor_power_state != state.power_state.STATE_ON:
-                self.power_on_and_stand(limits)
+            self.power_on_and_stand(limits)
         except Exception as exc:
-            raise fault_from(exc, "checking the robot") from None
+            raise fault_from(exc, "powering on and standing") from None
+        return f"Spot {self.serial} is powered on and standing"
+
+    def check(self, limits: Limits) -> tuple[bool, list[str], bool | None]:
+        """For the operator's clear_fault: (safe to move, what was found, whether the gripper holds something).
+        Connects again (never powering on) when the session or the lease was lost. Never moves the robot."""
+        found: list[str] = []
+        try:
+            self._reconnect_if_lease_lost(limits)
+        except SpotError as exc:
+            return False, [f"cannot connect: {exc.message}"], None
+        ok = True
+        try:
+            if self.robot.is_estopped(timeout=self.config.rpc_timeout_s):
+                ok = False
+                found.append("e-stop: pressed (release it)")
+            else:
+                found.append("e-stop: released")
+            lost = self.lease_lost()
+            ok = ok and not lost
+            found.append(f"lease: {lost}" if lost else "lease: held by this node")
+            state = self.robot_state()
+            faults = _behaviour_faults(state)
+            ok = ok and not faults
+            found.append(f"behaviour faults: {faults}" if faults else "behaviour faults: none")
+            powered = state.power_state.motor_power_state == state.power_state.STATE_ON
+            found.append("motors: on" if powered else f"motors: off (skills will not power them on{self.power_hint})")
+            holding = bool(state.manipulator_state.is_gripper_holding_item)
+            found.append(f"gripper: {'holding something' if holding else 'empty'}")
+        except Exception as exc:
+            return False, [*found, f"the robot did not answer: {fault_from(exc, 'checking').message}"], None
+        return ok, found, holding
 
     def estopped(self) -> bool:
         try:
-            return bool(self.robot is not None and self.robot.is_estopped(timeout=2.0))
+            return bool(self.robot is not None and self.robot.is_estopped(timeout=self.config.rpc_timeout_s))
         except Exception:
             return False
 
@@ -324,7 +429,9 @@ class SpotRobot:
         if problem or self.robot is None or keepalive is None:
             return problem
         try:
-            self._client(LeaseClient).retain_lease(keepalive.lease_wallet.get_lease(), timeout=2.0)
+            self._client(LeaseClient).retain_lease(
+                keepalive.lease_wallet.get_lease(), timeout=self.config.rpc_timeout_s
+            )
         except (LeaseUseError, LeaseWalletError) as exc:
             problem = fault_from(exc, "checking the lease").message
             with self._lock:
@@ -336,7 +443,7 @@ class SpotRobot:
     def powered(self) -> bool:
         """The motors are on (True when the robot does not answer: no evidence they are off)."""
         try:
-            return self.robot is None or bool(self.robot.is_powered_on(timeout=2.0))
+            return self.robot is None or bool(self.robot.is_powered_on(timeout=self.config.rpc_timeout_s))
         except Exception:
             return True
 
@@ -345,7 +452,7 @@ class SpotRobot:
         are with their causes; '' too when the robot does not answer (no evidence either way). They are only
         reported, never cleared: the README sends the operator to the tablet to clear them."""
         try:
-            return _behaviour_faults(self._client(RobotStateClient).get_robot_state(timeout=2.0))
+            return _behaviour_faults(self.robot_state())
         except Exception:
             return ""
 
@@ -365,15 +472,48 @@ class SpotRobot:
             return SpotError(SkillCode.NOT_POWERED, "the motors are off")
         return None
 
-    def stop(self) -> None:
-        """Stop all motion now (cancel). Safe to call from another thread while a primitive runs."""
+    def stop(self, timeout_s: float | None = None) -> int | None:
+        """Stop all motion now (cancel). Safe to call from another thread while a primitive runs. Returns the
+        stop command's id (None when it could not be sent)."""
+        timeout = min(self.config.rpc_timeout_s, timeout_s) if timeout_s is not None else self.config.rpc_timeout_s
         try:
             if self.robot is not None:
-                self._client(RobotCommandClient).robot_command(RobotCommandBuilder.stop_command(), timeout=2.0)
+                command_id = self._client(RobotCommandClient).robot_command(
+                    RobotCommandBuilder.stop_command(), timeout=max(timeout, 0.05)
+                )
+                return int(command_id)
         except Exception as exc:
             self._warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
         finally:
             self.stop_sent.set()
+        return None
+
+    def stop_and_confirm(self, timeout_s: float) -> bool:
+        """Send the stop command and wait, at most `timeout_s`, until the robot confirms it: the stop is still the
+        command in force (its feedback STATUS_PROCESSING, not overridden) and the body is still (robot state
+        velocity_of_body_in_odom below STILL_MPS). True too when there is no session (nothing to stop)."""
+        if self.robot is None:
+            return True
+        deadline = time.monotonic() + timeout_s
+        command_id = self.stop(timeout_s)
+        if command_id is None:
+            return False
+        client = self._client(RobotCommandClient)
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            try:
+                rpc = max(min(self.config.rpc_timeout_s, left), 0.05)
+                feedback = client.robot_command_feedback(command_id, timeout=rpc).feedback
+                velocity = self._client(RobotStateClient).get_robot_state(timeout=rpc).kinematic_state
+                linear = velocity.velocity_of_body_in_odom.linear
+                in_force = feedback.full_body_feedback.status == RobotCommandFeedbackStatus.STATUS_PROCESSING
+                if in_force and math.hypot(linear.x, linear.y) < STILL_MPS:
+                    return True
+            except Exception as exc:
+                self._warn(f"confirming the stop: {fault_from(exc, 'confirming the stop').message}")
+            time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))  # a plain thread, never a callback
 
     def _stopped(self, stop: threading.Event) -> None:
         """Before cleaning up after a cancel or a timeout: the robot has been sent its stop command (by the
@@ -409,7 +549,8 @@ class SpotRobot:
                 self._command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits, threading.Event(),
                               self.config.connect_timeout_s, _sit_done)  # fmt: skip
                 self.robot.power_off(cut_immediately=False, timeout_sec=self.config.connect_timeout_s,
-                                     update_frequency=1.0 / limits.feedback_period_s)  # fmt: skip
+                                     update_frequency=1.0 / limits.feedback_period_s,
+                                     timeout=self.config.rpc_timeout_s)  # fmt: skip
                 self._info("sat down and powered the motors off")
             except Exception as exc:
                 self._warn(f"sitting and powering off failed: {fault_from(exc, 'shutting down').message}")
@@ -419,7 +560,7 @@ class SpotRobot:
     def pose(self) -> RobotPose | None:
         """The robot's GraphNav localization in the map (seed) frame; None when it is not localized."""
         try:
-            loc = self._client(GraphNavClient).get_localization_state().localization
+            loc = self._client(GraphNavClient).get_localization_state(timeout=self.config.rpc_timeout_s).localization
         except Exception:
             return None
         if not loc.waypoint_id:
@@ -429,18 +570,18 @@ class SpotRobot:
         return RobotPose(seed_tform_body.x, seed_tform_body.y, yaw, seed_tform_body.z, loc.waypoint_id)
 
     def holding(self) -> bool:
-        return bool(self._client(RobotStateClient).get_robot_state().manipulator_state.is_gripper_holding_item)
+        return bool(self.robot_state().manipulator_state.is_gripper_holding_item)
 
     def frames(self) -> tuple[Any, Any, Any]:
         """(odom_tform_seed, vision_tform_seed, seed_tform_body) from one localization and the kinematics taken
         with it, so the map -> odom/vision transforms are consistent."""
-        state = self._client(GraphNavClient).get_localization_state()
+        state = self._client(GraphNavClient).get_localization_state(timeout=self.config.rpc_timeout_s)
         loc = state.localization
         if not loc.waypoint_id:
             raise SpotError(SkillCode.ROBOT_FAULT, "the robot is not localized on its GraphNav map: localize it first")
         snapshot = state.robot_kinematics.transforms_snapshot
         if not snapshot.child_to_parent_edge_map:
-            snapshot = self._client(RobotStateClient).get_robot_state().kinematic_state.transforms_snapshot
+            snapshot = self.robot_state().kinematic_state.transforms_snapshot
         seed_tform_body = math_helpers.SE3Pose.from_proto(loc.seed_tform_body)
         body_tform_seed = seed_tform_body.inverse()
         odom = frame_helpers.get_a_tform_b(snapshot, frame_helpers.ODOM_FRAME_NAME, frame_helpers.BODY_FRAME_NAME)
@@ -490,13 +631,15 @@ class SpotRobot:
             while True:
                 if time.monotonic() - issued >= duration / 2 and not stop.is_set():
                     try:
-                        command_id = client.navigate_to(waypoint, duration, command_id=command_id)
+                        command_id = client.navigate_to(
+                            waypoint, duration, command_id=command_id, timeout=self.config.rpc_timeout_s
+                        )
                     except Exception as exc:
                         raise fault_from(exc, doing) from None
                     issued = time.monotonic()
                 if command_id is None:  # canceled before the first request went out
                     raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
-                feedback = client.navigation_feedback(command_id)
+                feedback = client.navigation_feedback(command_id, timeout=self.config.rpc_timeout_s)
                 status = _name(NavigationFeedbackResponse.Status, feedback.status)
                 code = sf.verdict(sf.NAVIGATION_FEEDBACK, status)
                 if code is SkillCode.NONE:
@@ -525,13 +668,53 @@ class SpotRobot:
                 f"(walks without one are limited to max_walk_m = {limits.max_walk_m:g} m)",
             )
         goal = odom_tform_seed * math_helpers.SE3Pose(pose[0], pose[1], 0.0, math_helpers.Quat.from_yaw(pose[2]))
-        command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
-            goal.x, goal.y, goal.rot.to_yaw(), frame_helpers.ODOM_FRAME_NAME
-        )
         doing = f"walking to {node}"
         report(doing)
-        self._command(command, doing, limits, stop, limits.navigate_timeout_s, _walk_done,
-                      end_time_secs=time.time() + limits.navigate_timeout_s)  # fmt: skip
+        self._renewed_walk(goal, doing, limits, stop)
+
+    def _renewed_walk(self, goal: Any, doing: str, limits: Limits, stop: threading.Event) -> None:
+        """A body trajectory to an odom-frame goal, sent as commands that each end WALK_COMMAND_S after they
+        are sent and are re-sent (same goal, fresh end time) at half that while the robot walks, as GraphNav
+        legs are: the robot stops by itself within about a second if this node dies or the network drops,
+        instead of walking on for the whole walk. Each re-send replaces the previous command, so only the
+        latest one's feedback is followed."""
+        client = self._client(RobotCommandClient)
+        rpc = self.config.rpc_timeout_s
+        duration = max(WALK_COMMAND_S, 3.0 * limits.feedback_period_s)
+        deadline = time.monotonic() + limits.navigate_timeout_s
+        command_id: int | None = None
+        issued = -math.inf
+        try:
+            while True:
+                if time.monotonic() - issued >= duration / 2 and not stop.is_set():
+                    command = RobotCommandBuilder.synchro_se2_trajectory_point_command(
+                        goal.x, goal.y, goal.rot.to_yaw(), frame_helpers.ODOM_FRAME_NAME
+                    )
+                    try:
+                        command_id = client.robot_command(command, end_time_secs=time.time() + duration, timeout=rpc)
+                    except Exception as exc:
+                        raise fault_from(exc, doing) from None
+                    issued = time.monotonic()
+                if command_id is None:  # canceled before the first command went out
+                    raise SpotError(SkillCode.CANCELED, f"{doing}: canceled")
+                feedback = client.robot_command_feedback(command_id, timeout=rpc).feedback
+                status, verdict = _command_status(feedback)
+                if verdict is not None and verdict is not SkillCode.NONE:
+                    _canceled(stop, doing)
+                    raise SpotError(verdict, f"{doing}: the command ended with {sf.explain(status)}")
+                code, name = _walk_done(feedback)
+                if code is SkillCode.NONE:
+                    return
+                if code is not None:
+                    _canceled(stop, doing)
+                    raise SpotError(code, f"{doing}: {sf.explain(name)}")
+                self._wait(stop, limits, deadline, doing)
+        except SpotError as exc:
+            if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
+                self._stopped(stop)
+                if stop.is_set():
+                    self.stop()  # the last command the robot gets, even if a re-send crossed the cancel's stop
+            raise
 
     def _ray(self, target_seed: tuple[float, float, float]) -> tuple[Any, Any]:
         """Start and end of a grasp ray (vision frame) through a map point, from above and in front of it."""
@@ -553,7 +736,7 @@ class SpotRobot:
         AprilTag is matched by `apriltag_properties.tag_id` and located at `frame_name_fiducial_filtered` (the
         robot's filtered estimate), else at the raw `frame_name_fiducial`; other objects are matched by name and
         located at the first frame their properties name that the transforms snapshot holds."""
-        objects = self._client(WorldObjectClient).list_world_objects().world_objects
+        objects = self._client(WorldObjectClient).list_world_objects(timeout=self.config.rpc_timeout_s).world_objects
         if ref.fiducial is not None:
             tagged = [o for o in objects if o.HasField("apriltag_properties")]
             found = [o for o in tagged if o.apriltag_properties.tag_id == ref.fiducial]
@@ -590,11 +773,12 @@ class SpotRobot:
         )
         client = self._client(ManipulationApiClient)
         doing = f"grasping {node}"
-        command_id = client.manipulation_api_command(request).manipulation_cmd_id
+        rpc = self.config.rpc_timeout_s
+        command_id = client.manipulation_api_command(request, timeout=rpc).manipulation_cmd_id
         deadline = time.monotonic() + limits.arm_timeout_s
         while True:
             feedback = client.manipulation_api_feedback_command(
-                manipulation_api_pb2.ManipulationApiFeedbackRequest(manipulation_cmd_id=command_id)
+                manipulation_api_pb2.ManipulationApiFeedbackRequest(manipulation_cmd_id=command_id), timeout=rpc
             )
             state = _name(ManipulationFeedbackState, feedback.current_state)
             code = sf.verdict(sf.MANIPULATION_FEEDBACK, state)
@@ -611,7 +795,7 @@ class SpotRobot:
             except SpotError:
                 self._stopped(stop)
                 if let_go:
-                    self._release_quietly(limits)
+                    self._let_go(node, limits)  # a robot fault instead, when the claw stays on the handle
                 else:
                     self._stow_quietly(limits)
                 raise
@@ -662,12 +846,16 @@ class SpotRobot:
             self._command(move, doing, limits, stop, limits.arm_timeout_s, _arm_cartesian_done)
             self._command(RobotCommandBuilder.claw_gripper_open_command(), f"{doing}: opening the gripper", limits,
                           stop, limits.arm_timeout_s, _gripper_done)  # fmt: skip
+            if self.read_gripper(f"{doing}: after opening the gripper"):
+                # the claw did not open: carry (which keeps it closed), never the stow (which closes it)
+                raise SpotError(
+                    SkillCode.ROBOT_FAULT,
+                    f"{doing}: the gripper will not open: it still holds what it carried after opening",
+                )
             self._stow(limits, stop)
         except SpotError as exc:
             self._tidy_arm(stop, limits, exc)
             raise
-        if self.holding():
-            raise SpotError(SkillCode.SKILL_FAILED, f"{doing}: the gripper still holds something after opening")
 
     def _carry(self, node: str, limits: Limits, stop: threading.Event) -> None:
         self._command(RobotCommandBuilder.arm_carry_command(), f"carrying {node}", limits, stop,
@@ -708,16 +896,51 @@ class SpotRobot:
         doing = f"{verb} {prim.node}"
         report(doing)
         ends = time.monotonic() + limits.handle_pull_s
+        failed: SpotError | None = None
         try:
             self._command(command, doing, limits, stop, limits.handle_pull_s + limits.arm_timeout_s,
                           _pull_done(ends))  # fmt: skip
-        finally:
-            if stop.is_set():
-                self._stopped(stop)
-            self._release_quietly(limits)
+        except SpotError as exc:
+            failed = exc
+        if stop.is_set():
+            self._stopped(stop)
+        if failed is None and not self.read_gripper(f"after {verb} {prim.node}"):
+            # the pull ran its time but the claw no longer holds the handle: where the door is, is not known
+            failed = SpotError(SkillCode.SKILL_FAILED, f"{doing}: the gripper lost the handle during the pull")
+        self._let_go(f"the handle of {prim.node}", limits)  # raises a robot fault when the claw stays on it
+        if failed is not None:
+            raise failed
+
+    def read_gripper(self, when: str) -> bool:
+        """Read the gripper back (robot state is_gripper_holding_item); a gripper that cannot be read is a robot
+        fault: nothing may move while what it holds is unknown."""
+        try:
+            return self.holding()
+        except Exception as exc:
+            raise SpotError(
+                SkillCode.ROBOT_FAULT,
+                f"{when}: the gripper could not be read back ({fault_from(exc, 'reading').message})",
+            ) from None
+
+    def _let_go(self, what: str, limits: Limits) -> None:
+        """Open the claw on a handle, read the gripper back, and only when it is empty stow the arm (the stow
+        closes the claw). A claw that still holds the handle is a robot fault, and the arm is left where it is:
+        stowing or walking off would pull on the door with the claw closed on its handle."""
+        try:
+            self._command(RobotCommandBuilder.claw_gripper_open_command(), f"letting go of {what}", limits,
+                          threading.Event(), limits.arm_timeout_s, _gripper_done)  # fmt: skip
+        except Exception as exc:
+            self._warn(f"opening the gripper failed: {fault_from(exc, 'opening the gripper').message}")
+        if self.read_gripper(f"letting go of {what}"):
+            raise SpotError(
+                SkillCode.ROBOT_FAULT,
+                f"the gripper will not let go of {what}: it still holds it after opening; the arm was left where "
+                "it is (not stowed, the claw not closed on it): free the gripper by hand",
+            )
+        self._stow_quietly(limits)
 
     def _capture(self, prim: Capture) -> bytes:
-        responses = self._client(ImageClient).get_image_from_sources([prim.source])
+        responses = self._client(ImageClient).get_image_from_sources([prim.source], timeout=self.config.rpc_timeout_s)
         if not responses:
             raise SpotError(SkillCode.ROBOT_FAULT, f"camera {prim.source} returned nothing")
         status = _name(ImageResponse.Status, responses[0].status)
@@ -740,12 +963,12 @@ class SpotRobot:
         """Issue a robot command and follow its feedback until `done` says NONE (or a failure)."""
         client = self._client(RobotCommandClient)
         try:
-            command_id = client.robot_command(command, end_time_secs=end_time_secs)
+            command_id = client.robot_command(command, end_time_secs=end_time_secs, timeout=self.config.rpc_timeout_s)
         except Exception as exc:
             raise fault_from(exc, doing) from None
         deadline = time.monotonic() + timeout_s
         while True:
-            response = client.robot_command_feedback(command_id)
+            response = client.robot_command_feedback(command_id, timeout=self.config.rpc_timeout_s)
             status, verdict = _command_status(response.feedback)
             if verdict is not None and verdict is not SkillCode.NONE:
                 _canceled(stop, doing)
@@ -767,14 +990,6 @@ class SpotRobot:
             self._stow(limits, threading.Event())
         except Exception as exc:
             self._warn(f"stowing the arm failed: {exc}")
-
-    def _release_quietly(self, limits: Limits) -> None:
-        try:
-            self._command(RobotCommandBuilder.claw_gripper_open_command(), "letting go", limits, threading.Event(),
-                          limits.arm_timeout_s, _gripper_done)  # fmt: skip
-        except Exception as exc:
-            self._warn(f"opening the gripper failed: {exc}")
-        self._stow_quietly(limits)
 
     @staticmethod
     def _wait(stop: threading.Event, limits: Limits, deadline: float, doing: str) -> None:

@@ -12,6 +12,13 @@ The robot login comes from the environment variables named by `username_env` / `
 Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
 logged. The node connects when it starts (log in, time sync, lease, e-stop check, power on, stand) and, when
 it stops, stops a skill under way (a stop command, as a cancel sends), sits, powers off and returns the lease.
+
+Faults (SkillServer's latch): a robot fault latches, and no skill powers the motors on or stands the robot,
+ever: motors found off are `not_powered` (latched). The operator clears the fault (`~/clear_fault`: e-stop,
+lease, behaviour faults, motors and the gripper are re-checked, nothing moves), then powers on and stands the
+robot with `~/stand_up` (std_srvs/Trigger), a separate, explicit step. A skill that closes the claw on
+something (pickup, open, close) is refused before any motion unless both the scene graph and the gripper say
+the hand is empty; a claw that will not let go of a handle is a robot fault and the arm is left where it is.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from std_srvs.srv import Trigger
+
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
@@ -30,7 +39,10 @@ from sayplan_core.llm.selection import LlmConfig, make_backend
 from sayplan_core.llm.types import LlmError
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.perception.vlm import VlmAugmenter
+from sayplan_core.robots.fault_latch import Check
 from sayplan_core.robots.spot import (
+    GRASPING_KINDS,
+    Articulate,
     Capture,
     Grasp,
     Place,
@@ -41,6 +53,7 @@ from sayplan_core.robots.spot import (
     TargetError,
     compile_skill,
     describe,
+    hand_refusal,
     skill_update,
 )
 from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
@@ -49,7 +62,7 @@ from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.skill_server import SkillContext, SkillServer
+from sayplan_ros.skill_server import SkillContext, SkillServer, _sleep
 
 #: How long stopping the node waits for the robot to sit and power off, seconds.
 SHUTDOWN_WAIT_S = 60.0
@@ -116,9 +129,15 @@ class SpotSkillServer(SkillServer):
             take_lease=bool(settings["take_lease"]),
             lease_check_in_s=float(settings["lease_check_in_s"]),
             connect_timeout_s=float(settings["connect_timeout_s"]),
+            rpc_timeout_s=float(settings["rpc_timeout_s"]),
         )
         log = self.get_logger()
         self.robot = SpotRobot(config, log.info, log.warning)
+        self.stand_up_service = f"{self.get_fully_qualified_name()}/stand_up"
+        self.robot.power_hint = (
+            f"; an operator powers it on: clear the fault ({self.fault_latch.clear_hint}), then "
+            f"ros2 service call {self.stand_up_service} std_srvs/srv/Trigger"
+        )
         self._power_off = bool(settings["power_off_on_exit"])
         self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
         self._destroyed = False
@@ -129,6 +148,7 @@ class SpotSkillServer(SkillServer):
         self._checked_site = False
         self.waypoint_to_node: dict[str, str] = {}
         self._connecting: ThreadFuture[None] = self._worker.submit(self._connect)
+        self.create_service(Trigger, "~/stand_up", self._on_stand_up, callback_group=self._group)
         self.serve(SkillCatalog.of("spot", [self.actions]))
         log.info(f"Spot at {config.hostname} ({self.actions.name}); connecting")
 
@@ -163,9 +183,10 @@ class SpotSkillServer(SkillServer):
         )
 
     def _connect(self) -> None:
-        """On the worker at start-up; a failure is logged and retried by the next skill."""
+        """On the worker at start-up (starting the node is the operator's step: it powers on and stands); a
+        failure is logged, and the next skill connects again without powering on."""
         try:
-            self.robot.connect(self._limits())
+            self.robot.connect(self._limits(), stand=True)
             self._bind_waypoints()
         except Exception as exc:
             self.get_logger().error(f"Spot is not ready: {getattr(exc, 'message', exc)}")
@@ -198,6 +219,9 @@ class SpotSkillServer(SkillServer):
             program = compile_skill(step, graph, self.site, self.belief.accessed, options)
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
+        full_hand = hand_refusal(step, graph)
+        if full_hand:
+            return SkillResult(False, SkillCode.INVALID_TARGET, full_hand)
         self.get_logger().info(f"{step}: {program.describe()}")
         self.robot.stop_sent.clear()  # before the check below: a cancel after it sets it again
         if context.cancel_requested() or self._destroyed:
@@ -226,6 +250,9 @@ class SpotSkillServer(SkillServer):
             self.get_logger().info(outcome.message)
         else:
             self.get_logger().warning(outcome.message)
+        if outcome.code.latches and context.cancel_requested():
+            # the goal ends CANCELED (SkillServer), but the fault it met is latched all the same
+            self.fault_latch.latch(outcome.code, outcome.message, str(step))
         return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
 
     def _run_program(
@@ -243,14 +270,20 @@ class SpotSkillServer(SkillServer):
         try:
             if program.primitives:
                 progress.set("checking the robot", 0.0)
-                self.robot.ready(limits)
+                self.robot.ready(limits)  # never powers on or stands: motors off is not_powered
                 if not self.waypoint_to_node and self.site.binding.entries:
                     self._bind_waypoints()
+                if program.kind in GRASPING_KINDS and self.robot.read_gripper(f"before {step}"):
+                    raise SpotError(
+                        SkillCode.ROBOT_FAULT,
+                        "refused before the robot moved: the gripper holds something the scene graph says it "
+                        "does not hold; free the gripper",
+                    )
             for index, primitive in enumerate(program.primitives):
                 if stop.is_set():
                     raise SpotError(SkillCode.CANCELED, "canceled")
                 progress.set(describe(primitive), index / total)
-                hand_used = hand_used or isinstance(primitive, (Grasp, Place))
+                hand_used = hand_used or isinstance(primitive, (Grasp, Place, Articulate))
                 image = self.robot.run(primitive, stop, limits, progress.set)
                 if isinstance(primitive, Capture) and image is not None:
                     revealed, note = self._look(graph, primitive, image, stop, limits.feedback_period_s)
@@ -267,7 +300,8 @@ class SpotSkillServer(SkillServer):
                 code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
         off_course = program.kind == "goto" and code is not SkillCode.NONE
-        held = self._holding() if hand_used else None
+        # what the gripper holds after every skill that ran on the robot (it can also slip out on a walk)
+        held = self._holding() if (hand_used or program.primitives) else None
         return _Outcome(code, message, pose, off_course, revealed, held, missing)
 
     def _holding(self) -> bool | None:
@@ -307,13 +341,63 @@ class SpotSkillServer(SkillServer):
     def on_cancel(self) -> None:
         self.robot.stop()  # the goal's stop event is already set (SkillServer)
 
+    # ------------------------------------------------------------------ operator and shutdown
+    async def _on_worker(self, call: Any, *args: Any) -> Any:
+        """Run a blocking robot call on the worker (after any skill) and wait for it on ROS timers."""
+        job = self._worker.submit(call, *args)
+        while not job.done():
+            await _sleep(self, self._group, 0.02)
+        return job.result()
+
+    async def check_robot(self) -> Check:
+        """For the operator's clear_fault: e-stop, lease, behaviour faults, motors, and whether the gripper holds
+        what the scene graph says. Motors off pass (a skill never powers on; `~/stand_up` does, after the clear);
+        anything in the gripper the graph does not hold fails. Never moves the robot."""
+        ok, found, holding = await self._on_worker(self.robot.check, self._limits())
+        graph, _ = self._follower.latest()
+        in_hand = graph.held_object() if graph is not None else None
+        if holding and in_hand is None:
+            ok = False
+            found.append("the gripper holds something the scene graph does not: free it by hand")
+        elif holding is False and in_hand is not None:
+            found.append(
+                f"the scene graph has {in_hand} in the hand but the gripper is empty (the next skill reports it)"
+            )
+        return Check(ok, "; ".join(found))
+
+    async def _on_stand_up(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        """The operator's explicit step to power the motors on and stand (after a cleared fault, or when the node
+        could not at start-up): refused while a fault is latched or a skill runs."""
+        fault = self.fault_latch.fault
+        if fault is not None:
+            response.success = False
+            response.message = f"a fault is latched ({fault.describe()}); clear it first: {self.fault_latch.clear_hint}"
+            return response
+        if self._single.busy:
+            response.success, response.message = False, "a skill is running; cancel it first"
+            return response
+        from sayplan_spot.robot import SpotError
+
+        try:
+            response.message = await self._on_worker(self.robot.stand_up, self._limits())
+            response.success = True
+            self.get_logger().info(f"stand_up by the operator: {response.message}")
+        except SpotError as exc:
+            response.success, response.message = False, exc.message
+            self.get_logger().warning(f"stand_up refused: {exc.message}")
+        return response
+
+    def stop_motion(self, timeout_s: float) -> bool:
+        """On SIGINT/SIGTERM (SkillServer.stop_for_shutdown, a plain thread): send Spot's stop and wait for the
+        robot to confirm it (the stop in force, the body still), at most `timeout_s`."""
+        return self.robot.stop_and_confirm(timeout_s)
+
     def destroy_node(self) -> None:
         if self._destroyed:
             return
         self._destroyed = True
         self.goal_stop.set()  # a skill still waiting to start does not start
-        running = self._running
-        if running is not None and not running.done():  # stop the skill under way as a cancel does
+        if self.robot.connected:  # best effort, whatever may still move (no signal may have stopped it)
             self.robot.stop()
         try:
             done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())

@@ -87,3 +87,11 @@ def wait_until(predicate: Any, timeout: float = 10.0, what: str = "condition") -
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(0.01)
+
+
+def stand_up(ros: Any, server: Any, timeout: float = 15.0) -> Any:
+    """Call the node's ~/stand_up (std_srvs/Trigger) as an operator would; returns the Trigger response."""
+    from std_srvs.srv import Trigger
+
+    client = ros.node(f"operator_stand_{len(ros._nodes)}").create_client(Trigger, server.stand_up_service)
+    return ros.call(client, Trigger.Request(), timeout)

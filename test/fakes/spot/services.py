@@ -335,6 +335,7 @@ class Power(Base, power_service_pb2_grpc.PowerServiceServicer):
                         response.status = power_pb2.PowerCommandStatus.Value(self.w.power_fault)
                     else:
                         response.status = power_pb2.STATUS_IN_PROGRESS
+                        self.w.moved("power_on")
                         response.power_command_id = self.w.new_id()
                         self.w.power_commands[response.power_command_id] = ("on", time.time())
                 elif request.request in (
@@ -377,6 +378,13 @@ class RobotState(Base, robot_state_service_pb2_grpc.RobotStateServiceServicer):
             state.power_state.motor_power_state = power.STATE_ON if self.w.motors_on else power.STATE_OFF
             state.kinematic_state.transforms_snapshot.CopyFrom(snapshot(self.w))
             state.kinematic_state.acquisition_timestamp.CopyFrom(stamp(received))
+            motion = self.w.motion
+            if motion is not None and motion.length > 1e-9:  # robot_state.proto KinematicState
+                vx = (motion.goal.x - motion.start.x) / motion.length * motion.speed
+                vy = (motion.goal.y - motion.start.y) / motion.length * motion.speed
+                ox, oy = self.w.seed_tform_odom.inverse().vector((vx, vy))
+                linear = state.kinematic_state.velocity_of_body_in_odom.linear
+                linear.x, linear.y = ox, oy
             state.manipulator_state.is_gripper_holding_item = self.w.holding_item()
             state.manipulator_state.gripper_open_percentage = 100.0 if self.w.gripper_open else 0.0
             stop = robot_state_pb2.EStopState
@@ -473,6 +481,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
         which = mobility.WhichOneof("command")
         if which == "stand_request":
             w.standing = True
+            w.moved("stand")
             data["kind"] = "stand"
         elif which == "sit_request":
             w.stop_motion("stop")
@@ -495,6 +504,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             goal_pose = req.trajectory.points[-1].pose
             goal = frame * Se2(goal_pose.position.x, goal_pose.position.y, goal_pose.angle)
             w.standing = True
+            w.moved("walk")
             motion = w.start_motion("trajectory", goal, seconds(req.end_time), 0.5 if w.walk_blocked else 1.0)
             data["kind"] = "trajectory"
             data["motion"] = motion.command_id
@@ -509,6 +519,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             named = arm_command_pb2.NamedArmPositionsCommand
             position = arm.named_arm_position_command.position
             w.arm = {named.POSITIONS_STOW: "stowed", named.POSITIONS_CARRY: "carry"}.get(position, "out")
+            w.moved(f"arm_{w.arm}")
             data["arm"] = "named"
             data["arm_ok"] = True
         elif which == "arm_cartesian_command":
@@ -533,6 +544,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                 )
             w.hand = target
             w.arm = "out"
+            w.moved("arm_move")
         else:
             return RC.STATUS_UNSUPPORTED, f"the fake does not do {which}"
         return RC.STATUS_OK, ""
@@ -541,9 +553,11 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
         w = self.w
         points = gripper.claw_gripper_command.trajectory.points
         angle = points[-1].point if points else 0.0
+        w.moved("gripper")
         if angle < OPEN_ANGLE:
             w.release()
-            data["gripper"] = "open"
+            # a claw that could not open still grips: gripper_command.proto STATUS_APPLYING_FORCE
+            data["gripper"] = "force" if w.holding_item() else "open"
         else:
             w.gripper_open = False
             data["gripper"] = "force" if w.holding_item() else "closed"
@@ -577,6 +591,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                 outcome = "STATUS_ARM_IS_STUCK"  # pulling sideways: the door does not move
             if opening is not None:
                 handle.opened = opening
+        w.moved("handle")
         return self.record({"full"}, kind="constrained", outcome=outcome, end=seconds(req.end_time))
 
     def RobotCommandFeedback(self, request: Any, context: Any) -> Any:
@@ -645,7 +660,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
                     mob.status = CMD.STATUS_COMMAND_OVERRIDDEN
                 elif motion.halted in ("estop", "power", "fault"):
                     mob.status = CMD.STATUS_ROBOT_FROZEN
-                elif moving and w.robot_now() > motion.end_time:
+                elif motion.halted == "timeout":  # the end time passed before the goal: the robot stopped
                     mob.status = CMD.STATUS_COMMAND_TIMED_OUT
         if "arm" in command.parts:
             arm = synchro.arm_command_feedback
@@ -725,6 +740,7 @@ class Manipulation(Base, manipulation_api_service_pb2_grpc.ManipulationApiServic
             start = frame.point((pick.ray_start_rt_frame.x, pick.ray_start_rt_frame.y, pick.ray_start_rt_frame.z))
             end = frame.point((pick.ray_end_rt_frame.x, pick.ray_end_rt_frame.y, pick.ray_end_rt_frame.z))
             final, item = self.grasp(start, end, pick.walk_gaze_mode)
+            w.moved("grasp")
             command_id = w.new_id()
             w.manipulations[command_id] = {
                 "t0": time.time(), "phase": w.action_s, "final": final, "item": item, "ray": (start, end),
@@ -829,9 +845,11 @@ class GraphNav(Base, graph_nav_service_pb2_grpc.GraphNavServiceServicer):
             # GraphNavClient.navigate_to: "this continues an existing navigate_to command with the given ID"),
             # with the new end_time; spot-sdk's graph_nav_command_line re-issues 1 s commands this way
             current.end_time = seconds(request.end_time)
+            w.moved("navigate")
             response.command_id = current.command_id
             return self.NAV.STATUS_OK
         goal = Se2(waypoint.x, waypoint.y, waypoint.yaw)
+        w.moved("navigate")
         motion = w.start_motion("navigate", goal, seconds(request.end_time), w.stuck.get(waypoint.id, 1.0), waypoint.id)
         response.command_id = motion.command_id
         return self.NAV.STATUS_OK

@@ -78,6 +78,11 @@ class FakeHandle:
     pull: tuple[float, float]  # unit vector (seed frame): the direction the handle first moves when opening
     locked: bool = False
     opened: bool = False
+    #: The claw cannot let go of this handle (a lever that wedges the fingers, a jammed latch): an open command
+    #: leaves it held. The robot state then still reports is_gripper_holding_item (robot_state.proto
+    #: ManipulatorState) and the claw's feedback STATUS_APPLYING_FORCE (gripper_command.proto: "the gripper is
+    #: applying force"), which is what a client can read back.
+    stuck: bool = False
 
 
 @dataclass
@@ -153,6 +158,7 @@ class FakeWorld:
         self.grasp_failures: dict[str, int] = {}  # object id -> grasps that fail before one succeeds
         self.stuck: dict[str, float] = {}  # waypoint id -> fraction of the way where navigation gets stuck
         self.walk_blocked = False  # body trajectories end blocked half way
+        self.gripper_jammed = False  # the claw does not open on command, whatever it holds (a gripper fault)
         self.waypoints: dict[str, Waypoint] = {}
         self.objects: dict[str, FakeObject] = {}
         self.handles: dict[str, FakeHandle] = {}
@@ -179,6 +185,9 @@ class FakeWorld:
         self.placements: list[tuple[str, Point]] = []
         self.captures: list[tuple[str, str]] = []  # (camera, sha256 of the image sent)
         self.stop_count = 0
+        #: Every command that moves the base or the arm (or powers/stands the robot), as (time.time(), kind), when
+        #: the robot accepts it: what "the robot moved" means for the tests.
+        self.motion_log: list[tuple[float, str]] = []
         self.clock_id = "fake-clock-7"
 
     @property
@@ -210,15 +219,35 @@ class FakeWorld:
             return self.body
         return None
 
+    def moved(self, kind: str) -> None:
+        """Record a command the robot accepted that moves it (see motion_log)."""
+        self.motion_log.append((time.time(), kind))
+
+    def moving(self) -> bool:
+        """The body is walking right now (brought up to now first)."""
+        with self.lock:
+            self.advance()
+            return self.motion is not None
+
     # ------------------------------------------------------------------ time passes
     def advance(self) -> None:
-        """Bring the body up to now: the active motion moves it; a finished or halted one leaves it."""
+        """Bring the body up to now: the active motion moves it; a finished or halted one leaves it.
+
+        A motion whose end time (robot clock) has passed stops where it is: GraphNav's navigate_to runs for its
+        cmd_duration (graph_nav.proto NavigateToRequest.end_time: "the timestamp (in robot time) that the
+        navigation command is valid until"), and a body trajectory until its end_time (basic_command.proto
+        SE2TrajectoryCommand.Request.end_time: "the timestamp (in robot time) by which a command must finish
+        executing ... used to prevent runaway commands")."""
         now = time.time()
         motion = self.motion
         if motion is None:
             return
-        if not motion.halted and motion.kind == "navigate" and self.robot_now() > motion.end_time:
-            self.halt(motion, "timeout")
+        if not motion.halted and self.robot_now() > motion.end_time:
+            ended = now - (self.robot_now() - motion.end_time)  # local time of the end time
+            if not motion.arrived(ended):  # halted where the end time fell, not where the world was looked at
+                motion.halted_pose = motion.pose(ended)
+                motion.halted = "timeout"
+                self.body = motion.halted_pose
         if not motion.halted and motion.stop_at < 1.0 and motion.fraction(now) >= motion.stop_at:
             self.halt(motion, "stuck" if motion.kind == "navigate" else "blocked")
         self.body = motion.pose(now)
@@ -300,6 +329,12 @@ class FakeWorld:
             self.abort_grasps()
             self.behavior_fault = "the robot fell"
 
+    def release_estop(self) -> None:
+        """The operator releases the e-stop: nothing moves and the motors stay off until a client powers them on
+        (estop.proto: releasing the stop only allows power again; the robot does not power on by itself)."""
+        with self.lock:
+            self.estopped = False
+
     def press_estop(self) -> None:
         """An operator presses the e-stop: the motors cut and the body stops where it is."""
         with self.lock:
@@ -329,8 +364,17 @@ class FakeWorld:
                 best = (item, d)
         return best
 
+    def claw_stuck(self) -> bool:
+        """The claw cannot open now: the gripper is jammed, or it holds a handle that will not let it go."""
+        held = self.holding or ""
+        handle = self.handles.get(held.removeprefix("handle:")) if held.startswith("handle:") else None
+        return self.gripper_jammed or (handle is not None and handle.stuck)
+
     def release(self) -> None:
-        """Open the gripper: a held object drops where the hand is."""
+        """Open the gripper: a held object drops where the hand is (unless the claw is stuck: nothing changes)."""
+        if self.claw_stuck():
+            self.gripper_open = False
+            return
         held = self.holding
         self.gripper_open = True
         if held is None:

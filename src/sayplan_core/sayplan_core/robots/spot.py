@@ -57,6 +57,34 @@ SKILL_KINDS: dict[str, str] = {
     "done": "done",
 }  # fmt: skip
 HANDLE_KINDS = ("hinge", "drawer")
+#: Skills that close the claw on something: refused before any motion unless the hand is empty.
+GRASPING_KINDS = frozenset({"pickup", "pick_up", "open", "close"})
+#: The agent attribute every update of a skill that read the gripper carries: what the gripper holds.
+GRIPPER_ATTRIBUTE = "gripper"
+GRIPPER_EMPTY = "empty"
+
+
+def hand_refusal(step: PlanStep, graph: SceneGraph) -> str:
+    """Why `step` may not start with what the scene graph says the hand holds ('' when it may): a skill that
+    grasps needs an empty hand (a re-grasp would open the claw and drop what it holds)."""
+    held = graph.held_object()
+    if SKILL_KINDS.get(step.action) not in GRASPING_KINDS or held is None:
+        return ""
+    return f"{step} refused before the robot moved: the hand already holds {held} (scene graph); put it down first"
+
+
+def gripper_words(held: bool, graph_holds: str | None, kind: str, target: str) -> str:
+    """What the gripper holds, for the agent's `gripper` attribute: empty, the held object's id, the handle a
+    claw stuck on, or something the scene graph does not hold."""
+    if not held:
+        return GRIPPER_EMPTY
+    if graph_holds is not None:
+        return graph_holds
+    if kind in ("open", "close") and target:
+        return f"the handle of {target}"
+    return "something the scene graph does not hold"
+
+
 #: Default travel of a handle when the site file gives none: degrees for a hinge, metres for a drawer.
 DEFAULT_OPENING = {"hinge": 90.0, "drawer": 0.3}
 
@@ -454,12 +482,14 @@ def skill_update(
     found nothing where the graph said removes that object, as the simulated robot does for objects it cannot
     see where they should be. An object put down takes `placed_at` (where the hand let go) as its position.
 
-    `held` is what the gripper says at the end of the skill (None: not read, or not relevant): it overrides the
-    plan model when a skill that did not succeed had already changed the hand. A pickup canceled or failed after
-    the grasp held reports the object in the hand; a put-down whose gripper opened (then the stow failed or was
-    canceled) reports the object at the place. `missing` says the robot looked where the object should be and
-    found nothing there: only then is a pickup's `not_found` a reason to remove the object (one the robot merely
-    does not see right now is kept).
+    `held` is what the gripper says at the end of the skill (None: not read): it overrides the plan model when a
+    skill that did not succeed had already changed the hand. A pickup canceled or failed after the grasp held
+    reports the object in the hand; a put-down whose gripper opened (then the stow failed or was canceled)
+    reports the object at the place. An object the graph still has in the hand when the gripper is empty (it
+    slipped out on the way) is reported in the robot's room, near the robot. Whenever the gripper was read, the
+    agent's `gripper` attribute says what it holds (`gripper_words`), so graph and gripper never disagree.
+    `missing` says the robot looked where the object should be and found nothing there: only then is a
+    pickup's `not_found` a reason to remove the object (one the robot merely does not see right now is kept).
     """
     waypoint_nodes = waypoint_nodes or {}
     state = WorldState.from_graph(graph)
@@ -489,6 +519,14 @@ def skill_update(
         gone = missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up") and step.target in graph.nodes
         if gone and graph.nodes[step.target].type == "object" and not graph.children(step.target):
             remove.append(step.target)
+    dropped: str | None = None
+    if held is False and state.holding is not None:  # the gripper is empty: the graph's held object is not there
+        room = state.agent_room()
+        if room is not None:
+            dropped = state.holding
+            state.move(dropped, room, "in")
+            state.holding = None
+            touched.append(dropped)
     location = state.location
     if kind == "goto" and code is SkillCode.NONE:
         location = step.target
@@ -505,12 +543,16 @@ def skill_update(
         node.states = list(state.states(node_id))
         if placed_at is not None and node_id == held_before and state.holding != node_id:
             node.position = placed_at
+        elif node_id == dropped and pose is not None:
+            node.position = (pose.x, pose.y, 0.0)
         upserts.append(NodeUpsert(node, state.parent(node_id), state.relation(node_id) or "in"))
     agent_id = graph.agent_id
     if agent_id is not None:
         agent = copy.deepcopy(graph.nodes[agent_id])
         if location is not None:
             agent.attributes["location"] = location
+        if held is not None:
+            agent.attributes[GRIPPER_ATTRIBUTE] = gripper_words(held, state.holding, kind, step.target)
         if pose is not None:
             agent.position = (pose.x, pose.y, pose.z)
             agent.attributes["heading_deg"] = round(math.degrees(pose.yaw), 1)

@@ -1,0 +1,395 @@
+"""Issue 23 on Spot, at the protocol boundary (the fake Spot driven by the unmodified bosdyn-client): each numbered
+defect reproduced, and a bounded property test over random skill sequences with injected faults.
+
+1. open/close: a claw that will not let go of the handle is a latched robot fault; the arm is never stowed (the
+   stow closes the claw) and nothing moves until an operator clears it. A put-down whose gripper will not open
+   is one too, and the object stays in the hand in the graph.
+3. a skill that grasps is refused before any motion while the hand is not empty (the graph or the gripper).
+4. after an e-stop (released since), no skill powers on or stands the robot: only the operator's clear and
+   stand_up do.
+5. a body walk is sent as 1 s commands renewed while the node lives (the SIGKILL bound is test_spot_signals.py).
+10. a TLS certificate mismatch is named as such, not as "the robot may be offline".
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+pytest.importorskip(
+    "bosdyn.client", reason="the Spot SDK is not installed: pip install -r requirements/spot.txt (make test does)"
+)
+
+from action_msgs.msg import GoalStatus
+from fakes.spot import FakeSpot, FakeWorld
+from fakes.spot.certs import make_tls
+from fakes.spot.harness import login, run_skill, spot_skill_server, stand_up, stop_node, wait_until
+from fakes.spot.office import office, office_site, office_world
+from fakes.spot.services import AUTHORITIES
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from rclpy.action import ActionClient
+
+from sayplan_core.outcomes import SkillCode
+from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.srv import ApplyGraphUpdate
+
+pytestmark = pytest.mark.ros
+OFFICE = office()
+#: Motion the robot may only make at the operator's request (the node starting, ~/stand_up).
+POWER_UP = {"power_on", "stand"}
+
+
+@pytest.fixture
+def spot(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeSpot]:
+    with FakeSpot.running(tmp_path, office_world(OFFICE)) as fake:
+        login(monkeypatch, fake)
+        yield fake
+
+
+class Executor:
+    """What the executor does between skills: send a step that follows the last graph version, apply its update."""
+
+    def __init__(self, ros: Any) -> None:
+        self.ros = ros
+        operator = ros.node(f"executor_{len(ros._nodes)}")
+        self.skills = ActionClient(operator, ExecuteSkill, "execute_skill")
+        self.apply = operator.create_client(ApplyGraphUpdate, "apply_graph_update")
+        self.version = 0
+
+    def run(self, skill: str, target: str = "", timeout: float = 30.0) -> tuple[int, Any]:
+        status, outcome = run_skill(self.ros, self.skills, skill, target, timeout, graph_version=self.version)
+        update = outcome.graph_update
+        if update.upsert or update.remove:
+            answer = self.ros.call(self.apply, ApplyGraphUpdate.Request(update=update))
+            assert answer.success, answer.message
+            self.version = int(answer.version)
+        return status, outcome
+
+
+def graph_server(ros: Any) -> Any:
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    return next(node for node in ros._nodes if isinstance(node, SceneGraphServer))
+
+
+def gripper_attribute(outcome: Any) -> str | None:
+    for node in outcome.graph_update.upsert:
+        if node.id == "agent":
+            for kv in node.attributes:
+                if kv.key == "gripper":
+                    return str(kv.value).strip('"')
+    return None
+
+
+def moves_since(world: FakeWorld, mark: int) -> list[str]:
+    return [kind for _, kind in world.motion_log[mark:]]
+
+
+def at_cupboard(executor: Executor) -> None:
+    for skill, target in (("goto", "kitchen"), ("open", "kitchen_cupboard"), ("access", "kitchen_cupboard")):
+        status, outcome = executor.run(skill, target)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+# ----------------------------------------------------------------------------- defect 1
+def test_a_claw_stuck_on_the_handle_is_a_latched_fault_and_the_arm_is_never_stowed_on_it(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        status, outcome = executor.run("goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        world.handles["kitchen_cupboard"].stuck = True
+        mark = len(world.motion_log)
+        status, outcome = executor.run("open", "kitchen_cupboard")
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "will not let go of the handle of kitchen_cupboard" in outcome.error_msg
+        assert "latched" in outcome.error_msg and server.clear_fault_service in outcome.error_msg
+        moves = moves_since(world, mark)
+        # the claw was told to open (and could not); after that nothing: no stow, no closing the claw on the handle
+        assert moves[-1] == "gripper" and moves.count("gripper") == 1, moves
+        assert world.holding == "handle:kitchen_cupboard" and world.arm == "out"
+        assert gripper_attribute(outcome) == "the handle of kitchen_cupboard"
+        navigations, mark = len(spot.calls("NavigateTo")), len(world.motion_log)
+        status, outcome = executor.run("goto", "nikos_office")  # defect 1: walked off holding the handle
+        assert outcome.error_code == SkillCode.FAULT_LATCHED and "will not let go" in outcome.error_msg
+        assert len(spot.calls("NavigateTo")) == navigations and moves_since(world, mark) == []
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "gripper: holding something" in cleared.message, cleared.message
+        assert "the scene graph does not" in cleared.message
+        world.handles["kitchen_cupboard"].stuck = False  # the operator frees the claw by hand
+        with world.lock:
+            world.release()
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "gripper: empty" in cleared.message, cleared.message
+        assert moves_since(world, mark) == []  # checking moved nothing
+        status, outcome = executor.run("goto", "nikos_office")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_a_gripper_that_will_not_open_on_a_put_down_is_a_robot_fault_and_the_object_stays_in_the_hand(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        at_cupboard(executor)
+        status, outcome = executor.run("pickup", "coffee_mug")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        world.gripper_jammed = True
+        status, outcome = executor.run("release", "coffee_mug")
+        assert outcome.error_code == SkillCode.ROBOT_FAULT and "will not open" in outcome.error_msg
+        assert world.holding == "coffee_mug" and world.arm == "carry"  # carried back, never stowed on it
+        assert gripper_attribute(outcome) == "coffee_mug"
+        assert graph_server(ros).graph.held_object() == "coffee_mug"
+        assert server.fault_latch.fault is not None
+
+
+# ----------------------------------------------------------------------------- defect 3
+@pytest.mark.parametrize("who", ["graph", "gripper"])
+def test_a_grasp_with_a_hand_that_is_not_empty_is_refused_before_any_motion(
+    ros: Any, spot: FakeSpot, tmp_path: Path, who: str
+) -> None:
+    """The graph says the hand holds the mug: a pickup is a planning mistake, refused (invalid_target). The graph
+    says the hand is empty but the gripper holds something: unknown load, a latched robot fault. Either way the
+    claw does not open, nothing moves, and what was held stays held."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        at_cupboard(executor)
+        if who == "graph":
+            status, outcome = executor.run("pickup", "coffee_mug")
+            assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        else:
+            with world.lock:
+                world.holding = "coffee_mug"  # something the graph does not know of is in the claw
+        grasps, mark = len(spot.calls("ManipulationApi")), len(world.motion_log)
+        status, outcome = executor.run("pickup", "clean_glass")
+        assert status == GoalStatus.STATUS_ABORTED
+        if who == "graph":
+            assert outcome.error_code == SkillCode.INVALID_TARGET and "already holds coffee_mug" in outcome.error_msg
+            assert server.fault_latch.fault is None
+        else:
+            assert outcome.error_code == SkillCode.ROBOT_FAULT and "refused before the robot moved" in outcome.error_msg
+            assert server.fault_latch.fault is not None
+        assert len(spot.calls("ManipulationApi")) == grasps and moves_since(world, mark) == []
+        assert world.holding == "coffee_mug"
+        status, outcome = executor.run("open", "kitchen_cupboard")  # grasping a handle needs an empty hand too
+        assert outcome.error_code in (SkillCode.INVALID_TARGET, SkillCode.FAULT_LATCHED), outcome.error_msg
+        assert len(spot.calls("ManipulationApi")) == grasps and moves_since(world, mark) == []
+
+
+# ----------------------------------------------------------------------------- defect 4
+def test_after_an_estop_is_released_no_skill_powers_on_or_stands_the_robot(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    world = spot.world
+    world.speed_mps = 3.0
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        future = executor.skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        wait_until(world.moving, what="walking")
+        world.press_estop()
+        ros.wait_for(future.done, what="acceptance")
+        result = future.result().get_result_async()
+        ros.wait_for(result.done, timeout=15.0, what="result")
+        assert result.result().result.outcome.error_code == SkillCode.ESTOPPED
+        mark, powers = len(world.motion_log), len(spot.calls("PowerCommand"))
+        world.release_estop()
+        status, outcome = executor.run("goto", "kitchen")
+        assert outcome.error_code == SkillCode.FAULT_LATCHED and "estopped" in outcome.error_msg
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "e-stop: released" in cleared.message and "motors: off" in cleared.message
+        status, outcome = executor.run("goto", "kitchen")  # cleared, but the motors are off: never re-powered
+        assert outcome.error_code == SkillCode.NOT_POWERED and "never powers the robot on" in outcome.error_msg
+        assert moves_since(world, mark) == [] and len(spot.calls("PowerCommand")) == powers
+        assert not world.motors_on and not world.standing
+        refused = stand_up(ros, server)  # not while latched
+        assert not refused.success and "clear it first" in refused.message and not world.motors_on
+        assert ros.clear_fault(server).success
+        stood = stand_up(ros, server)  # the operator's explicit step
+        assert stood.success and world.motors_on and world.standing, stood.message
+        assert set(moves_since(world, mark)) == POWER_UP
+        world.speed_mps = 60.0
+        status, outcome = executor.run("goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+# ----------------------------------------------------------------------------- defect 5
+def test_a_walk_is_sent_as_one_second_commands_renewed_while_the_node_lives(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Each body trajectory ends about 1 s after it is sent (robot clock) and the walk re-sends it; a
+    trajectory nobody renews stops the fake robot at its end time, as the proto's end_time says."""
+    world = spot.world
+    pose8 = OFFICE.nodes["pose8"].position
+    assert pose8 is not None
+    world.speed_mps = math.hypot(pose8[0] - world.body.x, pose8[1] - world.body.y) / 2.0  # a 2 s walk
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0):
+        status, outcome = run_skill(ros, Executor(ros).skills, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    walks = [
+        c for c in spot.calls("RobotCommand") if c.command.synchronized_command.mobility_command.HasField(
+            "se2_trajectory_request"
+        )
+    ]  # fmt: skip
+    assert len(walks) >= 3
+    for call in walks:
+        sent = call.header.request_timestamp.seconds + call.header.request_timestamp.nanos * 1e-9
+        end = call.command.synchronized_command.mobility_command.se2_trajectory_request.end_time
+        assert 0.5 < end.seconds + end.nanos * 1e-9 - (sent + world.clock_skew_s) < 1.5
+    assert (world.body.x, world.body.y) == pytest.approx(pose8[:2], abs=1e-6)
+
+
+def test_stop_motion_stops_a_walk_and_waits_for_the_robot_to_confirm(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    """SkillServer.stop_for_shutdown (what SIGINT/SIGTERM run) mid-walk: the skill stops, Spot's stop is sent
+    and confirmed (stop in force, body still); the subprocess version is test_spot_signals.py."""
+    world = spot.world
+    world.speed_mps = 1.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0) as server:
+        future = Executor(ros).skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        wait_until(world.moving, what="walking")
+        stops = world.stop_count
+        done: list[bool] = []
+        thread = threading.Thread(target=lambda: done.append(server.stop_for_shutdown(3.0)))
+        thread.start()
+        thread.join(timeout=5.0)
+        assert done == [True] and not world.moving() and world.stop_count >= stops + 2  # the cancel's and its own
+        ros.wait_for(future.done, what="acceptance")
+
+
+# ----------------------------------------------------------------------------- defect 10
+def test_a_certificate_that_does_not_match_is_named_not_reported_as_offline(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    (tmp_path / "other").mkdir()
+    other = make_tls(tmp_path / "other", AUTHORITIES)  # a root that did not sign the robot's certificate
+    with spot_skill_server(ros, spot, tmp_path, ca_cert_file=str(other.ca_path)):
+        _, outcome = run_skill(ros, Executor(ros).skills, "goto", "kitchen")
+    assert outcome.error_code == SkillCode.ROBOT_FAULT
+    assert "TLS certificate does not match" in outcome.error_msg and str(other.ca_path) in outcome.error_msg
+    assert "offline" not in outcome.error_msg and spot.calls("NavigateTo") == []
+
+
+# ----------------------------------------------------------------------------- property: random skills and faults
+SKILLS = [
+    ("goto", "kitchen"),
+    ("goto", "nikos_office"),
+    ("open", "kitchen_cupboard"),
+    ("close", "kitchen_cupboard"),
+    ("access", "kitchen_cupboard"),
+    ("pickup", "coffee_mug"),
+    ("release", "coffee_mug"),
+]
+REPAIR = ("repair", "")
+FAULTS = ["none", "none", "estop", "estop_released", "power_cut", "lease", "fall", "stuck_handle", "jammed", "slip"]
+_examples = iter(range(10**6))
+
+
+def inject(world: FakeWorld, fault: str) -> None:
+    """What goes wrong before the next step, as the fake models it."""
+    with world.lock:
+        if fault in ("estop", "estop_released"):
+            world.press_estop()
+            if fault == "estop_released":
+                world.release_estop()
+        elif fault == "power_cut":
+            world.cut_motor_power()
+        elif fault == "lease":
+            world.steal_lease("tablet-operator")
+        elif fault == "fall":
+            world.fall()
+        elif fault == "stuck_handle":
+            world.handles["kitchen_cupboard"].stuck = True
+        elif fault == "jammed":
+            world.gripper_jammed = True
+        elif fault == "slip" and world.holding is not None and not world.holding.startswith("handle:"):
+            world.release()  # the object slips out of the claw
+
+
+def repair(ros: Any, server: Any, world: FakeWorld) -> None:
+    """An operator fixes what is wrong on the robot, clears the fault, then powers on and stands it."""
+    with world.lock:
+        world.estopped = False
+        world.behavior_fault = ""
+        if world.lease_owner == "tablet-operator":
+            world.lease_owner = ""  # the tablet releases control
+        world.handles["kitchen_cupboard"].stuck = False
+        world.gripper_jammed = False
+        if world.holding is not None and world.holding.startswith("handle:"):
+            world.release()  # the claw freed by hand
+    mark = len(world.motion_log)
+    if server.fault_latch.fault is not None:
+        cleared = ros.clear_fault(server)
+        assert cleared.success, cleared.message
+    assert moves_since(world, mark) == []  # checking the robot never moves it
+    if not (world.motors_on and world.standing):
+        stood = stand_up(ros, server)
+        assert stood.success, stood.message
+
+
+def expected_gripper(world: FakeWorld) -> set[str]:
+    held = world.holding
+    if held is None:
+        return {"empty"}
+    if held.startswith("handle:"):
+        return {f"the handle of {held.removeprefix('handle:')}"}
+    return {held}
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(plan=st.lists(st.tuples(st.sampled_from([*SKILLS, REPAIR]), st.sampled_from(FAULTS)), min_size=4, max_size=7))
+def test_no_motion_while_a_fault_is_latched_and_the_graph_agrees_with_the_gripper(
+    ros: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, plan: list[tuple[tuple[str, str], str]]
+) -> None:
+    """Random steps, each after an injected fault (or none), on a fresh fake Spot and graph: a step sent while a
+    fault is latched is refused with nothing moving; no skill ever powers on or stands the robot; after every
+    skill that read the gripper, its update and the applied scene graph say what the fake's gripper holds."""
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    folder = tmp_path / f"example{next(_examples)}"
+    folder.mkdir()
+    with FakeSpot.running(folder, office_world(OFFICE)) as spot:
+        login(monkeypatch, spot)
+        world = spot.world
+        graph = ros.add(SceneGraphServer(context=ros.context))
+        try:
+            with spot_skill_server(ros, spot, folder, graph=False, max_walk_m=40.0) as server:
+                executor = Executor(ros)
+                for (skill, target), fault in plan:
+                    inject(world, fault)
+                    if skill == "repair":
+                        repair(ros, server, world)
+                        continue
+                    latched = server.fault_latch.fault is not None
+                    mark = len(world.motion_log)
+                    _, outcome = executor.run(skill, target)
+                    moves = moves_since(world, mark)
+                    step = f"{skill}({target}) after {fault}: {outcome.error_msg}"
+                    if latched:
+                        assert outcome.error_code == SkillCode.FAULT_LATCHED and moves == [], step
+                    assert not set(moves) & POWER_UP, step  # only the operator powers on and stands
+                    said = gripper_attribute(outcome)
+                    if outcome.error_code == SkillCode.NONE:
+                        assert said is not None, step
+                    if said is not None:
+                        assert said in expected_gripper(world), (step, said, world.holding)
+                        held = world.holding if world.holding in OFFICE.nodes else None
+                        assert graph.graph.held_object() == held, (step, world.holding)
+        finally:
+            stop_node(ros, graph)

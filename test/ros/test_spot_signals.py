@@ -1,0 +1,140 @@
+"""The installed spot_skill_server as its own process against the fake Spot, stopped by real signals mid-walk.
+
+SIGINT and SIGTERM: the node sends Spot's stop while its executor still spins (sayplan_ros.runner), so the fake
+robot stands still within 1 s of the signal, and the process exits (0) within a few seconds. SIGKILL: nothing
+runs in the node any more, but every body-trajectory command it sent ends 1 s after it was sent (renewed while
+the node lived), so the fake robot stands still within about 1.5 s. The bounds are the issue's (issue 23).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import signal
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+pytest.importorskip(
+    "bosdyn.client", reason="the Spot SDK is not installed: pip install -r requirements/spot.txt (make test does)"
+)
+
+from fakes.spot import FakeSpot
+from fakes.spot.harness import wait_until
+from fakes.spot.office import office, office_site, office_world
+from rclpy.action import ActionClient
+
+from sayplan_interfaces.action import ExecuteSkill
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[2]
+EXECUTABLE = ROOT / "install" / "sayplan_spot" / "lib" / "sayplan_spot" / "spot_skill_server"
+OFFICE = office()
+WALK_S = 10.0  # how long the walk to pose8 would take: far longer than any bound checked here
+
+
+@pytest.fixture
+def spot(tmp_path: Path) -> Iterator[FakeSpot]:
+    with FakeSpot.running(tmp_path, office_world(OFFICE)) as fake:
+        yield fake
+
+
+def start_node(ros: Any, spot: FakeSpot, tmp_path: Path) -> subprocess.Popen[str]:
+    """spot_skill_server in its own process (through scripts/ws_env.sh), on the test's domain, walking to pose8
+    (no waypoint: a body walk) once it stands; returns when the fake robot walks."""
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    if not EXECUTABLE.exists():
+        pytest.skip(f"{EXECUTABLE} is not built: run scripts/colcon_build.sh")
+    ros.add(SceneGraphServer(context=ros.context))
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    pose8 = OFFICE.nodes["pose8"].position
+    assert pose8 is not None
+    world = spot.world
+    world.speed_mps = math.hypot(pose8[0] - world.body.x, pose8[1] - world.body.y) / WALK_S
+    parameters = {
+        "hostname": "127.0.0.1",
+        "port": spot.port,
+        "ca_cert_file": str(spot.ca_path),
+        "site_file": str(site),
+        "max_walk_m": 40.0,
+        "feedback_period_s": 0.02,
+        "lease_check_in_s": 0.2,
+        "connect_timeout_s": 10.0,
+    }
+    args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args"]
+    for name, value in parameters.items():
+        args += ["-p", f"{name}:={value}"]
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(ros.domain_id),
+        "BOSDYN_CLIENT_USERNAME": world.username,
+        "BOSDYN_CLIENT_PASSWORD": world.password,
+    }
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(lambda: world.standing and world.motors_on, timeout=30.0, what="the node to stand the robot")
+        skills = ActionClient(ros.node("executor"), ExecuteSkill, "execute_skill")
+        assert skills.wait_for_server(timeout_sec=20.0)
+        skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        wait_until(world.moving, timeout=20.0, what="the walk to start")
+        time.sleep(0.3)  # walking for a while, with renewed commands
+        assert world.moving()
+    except BaseException:
+        proc.kill()
+        print(proc.communicate(timeout=10)[0])
+        raise
+    return proc
+
+
+def seconds_until_still(spot: FakeSpot, limit: float) -> float:
+    began = time.monotonic()
+    while spot.world.moving():
+        if time.monotonic() - began > limit:
+            break
+        time.sleep(0.005)
+    return time.monotonic() - began
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_sigint_or_sigterm_mid_walk_stops_the_robot_within_a_second_and_the_node_exits(
+    ros: Any, spot: FakeSpot, tmp_path: Path, sig: signal.Signals
+) -> None:
+    proc = start_node(ros, spot, tmp_path)
+    stops = spot.world.stop_count
+    sent = time.monotonic()
+    proc.send_signal(sig)
+    still = seconds_until_still(spot, 5.0)
+    try:
+        out, _ = proc.communicate(timeout=10.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10.0)
+        raise AssertionError(f"the node did not exit within 10 s of {sig.name}:\n{out}") from None
+    exited = time.monotonic() - sent
+    assert still < 1.0, f"the robot walked on for {still:.2f} s after {sig.name}\n{out}"
+    assert spot.world.stop_count > stops  # stopped by Spot's stop, not by the command's end time
+    assert proc.returncode == 0, out
+    assert exited < 5.0, f"exited {exited:.1f} s after {sig.name}"
+    assert "the robot's stop was not confirmed" not in out, out
+    assert spot.world.lease_owner == ""  # sat, powered off and returned the lease on the way out
+
+
+def test_sigkill_mid_walk_leaves_the_robot_still_within_one_and_a_half_seconds(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    proc = start_node(ros, spot, tmp_path)
+    stops = spot.world.stop_count
+    proc.send_signal(signal.SIGKILL)
+    still = seconds_until_still(spot, 5.0)
+    proc.communicate(timeout=10.0)
+    assert still < 1.5, f"the robot walked on for {still:.2f} s after the node was killed"
+    assert spot.world.stop_count == stops  # nobody sent a stop: the last command's end time stopped it
+    with spot.world.lock:
+        halted = [m.halted for m in spot.world.motions.values() if m.kind == "trajectory"]
+    assert halted[-1] == "timeout" and spot.world.motion is None
