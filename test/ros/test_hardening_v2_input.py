@@ -16,16 +16,20 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from action_msgs.msg import GoalStatus
 from diagnostic_msgs.msg import KeyValue
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from transcripts import INSTRUCTION
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph import graph_to_dict
+from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import PlanCode
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import GraphUpdate, SceneGraphEdge
 from sayplan_interfaces.srv import ApplyGraphUpdate
-from sayplan_ros.conversions import node_to_msg
+from sayplan_ros.conversions import node_to_msg, update_to_msg
 from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
@@ -35,11 +39,17 @@ pytestmark = pytest.mark.ros
 _CORE = Path(__file__).resolve().parents[1] / "core"
 if str(_CORE) not in sys.path:
     sys.path.append(str(_CORE))  # the core test imports its neighbour test_llm_backends
-_spec = importlib.util.spec_from_file_location("hardening_v2_llm", _CORE / "test_hardening_v2_llm.py")
-assert _spec is not None and _spec.loader is not None
-_llm_tests = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_llm_tests)
-HeaderTrickler = _llm_tests.HeaderTrickler
+
+
+def _load(name: str, file: str) -> Any:
+    spec = importlib.util.spec_from_file_location(name, _CORE / file)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+HeaderTrickler = _load("hardening_v2_llm", "test_hardening_v2_llm.py").HeaderTrickler
 
 
 def apply(ros: Any, client: Any, update: GraphUpdate) -> Any:
@@ -139,3 +149,37 @@ def test_an_oversized_instruction_is_refused(ros: Any) -> None:
     future = client.send_goal_async(PlanTask.Goal(instruction="x" * 20_000))
     ros.wait_for(future.done, what="goal answer")
     assert not future.result().accepted
+
+
+# ----------------------------------------------------------------------------- property test, live server
+_graph_tests = _load("hardening_v2_graph", "test_hardening_v2_graph.py")
+
+
+@settings(max_examples=6, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.data())
+def test_random_valid_and_hostile_updates_to_the_live_server(ros: Any, data: st.DataObject) -> None:
+    """Through the message conversion and the apply_graph_update service: a refused update leaves the server's
+    graph and version as they were, every valid one after it is applied, and the server's graph equals a replay
+    of only the valid updates on a fresh copy."""
+    if not hasattr(ros, "v2_server"):  # one server for all examples: its graph carries over, as in a long run
+        ros.v2_server = ros.add(SceneGraphServer(context=ros.context))
+        ros.v2_client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
+        ros.v2_accepted, ros.v2_added = [], []
+    server, client = ros.v2_server, ros.v2_client
+    for serial in range(data.draw(st.integers(3, 8))):
+        serial += 100 * len(ros.v2_accepted)
+        before, version = graph_to_dict(server.graph), server.version
+        if data.draw(st.booleans()):
+            answer = apply(ros, client, update_to_msg(_graph_tests._hostile_op(server.graph, data.draw)))
+            assert not answer.success, "a hostile update was applied"
+            assert server.version == version and graph_to_dict(server.graph) == before, answer.message
+        else:
+            update = _graph_tests._valid_op(server.graph, ros.v2_added, data.draw, serial)
+            answer = apply(ros, client, update_to_msg(update))
+            assert answer.success, answer.message
+            assert server.version == version + 1
+            ros.v2_accepted.append(update)
+    replay = load_env("office")
+    for update in ros.v2_accepted:
+        replay = apply_update(replay, update)
+    assert graph_to_dict(server.graph) == graph_to_dict(replay)
