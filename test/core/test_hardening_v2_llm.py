@@ -197,3 +197,20 @@ def test_a_transcript_that_is_not_utf8_is_named(tmp_path: Path) -> None:
     path.write_bytes(b'{"calls": ["\xff\xfe"]}')
     with pytest.raises(LlmFatalError, match=f"transcript {path} is not UTF-8 text"):
         ReplayBackend.from_file(path)
+
+
+def test_plans_in_answers_and_plan_text_are_bounded() -> None:
+    from sayplan_core.envs import load_env
+    from sayplan_core.llm.session import BadAnswerError
+    from sayplan_core.planners.answers import parse_plan_items
+    from sayplan_core.sim.action_set import load_action_set
+    from sayplan_core.sim.plan import PlanFormatError, parse_plan
+
+    steps = [{"action": "done", "target": ""}] * (limits.MAX_PLAN_STEPS + 1)
+    with pytest.raises(BadAnswerError, match="the plan has 1001 steps, over the limit of 1000"):
+        parse_plan_items(load_env("office"), load_action_set("sayplan"), steps)
+    with pytest.raises(PlanFormatError, match="the plan is nested more than 32 levels deep"):
+        parse_plan("[" * 5_000 + "]" * 5_000)
+    with pytest.raises(PlanFormatError, match="over the limit of 1000"):
+        parse_plan(" > ".join(["done"] * 1_001))
+    assert [str(s) for s in parse_plan("goto(kitchen) > done")] == ["goto(kitchen)", "done"]

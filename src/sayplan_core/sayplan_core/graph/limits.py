@@ -40,6 +40,8 @@ MAX_ECHO_CHARS = 2_000
 MAX_REQUEST_CHARS = 8_000_000
 #: tokens a server may report for one answer (more, or fewer than 0, is not a usage report)
 MAX_REPORTED_TOKENS = 100_000_000
+#: steps of one plan (an LLM answer, a plan file or string); the longest bundled task needs about 40
+MAX_PLAN_STEPS = 1_000
 #: characters of a plan_task instruction and of its context
 MAX_INSTRUCTION_CHARS = 10_000
 MAX_CONTEXT_CHARS = 100_000
