@@ -7,6 +7,7 @@ gets exactly the validation a file gets.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Iterable
 from typing import Any
 
@@ -19,6 +20,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 from sayplan_core.execution.closed_loop import PlanOutcome as LoopPlan
 from sayplan_core.execution.closed_loop import StepReport
 from sayplan_core.execution.skills import SkillResult
+from sayplan_core.graph import limits
 from sayplan_core.graph.model import NAV_RELATION, GraphError, Node, SceneGraph
 from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
@@ -62,13 +64,23 @@ def graph_to_msg(graph: SceneGraph, version: int) -> SceneGraphMsg:
 
 
 def _node_dict(msg: SceneGraphNodeMsg) -> dict[str, Any]:
+    """Sizes and nesting are checked on the raw strings, before any attribute is parsed."""
+    node_id = msg.id[: limits.MAX_ID_CHARS]
+    try:
+        limits.check_chars(msg.id, limits.MAX_ID_CHARS, "node id")
+        limits.check_count(len(msg.attributes), limits.MAX_ATTRIBUTES, f"node '{node_id}': attributes")
+        for kv in msg.attributes:
+            limits.check_chars(kv.key, limits.MAX_ID_CHARS, f"node '{node_id}': an attribute name")
+            limits.check_json_text(kv.value, f"node '{node_id}': attribute '{kv.key}'", limits.MAX_ATTRIBUTE_CHARS)
+    except limits.InputLimitError as exc:
+        raise GraphError(str(exc), node_id) from None
     attributes = {}
     for kv in msg.attributes:
         try:
             attributes[kv.key] = json.loads(kv.value)
         except json.JSONDecodeError:
             raise GraphError(
-                f"node '{msg.id}': attribute '{kv.key}' is not JSON-encoded ({kv.value!r})", msg.id
+                f"node '{msg.id}': attribute '{kv.key}' is not JSON-encoded ({kv.value!r:.200})", msg.id
             ) from None
     item: dict[str, Any] = {
         "id": msg.id,
@@ -86,6 +98,8 @@ def _node_dict(msg: SceneGraphNodeMsg) -> dict[str, Any]:
 def msg_to_node(msg: SceneGraphNodeMsg) -> tuple[Node, str | None, str]:
     from sayplan_core.graph.native_format import node_from_dict
 
+    if len(msg.parent) > limits.MAX_ID_CHARS or len(msg.relation) > limits.MAX_ID_CHARS:
+        raise GraphError(f"node '{msg.id[:80]}': parent or relation over {limits.MAX_ID_CHARS} characters")
     node = node_from_dict(_node_dict(msg))
     return node, (msg.parent or None), (msg.relation or "in")
 
@@ -95,10 +109,16 @@ def msg_to_graph(msg: SceneGraphMsg, require_agent: bool = True) -> SceneGraph:
     edges: list[dict[str, Any]] = [
         {"source": n.id, "relation": n.relation or "in", "target": n.parent} for n in msg.nodes if n.parent
     ]
+    try:
+        limits.check_count(len(msg.nodes), limits.MAX_GRAPH_NODES, "SceneGraph message: nodes")
+        limits.check_count(len(msg.edges), limits.MAX_GRAPH_EDGES, "SceneGraph message: edges")
+    except limits.InputLimitError as exc:
+        raise GraphError(str(exc)) from None
     for edge in msg.edges:
         item: dict[str, Any] = {"source": edge.source, "relation": NAV_RELATION, "target": edge.target}
-        if edge.weight > 0:
-            item["weight"] = edge.weight
+        weight = _weight(edge)
+        if weight is not None:
+            item["weight"] = weight
         edges.append(item)
     data = {
         "format": FORMAT_NAME,
@@ -110,7 +130,24 @@ def msg_to_graph(msg: SceneGraphMsg, require_agent: bool = True) -> SceneGraph:
     return graph_from_dict(data, source="SceneGraph message", require_agent=require_agent)
 
 
+def _weight(edge: SceneGraphEdge) -> float | None:
+    """0 means "derive from the positions"; NaN, infinities and negative weights are refused, not derived."""
+    weight = float(edge.weight)
+    if weight == 0.0:
+        return None
+    if not math.isfinite(weight) or weight < 0:
+        raise GraphError(
+            f"navigation edge {edge.source[:80]}<->{edge.target[:80]}: weight must be a finite number >= 0 "
+            f"(0: from the positions), got {weight}",
+            edge.source[: limits.MAX_ID_CHARS],
+        )
+    return weight
+
+
 def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
+    total = len(msg.upsert) + len(msg.remove) + len(msg.connect) + len(msg.disconnect)
+    if total > limits.MAX_UPDATE_ITEMS:
+        raise GraphError(f"update has {total} items, over the limit of {limits.MAX_UPDATE_ITEMS}")
     upserts = []
     for node_msg in msg.upsert:
         node, parent, relation = msg_to_node(node_msg)
@@ -118,7 +155,7 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
     return GraphUpdate(
         upsert=upserts,
         remove=list(msg.remove),
-        connect=[(e.source, e.target, e.weight if e.weight > 0 else None) for e in msg.connect],
+        connect=[(e.source, e.target, _weight(e)) for e in msg.connect],
         disconnect=[(e.source, e.target) for e in msg.disconnect],
         source=msg.source,
     )

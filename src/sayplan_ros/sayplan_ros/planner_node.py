@@ -20,6 +20,8 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 
+from sayplan_core.graph import limits
+from sayplan_core.llm.http import CallAbort, abortable
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.llm.selection import make_backend
 from sayplan_core.llm.types import LlmBackend, LlmError
@@ -46,6 +48,7 @@ class PlannerNode(Node):
         self._backend: LlmBackend | None = None
         self._backend_lock = threading.Lock()
         self._goals = 0
+        self._abort = CallAbort()  # the running goal's: a cancel shuts its LLM connection down at once
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         group = ReentrantCallbackGroup()
         self.follower = GraphFollower(self, group)
@@ -56,7 +59,7 @@ class PlannerNode(Node):
             "plan_task",
             execute_callback=self._execute,
             goal_callback=lambda goal: self._single.accept(goal, self._refuse),
-            cancel_callback=lambda _goal: CancelResponse.ACCEPT,
+            cancel_callback=self._on_cancel,
             callback_group=group,
         )
 
@@ -65,10 +68,19 @@ class PlannerNode(Node):
         """Version of the scene graph this planner would plan on (0 before the first one arrives)."""
         return self.follower.latest()[1]
 
+    def _on_cancel(self, _goal: Any) -> CancelResponse:
+        """Accept, and end the goal's LLM call now: a slow server must not hold a cancel (issue 24)."""
+        self._abort.abort()
+        return CancelResponse.ACCEPT
+
     @staticmethod
     def _refuse(goal: PlanTask.Goal) -> str | None:
         if not goal.instruction.strip():
             return "the instruction is empty"
+        if len(goal.instruction) > limits.MAX_INSTRUCTION_CHARS:
+            return f"the instruction is {len(goal.instruction)} characters long, over {limits.MAX_INSTRUCTION_CHARS}"
+        if len(goal.context) > limits.MAX_CONTEXT_CHARS:
+            return f"the context is {len(goal.context)} characters long, over {limits.MAX_CONTEXT_CHARS}"
         if goal.planner and goal.planner not in PLANNERS:
             return f"unknown planner '{goal.planner[:80]}' (available: {', '.join(PLANNERS)})"
         return None
@@ -84,8 +96,10 @@ class PlannerNode(Node):
     def _execute(self, handle: ServerGoalHandle) -> PlanTask.Result:
         goal: PlanTask.Goal = handle.request
         planner_name = goal.planner or str(self.get_parameter("planner").value)
+        self._abort = CallAbort()
         try:
-            outcome = self._plan(handle, planner_name)
+            with abortable(self._abort):
+                outcome = self._plan(handle, planner_name)
         except Exception as exc:  # a planner bug ends this goal, not the node
             self.get_logger().error(f"plan_task failed: {exc!r}")
             outcome = plan_failure_to_msg(

@@ -19,6 +19,8 @@ from typing import Any
 
 import networkx as nx
 
+from sayplan_core.graph import limits
+
 NODE_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "workspace", "asset", "object", "agent")
 
 #: Types that form the navigation layer (goto targets).
@@ -110,7 +112,9 @@ class Node:
         """The rules a node obeys on its own; run again on nodes that arrive in updates (they may have been
         changed after construction)."""
         if not isinstance(self.id, str) or not self.id.strip():
-            raise GraphError(f"node id must be a non-empty string, got {self.id!r}")
+            raise GraphError(f"node id must be a non-empty string, got {self.id!r:.80}")
+        if len(self.id) > limits.MAX_ID_CHARS:
+            raise GraphError(f"node id '{self.id[:40]}...' is over {limits.MAX_ID_CHARS} characters", self.id[:40])
         if self.type not in NODE_TYPES:
             raise GraphError(
                 f"node '{self.id}' has unknown type '{self.type}' (expected one of {', '.join(NODE_TYPES)})",
@@ -120,6 +124,30 @@ class Node:
             len(self.position) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in self.position)
         ):
             raise GraphError(f"node '{self.id}': position must be finite, got {self.position!r}", self.id)
+        try:
+            self._check_sizes()
+        except limits.InputLimitError as exc:
+            raise GraphError(f"node '{self.id}': {exc}", self.id) from None
+
+    def _check_sizes(self) -> None:
+        """Bounded fields, so nothing later (copies, messages, prompts) recurses or grows without limit."""
+        if not isinstance(self.name, str):
+            raise limits.InputLimitError(f"name must be a string, got {type(self.name).__name__}")
+        limits.check_chars(self.name, limits.MAX_NAME_CHARS, "name")
+        for what, labels in (("states", self.states), ("affordances", self.affordances)):
+            if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
+                raise limits.InputLimitError(f"{what} must be a list of strings")
+            limits.check_count(len(labels), limits.MAX_LABELS, what)
+            for label in labels:
+                limits.check_chars(label, limits.MAX_ID_CHARS, f"a {what[:-1]}")
+        if not isinstance(self.attributes, dict):
+            raise limits.InputLimitError(f"attributes must be an object, got {type(self.attributes).__name__}")
+        limits.check_count(len(self.attributes), limits.MAX_ATTRIBUTES, "attributes")
+        for key, value in self.attributes.items():
+            if not isinstance(key, str):
+                raise limits.InputLimitError(f"attribute names must be strings, got {type(key).__name__}")
+            limits.check_chars(key, limits.MAX_ID_CHARS, "an attribute name")
+            limits.check_json_value(value, f"attribute '{key}'")
 
 
 class SceneGraph:

@@ -273,6 +273,8 @@ def validate(graph: SceneGraph, require_agent: bool = True) -> None:
         raise GraphError(f"more than one agent node: {', '.join(agents)}", agents[1])
     for agent in agents:
         loc = graph.nodes[agent].attributes.get("location")
+        if loc is not None and not isinstance(loc, str):
+            raise GraphError(f"agent '{agent}': location must be a node id, got {loc!r:.80}", agent)
         if loc is not None:
             if loc not in graph:
                 raise GraphError(f"agent '{agent}' is at '{loc}', which does not exist", agent)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from sayplan_core.graph import limits
 from sayplan_core.graph.model import GraphError, Node, SceneGraph
 from sayplan_core.graph.native_format import validate
 
@@ -31,15 +32,40 @@ class GraphUpdate:
         return not (self.upsert or self.remove or self.connect or self.disconnect)
 
 
+def check_update_size(update: GraphUpdate) -> None:
+    """The item count and the ids' types and lengths, before anything walks the update."""
+    total = len(update.upsert) + len(update.remove) + len(update.connect) + len(update.disconnect)
+    if total > limits.MAX_UPDATE_ITEMS:
+        raise GraphError(f"update has {total} items, over the limit of {limits.MAX_UPDATE_ITEMS}")
+    ids = [
+        *update.remove,
+        *(end for edge in update.connect for end in edge[:2]),
+        *(e for d in update.disconnect for e in d),
+    ]
+    for node_id in ids:
+        if not isinstance(node_id, str) or not node_id or len(node_id) > limits.MAX_ID_CHARS:
+            raise GraphError(f"update names a node id that is empty, not a string or too long: {node_id!r:.80}")
+    for a, b, weight in update.connect:
+        if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
+            raise GraphError(f"navigation edge {a}<->{b}: weight must be a number, got {weight!r:.80}", a)
+
+
 def apply_update(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
     """Return a new graph with `update` applied; `graph` itself is never modified."""
-    out = graph.copy()
+    check_update_size(update)
     seen: set[str] = set()
     for item in update.upsert:
         item.node.check()
+        if item.node.type == "agent" and not item.node.attributes.get("location"):
+            # a robot nowhere cannot be planned for: every planner starts from the agent's location
+            raise GraphError(
+                f"agent '{item.node.id}' is upserted without a location (attributes.location: a room or pose)",
+                item.node.id,
+            )
         if item.node.id in seen:
             raise GraphError(f"update lists node '{item.node.id}' twice", item.node.id)
         seen.add(item.node.id)
+    out = graph.copy()
     removing = set(update.remove)
     for node_id in removing:
         if node_id not in out:

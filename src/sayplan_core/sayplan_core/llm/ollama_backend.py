@@ -6,7 +6,7 @@ import base64
 import time
 from typing import Any
 
-from sayplan_core.llm.http import deadline, deadline_transport, redact_url
+from sayplan_core.llm.http import deadline, deadline_transport, last_retry_after_s, redact_url
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -18,7 +18,7 @@ class OllamaBackend:
         import ollama
 
         self._ollama = ollama
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         host = base_url or DEFAULT_OLLAMA_URL
         # the transport enforces a deadline on the whole call, not only on each read
         self._client = ollama.Client(host=host, timeout=timeout_s, transport=deadline_transport(httpx))
@@ -37,7 +37,7 @@ class OllamaBackend:
             messages[-1] = {**messages[-1], "images": [base64.b64encode(i).decode() for i in request.images]}
         start = time.perf_counter()
         try:
-            with deadline(self._timeout_s):
+            with deadline(self.timeout_s):
                 reply = self._client.chat(
                     model=self.info.model,
                     messages=messages,
@@ -47,11 +47,12 @@ class OllamaBackend:
         except ollama.ResponseError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
             if status == 429 or status >= 500:
-                raise LlmTransientError(f"http_{status}", str(exc.error)) from exc
+                # the SDK drops the response headers; the transport kept the Retry-After
+                raise LlmTransientError(f"http_{status}", str(exc.error), last_retry_after_s()) from exc
             raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {exc.error}") from exc
         except httpx.TimeoutException as exc:
-            raise LlmTransientError("timeout", f"no complete answer within {self._timeout_s:g} s") from exc
-        except (httpx.ConnectError, httpx.RemoteProtocolError, ConnectionError) as exc:
+            raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
+        except (httpx.TransportError, ConnectionError) as exc:  # refused, reset, canceled (CallAbort)
             raise LlmTransientError("connection", redact_url(str(exc))) from exc
         latency = time.perf_counter() - start
         message = reply.message

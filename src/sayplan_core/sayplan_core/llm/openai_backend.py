@@ -23,7 +23,7 @@ class OpenAIBackend:
         import openai
 
         self._openai = openai
-        self._timeout_s = timeout_s
+        self.timeout_s = timeout_s
         # Retries are ours (bounded, budgeted, logged), so the SDK's are off; the HTTP client enforces a
         # deadline on the whole call, not only on each read.
         self._client = openai.OpenAI(
@@ -62,10 +62,10 @@ class OpenAIBackend:
             }
         start = time.perf_counter()
         try:
-            with deadline(self._timeout_s):
+            with deadline(self.timeout_s):
                 completion = self._client.chat.completions.create(**kwargs)
         except openai.APITimeoutError as exc:
-            raise LlmTransientError("timeout", f"no complete answer within {self._timeout_s:g} s") from exc
+            raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
         except openai.APIConnectionError as exc:
             raise LlmTransientError("connection", redact_url(str(exc))) from exc
         except openai.RateLimitError as exc:

@@ -42,6 +42,8 @@ class RecordingBackend:
         self.info = inner.info
         self.calls: list[dict[str, Any]] = []
         self.instruction: str | None = None
+        #: the wrapped backend's deadline per call, so a session bounds a recorded call the same way
+        self.timeout_s: float | None = getattr(inner, "timeout_s", None)
 
     def start_task(self, instruction: str) -> None:
         if self.instruction is not None and instruction != self.instruction:
@@ -100,6 +102,10 @@ class ReplayBackend:
             raise LlmFatalError(f"cannot read transcript {path}: {exc.strerror or exc}") from exc
         except json.JSONDecodeError as exc:
             raise LlmFatalError(f"transcript {path} is not valid JSON: {exc.msg} at line {exc.lineno}") from exc
+        except UnicodeDecodeError as exc:
+            raise LlmFatalError(f"transcript {path} is not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        except RecursionError:
+            raise LlmFatalError(f"transcript {path} is nested too deeply to be a transcript") from None
         return cls(data, str(path), check_messages)
 
     def start_task(self, instruction: str) -> None:

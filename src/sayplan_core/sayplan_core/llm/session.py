@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from sayplan_core.graph import limits
 from sayplan_core.graph.tokens import count_tokens
+from sayplan_core.llm import http
 from sayplan_core.llm.types import LlmBackend, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError, Message
 
 T = TypeVar("T")
@@ -76,7 +77,7 @@ class LlmSession:
     temperature: float = 0.0
     max_answer_tokens: int = 1024
     should_cancel: Callable[[], bool] = lambda: False
-    sleep: Callable[[float], None] = time.sleep
+    sleep: Callable[[float], None] = http.pause
     calls: list[CallStats] = field(default_factory=list)
 
     @property
@@ -84,7 +85,8 @@ class LlmSession:
         return sum(c.total_tokens for c in self.calls)
 
     def _check_budget(self, last_feedback: str) -> None:
-        if self.should_cancel():
+        handle = http.current_abort()
+        if self.should_cancel() or (handle is not None and handle.aborted):
             raise PlanCancelledError("cancelled")
         if len(self.calls) >= self.budget.max_calls:
             raise BudgetExhaustedError(f"call budget exhausted ({self.budget.max_calls} LLM calls)", last_feedback)
@@ -94,12 +96,30 @@ class LlmSession:
             )
 
     def complete(self, stage: str, request: LlmRequest, last_feedback: str = "") -> LlmResponse:
-        """One answer, retrying transport failures with bounded backoff."""
+        """One answer, retrying transport failures with bounded backoff.
+
+        A backend with a `timeout_s` gets one wall-clock deadline for the whole call: every attempt,
+        every read of every attempt and every backoff wait fit in it, whatever the server does.
+        """
+        size = sum(len(m.get("content", "")) for m in request.messages)
+        if size > limits.MAX_REQUEST_CHARS:
+            raise BudgetExhaustedError(
+                f"the {stage} request is {size} characters long, over the limit of {limits.MAX_REQUEST_CHARS}",
+                last_feedback,
+            )
+        total = getattr(self.backend, "timeout_s", None)
+        if not isinstance(total, (int, float)) or total <= 0:
+            return self._attempts(stage, request, last_feedback, None)
+        with http.deadline(float(total)):
+            return self._attempts(stage, request, last_feedback, float(total))
+
+    def _attempts(self, stage: str, request: LlmRequest, last_feedback: str, total: float | None) -> LlmResponse:
         delay = self.budget.backoff_initial_s
         for attempt in range(self.budget.max_transient_retries + 1):
             self._check_budget(last_feedback)
             try:
                 response = self.backend.complete(request)
+                _check_usage(response)
             except LlmTransientError as exc:
                 # a failed attempt used no tokens the server reported: it spends a call, not the token budget
                 self.calls.append(CallStats(stage, self.backend.info.model, 0, 0, 0.0, "transient_error", str(exc)))
@@ -120,6 +140,13 @@ class LlmSession:
                             backend_failure=True,
                         ) from exc
                     wait = max(wait, exc.retry_after_s)
+                left = http.remaining_s()
+                if total is not None and left is not None and left <= wait:
+                    raise BudgetExhaustedError(
+                        f"LLM call deadline of {total:g} s passed after {attempt + 1} attempt(s) ({exc.kind})",
+                        last_feedback,
+                        backend_failure=True,
+                    ) from exc
                 self.sleep(wait)
                 delay = min(delay * 2, self.budget.backoff_max_s)
                 continue
@@ -158,11 +185,12 @@ class LlmSession:
             try:
                 return validate(parse_json_answer(response))
             except BadAnswerError as exc:
-                last_feedback = str(exc)
+                last_feedback = _clip(str(exc))
                 self.calls[-1].outcome, self.calls[-1].detail = "bad_answer", last_feedback
+                # what is echoed back is capped: a huge bad answer must not grow every later request
                 conversation = [
                     *conversation,
-                    {"role": "assistant", "content": response.text},
+                    {"role": "assistant", "content": _clip(response.text)},
                     {
                         "role": "user",
                         "content": f"Your answer could not be used: {last_feedback}. "
@@ -175,17 +203,44 @@ class LlmSession:
         )
 
 
+def _clip(text: str, limit: int = limits.MAX_ECHO_CHARS) -> str:
+    """At most `limit` characters of `text`, saying how much was left out."""
+    if len(text) <= limit:
+        return text
+    return f"{text[:limit]} ... ({len(text) - limit} more characters not repeated)"
+
+
+def _check_usage(response: LlmResponse) -> None:
+    """Token counts a server reports must be whole numbers in range; anything else is not a usage report."""
+    for what in ("prompt_tokens", "completion_tokens"):
+        value = getattr(response, what)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= limits.MAX_REPORTED_TOKENS:
+            raise LlmTransientError(
+                "invalid_usage",
+                f"the server reported {what} = {value!r:.40}, not a token count between 0 and "
+                f"{limits.MAX_REPORTED_TOKENS}",
+            )
+
+
 def parse_json_answer(response: LlmResponse) -> dict[str, Any]:
     if response.refusal:
         raise BadAnswerError(f"the model refused: {response.refusal}")
     if response.finish_reason == "length":
         raise BadAnswerError("the answer was cut off at the token limit; answer more briefly")
+    if len(response.text) > limits.MAX_ANSWER_CHARS:
+        raise BadAnswerError(
+            f"the answer is {len(response.text)} characters long, over the limit of {limits.MAX_ANSWER_CHARS}"
+        )
     text = response.text.strip()
     match = _FENCE.match(text)
     if match:
         text = match.group(1)
     if not text:
         raise BadAnswerError("the answer was empty")
+    try:
+        limits.check_json_text(text, "the answer", limits.MAX_ANSWER_CHARS)
+    except limits.InputLimitError as exc:
+        raise BadAnswerError(str(exc)) from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

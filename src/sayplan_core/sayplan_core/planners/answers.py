@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from sayplan_core.graph import limits
 from sayplan_core.graph.model import SceneGraph, UnknownNodeError
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.sim.action_set import ActionSet
@@ -113,6 +114,8 @@ def _node(graph: SceneGraph, node_id: str, role: str) -> str:
 def parse_plan_items(graph: SceneGraph, actions: ActionSet, raw: Any) -> list[PlanStep]:
     if not isinstance(raw, list):
         raise BadAnswerError(f"'plan' must be a list of {{action, target}} objects, got {type(raw).__name__}")
+    if len(raw) > limits.MAX_PLAN_STEPS:
+        raise BadAnswerError(f"the plan has {len(raw)} steps, over the limit of {limits.MAX_PLAN_STEPS}")
     if not raw:
         raise BadAnswerError("the plan is empty; give the steps, ending with done")
     steps = []

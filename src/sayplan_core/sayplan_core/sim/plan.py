@@ -8,6 +8,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from sayplan_core.graph import limits
+
 _STEP = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\(\s*([^()]*?)\s*\))?\s*$")
 
 
@@ -49,6 +51,11 @@ def parse_step(raw: Any, index: int = 0) -> PlanStep:
     raise PlanFormatError(f"step {index}: expected 'action(target)', got {raw!r}")
 
 
+def _check_steps(count: int) -> None:
+    if count > limits.MAX_PLAN_STEPS:
+        raise PlanFormatError(f"the plan has {count} steps, over the limit of {limits.MAX_PLAN_STEPS}")
+
+
 def parse_plan(raw: Any) -> list[PlanStep]:
     """Read a plan from `a(x) > b(y)`, a list of steps, or {"plan": [...]}."""
     if isinstance(raw, Mapping):
@@ -59,13 +66,20 @@ def parse_plan(raw: Any) -> list[PlanStep]:
         text = raw.strip()
         if text.startswith("[") or text.startswith("{"):
             try:
+                limits.check_json_text(text, "the plan", limits.MAX_ANSWER_CHARS)
+            except limits.InputLimitError as exc:
+                raise PlanFormatError(str(exc)) from None
+            try:
                 return parse_plan(json.loads(text))
             except json.JSONDecodeError:
                 text = text.strip("[]")
         parts = [p for p in re.split(r"\s*(?:>|->|,(?![^()]*\)))\s*", text) if p.strip()]
+        _check_steps(len(parts))
         return [parse_step(p, i) for i, p in enumerate(parts)]
     if isinstance(raw, Iterable):
-        return [parse_step(item, i) for i, item in enumerate(raw)]
+        items = list(raw)
+        _check_steps(len(items))
+        return [parse_step(item, i) for i, item in enumerate(items)]
     raise PlanFormatError(f"cannot read a plan from {type(raw).__name__}")
 
 

@@ -1,0 +1,114 @@
+"""Every bound on untrusted input, in one place: graph updates, full graphs, services and LLM answers.
+
+Input from the ROS graph or from an LLM server is checked against these limits before
+anything parses it deeper or recurses into it. A value nested far deeper than any real
+scene graph needs (600 levels) once parsed fine and then made every later copy of the
+graph fail with RecursionError; a check here refuses it with a reason instead, and the
+checks are iterative so they cannot hit the recursion limit themselves. The README's
+trust-model section quotes these numbers.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+#: nesting of one JSON value (an attribute value, an LLM answer): objects and arrays inside each other
+MAX_JSON_DEPTH = 32
+#: items (keys, elements and scalars) of one attribute value
+MAX_JSON_ITEMS = 10_000
+#: characters of one JSON-encoded attribute value (as it arrives in a message)
+MAX_ATTRIBUTE_CHARS = 64 * 1024
+#: attributes of one node
+MAX_ATTRIBUTES = 256
+#: characters of a node id, a type, a relation, a state, an affordance or an attribute key
+MAX_ID_CHARS = 256
+#: characters of a node name
+MAX_NAME_CHARS = 1024
+#: states or affordances of one node
+MAX_LABELS = 256
+#: items of one graph update (upserts + removals + connections + disconnections)
+MAX_UPDATE_ITEMS = 10_000
+#: nodes and navigation edges of a full graph in a message (a 100k-node building has about 200k of each)
+MAX_GRAPH_NODES = 1_000_000
+MAX_GRAPH_EDGES = 4_000_000
+#: characters of an LLM answer; a longer one is refused before it is parsed
+MAX_ANSWER_CHARS = 1_000_000
+#: characters of a refused answer and of its reason echoed back to the LLM in the next request
+MAX_ECHO_CHARS = 2_000
+#: characters of all messages of one LLM request; a longer request is not sent
+MAX_REQUEST_CHARS = 8_000_000
+#: tokens a server may report for one answer (more, or fewer than 0, is not a usage report)
+MAX_REPORTED_TOKENS = 100_000_000
+#: steps of one plan (an LLM answer, a plan file or string); the longest bundled task needs about 40
+MAX_PLAN_STEPS = 1_000
+#: characters of a plan_task instruction and of its context
+MAX_INSTRUCTION_CHARS = 10_000
+MAX_CONTEXT_CHARS = 100_000
+
+
+class InputLimitError(ValueError):
+    """An input over one of the limits above; the message names the field and the limit."""
+
+
+def check_chars(text: str, limit: int, what: str) -> None:
+    if len(text) > limit:
+        raise InputLimitError(f"{what} is {len(text)} characters long, over the limit of {limit}")
+
+
+def check_count(count: int, limit: int, what: str) -> None:
+    if count > limit:
+        raise InputLimitError(f"{what}: {count} is over the limit of {limit}")
+
+
+def check_json_text(text: str, what: str, max_chars: int, max_depth: int = MAX_JSON_DEPTH) -> None:
+    """Size and nesting of JSON text, checked by one scan before a parser recurses into it."""
+    check_chars(text, max_chars, what)
+    depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > max_depth:
+                raise InputLimitError(f"{what} is nested more than {max_depth} levels deep")
+        elif char in "]}":
+            depth -= 1
+
+
+def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS) -> None:
+    """A parsed value holds only JSON types, finite numbers, and stays within the depth and item limits.
+
+    Iterative: a value built in code (not parsed) may be nested arbitrarily deep.
+    """
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    items = 0
+    while stack:
+        current, depth = stack.pop()
+        items += 1
+        if items > max_items:
+            raise InputLimitError(f"{what} holds more than {max_items} items")
+        if isinstance(current, dict):
+            if depth > max_depth:
+                raise InputLimitError(f"{what} is nested more than {max_depth} levels deep")
+            for key, inner in current.items():
+                if not isinstance(key, str):
+                    raise InputLimitError(f"{what} has a key that is not a string ({type(key).__name__})")
+                stack.append((inner, depth + 1))
+        elif isinstance(current, (list, tuple)):
+            if depth > max_depth:
+                raise InputLimitError(f"{what} is nested more than {max_depth} levels deep")
+            stack.extend((inner, depth + 1) for inner in current)
+        elif isinstance(current, float):
+            if not math.isfinite(current):
+                raise InputLimitError(f"{what} holds a number that is not finite ({current})")
+        elif current is not None and not isinstance(current, (str, int, bool)):
+            raise InputLimitError(f"{what} holds a {type(current).__name__}, not a JSON value")

@@ -1,0 +1,205 @@
+"""Issue 24, bounded graph input (items 1, 11, 12): hostile updates are refused whole with a reason, leave
+the graph as it was, and never make a later valid update fail."""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sayplan_core.envs import load_env
+from sayplan_core.graph import GraphError, graph_to_dict, limits
+from sayplan_core.graph.model import Node, SceneGraph
+from sayplan_core.graph.native_format import loads
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+
+OFFICE = load_env("office")
+
+
+def nested(depth: int) -> Any:
+    value: Any = "x"
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def moved(graph: SceneGraph, node_id: str, parent: str, **attributes: Any) -> NodeUpsert:
+    node = copy.deepcopy(graph.nodes[node_id])
+    node.attributes.update(attributes)
+    return NodeUpsert(node, parent, "ontop_of")
+
+
+def some_object_and_asset(graph: SceneGraph) -> tuple[str, str]:
+    obj = next(o for o in graph.ids_of_type("object") if graph.parent(o) in graph.ids_of_type("asset"))
+    asset = next(a for a in graph.ids_of_type("asset") if a != graph.parent(obj))
+    return obj, asset
+
+
+def test_an_attribute_nested_600_deep_is_refused_and_later_updates_still_apply() -> None:
+    obj, asset = some_object_and_asset(OFFICE)
+    node = copy.deepcopy(OFFICE.nodes[obj])
+    node.attributes["payload"] = nested(600)  # changed after construction, as a decoded message could be
+    with pytest.raises(GraphError, match=r"attribute 'payload' is nested more than 32 levels deep") as caught:
+        apply_update(OFFICE, GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")]))
+    assert caught.value.node_id == obj
+    after = apply_update(OFFICE, GraphUpdate(upsert=[moved(OFFICE, obj, asset)]))
+    assert after.parent(obj) == asset
+    assert apply_update(after, GraphUpdate(upsert=[moved(after, obj, asset, note="fine")])).parent(obj) == asset
+
+
+def test_a_deep_attribute_in_a_graph_file_is_refused_with_its_node() -> None:
+    data = graph_to_dict(OFFICE)
+    victim = next(n for n in data["nodes"] if n["type"] == "object")
+    victim["attributes"] = {"payload": nested(600)}
+    with pytest.raises(GraphError, match=f"node '{victim['id']}': attribute 'payload' is nested more than"):
+        loads(json.dumps(data))
+
+
+def test_json_text_is_checked_for_depth_before_it_is_parsed() -> None:
+    deep = "[" * 600 + "]" * 600
+    with pytest.raises(limits.InputLimitError, match="nested more than 32 levels"):
+        limits.check_json_text(deep, "attribute 'a'", limits.MAX_ATTRIBUTE_CHARS)
+    limits.check_json_text(
+        '{"a": "[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[[["}', "a string", 1000
+    )  # brackets in a string
+    with pytest.raises(limits.InputLimitError, match="over the limit of 10"):
+        limits.check_json_text("[" * 11, "x", 10)
+
+
+@pytest.mark.parametrize(
+    ("change", "reason"),
+    [
+        ({"attributes": {f"k{i}": i for i in range(limits.MAX_ATTRIBUTES + 1)}}, "attributes: 257 is over the limit"),
+        ({"attributes": {"k": "x" * 10, "n": float("nan")}}, "not finite"),
+        ({"attributes": {"k": list(range(limits.MAX_JSON_ITEMS + 1))}}, "more than 10000 items"),
+        ({"attributes": {"k": {1, 2}}}, "holds a set, not a JSON value"),
+        ({"name": "n" * (limits.MAX_NAME_CHARS + 1)}, "name is 1025 characters long"),
+        ({"states": ["s"] * (limits.MAX_LABELS + 1)}, "states: 257 is over the limit"),
+        ({"states": ["s" * (limits.MAX_ID_CHARS + 1)]}, "a state is 257 characters long"),
+    ],
+)
+def test_oversized_node_fields_are_refused_with_the_limit(change: dict[str, Any], reason: str) -> None:
+    obj, asset = some_object_and_asset(OFFICE)
+    node = copy.deepcopy(OFFICE.nodes[obj])
+    for key, value in change.items():
+        setattr(node, key, value)
+    with pytest.raises(GraphError, match=reason):
+        apply_update(OFFICE, GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")]))
+
+
+def test_an_update_with_too_many_items_or_bad_ids_is_refused_before_it_is_walked() -> None:
+    with pytest.raises(GraphError, match="over the limit of 10000"):
+        apply_update(OFFICE, GraphUpdate(remove=["x"] * (limits.MAX_UPDATE_ITEMS + 1)))
+    with pytest.raises(GraphError, match="too long"):
+        apply_update(OFFICE, GraphUpdate(remove=["r" * (limits.MAX_ID_CHARS + 1)]))
+    with pytest.raises(GraphError, match="node id 'iiii"):
+        Node("i" * (limits.MAX_ID_CHARS + 1), "object")
+
+
+def test_an_agent_upserted_without_a_location_is_refused() -> None:
+    agent = OFFICE.agent_id
+    assert agent is not None
+    bare = copy.deepcopy(OFFICE.nodes[agent])
+    bare.attributes.pop("location")
+    with pytest.raises(GraphError, match=f"agent '{agent}' is upserted without a location"):
+        apply_update(OFFICE, GraphUpdate(upsert=[NodeUpsert(bare)]))
+    odd = copy.deepcopy(OFFICE.nodes[agent])
+    odd.attributes["location"] = ["kitchen"]
+    with pytest.raises(GraphError, match="location must be a node id"):
+        apply_update(OFFICE, GraphUpdate(upsert=[NodeUpsert(odd)]))
+
+
+@pytest.mark.parametrize("weight", [float("nan"), float("-inf"), float("inf"), -1.0])
+def test_connect_with_a_weight_that_is_not_finite_or_negative_is_refused(weight: float) -> None:
+    a, b = OFFICE.ids_of_type("room")[:2]
+    with pytest.raises(GraphError, match="weight must be a finite number >= 0"):
+        apply_update(OFFICE, GraphUpdate(connect=[(a, b, weight)]))
+
+
+# ----------------------------------------------------------------------------- property test
+def _valid_op(graph: SceneGraph, added: list[str], draw: Any, serial: int) -> GraphUpdate:
+    kind = draw(st.sampled_from(["move", "states", "agent", "add", "remove", "connect"]))
+    assets = graph.ids_of_type("asset")
+    if kind == "move":
+        movable = [o for o in graph.ids_of_type("object") if graph.parent(o) in assets and o not in added]
+        obj = draw(st.sampled_from(movable))
+        return GraphUpdate(upsert=[moved(graph, obj, draw(st.sampled_from(assets)))])
+    if kind == "states":
+        obj = draw(st.sampled_from(graph.ids_of_type("object")))
+        node = copy.deepcopy(graph.nodes[obj])
+        node.states = draw(st.lists(st.sampled_from(["dirty", "clean", "full", "empty"]), max_size=3))
+        return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(obj), graph.relation(obj) or "in")])
+    if kind == "agent":
+        agent = graph.agent_id
+        assert agent is not None
+        node = copy.deepcopy(graph.nodes[agent])
+        node.attributes["location"] = draw(st.sampled_from(graph.ids_of_type("room", "pose")))
+        return GraphUpdate(upsert=[NodeUpsert(node)])
+    if kind == "remove" and added:
+        victim = draw(st.sampled_from(added))
+        added.remove(victim)
+        return GraphUpdate(remove=[victim])
+    if kind == "connect":
+        rooms = graph.ids_of_type("room")
+        a, b = draw(st.sampled_from(rooms)), draw(st.sampled_from(rooms))
+        if a != b:
+            return GraphUpdate(connect=[(a, b, draw(st.floats(0.1, 50.0)))])
+    new_id = f"probe_{serial}"
+    added.append(new_id)
+    return GraphUpdate(upsert=[NodeUpsert(Node(new_id, "object", attributes={"n": serial}), assets[0], "ontop_of")])
+
+
+def _hostile_op(graph: SceneGraph, draw: Any) -> GraphUpdate:
+    kind = draw(st.sampled_from(["deep", "bare_agent", "nan_weight", "remove_agent", "missing", "retype", "long"]))
+    agent = graph.agent_id
+    assert agent is not None
+    obj, asset = some_object_and_asset(graph)
+    if kind == "deep":
+        node = copy.deepcopy(graph.nodes[obj])
+        node.attributes["deep"] = nested(draw(st.integers(limits.MAX_JSON_DEPTH + 1, 700)))
+        return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])
+    if kind == "bare_agent":
+        node = copy.deepcopy(graph.nodes[agent])
+        node.attributes.pop("location", None)
+        return GraphUpdate(upsert=[NodeUpsert(node)])
+    if kind == "nan_weight":
+        a, b = graph.ids_of_type("room")[:2]
+        return GraphUpdate(connect=[(a, b, draw(st.sampled_from([float("nan"), float("-inf"), -2.0])))])
+    if kind == "remove_agent":
+        return GraphUpdate(remove=[agent])
+    if kind == "missing":
+        return GraphUpdate(remove=["no_such_node"])
+    if kind == "retype":
+        node = copy.deepcopy(graph.nodes[obj])
+        node.type = "asset"
+        return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(asset), "in")])
+    node = Node("z" * 10, "object")
+    node.id = "z" * (limits.MAX_ID_CHARS + 1)
+    return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.data())
+def test_random_valid_and_hostile_updates_refused_ones_change_nothing(data: st.DataObject) -> None:
+    live = OFFICE.copy()
+    added: list[str] = []
+    accepted: list[GraphUpdate] = []
+    for serial in range(data.draw(st.integers(4, 14))):
+        if data.draw(st.booleans()):
+            before = graph_to_dict(live)
+            update = _hostile_op(live, data.draw)
+            with pytest.raises(GraphError):
+                live = apply_update(live, update)
+            assert graph_to_dict(live) == before, "a refused update changed the graph"
+        else:
+            update = _valid_op(live, added, data.draw, serial)
+            live = apply_update(live, update)  # a valid update after a refused one is applied
+            accepted.append(update)
+    replay = load_env("office")
+    for update in accepted:
+        replay = apply_update(replay, update)
+    assert graph_to_dict(live) == graph_to_dict(replay)
