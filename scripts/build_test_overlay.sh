@@ -15,6 +15,7 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$here/test_overlay"
 launch_dir="${SAYPLAN_ROS_LAUNCH_DIR:-$here/../shared/ros-launch}"
+venv="${SAYPLAN_VENV:-$here/.venv}"
 mkdir -p "$out"
 touch "$out/COLCON_IGNORE"  # never part of the main workspace build
 
@@ -41,7 +42,7 @@ if [ -d "$launch_dir/wheels" ]; then
   if [ ! -f "$out/python/.stamp" ] || [ "$launch_dir/wheels" -nt "$out/python/.stamp" ]; then
     echo "test overlay: installing ROS 2 launch from $launch_dir"
     rm -rf "$out/python"
-    "$here/.venv/bin/python" -m pip --disable-pip-version-check -q install --no-deps --target "$out/python" \
+    "$venv/bin/python" -m pip --disable-pip-version-check -q install --no-deps --target "$out/python" \
       "$launch_dir"/wheels/*.whl "osrf-pycommon==2.0.2" 2> >(grep -v "is ignored: it is neither" >&2)
     touch "$out/python/.stamp"
   fi
@@ -66,5 +67,5 @@ cd "$out"
 SAYPLAN_TEST_OVERLAY=0 "$here/scripts/ws_env.sh" colcon --log-base "$out/log" build \
   --base-paths "${paths[@]}" --build-base "$out/build" --install-base "$out/install" \
   --event-handlers console_cohesion- status- \
-  --cmake-args -DPython3_EXECUTABLE="$here/.venv/bin/python" -DBUILD_TESTING=OFF
+  --cmake-args -DPython3_EXECUTABLE="$venv/bin/python" -DBUILD_TESTING=OFF
 echo "${names[*]}" > "$stamp"
