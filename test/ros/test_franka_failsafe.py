@@ -285,3 +285,16 @@ def test_stop_for_shutdown_stops_the_base_and_the_arm(make_robot: MakeRobot, ros
     assert not robot.arcl.moving() and len(robot.arcl.stops) == 2  # the cancel's stop, then stop_motion's own
     worker.join(10)
     assert SkillCode(out[0][1].error_code) is SkillCode.CANCELED
+
+
+def test_a_nav2_fault_latches_and_the_check_asks_for_the_navigator(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot("nav2")
+    assert robot.nav2 is not None
+    robot.nav2.script(Leg("abort", error_code=202))  # ComputePathToPose.TF_ERROR: the robot is at fault
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "latched" in outcome.error_msg
+    goals = len(robot.nav2.goals)
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.nav2.goals) == goals
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and "Nav2's navigate_to_pose server is up" in answer.message, answer.message

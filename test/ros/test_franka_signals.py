@@ -53,7 +53,8 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 def start_server(ros: Any, fakes: dict[str, Any], backend: str, started: list[subprocess.Popen[str]]) -> None:
     args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args"]
-    for parameter in robot_parameters(backend, fakes):
+    # discovery across processes on a loaded machine can take seconds: the waits are generous, never the bound
+    for parameter in robot_parameters(backend, fakes, server_wait_s=20.0, graph_wait_s=20.0):
         args += ["-p", f"{parameter.name}:={parameter.value}"]
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
     if "arcl" in fakes:
@@ -71,7 +72,13 @@ def drive_then_signal(ros: Any, proc: subprocess.Popen[str], moving: Any, signum
     future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
     ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
     assert future.result().accepted
-    wait_until(moving, timeout=15.0, what="the fake base to drive")
+    result = future.result().get_result_async()
+    try:
+        wait_until(lambda: moving() or result.done(), timeout=30.0, what="the fake base to drive")
+    finally:
+        if result.done():
+            outcome = result.result().result.outcome
+            raise AssertionError(f"the skill ended before the base drove: {outcome.error_msg}")
     sent = time.monotonic()
     proc.send_signal(signum)
     return sent

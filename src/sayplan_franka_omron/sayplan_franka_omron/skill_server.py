@@ -143,7 +143,8 @@ class Nav2Base:
         return self._client.last_pose
 
     async def check_robot(self) -> tuple[bool, str]:
-        ready = self._client._client.server_is_ready()
+        client = getattr(self._client, "_client", None)  # the shared client's rclpy ActionClient
+        ready = bool(client is not None and client.server_is_ready())
         return ready, f"base: Nav2's {self._action} server is {'up' if ready else 'not there'}"
 
     def cancel(self) -> None:
