@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 import socket
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -14,10 +15,13 @@ from hypothesis import strategies as st
 
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.arcl import (
+    ERROR_OUTCOMES,
     GoalList,
     GotoCommand,
     GotoTracker,
     LineKind,
+    MotorsReader,
+    SilenceWatch,
     StatusReader,
     check_goal_name,
     classify,
@@ -53,6 +57,16 @@ from sayplan_core.robots.primitives import Outcome
         ("Location: 1000 -2000 90", LineKind.STATUS_FIELD, "Location:1000 -2000 90"),
         ("Temperature: 31", LineKind.STATUS_FIELD, "Temperature:31"),
         ("Parking", LineKind.OTHER, "Parking"),
+        # the guide's server messages (p. 251) and queryMotors answers (p. 190), in the cases it writes them
+        ("Estop pressed", LineKind.ESTOP, "pressed"),
+        ("EStop relieved but motors still disabled", LineKind.ESTOP, "relieved but motors still disabled"),
+        ("Motors disabled", LineKind.MOTORS, "disabled"),
+        ("Motors enabled", LineKind.MOTORS, "enabled"),
+        ("Error: Cannot find path", LineKind.ERROR, "Cannot find path"),
+        ("error: Stalled", LineKind.ERROR, "Stalled"),
+        ("Stopping", LineKind.STOPPING, ""),
+        ("SetUpError: You need to start a list", LineKind.COMMAND_ERROR, "You need to start a list"),
+        ("BatteryVoltage: 26.1", LineKind.STATUS_FIELD, "BatteryVoltage:26.1"),
     ],
 )
 def test_lines_are_classified(line: str, kind: LineKind, arg: str) -> None:
@@ -138,17 +152,109 @@ def test_lines_about_other_goals_or_no_drive_are_not_an_outcome() -> None:
     assert GotoTracker(POINT).feed("Arrived at Kitchen") is None
 
 
-def test_a_stop_we_asked_for_is_a_cancel_not_a_fault() -> None:
-    for last in ("Interrupted: Going to Kitchen", "Stopped"):
-        tracker = GotoTracker(NAMED, stop_requested=True)
-        outcome = _outcome(tracker, "Going to Kitchen", "Stopping", last)
-        assert outcome is not None and outcome.code is SkillCode.CANCELED
+def test_a_stop_we_asked_for_ends_canceled_once_the_base_says_stopped() -> None:
+    """p. 242: `stop` answers `Interrupted: Going to <goal>`, `Stopping`, `Stopped`; the drive ends on the last."""
+    tracker = GotoTracker(NAMED)
+    assert tracker.feed("Going to Kitchen") is not None
+    tracker.stop_requested = True
+    assert _outcome(tracker, "Interrupted: Going to Kitchen", "Stopping") is None  # not confirmed yet
+    outcome = tracker.feed("Stopped")
+    assert isinstance(outcome, Outcome) and outcome.code is SkillCode.CANCELED
+    # an e-stop while our stop is under way is still an e-stop
+    tracker = GotoTracker(NAMED, stop_requested=True)
+    outcome = _outcome(tracker, "Going to Kitchen", "Estop pressed")
+    assert outcome is not None and outcome.code is SkillCode.ESTOPPED
+
+
+#: Every line the guide lists for a drive (p. 251 server messages, `Error: <error>` examples, queryMotors' own
+#: spellings) after `Going to Kitchen`: the drive ends at once with this code. The case differs on purpose.
+MANUAL_LINES = [
+    ("Error: Cannot find path", SkillCode.UNREACHABLE),
+    ("Error: Failed going to goal", SkillCode.UNREACHABLE),
+    ("Error: Stalled", SkillCode.ROBOT_FAULT),
+    ("Error: Robot lost", SkillCode.ROBOT_FAULT),
+    ("Error: Emergency stop pressed", SkillCode.ESTOPPED),
+    ("Error: Lost connection to robot", SkillCode.ROBOT_FAULT),
+    ("Error: Server crashed", SkillCode.ROBOT_FAULT),
+    ("Error: something no guide lists", SkillCode.ROBOT_FAULT),
+    ("Estop pressed", SkillCode.ESTOPPED),
+    ("EStop pressed", SkillCode.ESTOPPED),
+    ("ESTOP PRESSED", SkillCode.ESTOPPED),
+    ("Motors disabled", SkillCode.NOT_POWERED),
+    ("Interrupted: Going to Kitchen", SkillCode.ROBOT_FAULT),
+    ("Stopped", SkillCode.ROBOT_FAULT),  # a Stopped nobody here asked for
+]
+
+
+@pytest.mark.parametrize(("line", "code"), MANUAL_LINES)
+def test_every_line_the_guide_lists_ends_the_drive_typed(line: str, code: SkillCode) -> None:
+    for command, started in ((NAMED, "Going to Kitchen"), (POINT, "Will do task gotoPoint 35000 0 0")):
+        outcome = _outcome(GotoTracker(command), started, line)
+        assert outcome is not None and outcome.code is code, (line, outcome)
+        assert line.split(":")[-1].strip().casefold() in outcome.message.casefold() or code in (
+            SkillCode.ESTOPPED,
+            SkillCode.ROBOT_FAULT,
+        )
+
+
+def test_the_error_table_covers_every_example_of_the_guide() -> None:
+    examples = {
+        "emergency stop pressed",
+        "cannot find path",
+        "failed going to goal",
+        "stalled",
+        "robot lost",
+        "lost connection to robot",
+        "server crashed",
+    }
+    assert {start for start, _code, _meaning in ERROR_OUTCOMES} == examples
+
+
+def test_lines_that_do_not_end_a_drive() -> None:
+    tracker = GotoTracker(NAMED)
+    assert tracker.feed("Going to Kitchen") is not None
+    for line in ("Estop relieved", "EStop relieved but motors still disabled", "Motors enabled", "Stopping",
+                 "Status: Going to Kitchen", "Location: 1 2 3", "DockingState: Undocked", "Arrived at Lobby"):  # fmt: skip
+        assert not isinstance(tracker.feed(line), Outcome), line
+
+
+def test_status_problems_and_motors() -> None:
+    def status(*lines: str) -> StatusReader:
+        reader = StatusReader()
+        for line in lines:
+            reader.feed(line)
+        return reader
+
+    fine = status("Status: Arrived at g_24", "Location: 7038 -8342 0", "LocalizationScore: 0.988304")
+    assert fine.problem() is None and "Arrived at g_24" in fine.describe()
+    for text, code in [("EStop pressed", SkillCode.ESTOPPED), ("Estop relieved but motors still disabled",
+                       SkillCode.NOT_POWERED), ("Robot lost", SkillCode.ROBOT_FAULT)]:  # fmt: skip
+        problem = status(f"Status: {text}", "Location: 0 0 0", "LocalizationScore: 0.9").problem()
+        assert problem is not None and problem.code is code, text
+    lost = status("Status: Stopped", "Location: 0 0 0", "LocalizationScore: 0.1")
+    assert lost.problem() is not None and lost.problem(localisation=False) is None
+    for answer, code in [("Motors enabled", None), ("Motors disabled", SkillCode.NOT_POWERED), ("EStop pressed",
+                         SkillCode.ESTOPPED), ("EStop relieved but motors still disabled", SkillCode.NOT_POWERED)]:  # fmt: skip
+        motors = MotorsReader()
+        assert motors.feed("Status: whatever") is False and motors.feed(answer)
+        problem = motors.problem()
+        assert (problem.code if problem else None) is code, answer
+    assert MotorsReader().problem() is not None  # no answer is not "enabled"
+
+
+def test_the_watchdog_asks_status_and_sees_silence() -> None:
+    watch = SilenceWatch(period_s=0.5, silence_s=3.0)
+    watch.start(100.0)
+    assert not watch.due(100.2) and watch.due(100.5) and not watch.due(100.6) and watch.due(101.0)
+    assert watch.silent_for(102.9) is None
+    watch.heard(102.9)  # the answer to a status query
+    assert watch.silent_for(105.8) is None and watch.silent_for(105.9) == pytest.approx(3.0)
 
 
 def test_status_and_goal_list() -> None:
     reader = StatusReader()
     assert not reader.feed("Status: Going to Kitchen") and reader.location is None
-    assert reader.feed("Location: 54470 -4350 90")
+    assert not reader.feed("Location: 54470 -4350 90") and reader.feed("LocalizationScore: 0.98")
     x, y, yaw = reader.location or (0.0, 0.0, 0.0)
     assert (x, y) == (54.47, -4.35) and math.isclose(yaw, math.pi / 2)
     goals = GoalList()
@@ -238,6 +344,50 @@ def test_tracker_against_the_fake_base(base: FakeArclServer, target: Target, dri
         expected = (target.pose[:2] if target.pose else (55.0, -5.0)) if arrived else None
         if expected is not None:
             assert reader.location is not None and reader.location[:2] == pytest.approx(expected)
+    finally:
+        client.close()
+
+
+@pytest.mark.parametrize(("line", "code"), [item for item in MANUAL_LINES if item[0] != "Stopped"])
+def test_the_fake_base_says_the_guides_lines(base: FakeArclServer, line: str, code: SkillCode) -> None:
+    base.script(Drive("say", 0.01, text=line))
+    client = BlockingClient(base.port, "pw")
+    try:
+        tracker = GotoTracker(NAMED)
+        client.send(NAMED.line)
+        outcome = None
+        while outcome is None:
+            event = tracker.feed(client.read())
+            outcome = event if isinstance(event, Outcome) else None
+        assert outcome.code is code, outcome.message
+        client.send("queryMotors")
+        motors = MotorsReader()
+        while not motors.feed(client.read()):
+            pass
+        expected = SkillCode.NOT_POWERED if code is SkillCode.NOT_POWERED else None
+        expected = SkillCode.ESTOPPED if "stop pressed" in line.casefold() else expected
+        assert (motors.problem().code if motors.problem() else None) is expected
+    finally:
+        client.close()
+
+
+def test_a_silent_base_answers_nothing_but_still_stops(base: FakeArclServer) -> None:
+    base.script(Drive("silent"))
+    client = BlockingClient(base.port, "pw")
+    try:
+        client.send(NAMED.line)
+        assert client.read() == "Going to Kitchen"
+        client.sock.settimeout(0.3)
+        client.send("status")
+        with pytest.raises(TimeoutError):
+            client.read()
+        assert base.moving()
+        client.send("stop")
+        deadline = 50
+        while base.moving() and deadline:
+            time.sleep(0.02)
+            deadline -= 1
+        assert not base.moving() and len(base.stops) == 1
     finally:
         client.close()
 

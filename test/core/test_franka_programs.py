@@ -12,13 +12,16 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.belief import location_update, success_update
+from sayplan_core.robots.belief import location_update, reconcile_hand, success_update
 from sayplan_core.robots.franka import (
     MOTION_NAMES,
     MotionError,
     TaughtMotions,
     gripper_outcome,
+    gripper_width,
+    hand_holds,
     trajectory_outcome,
 )
 from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
@@ -225,6 +228,100 @@ def test_the_gripper_is_not_homed_while_it_holds_something() -> None:
     program = plan_skill(PlanStep("release", "coffee_mug"), graph, MOTIONS, GRIP, state)
     assert not any(isinstance(p, HomeGripper) for p in program)
     assert any(isinstance(p, HomeGripper) for p in plan("release", "coffee_mug", state))
+
+
+@pytest.mark.parametrize(
+    ("grasp", "ok"),
+    [({"width": 0.08, "force": 70}, True), ({"width": 0.081, "force": 20}, False), ({"width": 0.05, "force": 71},
+     False), ({"width": 0.05, "force": 140}, False), ({"width": -0.001, "force": 20}, False)],
+)  # fmt: skip
+def test_grasps_are_held_to_the_franka_hands_limits(grasp: dict[str, float], ok: bool) -> None:
+    """The Franka Hand: 80 mm stroke, 70 N continuous grasping force (140 N is a peak a grasp cannot hold)."""
+    data = {**_base(), "grasps": {"mug": grasp}}
+    if ok:
+        assert TaughtMotions.from_dict(data).grasps["mug"].force == grasp["force"]
+    else:
+        with pytest.raises(MotionError, match=r"within 0\.\.0\.08 m and force within \(0, 70\] N"):
+            TaughtMotions.from_dict(data)
+
+
+def test_pickup_with_a_full_hand_is_refused() -> None:
+    """A second grasp would open the fingers on what they hold and drop it (issue 23, defect 3 on Franka)."""
+    graph = OFFICE.copy()
+    graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
+    with pytest.raises(ProgramError, match="holds 'coffee_mug'") as caught:
+        plan_skill(PlanStep("pickup", "coffee_mug"), graph, MOTIONS, GRIP, RobotState())
+    assert caught.value.code is SkillCode.SKILL_FAILED
+
+
+def test_the_fingers_width_is_read_from_franka_gripper_joint_states() -> None:
+    assert gripper_width(["fr3_finger_joint1", "fr3_finger_joint2"], [0.0325, 0.0325]) == pytest.approx(0.065)
+    for names, positions in [([], [0.01]), (["a", "b", "c"], [0.01, 0.01]), ([], [float("nan"), 0.0]),
+                             ([], [0.05, 0.05])]:  # fmt: skip
+        with pytest.raises(ValueError, match="gripper"):
+            gripper_width(names, positions)
+
+
+@pytest.mark.parametrize(
+    ("width", "sent_to", "holding"),
+    [(0.0, None, False), (0.004, 0.08, False), (0.08, None, False), (0.079, 0.08, False), (0.065, None, True),
+     (0.065, 0.08, True), (0.02, None, True), (0.05, 0.05, False), (0.04, 0.05, True)],
+)  # fmt: skip
+def test_what_the_fingers_hold_follows_their_width(width: float, sent_to: float | None, holding: bool) -> None:
+    assert hand_holds(width, sent_to, 0.005) is holding
+
+
+def test_the_robot_state_remembers_where_the_fingers_were_sent() -> None:
+    state = RobotState()
+    state.after(HomeGripper(), True)
+    assert state.fingers_sent_to == 0.08
+    state.after(OpenGripper(0.05, 0.1), True)
+    assert state.fingers_sent_to == 0.05
+    state.after(Grasp("mug", 0.065, 30, 0.05, 0.01, 0.01), True)
+    assert state.fingers_sent_to is None
+    state.after(OpenGripper(0.08, 0.1), False)
+    assert state.fingers_sent_to is None
+
+
+def _held(graph: Any, update: GraphUpdate) -> str | None:
+    from sayplan_core.graph.updates import apply_update
+
+    return apply_update(graph, update).held_object()
+
+
+def test_the_hand_read_back_decides_what_the_update_says() -> None:
+    """Every combination of (graph before holds the mug, the update puts it in the hand, the fingers hold
+    something): after the correction the graph holds an object exactly when the fingers do, or the skill ends a
+    robot fault (fingers closed on something the graph cannot name)."""
+    empty = OFFICE.copy()
+    empty.nodes[empty.agent_id or "agent"].attributes["location"] = "kitchen"
+    empty.set_states("kitchen_cupboard", ["open"])
+    holding = empty.copy()
+    holding.set_parent("coffee_mug", holding.agent_id or "agent", "inside_hand")
+    picked, _ = success_update(empty, PlanStep("pickup", "coffee_mug"), SAYPLAN, "kitchen_cupboard", "kitchen", "f")
+    released, _ = success_update(
+        holding, PlanStep("release", "coffee_mug"), SAYPLAN, "kitchen_cupboard", "kitchen", "f"
+    )
+    cases = [(empty, picked), (empty, GraphUpdate()), (holding, released), (holding, GraphUpdate())]
+    for graph, update in cases:
+        for fingers in (False, True):
+            mismatch = reconcile_hand(graph, SkillCode.NONE, update, fingers, 0.065 if fingers else 0.0, "f")
+            expected = _held(graph, update)
+            if (expected is not None) == fingers:
+                assert mismatch is None
+                continue
+            assert mismatch is not None
+            after = _held(graph, mismatch.update) if "coffee_mug" not in mismatch.update.remove else None
+            if fingers and after is None:  # something the graph cannot name: latched by the skill server
+                assert mismatch.code is SkillCode.ROBOT_FAULT and "does not know of" in mismatch.message
+            else:
+                assert (after is not None) == fingers, (graph.held_object(), update, fingers, mismatch)
+            if graph.held_object() is None and not fingers:
+                assert mismatch.code is SkillCode.GRASP_FAILED  # the grasp did not hold: the planner may retry
+            elif graph.held_object() is not None and not fingers:
+                assert mismatch.code is SkillCode.ROBOT_FAULT and mismatch.update.remove == ["coffee_mug"]
+            elif graph.held_object() is not None and fingers:
+                assert mismatch.code is SkillCode.ROBOT_FAULT and "did not let go" in mismatch.message
 
 
 def test_open_with_a_full_hand_is_refused() -> None:

@@ -8,9 +8,17 @@ answered by `Will do task`, `Going to point`, `Completed doing task`; `Interrupt
 `Arrived at ` or `Error: Failed going to goal`, clients that parse `status` (`Status:`,
 `ExtendedStatusForHumans:`, `StateOfCharge:`, `Location: x y th`, `LocalizationScore:`,
 `Temperature:`), `getGoals` (`Goal: <name>` ... `End of goals`), `EStop pressed` and
-`CommandError:` / `CommandErrorDescription:`. Two texts are the fake's own, because
-no public source gives them: the description of a refused goto (SayPlan must not read
-its wording) and `stop` answered by `Stopping` then `Stopped`.
+`CommandError:` / `CommandErrorDescription:`. One text is the fake's own, because no
+public source gives it: the description of a refused goto (SayPlan must not read its
+wording).
+
+From the ARCL Reference Guide itself (18448-000 Rev A / I617-E-01, 2017; guide page numbers): `stop` answers
+`Interrupted: Going to <goal>` (when a drive runs), `Stopping`, `Stopped` (p. 242); `queryMotors` answers `Motors
+enabled`, `Motors disabled`, `EStop pressed` or `EStop relieved but motors still disabled` (p. 190-191); the
+server messages of p. 251 (`Estop pressed`, `Motors disabled`, `Error: <error>` with `Cannot find path`,
+`Stalled`, `Robot lost`, `Emergency stop pressed`, ...) end a scripted drive (`Drive("say", text=...)`); a
+`Stopped` nobody asked for (`Drive("stopped")`); and a silent base (`Drive("silent")`, or `silent = True`), which
+reads every command and answers none, as a base whose ARCL server hung would.
 
 A wrong password closes the connection (the client then reports the login failed).
 Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
@@ -21,18 +29,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import threading
+import time
 from collections import deque
 from dataclasses import dataclass
 
 #: What the next drive does: arrive, fail (Failed going to goal), interrupt (someone else took the base),
-#: estop (EStop pressed, then stands until stopped), or hold (drives until `stop`).
-OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold")
+#: estop (EStop pressed, then stands until stopped), hold (drives until `stop`), say (after `duration_s`, the line
+#: `text`, a server message of p. 251, and the base stands), stopped (`Stopping`, `Stopped` unasked), or silent
+#: (the base keeps driving and answers nothing, not even `status`, until `stop`).
+OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold", "say", "stopped", "silent")
 
 
 @dataclass
 class Drive:
     outcome: str = "arrive"
     duration_s: float = 0.03
+    text: str = ""  # for "say": the line the base sends (e.g. "Error: Cannot find path", "Estop pressed")
 
     def __post_init__(self) -> None:
         assert self.outcome in OUTCOMES, self.outcome
@@ -51,6 +63,12 @@ class FakeArclServer:
         self.port = 0
         self.logins = 0
         self.banner = ""  # a line sent before the password prompt (tests of hostile input)
+        self.silent = False  # read every command, answer none (a hung ARCL server)
+        self.motors = "enabled"  # queryMotors: enabled, disabled, estop (pressed), relieved (motors still disabled)
+        self.status_text = ""  # the `Status:` value; empty: Going / Stopped as the drive goes
+        self.localization_score = 0.95
+        self.stops: list[float] = []  # monotonic times the base stood still after a `stop`
+        self.driving = False
         self._script: deque[Drive] = deque()
         self._lock = threading.Lock()
         self._commands: list[str] = []
@@ -103,6 +121,10 @@ class FakeArclServer:
     def drives(self) -> list[str]:
         return [c for c in self.commands if c.startswith(("goto ", "doTask gotoPoint "))]
 
+    def moving(self) -> bool:
+        """Whether a drive is under way (the base is moving)."""
+        return self._drive is not None and not self._drive.done()
+
     # ------------------------------------------------------------------ server side
     async def _listen(self) -> None:
         self._server = await asyncio.start_server(self._session, "127.0.0.1", 0)
@@ -145,26 +167,39 @@ class FakeArclServer:
         await writer.drain()
 
     async def _command(self, command: str, writer: asyncio.StreamWriter) -> None:
+        if command == "stop":  # even a silent base stops (it hung answering, not driving)
+            if self._drive is not None and not self._drive.done():
+                self._stop.set()
+                await self._drive
+            self.stops.append(time.monotonic())
+            if not self.silent:
+                await self._say(writer, "Stopping", "Stopped")
+            return
+        if self.silent:
+            return
         if command == "getGoals":
             await self._say(writer, *(f"Goal: {name}" for name in self.goals), "End of goals")
         elif command == "status":
             x, y, th = self.location
             moving = self._drive is not None and not self._drive.done()
+            state = self.status_text or ("Going" if moving else "Stopped")
             await self._say(
                 writer,
-                f"Status: {'Going' if moving else 'Stopped'}",
-                f"ExtendedStatusForHumans: {'Going' if moving else 'Stopped'}",
+                f"Status: {state}",
+                f"ExtendedStatusForHumans: {state}",
                 "StateOfCharge: 87.5",
                 f"Location: {x:.0f} {y:.0f} {th:.0f}",
-                "LocalizationScore: 0.95",
+                f"LocalizationScore: {self.localization_score}",
                 "Temperature: 31",
             )
-        elif command == "stop":
-            await self._say(writer, "Stopping")
-            if self._drive is not None and not self._drive.done():
-                self._stop.set()
-                await self._drive
-            await self._say(writer, "Stopped")
+        elif command.casefold() == "querymotors":
+            answer = {
+                "enabled": "Motors enabled",
+                "disabled": "Motors disabled",
+                "estop": "EStop pressed",
+                "relieved": "EStop relieved but motors still disabled",
+            }[self.motors]
+            await self._say(writer, answer)
         elif command.startswith("goto "):
             name = command[len("goto ") :]
             if name not in self.goals:
@@ -192,25 +227,29 @@ class FakeArclServer:
     ) -> None:
         x, y, th = (round(v) for v in target)
         point = f"{x} {y} {th}"
+        going = f"Going to {name or 'point ' + point}"
         if name is None:
             await self._say(writer, f"Will do task gotoPoint {point}", f"Going to point {point}")
         else:
             await self._say(writer, f"Going to {name}")
         start = self.location
-        if plan.outcome in ("hold", "estop"):
+        if plan.outcome == "silent":
+            self.silent = True
+        if plan.outcome in ("hold", "estop", "silent"):
             if plan.outcome == "estop":
                 await asyncio.sleep(plan.duration_s)
                 self.location = _partway(start, target)
-                await self._say(writer, "EStop pressed")
+                self.motors = "estop"
+                await self._say(writer, plan.text or "EStop pressed")
             await self._stop.wait()
             self.location = _partway(start, target)
-            if plan.outcome == "hold":
-                await self._say(writer, f"Interrupted: Going to {name or 'point ' + point}")
+            if plan.outcome != "estop" and not self.silent:
+                await self._say(writer, f"Interrupted: {going}")
             return
         stopped = await _stopped_within(self._stop, plan.duration_s)
         if stopped:
             self.location = _partway(start, target)
-            await self._say(writer, f"Interrupted: Going to {name or 'point ' + point}")
+            await self._say(writer, f"Interrupted: {going}")
         elif plan.outcome == "arrive":
             self.location = target
             if name is None:
@@ -223,9 +262,20 @@ class FakeArclServer:
                 await self._say(writer, f"Failed doing task gotoPoint {point}")
             else:
                 await self._say(writer, f"Error: Failed going to goal {name}")
+        elif plan.outcome == "say":  # a server message of p. 251 ends the drive; the base stands
+            self.location = _partway(start, target)
+            folded = plan.text.casefold()
+            if "estop pressed" in folded or "emergency stop" in folded:
+                self.motors = "estop"
+            elif "motors disabled" in folded:
+                self.motors = "disabled"
+            await self._say(writer, plan.text)
+        elif plan.outcome == "stopped":  # the base stopped and said no more (nobody here asked it to)
+            self.location = _partway(start, target)
+            await self._say(writer, "Stopping", "Stopped")
         else:  # interrupt: another client sent the base elsewhere
             self.location = _partway(start, target)
-            await self._say(writer, f"Interrupted: Going to {name or 'point ' + point}")
+            await self._say(writer, f"Interrupted: {going}")
 
 
 def _partway(a: tuple[float, float, float], b: tuple[float, float, float]) -> tuple[float, float, float]:

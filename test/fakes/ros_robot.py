@@ -12,7 +12,12 @@ way its upstream does:
   jazzy): node `franka_gripper` with `~/grasp`, `~/move`, `~/homing`; every goal is
   accepted; a grasp succeeds when the fingers stop within width -/+ epsilon (libfranka's
   rule), else ABORTED with success=false and empty error; a libfranka exception is
-  success=false with its text; a cancel stops the fingers and ends CANCELED.
+  success=false with its text; a cancel stops the fingers and ends CANCELED. Like
+  gripper_action_server.cpp it publishes `~/joint_states` (the two finger joints, each
+  at width / 2) on a timer and serves `~/stop` (std_srvs/Trigger). The fingers are a
+  small physical model: a grasp that meets something holds it (`holding`) at its width;
+  an opening that succeeds lets go; `stuck` fingers refuse every opening (libfranka then
+  throws, the text in `error`), as fingers jammed on a handle would.
 - FakeTrajectoryController follows joint_trajectory_controller (ros2_controllers,
   branch jazzy): `<controller>/follow_joint_trajectory`; REJECTS a goal when inactive or
   when the trajectory's joints are not its own or times do not increase; SUCCEEDED with
@@ -34,6 +39,7 @@ from typing import Any
 os.environ.setdefault("ROS_PYTHON_CHECK_FIELDS", "1")
 
 import itertools
+import time
 
 from control_msgs.action import FollowJointTrajectory
 from franka_msgs.action import Grasp, Homing, Move
@@ -42,6 +48,8 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.task import Future
+from sensor_msgs.msg import JointState
+from std_srvs.srv import Trigger
 
 FR3_JOINTS = tuple(f"fr3_joint{i}" for i in range(1, 8))
 
@@ -98,6 +106,8 @@ class FakeNav2(Node, _Scripted):
         self.pose = (start[0], start[1], 0.0)
         self.goals: list[tuple[str, float, float, float, str]] = []  # frame, x, y, yaw, behavior_tree
         self.canceled = 0
+        self.canceled_at: list[float] = []  # monotonic times the base stood still after a cancel
+        self.running = 0
         self._group = ReentrantCallbackGroup()
         self._server = ActionServer(
             self,
@@ -116,6 +126,13 @@ class FakeNav2(Node, _Scripted):
         target = (goal.pose.pose.position.x, goal.pose.pose.position.y, yaw)
         self.goals.append((goal.pose.header.frame_id, *target, goal.behavior_tree))
         leg: Leg = self._next(Leg())
+        self.running += 1
+        try:
+            return await self._drive(handle, goal, target, yaw, leg)
+        finally:
+            self.running -= 1
+
+    async def _drive(self, handle: Any, goal: Any, target: tuple[float, float, float], yaw: float, leg: Leg) -> Any:
         start = self.pose
         total = math.hypot(target[0] - start[0], target[1] - start[1])
         steps = max(leg.feedback, 1)
@@ -123,6 +140,7 @@ class FakeNav2(Node, _Scripted):
         while True:
             if handle.is_cancel_requested:
                 self.canceled += 1
+                self.canceled_at.append(time.monotonic())
                 handle.canceled()
                 return NavigateToPose.Result()
             if leg.outcome != "hold" and step >= steps:
@@ -169,6 +187,7 @@ class GraspTry:
     object_width: float | None = None
     exception: str = ""
     hold: bool = False
+    slip: bool = False  # the grasp holds, then the object slides out of the fingers (they close on nothing)
 
 
 class FakeGripper(Node, _Scripted):
@@ -181,6 +200,11 @@ class FakeGripper(Node, _Scripted):
         _Scripted.__init__(self)
         self.default_object_width = default_object_width  # None: the grasp meets exactly the commanded width
         self.width = 0.0
+        self.holding = False  # something is between the fingers
+        self.stuck = ""  # a libfranka exception text: every opening fails (fingers jammed on a handle)
+        self.publishing = True  # False: no ~/joint_states (the read-back has nothing to read)
+        self.stop_calls = 0
+        self.commands = 0  # grasp, move and homing goals received (finger motions)
         self.homed = 0
         self.grasps: list[tuple[float, float, float, float, float]] = []  # width, speed, force, inner, outer
         self.moves: list[tuple[float, float]] = []
@@ -196,9 +220,35 @@ class FakeGripper(Node, _Scripted):
             ActionServer(self, Move, "~/move", self._move, goal_callback=accept, cancel_callback=cancel, callback_group=self._group),
             ActionServer(self, Homing, "~/homing", self._homing, goal_callback=accept, cancel_callback=cancel, callback_group=self._group),
         ]  # fmt: skip
+        self._states = self.create_publisher(JointState, "~/joint_states", 1)
+        self._timer = self.create_timer(0.03, self._publish_state, callback_group=self._group)
+        self._stop = self.create_service(Trigger, "~/stop", self._on_stop, callback_group=self._group)
+
+    def _publish_state(self) -> None:
+        if not self.publishing:
+            return
+        state = JointState()
+        state.header.stamp = self.get_clock().now().to_msg()
+        state.name = ["fr3_finger_joint1", "fr3_finger_joint2"]
+        state.position = [float(self.width / 2.0), float(self.width / 2.0)]
+        state.velocity = [0.0, 0.0]
+        state.effort = [0.0, 0.0]
+        self._states.publish(state)
+
+    def _on_stop(self, _request: Any, response: Any) -> Any:
+        self.stop_calls += 1
+        response.success = True
+        return response
+
+    def let_go(self) -> None:
+        """A person freed the hand (or the object slipped out): the fingers are open and hold nothing."""
+        self.stuck = ""
+        self.holding = False
+        self.width = self.MAX_WIDTH
 
     async def _grasp(self, handle: Any) -> Any:
         goal = handle.request
+        self.commands += 1
         self.grasps.append((goal.width, goal.speed, goal.force, goal.epsilon.inner, goal.epsilon.outer))
         attempt: GraspTry = self._next(
             GraspTry(object_width=self.default_object_width if self.default_object_width is not None else goal.width)
@@ -220,6 +270,7 @@ class FakeGripper(Node, _Scripted):
             handle.abort()
             return result
         self.width = attempt.object_width if attempt.object_width is not None else 0.0
+        self.holding = attempt.object_width is not None and attempt.object_width > 0.0
         # libfranka: the grasp holds when the fingers stopped within [width - inner, width + outer]
         result.success = goal.width - goal.epsilon.inner <= self.width <= goal.width + goal.epsilon.outer
         feedback = Grasp.Feedback()
@@ -229,10 +280,13 @@ class FakeGripper(Node, _Scripted):
             handle.succeed()
         else:
             handle.abort()
+        if attempt.slip:
+            self.width, self.holding = 0.0, False
         return result
 
     async def _move(self, handle: Any) -> Any:
         goal = handle.request
+        self.commands += 1
         self.moves.append((goal.width, goal.speed))
         await _sleep(self, self.delay_s, self._group)
         result = Move.Result()
@@ -241,21 +295,26 @@ class FakeGripper(Node, _Scripted):
             handle.canceled()
             return result
         scripted = self.move_errors.popleft() if self.move_errors else ""
-        if not 0.0 <= goal.width <= self.MAX_WIDTH or self.fail_next_move or scripted:
+        if not 0.0 <= goal.width <= self.MAX_WIDTH or self.fail_next_move or scripted or self.stuck:
             result.success = False
-            result.error = self.fail_next_move or scripted or "libfranka gripper: command failed: width out of range"
+            result.error = (
+                self.fail_next_move or scripted or self.stuck or "libfranka gripper: command failed: width out of range"
+            )
             self.fail_next_move = ""
             handle.abort()
             return result
         self.width = goal.width
+        self.holding = False
         result.success = True
         handle.succeed()
         return result
 
     async def _homing(self, handle: Any) -> Any:
+        self.commands += 1
         await _sleep(self, self.delay_s, self._group)
         self.homed += 1
         self.width = self.MAX_WIDTH
+        self.holding = False
         result = Homing.Result()
         result.success = True
         handle.succeed()
@@ -264,6 +323,7 @@ class FakeGripper(Node, _Scripted):
     def destroy_node(self) -> None:
         for server in self._servers:
             server.destroy()
+        self.destroy_timer(self._timer)
         super().destroy_node()
 
 
@@ -286,6 +346,7 @@ class FakeTrajectoryController(Node, _Scripted):
         self.executed: list[tuple[tuple[str, ...], tuple[float, ...]]] = []  # joint names, final positions
         self.rejected = 0
         self.canceled = 0
+        self.started = 0  # goals that began to move the arm
         self._group = ReentrantCallbackGroup()
         self._server = ActionServer(
             self,
@@ -313,6 +374,7 @@ class FakeTrajectoryController(Node, _Scripted):
 
     async def _execute(self, handle: Any) -> Any:
         trajectory = handle.request.trajectory
+        self.started += 1
         outcome = self._next("succeed")
         last = trajectory.points[-1].time_from_start
         duration = (last.sec + last.nanosec * 1e-9) * self.time_scale

@@ -171,8 +171,10 @@ def test_a_base_that_sends_no_arcl_is_refused(make_robot: MakeRobot, ros: Any) -
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "longer than 4096 bytes" in outcome.error_msg
     robot.arcl.banner = ""
     robot.arcl.goals.update({f"Goal{i}": (0.0, 0.0, 0.0) for i in range(10_001)})
-    _, outcome = send_skill(ros, robot, "goto", "pose8")
-    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "more than 10000 goals" in outcome.error_msg
+    _, outcome = send_skill(ros, robot, "goto", "pose8")  # latched: refused before the link is even tried
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and "longer than 4096 bytes" in outcome.error_msg
+    answer = ros.clear_fault(robot.server)  # the operator's check connects, and the goal list is refused
+    assert not answer.success and "more than 10000 goals" in answer.message, answer.message
     assert robot.arcl.drives() == []
 
 
@@ -196,7 +198,12 @@ def test_a_lost_link_mid_drive_is_a_fault_and_the_next_drive_reconnects(make_rob
     worker.join(15)
     status, outcome = client_result[0]
     assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
-    assert "lost the link" in outcome.error_msg
+    assert "lost the link" in outcome.error_msg and "latched" in outcome.error_msg
+    # the base may still be driving: nothing moves until an operator's check (which reconnects) clears the fault
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and robot.arcl.drives() == ["goto Kitchen"]
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and "Motors enabled" in answer.message, answer.message
     status, outcome = send_skill(ros, robot, "goto", "kitchen")
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
     assert robot.arcl.logins == 2
@@ -258,6 +265,8 @@ def test_access_pickup_and_release_run_the_taught_motions(make_robot: MakeRobot,
 
 def test_a_grasp_that_closes_on_nothing_is_grasp_failed(make_robot: MakeRobot, ros: Any) -> None:
     robot = make_robot()
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
     robot.gripper.script(GraspTry(object_width=None))
     status, outcome = send_skill(ros, robot, "pickup", "coffee_mug")
     assert status == GoalStatus.STATUS_ABORTED

@@ -26,17 +26,22 @@ from sayplan_core.robots.arcl import (
     GET_GOALS,
     MAX_LINE_BYTES,
     PASSWORD_PROMPT,
+    QUERY_MOTORS,
     STATUS,
     STOP,
     GoalList,
     GotoTracker,
+    LineKind,
+    MotorsReader,
+    SilenceWatch,
     StatusReader,
+    classify,
     goto_command,
 )
 from sayplan_core.robots.binding import Target
 from sayplan_core.robots.navigation import Pose2D
-from sayplan_core.robots.primitives import Outcome
-from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, wait_for
+from sayplan_core.robots.primitives import DriveLimits, Outcome
+from sayplan_ros.navigation.action_call import wait_for
 
 Feedback = Callable[[str, float], None]
 
@@ -216,7 +221,15 @@ class ArclLink:
 
 
 class ArclBase:
-    """Drives the Omron base through ARCL: `goto <goal>` for nodes bound to a map goal, else `doTask gotoPoint`."""
+    """Drives the Omron base through ARCL: `goto <goal>` for nodes bound to a map goal, else `doTask gotoPoint`.
+
+    A drive ends on the first line that says how it ended (sayplan_core.robots.arcl.GotoTracker), on its own
+    deadline (`drive_s`: the base is stopped, timeout), or by its watchdog: a `status` query every
+    `status_period_s`; a reply that shows the base e-stopped, without motors or lost ends it with that outcome, and
+    a base that sends nothing for `silence_s` ends it as a robot fault (it may still be moving: the skill server
+    latches it). A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not
+    confirmed is a robot fault.
+    """
 
     def __init__(self, node: Node, host: str, port: int, password: str, timeout_s: float, group: Any) -> None:
         self._node = node
@@ -226,8 +239,13 @@ class ArclBase:
         self._tracker: GotoTracker | None = None
         self._done: Future | None = None
         self._feedback: Feedback | None = None
-        self._status: StatusReader | None = None
-        self._status_done: Future | None = None
+        self._watch: SilenceWatch | None = None
+        self._drive_status: StatusReader | None = None
+        self._readers: list[tuple[Callable[[str], bool], Future]] = []
+        self._stop_waiters: list[threading.Event] = []
+        self._lock = threading.Lock()
+        #: a goto went out and no line from the base has ended it since (a lost link or silence leaves it so)
+        self.maybe_moving = False
 
     def check(self, target: Target) -> None:
         goto_command(target)  # TargetError for a name ARCL cannot take or a pose out of range
@@ -240,7 +258,14 @@ class ArclBase:
         result = opened.result()
         return "" if result is True else str(result)
 
-    async def drive(self, target: Target, feedback: Feedback, cancel_requested: Callable[[], bool]) -> Outcome:
+    async def drive(
+        self,
+        target: Target,
+        feedback: Feedback,
+        cancel_requested: Callable[[], bool],
+        limits: DriveLimits | None = None,
+    ) -> Outcome:
+        limits = limits or DriveLimits()
         command = goto_command(target)
         problem = await self._connect()
         if problem:
@@ -252,55 +277,151 @@ class ArclBase:
             return Outcome(SkillCode.INVALID_TARGET, f"the base's map has no goal '{command.goal}' (it has: {known})")
         tracker = GotoTracker(command)
         done: Future = Future()
+        watch = SilenceWatch(limits.status_period_s, limits.silence_s)
+        watch.start(time.monotonic())
         self._tracker, self._done, self._feedback = tracker, done, feedback
+        self._watch, self._drive_status = watch, StatusReader()
+        timed_out = False
         try:
             self._link.send(command.line)
+            self.maybe_moving = True
+            started = time.monotonic()
             if cancel_requested():
                 self.cancel()
-            stopped_at: float | None = None
-            while not await wait_for(self._node, done, 1.0, self._group):
-                if tracker.stop_requested:
-                    stopped_at = stopped_at or time.monotonic()
-                    if time.monotonic() - stopped_at > CANCEL_GRACE_S:
-                        return Outcome(SkillCode.CANCELED, f"the base did not confirm the stop on {command.where}")
+            stop_at: float | None = None
+            while not await wait_for(self._node, done, min(limits.status_period_s, 0.25), self._group):
+                now = time.monotonic()
+                if tracker.stop_requested:  # ours (cancel, deadline, shutdown): only the base's Stopped ends it
+                    stop_at = stop_at or now
+                    if now - stop_at > limits.stop_s:
+                        return Outcome(
+                            SkillCode.ROBOT_FAULT,
+                            f"the base did not confirm the stop on the way to {command.where} within "
+                            f"{limits.stop_s:g} s: it may still be moving",
+                        )
+                elif now - started > limits.drive_s:
+                    timed_out = True
+                    self.cancel()
+                    continue
+                quiet = watch.silent_for(now)
+                if quiet is not None:
+                    self._send_stop("the base went silent")
+                    return Outcome(
+                        SkillCode.ROBOT_FAULT,
+                        f"the base went silent while driving to {command.where}: nothing for {quiet:.1f} s, not even "
+                        "an answer to 'status'; it may still be moving",
+                    )
+                if watch.due(now):
+                    self._drive_status = StatusReader()
+                    self._link.send(STATUS)
         except Exception as exc:  # ArclError: the link broke while sending
             return Outcome(SkillCode.ROBOT_FAULT, f"driving to {command.where}: {exc}")
         finally:
             self._tracker, self._done, self._feedback = None, None, None
+            self._watch, self._drive_status = None, None
         outcome: Outcome = done.result()
+        if not outcome.message.startswith("lost the link"):  # the base itself said the drive ended
+            self.maybe_moving = False
+        if timed_out and outcome.code is SkillCode.CANCELED:
+            return Outcome(
+                SkillCode.TIMEOUT,
+                f"the drive to {command.where} took longer than {limits.drive_s:g} s: the base was stopped",
+            )
         return outcome
+
+    async def _query(self, command: str, feed: Callable[[str], bool]) -> bool:
+        """Send one query and feed every line to `feed` until it says the answer is complete (or `timeout_s`)."""
+        done: Future = Future()
+        entry = (feed, done)
+        with self._lock:
+            self._readers.append(entry)
+        try:
+            self._link.send(command)
+            return await wait_for(self._node, done, self._timeout, self._group) and done.result() is True
+        except ArclError:
+            return False
+        finally:
+            with self._lock:
+                if entry in self._readers:
+                    self._readers.remove(entry)
 
     async def locate(self) -> Pose2D | None:
         """The base's map pose from an ARCL `status` query, or None when it does not answer."""
         if not self._link.ready:
             return None
-        reader, done = StatusReader(), Future()
-        self._status, self._status_done = reader, done
-        try:
-            self._link.send(STATUS)
-            await wait_for(self._node, done, self._timeout, self._group)
-        except ArclError:
-            return None
-        finally:
-            self._status, self._status_done = None, None
+        reader = StatusReader()
+        await self._query(STATUS, reader.feed)
         return reader.location
 
+    async def check_robot(self) -> tuple[bool, str]:
+        """For an operator's clear_fault: the base's motors (`queryMotors`) and state and localisation (`status`),
+        asked over ARCL; nothing is sent that moves or powers it (never `enableMotors`)."""
+        problem = await self._connect()
+        if problem:
+            return False, f"base: {problem}"
+        motors, status = MotorsReader(), StatusReader()
+        if not await self._query(QUERY_MOTORS, motors.feed):
+            return False, f"base: no answer to '{QUERY_MOTORS}' within {self._timeout:g} s"
+        if not await self._query(STATUS, status.feed):
+            return False, f"base: no answer to '{STATUS}' within {self._timeout:g} s"
+        wrong = motors.problem() or status.problem()
+        found = f"base: {motors.answer}; {status.describe()}"
+        if wrong is not None:
+            return False, f"{found} ({wrong.message}; release the e-stop and enable the motors on the base itself)"
+        return True, found
+
     def cancel(self) -> None:
-        """Stop the base now (from the skill server's cancel callback)."""
+        """Stop the base now (the skill server's cancel callback, a deadline, or shutdown)."""
         tracker = self._tracker
         if tracker is None:
             return
         tracker.stop_requested = True
+        self._send_stop("cancel")
+
+    def _send_stop(self, why: str) -> bool:
         try:
             self._link.send(STOP)
+            return True
         except ArclError as exc:
-            self._node.get_logger().error(f"could not send 'stop' to the base: {exc}")
+            self._node.get_logger().error(f"could not send 'stop' to the base ({why}): {exc}")
+            return False
+
+    def stop_and_wait(self, timeout_s: float) -> bool:
+        """Send `stop` unconditionally and wait (a plain thread, the executor spinning) for the base's `Stopped`;
+        True when it came, or when the link is down and nothing was left moving."""
+        if not self._link.ready:
+            return not self.maybe_moving
+        stopped = threading.Event()
+        with self._lock:
+            self._stop_waiters.append(stopped)
+        try:
+            if not self._send_stop("shutdown"):
+                return False
+            confirmed = stopped.wait(max(timeout_s, 0.0))
+        finally:
+            with self._lock:
+                if stopped in self._stop_waiters:
+                    self._stop_waiters.remove(stopped)
+        if confirmed:
+            self.maybe_moving = False
+        return confirmed
 
     def destroy(self) -> None:
+        """Best effort, no waiting: a base that may still drive is sent `stop` before the link closes."""
+        if self._link.ready and (self._tracker is not None or self.maybe_moving):
+            self._send_stop("the node is destroyed")
         self._link.close()
 
     # ------------------------------------------------------------------ lines from the link (executor)
     def _on_line(self, line: str) -> None:
+        watch = self._watch
+        if watch is not None:
+            watch.heard(time.monotonic())
+        if classify(line).kind is LineKind.STOPPED:
+            with self._lock:
+                waiters, self._stop_waiters = self._stop_waiters, []
+            for waiter in waiters:
+                waiter.set()
         tracker, done, feedback = self._tracker, self._done, self._feedback
         if tracker is not None and done is not None and not done.done():
             event = tracker.feed(line)
@@ -308,14 +429,26 @@ class ArclBase:
                 done.set_result(event)
             elif isinstance(event, str) and feedback is not None:
                 feedback(event, 0.5)
-        reader, status_done = self._status, self._status_done
-        if reader is not None and status_done is not None and not status_done.done() and reader.feed(line):
-            status_done.set_result(True)
+            status = self._drive_status
+            if status is not None and not done.done() and status.feed(line):
+                self._drive_status = None
+                problem = status.problem(localisation=False)
+                if problem is not None:
+                    done.set_result(
+                        Outcome(problem.code, f"{problem.message} while driving to {tracker.command.where}")
+                    )
+        with self._lock:
+            readers = list(self._readers)
+        for feed, answered in readers:
+            if not answered.done() and feed(line):
+                answered.set_result(True)
 
     def _on_closed(self, reason: str) -> None:
         done = self._done
         if done is not None and not done.done():
             done.set_result(Outcome(SkillCode.ROBOT_FAULT, f"lost the link to the base: {reason}"))
-        status_done = self._status_done
-        if status_done is not None and not status_done.done():
-            status_done.set_result(False)
+        with self._lock:
+            readers = list(self._readers)
+        for _feed, answered in readers:
+            if not answered.done():
+                answered.set_result(False)

@@ -11,11 +11,24 @@ failure that came once the skill's change was made: a pickup whose retreat is bl
 still holds the object), the agent's location from the base's localisation after a
 failed drive. A failure or cancel with a handle in the fingers opens them before the
 skill ends; if they will not open the skill ends robot_fault.
+
+Fail-safe (issue 23): the hand is read back (franka_gripper's finger width) before a skill that closes the
+fingers (pickup, open: refused before anything moves when something is between them) and after every
+manipulation skill, and the update says what the fingers really hold (sayplan_core.robots.belief.reconcile_hand).
+Every robot fault is latched by the base class (a stop that did not confirm is latched here, since a canceled
+skill ends CANCELED); `check_robot` re-reads the hand against the graph, the base (ARCL queryMotors and status,
+or the Nav2 server) and the arm's servers, and moves nothing. Every robot call has its own deadline (settings
+`drive_timeout_s`, `arm_timeout_s`, `gripper_timeout_s`, `stop_timeout_s`, `arcl_timeout_s`). On SIGINT/SIGTERM
+`stop_motion` sends ARCL `stop` and waits for `Stopped`, cancels the Nav2 goal and waits, and cancels the arm's
+or gripper's goal (plus franka_gripper's stop while a gripper command runs); `destroy_node` sends them without
+waiting.
 """
 
 from __future__ import annotations
 
 import os
+import threading
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -23,12 +36,23 @@ from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.belief import location_update, success_update
+from sayplan_core.robots.belief import location_update, reconcile_hand, success_update
 from sayplan_core.robots.binding import SiteBinding, Target
-from sayplan_core.robots.franka import TaughtMotions
+from sayplan_core.robots.fault_latch import Check
+from sayplan_core.robots.franka import TaughtMotions, hand_holds
 from sayplan_core.robots.navigation import Pose2D, TargetError, base_target, nearest_place, pose_of
-from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Outcome, Primitive
+from sayplan_core.robots.primitives import (
+    Arm,
+    Drive,
+    DriveLimits,
+    Grasp,
+    HomeGripper,
+    OpenGripper,
+    Outcome,
+    Primitive,
+)
 from sayplan_core.robots.programs import (
+    EMPTY_HAND_SKILLS,
     GripperSettings,
     ProgramError,
     RobotState,
@@ -54,40 +78,90 @@ ROBOT = "franka_omron"
 class Base(Protocol):
     def check(self, target: Target) -> None: ...
     async def drive(
-        self, target: Target, feedback: Callable[[str, float], None], cancel_requested: Callable[[], bool]
+        self,
+        target: Target,
+        feedback: Callable[[str, float], None],
+        cancel_requested: Callable[[], bool],
+        limits: DriveLimits | None = None,
     ) -> Outcome: ...
     async def locate(self) -> Pose2D | None: ...
+    async def check_robot(self) -> tuple[bool, str]: ...
     def cancel(self) -> None: ...
+    def stop_and_wait(self, timeout_s: float) -> bool: ...
     def destroy(self) -> None: ...
 
 
 class Nav2Base:
-    """The base through Nav2's NavigateToPose (any robot whose base runs Nav2)."""
+    """The base through Nav2's NavigateToPose (any robot whose base runs Nav2). Each leg has its own deadline
+    (`drive_s`): past it the goal is canceled and the leg ends `timeout`."""
 
     def __init__(self, server: FrankaOmronSkillServer, action: str, frame: str, behavior_tree: str) -> None:
         from sayplan_ros.navigation.nav2_client import Nav2Client
 
         self._server = server
+        self._action = action
         self._client = Nav2Client(server, action, frame, behavior_tree, server.callback_group)
+        self._idle = threading.Event()
+        self._idle.set()
 
     def check(self, target: Target) -> None:
         pose_of(target)
 
     async def drive(
-        self, target: Target, feedback: Callable[[str, float], None], cancel_requested: Callable[[], bool]
+        self,
+        target: Target,
+        feedback: Callable[[str, float], None],
+        cancel_requested: Callable[[], bool],
+        limits: DriveLimits | None = None,
     ) -> Outcome:
+        limits = limits or DriveLimits()
         wait = float(self._server.get_parameter("server_wait_s").value)
-        return await self._client.drive(
-            pose_of(target), target.node, wait, self._server.sleep, feedback, cancel_requested
-        )
+        expired: list[bool] = []
+
+        def expire() -> None:
+            timer.cancel()
+            if not expired:
+                expired.append(True)
+                self._client.cancel()
+
+        timer = self._server.create_timer(limits.drive_s + wait, expire, callback_group=self._server.callback_group)
+        self._idle.clear()
+        try:
+            outcome = await self._client.drive(
+                pose_of(target), target.node, wait, self._server.sleep, feedback, cancel_requested
+            )
+        finally:
+            self._server.destroy_timer(timer)
+            self._idle.set()
+        if expired and outcome.code is SkillCode.CANCELED:
+            return Outcome(
+                SkillCode.TIMEOUT, f"driving to {target.node} took longer than {limits.drive_s:g} s: Nav2 was canceled"
+            )
+        return outcome
 
     async def locate(self) -> Pose2D | None:
         return self._client.last_pose
 
+    async def check_robot(self) -> tuple[bool, str]:
+        client = getattr(self._client, "_client", None)  # the shared client's rclpy ActionClient
+        ready = bool(client is not None and client.server_is_ready())
+        return ready, f"base: Nav2's {self._action} server is {'up' if ready else 'not there'}"
+
     def cancel(self) -> None:
         self._client.cancel()
 
+    def stop_and_wait(self, timeout_s: float) -> bool:
+        """Cancel the running NavigateToPose goal and wait, bounded, for the navigator to confirm. Uses the shared
+        client's `stop_and_wait` where it has one; else cancels and waits for this node's leg to end."""
+        stop = getattr(self._client, "stop_and_wait", None)
+        if callable(stop):
+            return bool(stop(timeout_s))
+        self._client.cancel()
+        return self._idle.wait(max(timeout_s, 0.0))
+
     def destroy(self) -> None:
+        if not self._idle.is_set():
+            self._client.cancel()  # best effort: the node goes away while a leg runs
         self._client.destroy()
 
 
@@ -112,6 +186,8 @@ class FrankaOmronSkillServer(SkillServer):
                 str(settings["gripper_move_action"]),
                 str(settings["gripper_homing_action"]),
                 self.callback_group,
+                str(settings["gripper_state_topic"]),
+                str(settings["gripper_stop_service"]),
             )
         self._graph = GraphFollower(self, self.callback_group)
         skills = available_skills(self._motions)
@@ -145,6 +221,15 @@ class FrankaOmronSkillServer(SkillServer):
     # ------------------------------------------------------------------ one skill
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
         self._canceling = False
+        result = await self._run_program(step, context)
+        if result.code.latches and context.cancel_requested():
+            # a canceled skill ends CANCELED, so the base class does not latch it: a stop that did not confirm, or
+            # fingers that did not let go, must still keep the robot still until an operator looks
+            self.fault_latch.latch(result.code, result.message, str(step))
+            self.get_logger().error(f"{step}: {result.message}; {self.fault_latch.note()}")
+        return result
+
+    async def _run_program(self, step: PlanStep, context: SkillContext) -> SkillResult:
         values = current(self, SETTINGS)
         graph = await self.graph_for_step(self._graph, context, float(values["graph_wait_s"]))
         if isinstance(graph, SkillResult):
@@ -169,6 +254,24 @@ class FrankaOmronSkillServer(SkillServer):
             return SkillResult(False, exc.code, str(exc))
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
+        if step.action in EMPTY_HAND_SKILLS and self._arm is not None:
+            refusal = await self._hand_must_be_empty(step, values)
+            if refusal is not None:
+                return refusal
+        result = await self._run_primitives(step, program, targets, graph, values, context)
+        if self._arm is None or step.action in ("goto", "done"):
+            return result
+        return await self._read_hand_back(step, graph, result, values)
+
+    async def _run_primitives(
+        self,
+        step: PlanStep,
+        program: list[Primitive],
+        targets: dict[str, Target],
+        graph: SceneGraph,
+        values: dict[str, Any],
+        context: SkillContext,
+    ) -> SkillResult:
         for index, primitive in enumerate(program):
             if self._canceled(context):
                 canceled = Outcome(SkillCode.CANCELED, f"canceled before {primitive.describe()}")
@@ -180,6 +283,46 @@ class FrankaOmronSkillServer(SkillServer):
                 return await self._stopped(step, program, index, True, outcome, graph, values)
         location = step.target if step.action == "goto" else graph.agent_location()
         return SkillResult(True, SkillCode.NONE, f"{step} done", self._effect_update(step, graph, location))
+
+    async def _hand(self, values: dict[str, Any]) -> tuple[bool, float] | str:
+        """(holding, width) from a gripper state that arrived from now on, or why the hand cannot be read."""
+        assert self._arm is not None
+        wait = float(values["hand_readback_s"])
+        width = await self._arm.width_after(time.monotonic(), wait)
+        if width is None:
+            return f"no gripper state on {self._arm.state_topic} within {wait:g} s: what the hand holds is unknown"
+        return hand_holds(width, self._state.fingers_sent_to, float(values["gripper_width_tolerance"])), width
+
+    async def _hand_must_be_empty(self, step: PlanStep, values: dict[str, Any]) -> SkillResult | None:
+        """A skill that closes the fingers is refused before anything moves when they already hold something (the
+        graph's held object is refused by the program itself; this is what the graph does not know of)."""
+        hand = await self._hand(values)
+        if isinstance(hand, str):
+            return SkillResult(False, SkillCode.ROBOT_FAULT, f"{step} refused before the robot moved: {hand}")
+        holding, width = hand
+        if holding:
+            return SkillResult(
+                False,
+                SkillCode.ROBOT_FAULT,
+                f"{step} refused before the robot moved: the fingers are closed on something the scene graph does "
+                f"not know of (they read {width * 1000:.0f} mm); free the hand, then clear the fault",
+            )
+        return None
+
+    async def _read_hand_back(
+        self, step: PlanStep, graph: SceneGraph, result: SkillResult, values: dict[str, Any]
+    ) -> SkillResult:
+        """The hand after the skill: the update must say what the fingers really hold (see belief.reconcile_hand)."""
+        hand = await self._hand(values)
+        if isinstance(hand, str):
+            return SkillResult(False, SkillCode.ROBOT_FAULT, f"{result.message}; then {hand}", result.update)
+        holding, width = hand
+        mismatch = reconcile_hand(graph, result.code, result.update, holding, width, ROBOT)
+        if mismatch is None:
+            return result
+        self.get_logger().warning(f"{step}: {mismatch.message}")
+        note = mismatch.message if result.success else f"{result.message}; {mismatch.message}"
+        return SkillResult(False, mismatch.code, f"{step}: {note}" if result.success else note, mismatch.update)
 
     def _effect_update(self, step: PlanStep, graph: SceneGraph, location: str | None) -> GraphUpdate:
         """The step's change to the world as a graph update (what the action set says it does)."""
@@ -243,19 +386,27 @@ class FrankaOmronSkillServer(SkillServer):
         feedback = (lambda _text, _progress: None) if context is None else context.feedback
         wait = float(values["server_wait_s"])
         if isinstance(primitive, Drive):
-            return await self._base.drive(targets[primitive.node], feedback, canceled)
+            limits = DriveLimits(
+                float(values["drive_timeout_s"]),
+                float(values["stop_timeout_s"]),
+                float(values["arcl_status_period_s"]),
+                float(values["arcl_silence_s"]),
+            )
+            return await self._base.drive(targets[primitive.node], feedback, canceled, limits)
         arm = self._arm
         if arm is None:  # programs only use the arm when motions were taught, which creates it
             return Outcome(SkillCode.INTERNAL_ERROR, f"{primitive.describe()}: no arm configured")
+        gripper_s = float(values["gripper_timeout_s"])
         if isinstance(primitive, Arm):
             tolerance = float(values["arm_time_tolerance_s"])
-            return await arm.follow(primitive.trajectory, tolerance, wait, self.sleep, canceled)
+            arm_s = float(values["arm_timeout_s"])
+            return await arm.follow(primitive.trajectory, tolerance, wait, self.sleep, canceled, arm_s)
         if isinstance(primitive, Grasp):
-            return await arm.grasp(primitive, wait, self.sleep, canceled)
+            return await arm.grasp(primitive, wait, self.sleep, canceled, gripper_s)
         if isinstance(primitive, OpenGripper):
-            return await arm.open(primitive.width, primitive.speed, wait, self.sleep, canceled)
+            return await arm.open(primitive.width, primitive.speed, wait, self.sleep, canceled, gripper_s)
         if isinstance(primitive, HomeGripper):
-            return await arm.home(wait, self.sleep, canceled)
+            return await arm.home(wait, self.sleep, canceled, gripper_s)
         return Outcome(SkillCode.INTERNAL_ERROR, f"unknown primitive {primitive!r}")
 
     def _canceled(self, context: SkillContext) -> bool:
@@ -284,7 +435,51 @@ class FrankaOmronSkillServer(SkillServer):
         if self._arm is not None:
             self._arm.cancel()
 
+    async def check_robot(self) -> Check:
+        """For an operator's clear_fault: the hand read back against the graph, the base (ARCL motors, status and
+        localisation, or the Nav2 server) and the arm's servers. Nothing is moved, powered or enabled."""
+        found: list[str] = []
+        ok = True
+        graph, _version = self._graph.latest()
+        if self._arm is not None:
+            hand = await self._hand(current(self, SETTINGS))
+            held = graph.held_object() if graph is not None else None
+            if isinstance(hand, str):
+                ok, text = False, f"hand: {hand}"
+            elif graph is None:
+                ok, text = False, "hand: no scene graph to compare it with"
+            else:
+                holding, width = hand
+                agrees = holding == (held is not None)
+                ok = ok and agrees
+                says = f"'{held}' in the hand" if held else "the hand empty"
+                text = f"hand: the fingers read {width * 1000:.0f} mm ({'holding something' if holding else 'empty'})"
+                text += f", the scene graph says {says}" + ("" if agrees else ": free the hand or fix the graph")
+            found.append(text)
+            missing = self._arm.servers_ready()
+            if missing:
+                ok = False
+                found.append(f"arm: no action server on {', '.join(missing)}")
+        base_ok, base_found = await self._base.check_robot()
+        found.append(base_found)
+        return Check(ok and base_ok, "; ".join(found))
+
+    def stop_motion(self, timeout_s: float) -> bool:
+        """Shutdown (a plain thread; the executor still spins): the base's stop (ARCL `stop` until `Stopped`, or the
+        Nav2 goal canceled), then the arm's or gripper's running goal canceled, all within `timeout_s`."""
+        deadline = time.monotonic() + timeout_s
+        base = self._base.stop_and_wait(timeout_s)
+        if not base:
+            self.get_logger().error("the base did not confirm its stop before the node exits: check the robot")
+        arm = True
+        if self._arm is not None:
+            arm = self._arm.stop_and_wait(max(0.1, deadline - time.monotonic()))
+            if not arm:
+                self.get_logger().error("the arm or gripper did not confirm its stop before the node exits")
+        return base and arm
+
     def destroy_node(self) -> None:
+        """Best effort, without waiting on DDS: whatever may still move is sent its stop, then the clients go."""
         self._base.destroy()
         if self._arm is not None:
             self._arm.destroy()

@@ -6,20 +6,27 @@ line by line. The base localises itself on its LiDAR map and plans its own paths
 sends it to a named goal of that map (`goto <goal>`) or to a map point (`doTask gotoPoint
 x y th`, millimetres and degrees) and waits for the outcome.
 
-Line formats, as Omron's ARCL reference manual (I617-E-01) gives them and public ARCL
-clients parse them (OmronAPAC/Omron_LD_ROS_Package, ROS 1 and ROS 2 drivers; the
-ARCL helper classes that match `Going to`, `Arrived at`, `Error: Failed going to goal`):
-login `Enter password:` ... `End of commands`; `goto` answers `Going to <goal>` then
-`Arrived at <goal>` or `Failed going to goal <goal>` (some firmware prefixes `Error: `);
-`doTask gotoPoint` answers `Will do task ...`, `Going to point ...`, then `Completed doing
-task gotoPoint ...` or `Failed doing task ...`; another command, the pendant or `stop`
-ends a drive with `Interrupted: ...`; `EStop pressed`; a command the robot refuses gets
-`CommandError: ...` / `CommandErrorDescription: ...`; `getGoals` lists `Goal: <name>`
-lines ending with `End of goals`; `status` answers `Status:`, `ExtendedStatusForHumans:`,
-`StateOfCharge:`, `Location: x y th` (mm, mm, degrees), `LocalizationScore:`,
-`Temperature:`. The exact wording of the refusal of an unknown goal was not found in a
-public source, so an unknown goal is caught before sending (against the `getGoals`
-list) and any `CommandError` line after a goto is treated as a refusal, whatever it says.
+Line formats, from Omron's ARCL Reference Guide (18448-000 Rev A / I617-E-01, 2017; "p." below is the
+guide's own page number) and public ARCL clients (OmronAPAC/Omron_LD_ROS_Package and Omron_AMR_ROS2, whose
+parser ends a drive on any line with "Error", "Failed" or "Stopped"):
+- login `Enter password:` ... `End of commands`;
+- `goto` (older guides; public clients) answers `Going to <goal>` then `Arrived at <goal>` or `Failed going to
+  goal <goal>` (some firmware prefixes `Error: `);
+- `doTask gotoPoint` (p. 82): `Will do task ...`, `Doing task ...`, then `Completed doing task ...` (or
+  `Failed doing task ...`);
+- `stop` (p. 242): `Interrupted: Going to <goal>`, `Stopping`, `Stopped`;
+- `status` (p. 240): `Status: <status>`, `BatteryVoltage:`, `Location: x y th` (mm, mm, degrees),
+  `LocalizationScore:`, `Temperature:` (newer firmware adds `ExtendedStatusForHumans:`, `StateOfCharge:`);
+- `queryMotors` (p. 190-191): `Motors enabled`, `Motors disabled`, `EStop pressed`, `EStop relieved but motors
+  still disabled` (the guide writes both `EStop` and `Estop`, so every prefix is matched case-insensitively);
+- server messages broadcast to every client (p. 251): `Estop pressed`, `Estop relieved`, `Motors disabled`,
+  `Error: <error>` while a command runs (`Emergency stop pressed`, `Cannot find path`, `Failed going to goal`,
+  `Stalled`, `Robot lost`, `Lost connection to robot`, `Server crashed`), `Interrupted: <command>`;
+- a command the robot refuses (p. 46): `CommandError: ...` / `CommandErrorDescription: ...` (or `SetUpError:`);
+- `getGoals` lists `Goal: <name>` lines ending with `End of goals`.
+The exact wording of the refusal of an unknown goal was not found in a public source, so an unknown goal is
+caught before sending (against the `getGoals` list) and any `CommandError` line after a goto is treated as a
+refusal, whatever it says.
 """
 
 from __future__ import annotations
@@ -49,6 +56,10 @@ END_OF_GOALS = "End of goals"
 GET_GOALS = "getGoals"
 STATUS = "status"
 STOP = "stop"
+QUERY_MOTORS = "queryMotors"
+#: A `LocalizationScore:` below this is a base that does not know where it is (SayPlan's own threshold, not the
+#: guide's: the guide gives the score, 0..1, without a limit).
+MIN_LOCALIZATION_SCORE = 0.3
 
 
 class LineKind(str, Enum):
@@ -63,14 +74,18 @@ class LineKind(str, Enum):
     TASK_COMPLETED = "task_completed"
     TASK_FAILED = "task_failed"
     INTERRUPTED = "interrupted"
+    STOPPING = "stopping"
     STOPPED = "stopped"
     ESTOP = "estop"
+    MOTORS = "motors"
+    ERROR = "error"
     COMMAND_ERROR = "command_error"
     STATUS_FIELD = "status_field"
     OTHER = "other"
 
 
-#: Prefixes in the order they are tried (longer, more specific first); the rest of the line is the argument.
+#: Prefixes in the order they are tried (longer, more specific first), matched case-insensitively (the guide
+#: itself writes `EStop pressed` and `Estop pressed`); the rest of the line is the argument.
 _PREFIXES: tuple[tuple[str, LineKind], ...] = (
     (PASSWORD_PROMPT, LineKind.PASSWORD_PROMPT),
     (END_OF_COMMANDS, LineKind.END_OF_COMMANDS),
@@ -79,6 +94,7 @@ _PREFIXES: tuple[tuple[str, LineKind], ...] = (
     ("Error: Failed going to goal", LineKind.FAILED),
     ("Failed going to goal", LineKind.FAILED),
     ("Failed going to", LineKind.FAILED),
+    ("Error:", LineKind.ERROR),
     ("Going to ", LineKind.GOING),
     ("Arrived at ", LineKind.ARRIVED),
     ("Will do task ", LineKind.TASK_STARTED),
@@ -86,14 +102,39 @@ _PREFIXES: tuple[tuple[str, LineKind], ...] = (
     ("Completed doing task ", LineKind.TASK_COMPLETED),
     ("Failed doing task ", LineKind.TASK_FAILED),
     ("Interrupted:", LineKind.INTERRUPTED),
+    ("Stopping", LineKind.STOPPING),
     ("Stopped", LineKind.STOPPED),
     ("EStop ", LineKind.ESTOP),
+    ("Motors ", LineKind.MOTORS),
     ("CommandErrorDescription:", LineKind.COMMAND_ERROR),
     ("CommandError:", LineKind.COMMAND_ERROR),
+    ("SetUpError:", LineKind.COMMAND_ERROR),
 )
 
-#: Keys of the `status` reply SayPlan reads.
-STATUS_KEYS = ("Status", "ExtendedStatusForHumans", "StateOfCharge", "Location", "LocalizationScore", "Temperature")
+#: Keys of the `status` reply SayPlan reads (p. 240, plus the fields newer firmware adds).
+STATUS_KEYS = (
+    "Status",
+    "ExtendedStatusForHumans",
+    "BatteryVoltage",
+    "StateOfCharge",
+    "Location",
+    "LocalizationScore",
+    "Temperature",
+)
+
+#: `Error: <error>` while a command runs (p. 251), by the start of its text, lower case: the outcome of a drive it
+#: ends and why. `Stalled` (the drive motors pushed and the wheels did not turn: the base ran into something its
+#: lasers did not see, with an arm on top) is a robot fault, not `blocked`: something was hit, and a person should
+#: look before the base moves again. An error the guide does not list ends the drive as a robot fault too.
+ERROR_OUTCOMES: tuple[tuple[str, SkillCode, str], ...] = (
+    ("emergency stop pressed", SkillCode.ESTOPPED, "the base's emergency stop was pressed"),
+    ("cannot find path", SkillCode.UNREACHABLE, "the base found no path"),
+    ("failed going to goal", SkillCode.UNREACHABLE, "the base failed to reach the goal"),
+    ("stalled", SkillCode.ROBOT_FAULT, "the base stalled (it ran into something): check the robot and its path"),
+    ("robot lost", SkillCode.ROBOT_FAULT, "the base lost its localisation: relocalise it in MobilePlanner"),
+    ("lost connection to robot", SkillCode.ROBOT_FAULT, "the ARCL server lost its connection to the base"),
+    ("server crashed", SkillCode.ROBOT_FAULT, "the base's ARCL server crashed"),
+)
 
 
 @dataclass(frozen=True)
@@ -106,13 +147,23 @@ class Line:
 def classify(text: str) -> Line:
     """What a line from the robot is; unknown lines are OTHER (ARCL sends much SayPlan does not need)."""
     text = text.strip()
+    folded = text.casefold()
     for prefix, kind in _PREFIXES:
-        if text.startswith(prefix):
+        if folded.startswith(prefix.casefold()):
             return Line(kind, text[len(prefix) :].strip(), text)
     key, sep, value = text.partition(":")
     if sep and key in STATUS_KEYS:
         return Line(LineKind.STATUS_FIELD, f"{key}:{value.strip()}", text)
     return Line(LineKind.OTHER, text, text)
+
+
+def error_outcome(error: str, where: str) -> Outcome:
+    """What an `Error: <error>` line means for a drive to `where` (see ERROR_OUTCOMES)."""
+    folded = error.casefold()
+    for start, code, meaning in ERROR_OUTCOMES:
+        if folded.startswith(start):
+            return Outcome(code, f"{meaning} while driving to {where} (Error: {error})")
+    return Outcome(SkillCode.ROBOT_FAULT, f"the base reported an error while driving to {where} (Error: {error})")
 
 
 # ----------------------------------------------------------------------------- commands
@@ -174,8 +225,14 @@ def _about(arg: str, goal: str) -> bool:
 class GotoTracker:
     """Follows the robot's lines after one goto or gotoPoint until the drive ends.
 
-    `feed` returns a Outcome when the drive ended, a progress text while it runs, or
-    None for a line about something else. Lines about another goal are not this drive's.
+    `feed` returns an Outcome when the drive ended, a progress text while it runs, or None for a line about
+    something else. Lines about another goal are not this drive's. Every line the guide lists for a drive ends it
+    at once with a typed outcome (nothing is left to a timeout): arrival; `Failed going to goal`, `Failed doing
+    task`; `Error: <error>` (ERROR_OUTCOMES); `Estop pressed` (estopped) and `Motors disabled` (not_powered),
+    broadcast to every client (p. 251); `Interrupted:` that SayPlan did not ask for (another client, MobilePlanner
+    or the pendant took the base); a `Stopped` after the drive started that nobody here asked for; a `CommandError`.
+    After SayPlan's own `stop`, the drive ends (canceled) on `Stopped` (p. 242: `Interrupted: ...`, `Stopping`,
+    `Stopped`), so the stop is confirmed before the skill ends.
     """
 
     command: GotoCommand
@@ -186,31 +243,45 @@ class GotoTracker:
         line = classify(text)
         goal, where = self.command.goal, self.command.where
         kind = line.kind
-        ours = line.arg.startswith("point") if goal is None else _about(line.arg, goal)
+        arg = line.arg.casefold()
+        ours = arg.startswith("point") if goal is None else _about(line.arg, goal)
+        if kind is LineKind.STOPPED and self.stop_requested:
+            return Outcome(SkillCode.CANCELED, f"the drive to {where} was stopped (the base confirmed: Stopped)")
+        if kind is LineKind.ESTOP and arg.startswith("pressed"):
+            return Outcome(SkillCode.ESTOPPED, f"the base's emergency stop was pressed while driving to {where}")
+        if kind is LineKind.MOTORS and arg.startswith("disabled"):
+            return Outcome(
+                SkillCode.NOT_POWERED, f"the base's motors were disabled while driving to {where} ({line.text})"
+            )
+        if self.stop_requested:
+            return None  # our stop is under way: only its `Stopped` (or an e-stop) ends the drive now
         if kind is LineKind.GOING:
             self.started = self.started or ours
             return f"going to {where}" if ours else None
         if kind is LineKind.ARRIVED:
             return Outcome(SkillCode.NONE, f"arrived at {where}") if ours else None
-        if kind is LineKind.TASK_COMPLETED and goal is None and line.arg.startswith("gotoPoint"):
+        if kind is LineKind.TASK_COMPLETED and goal is None and arg.startswith("gotopoint"):
             return Outcome(SkillCode.NONE, f"arrived at {where}")
-        if kind is LineKind.TASK_STARTED and goal is None and line.arg.startswith("gotoPoint"):
+        if kind is LineKind.TASK_STARTED and goal is None and arg.startswith("gotopoint"):
             self.started = True
             return f"going to {where}"
         if kind is LineKind.FAILED and (goal is None or not line.arg or _about(line.arg, goal)):
             return Outcome(SkillCode.UNREACHABLE, f"the base failed to reach {where} ({line.text})")
         if kind is LineKind.TASK_FAILED and goal is None:
             return Outcome(SkillCode.UNREACHABLE, f"the base failed to reach {where} ({line.text})")
-        if kind is LineKind.INTERRUPTED or (kind is LineKind.STOPPED and self.stop_requested):
-            if self.stop_requested:
-                return Outcome(SkillCode.CANCELED, f"the drive to {where} was stopped")
+        if kind is LineKind.ERROR:
+            return error_outcome(line.arg, where)
+        if kind is LineKind.INTERRUPTED:
             return Outcome(
                 SkillCode.ROBOT_FAULT,
                 f"the drive to {where} was interrupted ({line.text}): another ARCL client, MobilePlanner "
                 "or the pendant took the base",
             )
-        if kind is LineKind.ESTOP and line.arg.lower().startswith("pressed"):
-            return Outcome(SkillCode.ESTOPPED, f"the base's emergency stop was pressed while driving to {where}")
+        if kind is LineKind.STOPPED and self.started:
+            return Outcome(
+                SkillCode.ROBOT_FAULT,
+                f"the base stopped on the way to {where} without arriving, and SayPlan did not ask it to",
+            )
         if kind is LineKind.COMMAND_ERROR:
             return Outcome(SkillCode.INVALID_TARGET, f"the base refused '{self.command.line}' ({line.text})")
         return None
@@ -233,7 +304,8 @@ def parse_location(value: str) -> Pose2D:
 
 @dataclass
 class StatusReader:
-    """Collects the fields of a `status` reply; complete once the location arrived (the field SayPlan needs)."""
+    """Collects the fields of a `status` reply (p. 240); complete once the location and the localisation score
+    arrived (the fields SayPlan needs; the guide sends them third and fourth)."""
 
     fields: dict[str, str] = field(default_factory=dict)
 
@@ -242,7 +314,7 @@ class StatusReader:
         if line.kind is LineKind.STATUS_FIELD:
             key, _, value = line.arg.partition(":")
             self.fields[key] = value
-        return "Location" in self.fields
+        return "Location" in self.fields and "LocalizationScore" in self.fields
 
     @property
     def location(self) -> Pose2D | None:
@@ -253,6 +325,94 @@ class StatusReader:
             return parse_location(value)
         except ValueError:
             return None
+
+    @property
+    def localization_score(self) -> float | None:
+        try:
+            score = float(self.fields.get("LocalizationScore", "").split()[0])
+        except (ValueError, IndexError):
+            return None
+        return score if math.isfinite(score) else None
+
+    def problem(self, localisation: bool = True) -> Outcome | None:
+        """What the reply says is wrong with the base: e-stopped, motors off, lost (and, with `localisation`, a
+        LocalizationScore below MIN_LOCALIZATION_SCORE); None when it looks able to drive. The `Status:` text (the
+        base's own state) is matched like the broadcasts it mirrors."""
+        state = " ".join((self.fields.get("Status", "") + " " + self.fields.get("ExtendedStatusForHumans", "")).split())
+        folded = state.casefold()
+        if "estop pressed" in folded or "emergency stop" in folded:
+            return Outcome(SkillCode.ESTOPPED, f"the base reports its emergency stop pressed (Status: {state})")
+        if "motors disabled" in folded or "motors still disabled" in folded:
+            return Outcome(SkillCode.NOT_POWERED, f"the base reports its motors disabled (Status: {state})")
+        if "lost" in folded:
+            return Outcome(SkillCode.ROBOT_FAULT, f"the base reports it is lost (Status: {state})")
+        score = self.localization_score
+        if localisation and score is not None and score < MIN_LOCALIZATION_SCORE:
+            return Outcome(
+                SkillCode.ROBOT_FAULT,
+                f"the base is not localised (LocalizationScore {score:g} < {MIN_LOCALIZATION_SCORE:g})",
+            )
+        return None
+
+    def describe(self) -> str:
+        """The reply in one line for an operator (status, location, localisation score)."""
+        parts = [f"{k}: {' '.join(self.fields[k].split())[:120]}" for k in ("Status", "Location", "LocalizationScore")]
+        return "; ".join(p for p in parts if not p.endswith(": ")) if self.fields else "no status"
+
+
+@dataclass
+class MotorsReader:
+    """The answer to `queryMotors` (p. 190-191): `Motors enabled`, `Motors disabled`, `EStop pressed` or `EStop
+    relieved but motors still disabled`. `problem` says why the base cannot drive (None: motors enabled)."""
+
+    answer: str = ""
+
+    def feed(self, text: str) -> bool:
+        line = classify(text)
+        if line.kind in (LineKind.MOTORS, LineKind.ESTOP):
+            self.answer = line.text
+        return bool(self.answer)
+
+    def problem(self) -> Outcome | None:
+        line = classify(self.answer)
+        arg = line.arg.casefold()
+        if line.kind is LineKind.ESTOP and arg.startswith("pressed"):
+            return Outcome(SkillCode.ESTOPPED, f"the base's emergency stop is pressed ({line.text})")
+        if line.kind is LineKind.ESTOP:  # relieved, but motors still disabled: someone must enable them
+            return Outcome(SkillCode.NOT_POWERED, f"the base's motors are disabled ({line.text})")
+        if line.kind is LineKind.MOTORS and ("enabled" in arg and "disabled" not in arg):
+            return None
+        return Outcome(SkillCode.NOT_POWERED, f"the base's motors are not enabled ({line.text or 'no answer'})")
+
+
+@dataclass
+class SilenceWatch:
+    """The drive watchdog's clock: a `status` query every `period_s` while a drive runs; a base that has sent no
+    line for `silence_s` (not even the answer to those queries) has gone silent. Times are the caller's monotonic
+    clock, so this is tested without waiting."""
+
+    period_s: float
+    silence_s: float
+    heard_at: float = 0.0
+    asked_at: float = 0.0
+
+    def start(self, now: float) -> None:
+        self.heard_at = self.asked_at = now
+
+    def heard(self, now: float) -> None:
+        self.heard_at = now
+
+    def due(self, now: float) -> bool:
+        """Whether to send the next `status` query now (and note that it is sent)."""
+        if now - self.asked_at >= self.period_s:
+            self.asked_at = now
+            return True
+        return False
+
+    def silent_for(self, now: float) -> float | None:
+        """How long the base has been silent, once that is `silence_s` or more; else None."""
+        quiet = now - self.heard_at
+        return quiet if quiet >= self.silence_s else None
 
 
 @dataclass

@@ -16,7 +16,18 @@ ros2_control `FollowJointTrajectory` controller. The file:
         handle_close: [...]                            # push closed
         turn_on: [...]                                 # press the switch (turn_off likewise)
     grasps:                                 # optional: finger width (m) and force (N) per object or handle
-      coffee_mug: {width: 0.065, force: 30}
+      coffee_mug: {width: 0.065, force: 30}   # within the Franka Hand's limits: 0..0.08 m, up to 70 N
+
+The Franka Hand's limits (Franka Hand product data sheet, as franka_ros2's documentation and the FR3 data sheet
+give them: 80 mm stroke, 70 N continuous and 140 N maximum grasping force; franka_ros2 jazzy's own gripper test
+drives it to "max gripper width 0.08m"): a grasp holds its force for as long as the object is carried, so a
+motions-file grasp may ask for at most the continuous 70 N; the 140 N peak is not a holding force.
+
+What the hand holds is read back, not assumed: franka_gripper (franka_ros2 jazzy, gripper_action_server.cpp)
+publishes `~/joint_states` (sensor_msgs/JointState, the two finger joints at width / 2 each, at its
+`state_publish_rate`, 15 Hz in its config) and serves `~/stop` (std_srvs/Trigger, libfranka's Gripper::stop).
+libfranka's `is_grasped` is not published, so the width is read: fingers that stopped short of where they were
+sent hold something (`hand_holds`).
 
 How the controllers end a goal, which the translation below follows:
 - joint_trajectory_controller (ros2_controllers, branch jazzy): SUCCEEDED with
@@ -57,6 +68,10 @@ MOTION_NAMES: tuple[str, ...] = (
     "turn_off",
 )
 MAX_MOTION_FILE_BYTES = 4 * 1024 * 1024
+#: The Franka Hand (see the module docstring): widest opening, and the grasping force it can hold.
+MAX_GRIPPER_WIDTH_M = 0.08
+CONTINUOUS_FORCE_N = 70.0
+MAX_FORCE_N = 140.0
 MAX_JOINTS = 32
 MAX_POINTS = 10_000
 MAX_DURATION_S = 3600.0
@@ -186,8 +201,17 @@ def _grasp(raw: Any, where: str) -> GraspSpec:
     if not isinstance(raw, Mapping) or set(raw) != {"width", "force"}:
         raise MotionError(f"{where}: a grasp is {{width: m, force: N}}")
     width, force = raw["width"], raw["force"]
-    if not _finite(width) or not 0.0 <= float(width) <= 0.2 or not _finite(force) or not 0.0 < float(force) <= 200.0:
-        raise MotionError(f"{where}: width must be within 0..0.2 m and force within (0, 200] N")
+    if (
+        not _finite(width)
+        or not 0.0 <= float(width) <= MAX_GRIPPER_WIDTH_M
+        or not _finite(force)
+        or not 0.0 < float(force) <= CONTINUOUS_FORCE_N
+    ):
+        raise MotionError(
+            f"{where}: width must be within 0..{MAX_GRIPPER_WIDTH_M:g} m and force within "
+            f"(0, {CONTINUOUS_FORCE_N:g}] N (the Franka Hand's stroke and continuous grasping force; "
+            f"its {MAX_FORCE_N:g} N peak cannot be held)"
+        )
     return GraspSpec(float(width), float(force))
 
 
@@ -225,3 +249,31 @@ def gripper_outcome(status: int, success: bool, error: str, what: str, grasp: bo
     if grasp and not text:
         return Outcome(SkillCode.GRASP_FAILED, f"{what} failed: the fingers closed without holding it")
     return Outcome(SkillCode.ROBOT_FAULT, f"{what} failed: {text or 'the gripper reported failure'}")
+
+
+# ----------------------------------------------------------------------------- the hand, read back
+#: Finger joints whose positions franka_gripper publishes (each is half the width); more is not a gripper.
+MAX_FINGER_JOINTS = 2
+
+
+def gripper_width(names: list[str], positions: list[float]) -> float:
+    """The finger width (m) in a franka_gripper joint state: the sum of its two finger positions.
+    ValueError for a message that is not one (other joints, a count that does not match, not finite, out of range)."""
+    if len(positions) != MAX_FINGER_JOINTS or (names and len(names) != len(positions)):
+        raise ValueError(f"a gripper state has {MAX_FINGER_JOINTS} finger positions, got {len(positions)}")
+    if not all(isinstance(p, float) and math.isfinite(p) for p in positions):
+        raise ValueError("a gripper state's finger positions must be finite")
+    width = float(positions[0]) + float(positions[1])
+    if not -0.005 <= width <= MAX_GRIPPER_WIDTH_M + 0.005:
+        raise ValueError(f"a gripper width of {width:.3f} m is outside the Franka Hand's 0..0.08 m")
+    return max(width, 0.0)
+
+
+def hand_holds(width: float, sent_to: float | None, tolerance: float) -> bool:
+    """Whether something is between the fingers, from their width: fingers closed (within `tolerance` of 0) hold
+    nothing; fingers where the last opening sent them (`sent_to`; None: unknown, then fully open counts) hold
+    nothing; fingers that stopped anywhere else stopped on something."""
+    if width <= tolerance:
+        return False
+    opened = MAX_GRIPPER_WIDTH_M if sent_to is None else sent_to
+    return not width >= opened - tolerance

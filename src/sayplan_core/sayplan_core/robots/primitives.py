@@ -97,3 +97,14 @@ class HomeGripper:
 
 
 Primitive = Drive | Arm | Grasp | OpenGripper | HomeGripper
+
+
+@dataclass(frozen=True)
+class DriveLimits:
+    """The deadlines of one drive of the base (settings read per goal): the drive itself, the base's confirmation
+    of a stop, and the watchdog (a status query every `status_period_s`; silence for `silence_s` ends the drive)."""
+
+    drive_s: float = 100.0
+    stop_s: float = 2.0
+    status_period_s: float = 0.5
+    silence_s: float = 3.0

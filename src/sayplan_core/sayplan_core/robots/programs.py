@@ -28,7 +28,7 @@ from dataclasses import dataclass
 
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.franka import MotionError, TaughtMotions
+from sayplan_core.robots.franka import MAX_GRIPPER_WIDTH_M, MotionError, TaughtMotions
 from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
 from sayplan_core.sim.plan import PlanStep
 
@@ -42,6 +42,9 @@ SKILL_MOTIONS: dict[str, tuple[str, ...]] = {
     "turn_on": ("approach", "turn_on"),
     "turn_off": ("approach", "turn_off"),
 }
+#: Skills that close the fingers on something, so the hand must be empty first (checked against the graph
+#: here, and against the fingers' read-back width by the node before anything moves).
+EMPTY_HAND_SKILLS = frozenset({"pickup", "open"})
 #: Skills that need no taught motion.
 BASE_SKILLS: tuple[str, ...] = ("goto", "done")
 #: Node types the arm works at (the base parks in front of them).
@@ -77,6 +80,9 @@ class RobotState:
     base_at: str | None = None  # node the base last arrived at
     arm_at: str | None = None  # "node/motion" of the last motion finished, or "travel"
     gripper_homed: bool = False
+    #: The width the last finished opening sent the fingers to (None: a grasp came since, or it failed): fingers
+    #: found anywhere else stopped on something (sayplan_core.robots.franka.hand_holds).
+    fingers_sent_to: float | None = None
 
     def after(self, primitive: Primitive, ok: bool) -> None:
         """Update after a primitive ran (a failed or interrupted motion leaves the part in an unknown place)."""
@@ -86,6 +92,11 @@ class RobotState:
             self.arm_at = motion_key(primitive.trajectory.node, primitive.trajectory.name) if ok else None
         elif isinstance(primitive, HomeGripper):
             self.gripper_homed = self.gripper_homed or ok
+            self.fingers_sent_to = MAX_GRIPPER_WIDTH_M if ok else None
+        elif isinstance(primitive, OpenGripper):
+            self.fingers_sent_to = primitive.width if ok else None
+        elif isinstance(primitive, Grasp):
+            self.fingers_sent_to = None
 
     def accessed(self, graph: SceneGraph) -> str | None:
         """The asset the arm is working at (the simulator's 'accessed'), if the base is parked at one."""
@@ -144,6 +155,9 @@ def _program(
             raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: access takes an asset")
         return _at(target, motions, state)
     if action == "pickup":
+        held = graph.held_object()
+        if held is not None:  # a second grasp would open the fingers on what they hold and drop it
+            raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the gripper holds '{held}'; put it down first")
         place = workplace(graph, target)
         if place is None:
             raise ProgramError(SkillCode.NOT_FOUND, f"{step}: '{target}' is on no asset the arm can reach")

@@ -1,0 +1,300 @@
+"""Issue 23 on franka_omron_skill_server, at the protocol boundary (fake ARCL base over TCP, fake Nav2,
+franka_gripper and trajectory controller over DDS): the latch after a handle that will not let go and how an
+operator clears it; the hand read back before and after skills; the ARCL guide's drive messages, the watchdog on a
+silent base, and every robot call's own deadline."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
+    pytest.importorskip(
+        _package, reason=f"{_package} is not importable: build the test overlay (scripts/build_test_overlay.sh)"
+    )
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from fakes.arcl_server import Drive  # noqa: E402
+from fakes.franka_robot import FakeRobot, robot_parameters, send_skill, start_fakes, wait_until  # noqa: E402
+from fakes.ros_robot import GraspTry, Leg  # noqa: E402
+
+from sayplan_core.outcomes import SkillCode  # noqa: E402
+from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
+
+pytestmark = pytest.mark.ros
+MakeRobot = Callable[..., FakeRobot]
+
+
+@pytest.fixture
+def make_robot(ros: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeRobot]:
+    from sayplan_franka_omron.skill_server import FrankaOmronSkillServer
+
+    started: list[FakeRobot] = []
+    ros.add(SceneGraphServer(context=ros.context))
+
+    def make(backend: str = "arcl", **params: Any) -> FakeRobot:
+        fakes = start_fakes(ros, backend)
+        if "arcl" in fakes:
+            monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", fakes["arcl"].password)
+        server = FrankaOmronSkillServer(
+            context=ros.context, parameter_overrides=robot_parameters(backend, fakes, **params)
+        )
+        robot = FakeRobot(ros.add(server), fakes["gripper"], fakes["arm"], fakes.get("arcl"), fakes.get("nav2"))
+        started.append(robot)
+        wait_until(lambda: server._graph.latest()[0] is not None, what="the scene graph")
+        return robot
+
+    yield make
+    for robot in started:
+        if robot.arcl is not None:
+            robot.arcl.close()
+
+
+def motion(robot: FakeRobot) -> tuple[int, int, int, int]:
+    """Everything the fakes record as a motion started: base drives (ARCL or Nav2), arm goals, finger commands."""
+    base = len(robot.arcl.drives()) if robot.arcl is not None else len(robot.nav2.goals if robot.nav2 else [])
+    return base, robot.arm.started, robot.gripper.commands, len(robot.arm.executed)
+
+
+def held(robot: FakeRobot) -> str | None:
+    graph, _ = robot.server._graph.latest()
+    return graph.held_object() if graph is not None else None
+
+
+def in_background(ros: Any, robot: FakeRobot, skill: str, target: str) -> tuple[threading.Thread, list[Any]]:
+    out: list[Any] = []
+    worker = threading.Thread(target=lambda: out.append(send_skill(ros, robot, skill, target, timeout=30.0)))
+    worker.start()
+    return worker, out
+
+
+def setup_at_cupboard(ros: Any, robot: FakeRobot) -> None:
+    for step in (("goto", "kitchen"), ("access", "kitchen_cupboard")):
+        status, outcome = send_skill(ros, robot, *step)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+# ----------------------------------------------------------------------------- defect 2: a stuck handle latches
+def test_fingers_stuck_on_the_handle_latch_and_nothing_moves_until_an_operator_clears(
+    make_robot: MakeRobot, ros: Any
+) -> None:
+    robot = make_robot()
+    setup_at_cupboard(ros, robot)
+    robot.arm.script("succeed", "path_violation")  # the arm reaches the handle; the pull is blocked
+    robot.gripper.move_errors.extend(["", "libfranka gripper: command failed: fingers blocked"])  # the release fails
+    status, outcome = send_skill(ros, robot, "open", "kitchen_cupboard")
+    robot.gripper.stuck = "libfranka gripper: command failed: fingers blocked"  # and stay jammed on the handle
+    assert status == GoalStatus.STATUS_ABORTED
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "did not let go of 'kitchen_cupboard'" in outcome.error_msg and "latched" in outcome.error_msg
+    assert robot.gripper.holding
+    before = motion(robot)
+    for step in (("goto", "pose8"), ("access", "coffee_machine"), ("pickup", "coffee_mug")):
+        status, outcome = send_skill(ros, robot, *step)
+        assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED, outcome.error_msg
+        assert "did not let go" in outcome.error_msg and "clear_fault" in outcome.error_msg
+    assert motion(robot) == before  # nothing drove, no arm goal, no finger command
+    answer = ros.clear_fault(robot.server)
+    assert not answer.success and "holding something" in answer.message and "hand empty" in answer.message
+    assert motion(robot) == before  # the check moved nothing
+    robot.gripper.let_go()  # a person frees the fingers
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+    assert "robot_fault during open(kitchen_cupboard)" in answer.message and "Motors enabled" in answer.message
+    status, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_clear_fault_with_nothing_latched_says_so(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and answer.message == "no fault latched"
+
+
+# ----------------------------------------------------------------------------- the hand, read back
+def test_a_pickup_whose_object_slips_reports_an_empty_hand(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.gripper.script(GraspTry(object_width=0.065, slip=True))
+    status, outcome = send_skill(ros, robot, "pickup", "coffee_mug")
+    assert status == GoalStatus.STATUS_ABORTED
+    assert SkillCode(outcome.error_code) is SkillCode.GRASP_FAILED, outcome.error_msg
+    assert "does not hold 'coffee_mug'" in outcome.error_msg
+    assert "coffee_mug" not in {n.id for n in outcome.graph_update.upsert}
+    wait_until(lambda: robot.server._graph.latest()[1] == robot.graph_version, what="the copy")
+    assert held(robot) is None and not robot.gripper.holding  # graph and gripper agree
+    status, outcome = send_skill(ros, robot, "pickup", "coffee_mug")  # not latched: the planner may retry
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    wait_until(lambda: robot.server._graph.latest()[1] == robot.graph_version, what="the copy")
+    assert held(robot) == "coffee_mug" and robot.gripper.holding
+
+
+def test_a_skill_that_needs_an_empty_hand_is_refused_before_anything_moves(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    robot.gripper.width, robot.gripper.holding = 0.03, True  # something the graph does not know of is held
+    before = motion(robot)
+    for skill, target in (("pickup", "coffee_mug"), ("open", "kitchen_cupboard")):
+        status, outcome = send_skill(ros, robot, skill, target)
+        assert status == GoalStatus.STATUS_ABORTED
+        code = SkillCode(outcome.error_code)
+        assert code in (SkillCode.ROBOT_FAULT, SkillCode.FAULT_LATCHED), outcome.error_msg
+        assert "refused before the robot moved" in outcome.error_msg
+    assert motion(robot) == before
+
+
+def test_a_hand_that_cannot_be_read_is_a_fault(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot(hand_readback_s=0.3)
+    robot.gripper.publishing = False
+    time.sleep(0.1)  # let the last published state age past the goal's start
+    _status, outcome = send_skill(ros, robot, "access", "coffee_machine")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "no gripper state on /franka_gripper/joint_states" in outcome.error_msg
+
+
+# ----------------------------------------------------------------------------- ARCL: the guide's lines
+@pytest.mark.parametrize(
+    ("line", "code", "latched"),
+    [
+        ("Error: Cannot find path", SkillCode.UNREACHABLE, False),
+        ("Error: Stalled", SkillCode.ROBOT_FAULT, True),
+        ("Error: Robot lost", SkillCode.ROBOT_FAULT, True),
+        ("Error: Emergency stop pressed", SkillCode.ESTOPPED, True),
+        ("Estop pressed", SkillCode.ESTOPPED, True),
+        ("Motors disabled", SkillCode.NOT_POWERED, True),
+    ],
+)
+def test_arcl_messages_end_the_drive_typed(
+    make_robot: MakeRobot, ros: Any, line: str, code: SkillCode, latched: bool
+) -> None:
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say", 0.05, text=line))
+    status, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is code, outcome.error_msg
+    assert ("latched" in outcome.error_msg) is latched
+    if not latched:
+        return
+    drives = len(robot.arcl.drives())
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.arcl.drives()) == drives
+    if robot.arcl.motors != "enabled":  # the e-stop or the motors: the check says so and clears nothing
+        answer = ros.clear_fault(robot.server)
+        assert not answer.success and ("EStop pressed" in answer.message or "Motors disabled" in answer.message)
+        robot.arcl.motors = "enabled"  # a person released it and enabled the motors on the base
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+    assert not any(c.casefold() == "enablemotors" for c in robot.arcl.commands)  # never re-powered by SayPlan
+
+
+def test_an_unrequested_stopped_ends_the_drive_as_a_fault(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("stopped", 0.05))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "did not ask" in outcome.error_msg
+
+
+def test_the_watchdog_ends_a_drive_whose_base_went_silent(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot(arcl_status_period_s=0.1, arcl_silence_s=0.6)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    wait_until(lambda: robot.arcl is not None and "status" in robot.arcl.commands, what="a watchdog status query")
+    assert robot.arcl.moving()  # the base answers status: the watchdog lets the drive go on
+    robot.arcl.silent = True
+    worker.join(20)
+    _status, outcome = out[0]
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "went silent" in outcome.error_msg and "latched" in outcome.error_msg
+    assert robot.arcl.stops and not robot.arcl.moving()  # it was told to stop, and a hung server still stops
+
+
+def test_a_stop_the_base_does_not_confirm_is_latched(make_robot: MakeRobot, ros: Any) -> None:
+    from rclpy.action import ActionClient
+
+    from sayplan_interfaces.action import ExecuteSkill
+
+    robot = make_robot(stop_timeout_s=0.3, arcl_silence_s=30.0)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    client = ActionClient(ros.node("canceler"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    ros.wait_for(future.done, what="acceptance")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.silent = True  # it stops when told, but says nothing
+    future.result().cancel_goal_async()
+    result = future.result().get_result_async()
+    ros.wait_for(result.done, timeout=15.0, what="the canceled result")
+    assert SkillCode(result.result().result.outcome.error_code) is SkillCode.CANCELED
+    assert robot.server.fault_latch.fault is not None
+    assert "did not confirm the stop" in robot.server.fault_latch.fault.cause
+    robot.arcl.silent = False
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED
+
+
+# ----------------------------------------------------------------------------- deadlines of their own
+def test_a_drive_past_its_deadline_is_stopped_and_ends_timeout(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot(drive_timeout_s=1.0)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    _status, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=20.0)
+    assert SkillCode(outcome.error_code) is SkillCode.TIMEOUT, outcome.error_msg
+    assert "longer than 1 s" in outcome.error_msg and robot.arcl.stops and not robot.arcl.moving()
+
+
+def test_a_nav2_leg_past_its_deadline_is_canceled(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot("nav2", drive_timeout_s=1.0)
+    assert robot.nav2 is not None
+    robot.nav2.script(Leg("hold"))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=20.0)
+    assert SkillCode(outcome.error_code) is SkillCode.TIMEOUT, outcome.error_msg
+    assert robot.nav2.canceled == 1
+
+
+def test_an_arm_motion_and_a_grasp_past_their_deadlines_are_canceled(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot(arm_timeout_s=0.3, gripper_timeout_s=0.5)
+    robot.arm.script("succeed", "hold")  # travel, then the approach never ends
+    _, outcome = send_skill(ros, robot, "access", "coffee_machine", timeout=20.0)
+    assert SkillCode(outcome.error_code) is SkillCode.TIMEOUT, outcome.error_msg
+    assert "did not finish within" in outcome.error_msg and robot.arm.canceled == 1
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.gripper.script(GraspTry(hold=True))
+    _, outcome = send_skill(ros, robot, "pickup", "coffee_mug", timeout=20.0)
+    assert SkillCode(outcome.error_code) is SkillCode.TIMEOUT, outcome.error_msg
+    assert "grasping coffee_mug" in outcome.error_msg and robot.gripper.stopped == 1
+
+
+def test_stop_for_shutdown_stops_the_base_and_the_arm(make_robot: MakeRobot, ros: Any) -> None:
+    """What the runner calls on SIGINT/SIGTERM (the signal itself is tested in test_franka_signals.py)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    assert robot.server.stop_for_shutdown(3.0) is True
+    assert not robot.arcl.moving() and len(robot.arcl.stops) == 2  # the cancel's stop, then stop_motion's own
+    worker.join(10)
+    assert SkillCode(out[0][1].error_code) is SkillCode.CANCELED
+
+
+def test_a_nav2_fault_latches_and_the_check_asks_for_the_navigator(make_robot: MakeRobot, ros: Any) -> None:
+    robot = make_robot("nav2")
+    assert robot.nav2 is not None
+    robot.nav2.script(Leg("abort", error_code=202))  # ComputePathToPose.TF_ERROR: the robot is at fault
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "latched" in outcome.error_msg
+    goals = len(robot.nav2.goals)
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.nav2.goals) == goals
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and "Nav2's navigate_to_pose server is up" in answer.message, answer.message
