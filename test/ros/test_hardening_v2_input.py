@@ -183,3 +183,23 @@ def test_random_valid_and_hostile_updates_to_the_live_server(ros: Any, data: st.
     for update in ros.v2_accepted:
         replay = apply_update(replay, update)
     assert graph_to_dict(server.graph) == graph_to_dict(replay)
+
+
+def test_oversized_service_requests_are_refused_with_the_limit(ros: Any) -> None:
+    """verify_plan, graph_view and get_scene_graph refuse a request over the limits with the reason, not
+    "internal error", and the server goes on answering."""
+    from sayplan_core.graph import limits
+    from sayplan_interfaces.msg import PlanStep
+    from sayplan_interfaces.srv import GetSceneGraph, GraphView, VerifyPlan
+
+    ros.add(SceneGraphServer(context=ros.context))
+    node = ros.node("peer")
+    plan = [PlanStep(action="goto", target="pose8")] * (limits.MAX_PLAN_STEPS + 1)
+    verify = ros.call(node.create_client(VerifyPlan, "verify_plan"), VerifyPlan.Request(plan=plan))
+    assert not verify.success and f"over the limit of {limits.MAX_PLAN_STEPS}" in verify.feedback
+    many = ["pose8"] * (limits.MAX_UPDATE_ITEMS + 1)
+    view = ros.call(node.create_client(GraphView, "graph_view"), GraphView.Request(operation="collapse", expanded=many))
+    assert not view.success and "GraphView.expanded" in view.message
+    get = node.create_client(GetSceneGraph, "get_scene_graph")
+    assert "GetSceneGraph.node_ids" in ros.call(get, GetSceneGraph.Request(node_ids=many)).message
+    assert ros.call(get, GetSceneGraph.Request()).success

@@ -151,13 +151,11 @@ class Nav2Base:
         self._client.cancel()
 
     def stop_and_wait(self, timeout_s: float) -> bool:
-        """Cancel the running NavigateToPose goal and wait, bounded, for the navigator to confirm. Uses the shared
-        client's `stop_and_wait` where it has one; else cancels and waits for this node's leg to end."""
-        stop = getattr(self._client, "stop_and_wait", None)
-        if callable(stop):
-            return bool(stop(timeout_s))
-        self._client.cancel()
-        return self._idle.wait(max(timeout_s, 0.0))
+        """Cancel the running NavigateToPose goal and wait, bounded, for the navigator to confirm (the shared client's
+        `stop_and_wait`), then for this node's leg to end."""
+        deadline = time.monotonic() + timeout_s
+        stopped = self._client.stop_and_wait(timeout_s)
+        return self._idle.wait(max(deadline - time.monotonic(), 0.0)) and stopped
 
     def destroy(self) -> None:
         if not self._idle.is_set():

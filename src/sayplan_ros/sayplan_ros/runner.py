@@ -98,6 +98,8 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         code = EXIT_CONFIG
     finally:
         executor.shutdown()
+        if spinning.is_alive():  # no executor thread may still be inside rcl while the nodes go
+            spinning.join(timeout=SHUTDOWN_STOP_S)
         for node in nodes:
             node.destroy_node()
         if rclpy.ok():

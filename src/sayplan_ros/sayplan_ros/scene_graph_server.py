@@ -28,6 +28,7 @@ from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph import limits
 from sayplan_core.graph.journal import GraphJournal, JournalError
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
@@ -150,6 +151,11 @@ class SceneGraphServer(Node):
 
     # ------------------------------------------------------------------ services
     def _on_view(self, request: GraphView.Request, response: GraphView.Response) -> GraphView.Response:
+        try:
+            limits.check_count(len(request.expanded), limits.MAX_UPDATE_ITEMS, "GraphView.expanded")
+        except limits.InputLimitError as exc:
+            response.success, response.message = False, str(exc)
+            return response
         with self._lock:
             graph = self._graph
         view = CoreView(graph)
@@ -175,6 +181,11 @@ class SceneGraphServer(Node):
         return response
 
     def _on_get(self, request: GetSceneGraph.Request, response: GetSceneGraph.Response) -> GetSceneGraph.Response:
+        try:
+            limits.check_count(len(request.node_ids), limits.MAX_UPDATE_ITEMS, "GetSceneGraph.node_ids")
+        except limits.InputLimitError as exc:
+            response.success, response.message = False, str(exc)
+            return response
         with self._lock:
             graph, version = self._graph, self._version
         try:
@@ -235,6 +246,11 @@ class SceneGraphServer(Node):
         super().destroy_node()
 
     def _on_verify(self, request: VerifyPlan.Request, response: VerifyPlan.Response) -> VerifyPlan.Response:
+        try:
+            limits.check_count(len(request.plan), limits.MAX_PLAN_STEPS, "VerifyPlan.plan")
+        except limits.InputLimitError as exc:
+            response.success, response.failed_step, response.feedback = False, -1, str(exc)
+            return response
         name = request.action_set.strip() or "sayplan"
         action_set = self._action_sets.get(name)
         if action_set is None:

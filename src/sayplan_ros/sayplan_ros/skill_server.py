@@ -77,10 +77,10 @@ class SkillContext:
         return self.stop.is_set() or bool(self.handle.is_cancel_requested)
 
     async def sleep(self, seconds: float) -> None:
-        await _sleep(self.node, self.group, seconds)
+        await timer_sleep(self.node, self.group, seconds)
 
 
-async def _sleep(node: Node, group: Any, seconds: float) -> None:
+async def timer_sleep(node: Node, group: Any, seconds: float) -> None:
     """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
     future: Future = Future()
     timer = steady_timer(node, max(seconds, 0.001), lambda: _fire(timer, future), group)
@@ -201,7 +201,7 @@ class SkillServer(Node):
             # once the callback returned: ending now would abort a goal whose cancel was accepted
             if time.monotonic() >= settle_until:
                 break
-            await _sleep(self, self._group, CANCEL_SETTLE_S)
+            await timer_sleep(self, self._group, CANCEL_SETTLE_S)
         outcome = skill_result_to_msg(result)
         if handle.is_cancel_requested and result.code is SkillCode.CANCELED:
             handle.canceled()

@@ -62,7 +62,7 @@ from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.skill_server import SkillContext, SkillServer, _sleep
+from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
 
 #: How long stopping the node waits for the robot to sit and power off, seconds.
 SHUTDOWN_WAIT_S = 60.0
@@ -346,7 +346,7 @@ class SpotSkillServer(SkillServer):
         """Run a blocking robot call on the worker (after any skill) and wait for it on ROS timers."""
         job = self._worker.submit(call, *args)
         while not job.done():
-            await _sleep(self, self._group, 0.02)
+            await timer_sleep(self, self._group, 0.02)
         return job.result()
 
     async def check_robot(self) -> Check:
