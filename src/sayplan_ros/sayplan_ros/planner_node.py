@@ -179,11 +179,11 @@ class PlannerNode(Node):
         return plan_result_to_msg(result, version)
 
     def _save_transcript(self, recorder: RecordingBackend) -> None:
-        self._goals += 1
         folder = Path(self._record_dir)
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            recorder.save(folder / f"plan_task_{self._goals:03d}.json")
+            path = recorder.save_new(folder, "plan_task", self._goals + 1)
+            self._goals = int(path.stem.rsplit("_", 1)[1])
         except OSError as exc:
             self.get_logger().error(f"cannot write the transcript to {folder}: {exc}")
 

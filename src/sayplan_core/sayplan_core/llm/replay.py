@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
+import threading
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -76,6 +78,28 @@ class RecordingBackend:
 
     def save(self, path: str | Path) -> None:
         Path(path).write_text(json.dumps(self.transcript(), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+    def save_new(self, folder: str | Path, prefix: str, number: int) -> Path:
+        """Write the transcript as `<prefix>_<NNN>.json` in `folder`, NNN the first free number from `number` on:
+        never over an earlier file (a restarted planner starts counting at 1 again), and whole or not at all (it
+        is written and fsynced under a temporary name, then linked in; a full disk leaves no truncated file)."""
+        folder = Path(folder)
+        data = (json.dumps(self.transcript(), indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+        tmp = folder / f".{prefix}.{os.getpid()}.{threading.get_ident()}.tmp"
+        try:
+            with tmp.open("wb") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            while True:
+                path = folder / f"{prefix}_{number:03d}.json"
+                try:
+                    os.link(tmp, path)  # fails if the name exists, whoever made it
+                    return path
+                except FileExistsError:
+                    number += 1
+        finally:
+            tmp.unlink(missing_ok=True)
 
 
 class ReplayBackend:
