@@ -105,7 +105,7 @@ def test_unreadable_or_huge_motion_files_are_refused(tmp_path: Path) -> None:
         TaughtMotions.load(broken)
     huge = tmp_path / "huge.yaml"
     huge.write_text("#" * (4 * 1024 * 1024 + 1))
-    with pytest.raises(MotionError, match="larger than"):
+    with pytest.raises(MotionError, match="over the 4 MB limit"):
         TaughtMotions.load(huge)
 
 

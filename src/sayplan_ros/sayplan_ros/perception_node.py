@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -23,6 +22,7 @@ from rclpy.task import Future
 from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import Trigger
 
+from sayplan_core import files
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, ObjectMap
@@ -39,6 +39,7 @@ from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
 from sayplan_ros.runner import run_nodes
 
 STAMP_TOLERANCE_NS = 20_000_000  # 20 ms
+MAX_REGIONS_FILE_BYTES = 10 * 1024 * 1024  # the largest room_regions_file read
 
 
 def image_to_array(msg: Image) -> np.ndarray:
@@ -78,13 +79,13 @@ class PerceptionNode(Node):
         regions_file = str(settings["room_regions_file"])
         if regions_file:
             try:
-                raw = yaml.safe_load(Path(regions_file).read_text(encoding="utf-8")) or {}
+                raw = yaml.safe_load(files.read_text(regions_file, MAX_REGIONS_FILE_BYTES, "room_regions_file")) or {}
                 regions = {
                     str(k): ((float(v[0][0]), float(v[0][1])), (float(v[1][0]), float(v[1][1]))) for k, v in raw.items()
                 }
+            except files.FileReadError as exc:
+                raise ValueError(str(exc)) from exc
             except (
-                OSError,
-                UnicodeDecodeError,
                 yaml.YAMLError,
                 TypeError,
                 IndexError,

@@ -19,11 +19,11 @@ destroyed without a signal still sends that cancel, without waiting.
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.envs import load_env
 from sayplan_core.execution.sim_world import InjectedFailure, SimulatedWorld, apply_world_changes
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
@@ -39,6 +39,8 @@ from sayplan_ros.parameters import declare_settings
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
+#: The largest world_changes_file read.
+MAX_CHANGES_FILE_BYTES = 10 * 1024 * 1024
 #: Feedback messages per skill: the delay is split into this many timer waits.
 _PHASES = 4
 
@@ -56,8 +58,11 @@ class SimSkillServer(SkillServer):
         changes_file = str(settings["world_changes_file"])
         if changes_file:
             try:
-                changes = yaml.safe_load(Path(changes_file).read_text(encoding="utf-8")) or []
-            except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+                changes = yaml.safe_load(files.read_text(changes_file, MAX_CHANGES_FILE_BYTES, "world_changes_file"))
+                changes = changes or []
+            except files.FileReadError as exc:
+                raise ValueError(str(exc)) from exc
+            except yaml.YAMLError as exc:
                 raise ValueError(f"cannot read world_changes_file {changes_file}: {exc}") from exc
             if not isinstance(changes, list):
                 raise ValueError(f"world_changes_file {changes_file} must hold a list of changes")

@@ -39,6 +39,8 @@ def load_env(
         raise GraphError(
             f"unknown environment '{name_or_path}': not a bundled one ({', '.join(BUNDLED_ENVS)}) and no such file"
         )
+    if not path.is_dir() and not path.is_file():  # sniffing the format of a FIFO would block, /dev/zero never end
+        raise GraphError(f"cannot read {path}: not a regular file (a device, FIFO or socket)")
     if path.suffix in (".yaml", ".yml"):
         try:
             data = yaml.safe_load(read_text(path, "environment file"))

@@ -13,6 +13,7 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from sayplan_core import files
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
@@ -72,19 +73,12 @@ def save(graph: SceneGraph, path: str | Path) -> None:
 
 
 def read_text(path: str | Path, what: str = "scene graph file", limit: int = MAX_FILE_BYTES) -> str:
-    """A text file's content, refused with a GraphError if it is missing, a folder, too big or not UTF-8."""
-    path = Path(path)
+    """A text file's content, refused with a GraphError if it is missing, not a regular file (a folder, a device
+    such as /dev/zero, a FIFO), over `limit` or not UTF-8 (sayplan_core.files)."""
     try:
-        if path.is_dir():
-            raise GraphError(f"cannot read {what} {path}: it is a folder")
-        size = path.stat().st_size
-        if size > limit:
-            raise GraphError(f"cannot read {what} {path}: {size / 1e6:.0f} MB is over the {limit / 1e6:.0f} MB limit")
-        return path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise GraphError(f"cannot read {what} {path}: {exc.strerror or exc}") from exc
-    except UnicodeDecodeError as exc:
-        raise GraphError(f"cannot read {what} {path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from exc
+        return files.read_text(path, limit, what)
+    except files.FileReadError as exc:
+        raise GraphError(str(exc)) from exc
 
 
 def parse_json(text: str, source: str) -> Any:

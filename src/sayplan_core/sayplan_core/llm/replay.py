@@ -20,6 +20,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from sayplan_core import files
 from sayplan_core.llm.types import (
     BackendInfo,
     LlmBackend,
@@ -34,6 +35,10 @@ TRANSCRIPT_FORMAT = "sayplan-transcript"
 
 class ReplayMismatchError(LlmFatalError):
     """The run diverged from the transcript (a different prompt, or more calls than recorded)."""
+
+
+#: The largest transcript read back (a long bench run's is a few MB).
+MAX_TRANSCRIPT_BYTES = 256 * 1024 * 1024
 
 
 class RecordingBackend:
@@ -121,7 +126,9 @@ class ReplayBackend:
     def from_file(cls, path: str | Path, check_messages: bool = True) -> ReplayBackend:
         path = Path(path)
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            data = json.loads(files.read_bytes(path, MAX_TRANSCRIPT_BYTES, "transcript").decode("utf-8"))
+        except files.FileReadError as exc:  # missing, not a regular file (/dev/zero, a FIFO) or too large
+            raise LlmFatalError(str(exc)) from exc
         except OSError as exc:
             raise LlmFatalError(f"cannot read transcript {path}: {exc.strerror or exc}") from exc
         except json.JSONDecodeError as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.graph.model import GraphError, SceneGraph
 
 #: A site file larger than this is refused before it is parsed.
@@ -86,10 +87,10 @@ def read_site_file(path: str | Path) -> Any:
     """The YAML of a site file, refused whole when too large or unreadable (one line naming the file)."""
     path = Path(path)
     try:
-        if path.stat().st_size > MAX_SITE_FILE_BYTES:
-            raise ValueError(f"site file {path} is larger than {MAX_SITE_FILE_BYTES} bytes")
-        return yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        return yaml.safe_load(files.read_text(path, MAX_SITE_FILE_BYTES, "site file"))
+    except files.FileReadError as exc:
+        raise ValueError(str(exc)) from exc
+    except yaml.YAMLError as exc:
         raise ValueError(f"cannot read site file {path}: {exc}") from exc
 
 

@@ -52,6 +52,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.primitives import JointPoint, Outcome, Trajectory
@@ -113,10 +114,10 @@ class TaughtMotions:
     def load(cls, path: str | Path) -> TaughtMotions:
         path = Path(path)
         try:
-            if path.stat().st_size > MAX_MOTION_FILE_BYTES:
-                raise MotionError(f"motion file {path} is larger than {MAX_MOTION_FILE_BYTES} bytes")
-            data = yaml.safe_load(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            data = yaml.safe_load(files.read_text(path, MAX_MOTION_FILE_BYTES, "motion file"))
+        except files.FileReadError as exc:
+            raise MotionError(str(exc)) from exc
+        except yaml.YAMLError as exc:
             raise MotionError(f"cannot read motion file {path}: {exc}") from exc
         return cls.from_dict(data, str(path))
 

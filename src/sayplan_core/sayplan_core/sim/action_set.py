@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.graph.model import NODE_TYPES
 from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, ROLES
 
@@ -220,11 +221,9 @@ def load_action_set(name_or_path: str) -> ActionSet:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                raise ActionSetError(f"{path}: larger than {MAX_FILE_BYTES} bytes; not an action set")
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise ActionSetError(f"cannot read action set {path}: {getattr(exc, 'strerror', None) or exc}") from exc
+            text = files.read_text(path, MAX_FILE_BYTES, "action set")
+        except files.FileReadError as exc:
+            raise ActionSetError(str(exc)) from exc
         source = str(path)
     else:
         resource = resources.files("sayplan_core.sim").joinpath("action_sets", f"{name_or_path}.yaml")

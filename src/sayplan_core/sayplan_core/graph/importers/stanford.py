@@ -12,6 +12,7 @@ materials, action affordances). What it lacks, and what the importer does about 
 
 from __future__ import annotations
 
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -48,6 +49,8 @@ def _read_npz(path: Path) -> Any:
         raise GraphError(f"cannot read {path}: {exc.strerror or exc}") from exc
     if path.is_dir():
         raise GraphError(f"cannot read {path}: it is a folder")
+    if not stat.S_ISREG(path.stat().st_mode):  # /dev/zero reads as size 0 and never ends
+        raise GraphError(f"cannot read {path}: not a regular file (a device, FIFO or socket)")
     if size > MAX_FILE_BYTES:
         raise GraphError(f"cannot read {path}: {size / 1e6:.0f} MB is over the {MAX_FILE_BYTES / 1e6:.0f} MB limit")
     try:
