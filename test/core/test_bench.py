@@ -422,3 +422,16 @@ def test_run_bench_takes_the_lock_too(tmp_path: Path) -> None:
         config = BenchConfig(planners=["sayplan"], out_dir=out, options=PlannerOptions())
         with pytest.raises(FolderInUseError, match="in use by process"):
             run_bench(load_tasks()[:1], config, lambda: None)  # type: ignore[arg-type,return-value]
+
+
+def test_a_lock_file_that_is_a_link_is_refused_and_its_target_kept(tmp_path: Path) -> None:
+    """A planted `<out>/.lock -> somefile` must not have that file truncated and overwritten with a pid."""
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious data")
+    out = tmp_path / "bench"
+    out.mkdir()
+    (out / ".lock").symlink_to(victim)
+    config = BenchConfig(planners=["sayplan"], out_dir=out, options=PlannerOptions())
+    with pytest.raises(FolderInUseError, match="cannot open its lock file"):
+        run_bench(load_tasks()[:1], config, lambda: None)  # type: ignore[arg-type,return-value]
+    assert victim.read_text() == "precious data"

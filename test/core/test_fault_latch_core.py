@@ -51,3 +51,13 @@ def test_concurrent_latches_keep_exactly_one_reason() -> None:
     for thread in threads:
         thread.join()
     assert latch.fault is not None and len(latch.later) == MAX_LATER_FAULTS
+
+
+def test_a_fault_latched_while_the_robot_was_checked_is_not_cleared_unseen() -> None:
+    latch = FaultLatch("clear it")
+    checked = latch.latch(SkillCode.ESTOPPED, "e-stop pressed")
+    latch.latch(SkillCode.NOT_POWERED, "motors cut")  # a watchdog, while clear_fault's check ran
+    assert latch.clear(checked) is None and latch.fault is checked and len(latch.later) == 1
+    assert latch.clear() is checked and latch.fault is None
+    again = latch.latch(SkillCode.ROBOT_FAULT, "stuck")
+    assert latch.clear(checked) is None and latch.fault is again  # not the fault that was checked

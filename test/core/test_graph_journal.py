@@ -118,3 +118,25 @@ for i in range(1000):
     lines = (tmp_path / JOURNAL).read_text().splitlines()
     assert len(lines) == int(acknowledged) and all(json.loads(line) for line in lines)
     assert json.loads((tmp_path / SNAPSHOT).read_text())["version"] == 1
+
+
+def test_a_bad_whole_line_is_an_error_naming_the_line_not_a_silent_cut(tmp_path: Path) -> None:
+    """Only a last line without its newline is a torn write; a whole line that cannot be read was acknowledged, and
+    dropping it and everything after it would lose updates without a word."""
+    journal = GraphJournal(tmp_path)
+    journal.start(OFFICE, 1, "office")
+    for version, node_id in enumerate(OBJECTS[:3], start=2):
+        journal.append(version, GraphUpdate(remove=[node_id], source="test"))
+    journal.close()
+    lines = (tmp_path / JOURNAL).read_text().splitlines(keepends=True)
+    lines[1] = (
+        json.dumps({"version": 3, "update": {"source": "x", "upsert": [{"node": {"id": "a", "type": "?"}}]}}) + "\n"
+    )
+    (tmp_path / JOURNAL).write_text("".join(lines))
+    with pytest.raises(JournalError, match=f"{tmp_path / JOURNAL} line 2 cannot be read"):
+        GraphJournal(tmp_path).recover("office")
+    assert len((tmp_path / JOURNAL).read_text().splitlines()) == 3  # nothing was cut
+    lines[1] = json.dumps({"version": 3, "update": {"source": "x", "remove": ["no_such_node"]}}) + "\n"
+    (tmp_path / JOURNAL).write_text("".join(lines))
+    with pytest.raises(JournalError, match="version 3 cannot be applied: cannot remove 'no_such_node'"):
+        GraphJournal(tmp_path).recover("office")

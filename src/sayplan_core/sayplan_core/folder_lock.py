@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import stat
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -50,7 +51,13 @@ def folder_lock(folder: Path, what: str = "folder") -> Iterator[None]:
 
 def _acquire(folder: Path, what: str) -> int:
     path = folder / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o644)
+    try:  # never through a link: a planted `.lock -> somefile` must not get that file truncated
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
+    except OSError as exc:
+        raise FolderInUseError(f"{what} {folder}: cannot open its lock file {path}: {exc.strerror or exc}") from exc
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise FolderInUseError(f"{what} {folder}: its lock file {path} is not a regular file")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

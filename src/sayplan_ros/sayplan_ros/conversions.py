@@ -148,6 +148,10 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
     total = len(msg.upsert) + len(msg.remove) + len(msg.connect) + len(msg.disconnect)
     if total > limits.MAX_UPDATE_ITEMS:
         raise GraphError(f"update has {total} items, over the limit of {limits.MAX_UPDATE_ITEMS}")
+    if len(msg.source) > limits.MAX_ID_CHARS:  # journaled, republished and echoed in the reply
+        raise GraphError(f"update source is {len(msg.source)} characters long, over the limit of {limits.MAX_ID_CHARS}")
+    if any(len(i) > limits.MAX_ID_CHARS for i in msg.remove):
+        raise GraphError(f"update remove lists an id over {limits.MAX_ID_CHARS} characters")
     upserts = []
     for node_msg in msg.upsert:
         node, parent, relation = msg_to_node(node_msg)

@@ -198,6 +198,14 @@ def run(args: argparse.Namespace, context: Context) -> int:
         if recorder.error is not None:  # the run is not what the bag says: a disk that filled up, most likely
             print(f"sayplan_demo: the bag is incomplete: recording stopped: {recorder.error}", file=sys.stderr)
             return EXIT_RECORDING_FAILED
+        written = len(list(transcripts.glob("plan_task_*.json"))) if transcripts.is_dir() else 0
+        if written < len(reports):  # the planner logs each transcript it could not write (a full disk)
+            print(
+                f"sayplan_demo: the transcripts are incomplete: {written} written for {len(reports)} plan_task goals "
+                f"in {transcripts} (see the planner's error line)",
+                file=sys.stderr,
+            )
+            return EXIT_RECORDING_FAILED
         return 0 if result.success and goal_met else 1
     finally:
         executor.shutdown(timeout_sec=2.0)
@@ -254,7 +262,7 @@ def _execute(instruction: str, operator: Node, spinner: _Spinner, timeout: float
     return spinner.wait(handle.get_result_async(), "task result", timeout).result
 
 
-#: Exit code of a run whose bag could not be written whole (the task's own outcome is printed above it).
+#: Exit code of a run whose bag or transcripts could not be written whole (the task's outcome is printed above).
 EXIT_RECORDING_FAILED = 4
 
 

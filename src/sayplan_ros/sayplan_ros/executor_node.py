@@ -33,7 +33,7 @@ from sayplan_core.settings import EXECUTOR_SETTINGS
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
 from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanProgress, SkillReport
-from sayplan_interfaces.srv import ApplyGraphUpdate, DescribeSkills
+from sayplan_interfaces.srv import ApplyGraphUpdate, DescribeSkills, GetSceneGraph
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.conversions import (
     describe_progress,
@@ -165,6 +165,8 @@ class ExecutorNode(Node):
         self._single = SingleGoal(self.get_logger(), "execute_task")
         self._run: _TaskRun | None = None
         self.graph_version = 0  # see _TaskRun.graph_version; one task at a time writes it
+        self.graph_epoch = 0  # the scene_graph_server start graph_version counts in
+        self._graph_client = self.create_client(GetSceneGraph, "get_scene_graph", callback_group=group)
         self._server = ActionServer(
             self,
             ExecuteTask,
@@ -289,6 +291,24 @@ class ExecutorNode(Node):
             run.saw(int(answer.version))
         return msg_to_skill_result(outcome)
 
+    def _follow_server_start(self) -> None:
+        """A scene_graph_server that started again (a new epoch) counts versions anew (from 1 without a journal):
+        the version remembered from the last task then means nothing, and waiting for it would fail every task."""
+        if not self._graph_client.service_is_ready():  # nothing to follow yet: the planner says so if it matters
+            return
+        try:
+            answer = self._call(self._graph_client, GetSceneGraph.Request(version_only=True), "get_scene_graph")
+        except WaitError as exc:
+            self.get_logger().warning(f"could not ask scene_graph_server for its version: {exc}")
+            return
+        epoch = int(answer.graph.epoch)
+        if answer.success and epoch != self.graph_epoch:
+            if self.graph_epoch:
+                self.get_logger().warning(
+                    f"scene_graph_server started again (version {answer.graph.version}); following that start"
+                )
+            self.graph_epoch, self.graph_version = epoch, int(answer.graph.version)
+
     def _catalog(self) -> SkillCatalog:
         answer = self._call(self._describe_client, DescribeSkills.Request(), "describe_skills")
         sets = {info.name: frozenset(info.skills) for info in answer.action_sets}
@@ -338,6 +358,7 @@ class ExecutorNode(Node):
                 raise _StopError from exc
 
         try:
+            self._follow_server_start()
             catalog = guarded(self._catalog)
             outcome = run_closed_loop(
                 run.instruction,

@@ -189,9 +189,41 @@ class GraphFollower:
         if response is None or not response.success:
             self._node.get_logger().error("get_scene_graph failed; the scene graph copy stays out of sync")
             return
+        if not self._sole_service():
+            return  # the retry timer asks again; a copy from an impostor is never taken
         with self._lock:
             self._want_full = False
         self._take_full(response.graph, "get_scene_graph")
+
+    def _sole_service(self) -> bool:
+        """Only the server node offers get_scene_graph (a peer that made the follower refetch by publishing on its
+        topics must not answer the fetch with a graph of its own)."""
+        service = absolute_name(self._node, "get_scene_graph")
+        namespace = self._node.get_namespace()
+        others = sorted(
+            f"{ns.rstrip('/')}/{name}"
+            for name, ns in self._node.get_node_names_and_namespaces()
+            if not (name == SERVER_NODE and ns == namespace)
+            and any(s == service for s, _ in self._node.get_service_names_and_types_by_node(name, ns))
+        )
+        if not others:
+            return True
+        with self._lock:
+            self._refused += 1
+            new = set(others) - self._impostors
+            self._impostors |= new
+        if new:
+            self._node.get_logger().error(
+                f"get_scene_graph is offered besides {SERVER_NODE} by {', '.join(sorted(new))}; the answer is not "
+                "taken and the scene graph copy stays as it is"
+            )
+        return False
+
+    def server_present(self) -> bool:
+        """The server node publishes the scene graph (a planner must not plan on the copy of a server that is gone)."""
+        namespace = self._node.get_namespace()
+        publishers = self._node.get_publishers_info_by_topic(absolute_name(self._node, "scene_graph"))
+        return any(p.node_name == SERVER_NODE and p.node_namespace == namespace for p in publishers)
 
     # ------------------------------------------------------------------ for the owner
     def wait_for_version(

@@ -135,6 +135,8 @@ class PlannerNode(Node):
                 planner_name, goal.action_set, PlanCode.NO_SCENE_GRAPH, "no scene graph received yet on 'scene_graph'"
             )
         problem = self.follower.problem()
+        if not problem and not self.follower.server_present():
+            problem = "scene_graph_server is gone (nothing publishes its graph), so the copy may be stale"
         if problem:
             return plan_failure_to_msg(
                 planner_name,

@@ -79,6 +79,8 @@ class SceneGraphServer(Node):
                 self._graph, self._version, replayed = recovered
                 resumed = f"; resumed from the journal in {journal_dir} ({replayed} update(s) replayed)"
             self._journal.start(self._graph, self._version, env)
+            if recovered is not None and recovered[2]:  # a server that keeps crashing must not grow the journal
+                self._journal.snapshot(self._graph, self._version, env)
         #: new at every start: a follower holding a copy from an earlier start refetches instead of patching it
         self.epoch = secrets.randbits(62) + 1
         self._publisher = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED_STATE_QOS)
@@ -188,6 +190,10 @@ class SceneGraphServer(Node):
             return response
         with self._lock:
             graph, version = self._graph, self._version
+        if request.version_only:
+            response.graph.version, response.graph.epoch = version, self.epoch
+            response.success, response.message = True, f"version {version}"
+            return response
         try:
             view = graph.subgraph(request.node_ids) if request.node_ids else graph
         except GraphError as exc:

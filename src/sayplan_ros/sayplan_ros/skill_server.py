@@ -238,11 +238,19 @@ class SkillServer(Node):
             response.message = f"still latched: {fault.describe()}; the robot check found: {check.found}"
             self.get_logger().warning(f"clear_fault refused: {response.message}")
             return response
-        self.fault_latch.clear()
+        if self.fault_latch.clear(fault) is None:
+            response.success = False
+            response.message = f"still latched: another fault came while the robot was checked: {self._faults()}"
+            self.get_logger().warning(f"clear_fault refused: {response.message}")
+            return response
         response.success = True
         response.message = f"cleared: {fault.describe()}; the robot check found: {check.found}"
         self.get_logger().info(f"clear_fault by the operator: {response.message}")
         return response
+
+    def _faults(self) -> str:
+        fault = self.fault_latch.fault
+        return "; ".join(f.describe() for f in ([fault] if fault else []) + self.fault_latch.later)
 
     def stop_for_shutdown(self, timeout_s: float) -> bool:
         """Stop the robot before the process exits: the running skill is stopped as a cancel stops it and waited

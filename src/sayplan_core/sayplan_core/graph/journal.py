@@ -113,7 +113,10 @@ class GraphJournal:
                 continue
             if line_version != version + 1:
                 raise JournalError(f"{self.folder / JOURNAL}: version {line_version} follows {version}")
-            graph = apply_update(graph, update)
+            try:
+                graph = apply_update(graph, update)
+            except GraphError as exc:
+                raise JournalError(f"{self.folder / JOURNAL}: version {line_version} cannot be applied: {exc}") from exc
             version, replayed = line_version, replayed + 1
         return graph, version, replayed
 
@@ -123,14 +126,15 @@ class GraphJournal:
             return []
         raw = path.read_bytes()
         entries: list[tuple[int, GraphUpdate]] = []
-        good = 0  # bytes of whole, readable lines
-        for line in raw.split(b"\n")[:-1]:  # the part after the last newline is a torn write
+        lines = raw.split(b"\n")
+        good = len(raw) - len(lines[-1])  # whole lines; what follows the last newline is a write a crash cut short
+        for number, line in enumerate(lines[:-1], start=1):
             try:
                 data = json.loads(line)
                 entries.append((int(data["version"]), update_from_dict(data["update"])))
-            except (ValueError, KeyError, TypeError, RecursionError, GraphError):
-                break  # a line cut by a crash (or garbage after it): the updates after it were never acknowledged
-            good += len(line) + 1
+            except (ValueError, KeyError, TypeError, RecursionError, GraphError) as exc:
+                # a whole line was acknowledged: dropping it and what follows would lose updates silently
+                raise JournalError(f"{path} line {number} cannot be read ({exc}); the journal needs repair") from exc
         if good < len(raw):
             with path.open("r+b") as fh:  # drop the torn tail, so the next append starts on a line of its own
                 fh.truncate(good)

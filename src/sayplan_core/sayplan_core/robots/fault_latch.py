@@ -78,9 +78,13 @@ class FaultLatch:
         with self._lock:
             return list(self._later)
 
-    def clear(self) -> Fault | None:
-        """Forget the latched fault (only after an operator asked and the robot checked out); returns it."""
+    def clear(self, checked: Fault | None = None) -> Fault | None:
+        """Forget the latched fault (only after an operator asked and the robot checked out); returns it. With
+        `checked`, only if no other fault was latched while the robot was being checked: a fault that came during
+        the check is not wiped unseen (None is returned and everything stays latched)."""
         with self._lock:
+            if checked is not None and (self._fault is not checked or self._later):
+                return None
             fault, self._fault, self._later = self._fault, None, []
             return fault
 
