@@ -16,11 +16,7 @@ ASSETS = sorted(n.id for n in OFFICE.nodes.values() if n.type == "asset")
 
 def exact(graph: SceneGraph) -> dict[str, object]:
     """The graph as data, positions unrounded (equality of two graphs, as the journal must keep them)."""
-    data = graph_to_dict(graph)
-    for item in data["nodes"]:
-        position = graph.nodes[item["id"]].position
-        item["position"] = None if position is None else list(position)
-    return data
+    return graph_to_dict(graph, exact=True)
 
 
 @st.composite

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from sayplan_core.graph import native_format
-from sayplan_core.graph.model import GraphError, Node, SceneGraph
+from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
 
 SNAPSHOT = "snapshot.json"
@@ -35,24 +35,13 @@ class JournalError(GraphError):
     """The journal cannot be written or read; says which file and why."""
 
 
-def node_to_dict(node: Node) -> dict[str, Any]:
-    """One node as the native format writes it, its position exact (the native file rounds to 0.1 mm)."""
-    item: dict[str, Any] = {"id": node.id, "type": node.type, "name": node.name}
-    if node.states:
-        item["states"] = list(node.states)
-    if node.affordances:
-        item["affordances"] = list(node.affordances)
-    if node.attributes:
-        item["attributes"] = dict(node.attributes)
-    if node.position is not None:
-        item["position"] = [float(v) for v in node.position]
-    return item
-
-
 def update_to_dict(update: GraphUpdate) -> dict[str, Any]:
     return {
         "source": update.source,
-        "upsert": [{"node": node_to_dict(u.node), "parent": u.parent, "relation": u.relation} for u in update.upsert],
+        "upsert": [
+            {"node": native_format.node_to_dict(u.node, exact=True), "parent": u.parent, "relation": u.relation}
+            for u in update.upsert
+        ],
         "remove": list(update.remove),
         "connect": [[a, b, w] for a, b, w in update.connect],
         "disconnect": [[a, b] for a, b in update.disconnect],
@@ -72,12 +61,13 @@ def update_from_dict(data: Any) -> GraphUpdate:
 
 
 def snapshot_dict(graph: SceneGraph, version: int, origin: str) -> dict[str, Any]:
-    data = native_format.graph_to_dict(graph)
-    for item in data["nodes"]:  # exact positions: a restart must give back the very graph it journaled
-        position = graph.nodes[item["id"]].position
-        if position is not None:
-            item["position"] = [float(v) for v in position]
-    return {"format": JOURNAL_FORMAT, "version": version, "origin": origin, "graph": data}
+    """Exact positions: a restart must give back the very graph it journaled."""
+    return {
+        "format": JOURNAL_FORMAT,
+        "version": version,
+        "origin": origin,
+        "graph": native_format.graph_to_dict(graph, exact=True),
+    }
 
 
 class GraphJournal:

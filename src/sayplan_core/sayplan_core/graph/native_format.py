@@ -38,21 +38,27 @@ _NODE_KEYS = {"id", "type", "name", "states", "affordances", "attributes", "posi
 _EDGE_KEYS = {"source", "target", "relation", "weight"}
 
 
-def graph_to_dict(graph: SceneGraph) -> dict[str, Any]:
-    nodes: list[dict[str, Any]] = []
-    for node in sorted(graph.nodes.values(), key=lambda n: (NODE_TYPES.index(n.type), n.id)):
-        item: dict[str, Any] = {"id": node.id, "type": node.type}
-        if node.name != node.id.replace("_", " "):
-            item["name"] = node.name
-        if node.states:
-            item["states"] = list(node.states)
-        if node.affordances:
-            item["affordances"] = list(node.affordances)
-        if node.attributes:
-            item["attributes"] = dict(node.attributes)
-        if node.position is not None:
-            item["position"] = [round(float(v), 4) for v in node.position]
-        nodes.append(item)
+def node_to_dict(node: Node, exact: bool = False) -> dict[str, Any]:
+    """One node as the native format writes it; positions rounded to 0.1 mm unless `exact` (the journal)."""
+    item: dict[str, Any] = {"id": node.id, "type": node.type}
+    if node.name != node.id.replace("_", " "):
+        item["name"] = node.name
+    if node.states:
+        item["states"] = list(node.states)
+    if node.affordances:
+        item["affordances"] = list(node.affordances)
+    if node.attributes:
+        item["attributes"] = dict(node.attributes)
+    if node.position is not None:
+        item["position"] = [float(v) if exact else round(float(v), 4) for v in node.position]
+    return item
+
+
+def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
+    nodes = [
+        node_to_dict(node, exact)
+        for node in sorted(graph.nodes.values(), key=lambda n: (NODE_TYPES.index(n.type), n.id))
+    ]
     edges: list[dict[str, Any]] = []
     for parent, child, data in sorted(graph.tree.edges(data=True)):
         edges.append({"source": child, "relation": data["relation"], "target": parent})
