@@ -52,12 +52,14 @@ def wait(future: Any, timeout: float, what: str) -> Any:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skills", type=int, default=1000, help="how many skills (at least 200)")
-    parser.add_argument("--domain", type=int, default=0, help="ROS domain (0: one from the process id)")
+    parser.add_argument(
+        "--domain", type=int, default=0, help="ROS domain (0: one from 1..100 by the process id; tests use 101..232)"
+    )
     args = parser.parse_args()
     if args.skills < 200:
         parser.error("--skills must be at least 200 (first and last 100 are compared)")
     context = Context()
-    rclpy.init(context=context, domain_id=args.domain or 150 + os.getpid() % 80)
+    rclpy.init(context=context, domain_id=args.domain or 1 + os.getpid() % 100)
     executor = MultiThreadedExecutor(num_threads=4, context=context)
     with tempfile.TemporaryDirectory(prefix="sayplan-soak-") as journal:
         overrides = {

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 import yaml
 from launch_support import needs_launch
+from ros_domains import claim_domain, release_domain
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -89,13 +90,21 @@ def test_the_launch_file_starts_exactly_the_composed_stack(robot: str, tmp_path:
 @needs_launch
 def test_the_launch_file_runs_the_stack_for_real() -> None:
     """launch_testing starts sayplan.launch.py robot:=sim as processes and runs execute_task to success over DDS."""
-    env = {**os.environ, "ROS_DOMAIN_ID": str(150 + os.getpid() % 50)}
-    done = subprocess.run(
+    domain, lock = claim_domain()  # as every ROS test does: no other run shares the domain
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+    try:
+        done = _launch_test(env)
+    finally:
+        release_domain(lock)
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-6000:]
+    assert "test_execute_task_runs_to_success" in done.stdout + done.stderr
+
+
+def _launch_test(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [sys.executable, "-m", "launch_testing.launch_test", str(ROOT / "test" / "launch" / "sayplan_sim_launch.py")],
         env=env,
         capture_output=True,
         text=True,
         timeout=300,
     )
-    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-6000:]
-    assert "test_execute_task_runs_to_success" in done.stdout + done.stderr
