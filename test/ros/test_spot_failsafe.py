@@ -281,6 +281,117 @@ def test_a_certificate_that_does_not_match_is_named_not_reported_as_offline(
     assert "offline" not in outcome.error_msg and spot.calls("NavigateTo") == []
 
 
+# ----------------------------------------------------------------------------- issue 23 review (second round)
+def cancel_when(ros: Any, executor: Executor, skill: str, target: str, started: Any, what: str) -> tuple[int, Any]:
+    """Send a step, cancel it once `started()` holds; (status, outcome)."""
+    future = executor.skills.send_goal_async(
+        ExecuteSkill.Goal(skill=skill, target=target, graph_version=executor.version)
+    )
+    wait_until(started, timeout=20.0, what=what)
+    ros.wait_for(future.done, what="acceptance")
+    handle = future.result()
+    handle.cancel_goal_async()
+    result = handle.get_result_async()
+    ros.wait_for(result.done, timeout=15.0, what="canceled result")
+    return result.result().status, result.result().result.outcome
+
+
+def test_a_failed_handle_grasp_opens_the_claw_and_reads_it_before_any_stow(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Review finding 5: the Manipulation API reports the handle grasp failed, but the claw closed on the handle
+    (and it is stuck there). The arm is never stowed on it (the stow closes the claw): the claw is opened, read
+    back, and a claw still on the handle is a latched robot fault."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        status, outcome = executor.run("goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        with world.lock:
+            world.grasp_failures["handle:kitchen_cupboard"] = 1
+            world.grasp_caught.add("handle:kitchen_cupboard")
+            world.handles["kitchen_cupboard"].stuck = True
+        mark = len(world.motion_log)
+        status, outcome = executor.run("open", "kitchen_cupboard")
+        moves = moves_since(world, mark)
+        assert outcome.error_code == SkillCode.ROBOT_FAULT and "will not let go" in outcome.error_msg, outcome.error_msg
+        assert "arm_stowed" not in moves and moves[-1] == "gripper", moves
+        assert world.holding == "handle:kitchen_cupboard" and world.arm == "out"
+        assert server.fault_latch.fault is not None
+
+
+def test_a_failed_handle_grasp_that_let_go_stows_after_opening_the_claw(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Review finding 5, the usual case: the claw caught the handle on a failed grasp but lets go when opened, so
+    the arm is stowed after the claw opened (never closed on the handle); grasp_failed, nothing latched."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        status, outcome = executor.run("goto", "kitchen")
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        with world.lock:
+            world.grasp_failures["handle:kitchen_cupboard"] = 1
+            world.grasp_caught.add("handle:kitchen_cupboard")
+        mark = len(world.motion_log)
+        status, outcome = executor.run("open", "kitchen_cupboard")
+        moves = moves_since(world, mark)
+        assert outcome.error_code == SkillCode.GRASP_FAILED, outcome.error_msg
+        # the claw opened (and let go) before the stow, whose own claw close follows it
+        assert moves[moves.index("grasp") + 1 :] == ["gripper", "arm_stowed", "gripper"], moves
+        assert world.holding is None and world.arm_stowed
+        assert server.fault_latch.fault is None
+
+
+def test_a_canceled_walk_whose_stop_the_robot_refuses_is_a_latched_robot_fault(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Review findings 10 and 7: a cancel mid-walk whose stop command the robot does not accept leaves the robot
+    possibly moving: the goal ends CANCELED, but the fault is latched, once (by the base class only), and the next
+    step is refused with nothing moving."""
+    world = spot.world
+    world.speed_mps = 1.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0) as server:
+        executor = Executor(ros)
+        spot.failing["RobotCommand"] = lambda r: r.command.full_body_command.HasField("stop_request")
+        status, outcome = cancel_when(ros, executor, "goto", "pose8", world.moving, "walking")
+        assert status == GoalStatus.STATUS_CANCELED, outcome.error_msg
+        fault = server.fault_latch.fault
+        assert fault is not None and fault.code is SkillCode.ROBOT_FAULT, fault
+        assert "did not accept the stop command" in fault.cause and server.fault_latch.later == []
+        del spot.failing["RobotCommand"]
+        with world.lock:
+            world.stop_motion("stop")  # the operator stops it
+        mark = len(world.motion_log)
+        status, outcome = executor.run("goto", "kitchen")
+        assert outcome.error_code == SkillCode.FAULT_LATCHED and moves_since(world, mark) == []
+
+
+def test_a_gripper_that_cannot_be_read_after_a_pickup_is_a_robot_fault(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Review finding 10: after a grasp the gripper is read back; a robot that does not answer then leaves what
+    the hand holds unknown: a latched robot fault, not a success."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        at_cupboard(executor)
+        carried = threading.Event()
+
+        def after_carry(_request: Any) -> bool:
+            if world.arm == "carry":
+                carried.set()
+            return carried.is_set()
+
+        spot.failing["GetRobotState"] = after_carry
+        status, outcome = executor.run("pickup", "coffee_mug")
+        del spot.failing["GetRobotState"]
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "the gripper could not be read back" in outcome.error_msg
+        assert server.fault_latch.fault is not None and world.holding == "coffee_mug"
+
+
 # ----------------------------------------------------------------------------- property: random skills and faults
 SKILLS = [
     ("goto", "kitchen"),

@@ -138,3 +138,53 @@ def test_sigkill_mid_walk_leaves_the_robot_still_within_one_and_a_half_seconds(
     with spot.world.lock:
         halted = [m.halted for m in spot.world.motions.values() if m.kind == "trajectory"]
     assert halted[-1] == "timeout" and spot.world.motion is None
+
+
+def test_sigint_while_powering_on_at_start_up_never_stands_the_robot(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    """Issue 23 review finding 4: a SIGINT while the node powers Spot on at start-up (3 s per power-on and stand
+    here) is not followed by a stand: the start-up stops after the power-on, the robot is powered off, the lease
+    returned, and the process exits 0 within 5 s."""
+    if not EXECUTABLE.exists():
+        pytest.skip(f"{EXECUTABLE} is not built: run scripts/colcon_build.sh")
+    world = spot.world
+    world.action_s = 3.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    parameters = {
+        "hostname": "127.0.0.1",
+        "port": spot.port,
+        "ca_cert_file": str(spot.ca_path),
+        "site_file": str(site),
+        "lease_check_in_s": 0.2,
+        "connect_timeout_s": 20.0,
+    }
+    args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args"]
+    for name, value in parameters.items():
+        args += ["-p", f"{name}:={value}"]
+    env = {
+        **os.environ,
+        "ROS_DOMAIN_ID": str(ros.domain_id),
+        "BOSDYN_CLIENT_USERNAME": world.username,
+        "BOSDYN_CLIENT_PASSWORD": world.password,
+    }
+    proc = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        wait_until(lambda: "power_on" in [kind for _, kind in world.motion_log], timeout=40.0, what="power-on")
+    except BaseException:
+        proc.kill()
+        print(proc.communicate(timeout=10)[0])
+        raise
+    mark = len(world.motion_log)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=20.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10.0)
+        raise AssertionError(f"the node did not exit within 20 s of SIGINT:\n{out}") from None
+    exited = time.monotonic() - sent
+    after = [kind for _, kind in world.motion_log[mark:]]
+    assert "stand" not in after and not world.standing, (after, out)
+    assert proc.returncode == 0, out
+    assert exited < 5.0, f"exited {exited:.1f} s after SIGINT\n{out}"
+    assert not world.motors_on and spot.world.lease_owner == "", out

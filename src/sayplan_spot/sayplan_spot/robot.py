@@ -193,9 +193,14 @@ class SpotRobot:
         #: Set once stop() has sent its stop command (cleared by the skill server before each skill): clean-up
         #: after a cancel waits for it, so the stop cannot land after (and override) the stow.
         self.stop_sent = threading.Event()
+        self.stop_accepted = False  # whether the robot accepted the last stop command sent (set with stop_sent)
         self.serial = ""
         #: Appended to `not_powered` messages: how the operator powers the robot on (set by the skill server).
         self.power_hint = ""
+        #: Set when the node stops (a signal, destroy_node): a power-on under way is not followed by a stand.
+        self.shutting_down = threading.Event()
+        self._stand_gate = threading.Lock()  # held from the last shutting_down check until the stand is sent
+        self._stood = False  # this node sent a stand that completed (else there is nothing to sit down from)
 
     # ------------------------------------------------------------------ session
     @property
@@ -241,8 +246,7 @@ class SpotRobot:
             )  # fmt: skip
             self._lease_held = True
             self.refresh_map()
-            if stand:
-                self.power_on_and_stand(limits)
+            skipped = self.power_on_and_stand(limits) if stand else ""
         except InvalidLoginError:
             self.disconnect()
             raise SpotError(
@@ -264,6 +268,7 @@ class SpotRobot:
                 raise SpotError(SkillCode.ROBOT_FAULT, f"{doing}: {tls}") from None
             raise fault_from(exc, doing) from None
         done = "powered on, standing" if stand else "not powered on or stood up by this connection"
+        done = skipped or done
         self._info(f"connected to Spot {self.serial} at {cfg.hostname}: lease held, {done}")
 
     def _tls_problem(self) -> str:
@@ -315,8 +320,19 @@ class SpotRobot:
             self.refresh_map()  # a map uploaded since we connected
             return resolve_waypoint(name, self.waypoints)
 
-    def power_on_and_stand(self, limits: Limits) -> None:
+    def request_shutdown(self) -> None:
+        """The node is stopping: no stand is sent after this returns (one already sent is overridden by the stop
+        that follows). Safe from any thread."""
+        with self._stand_gate:
+            self.shutting_down.set()
+
+    def power_on_and_stand(self, limits: Limits) -> str:
+        """Power the motors on and stand; returns '' or, when the node is stopping (`shutting_down`, checked before
+        the power-on and again before the stand is sent), what was skipped: a robot told to stop never stands up
+        afterwards."""
         robot = self.robot
+        if self.shutting_down.is_set():
+            return "the node is stopping: not powered on, not stood up"
         if not robot.is_powered_on():
             try:
                 robot.power_on(
@@ -331,8 +347,19 @@ class SpotRobot:
                 if fault.code in (SkillCode.LEASE_LOST, SkillCode.ESTOPPED):  # refused for who holds the robot
                     raise fault from None
                 raise SpotError(SkillCode.NOT_POWERED, f"powering on failed: {fault.message}") from None
-        self._command(RobotCommandBuilder.synchro_stand_command(), "standing up", limits, threading.Event(),
-                      self.config.connect_timeout_s, _stand_done)  # fmt: skip
+        try:
+            sent = self._command(RobotCommandBuilder.synchro_stand_command(), "standing up", limits,
+                                 self.shutting_down, self.config.connect_timeout_s, _stand_done,
+                                 gate=self._stand_gate)  # fmt: skip
+        except SpotError:
+            if not self.shutting_down.is_set():
+                raise
+            self._stood = True  # sent, then stopped by the node's stop: sit before powering off
+            return "the node is stopping: the stand was stopped"
+        if not sent:
+            return "the node is stopping: powered on, but not stood up"
+        self._stood = True
+        return ""
 
     def ready(self, limits: Limits) -> None:
         """Before a skill: connected, lease ours, not e-stopped, no behaviour fault, motors on.
@@ -379,9 +406,11 @@ class SpotRobot:
             faults = _behaviour_faults(self.robot_state())
             if faults:
                 raise SpotError(SkillCode.ROBOT_FAULT, faults)
-            self.power_on_and_stand(limits)
+            skipped = self.power_on_and_stand(limits)
         except Exception as exc:
             raise fault_from(exc, "powering on and standing") from None
+        if skipped:
+            raise SpotError(SkillCode.CANCELED, skipped)
         return f"Spot {self.serial} is powered on and standing"
 
     def check(self, limits: Limits) -> tuple[bool, list[str], bool | None]:
@@ -476,17 +505,20 @@ class SpotRobot:
         """Stop all motion now (cancel). Safe to call from another thread while a primitive runs. Returns the
         stop command's id (None when it could not be sent)."""
         timeout = min(self.config.rpc_timeout_s, timeout_s) if timeout_s is not None else self.config.rpc_timeout_s
+        sent: int | None = None
         try:
             if self.robot is not None:
-                command_id = self._client(RobotCommandClient).robot_command(
-                    RobotCommandBuilder.stop_command(), timeout=max(timeout, 0.05)
+                sent = int(
+                    self._client(RobotCommandClient).robot_command(
+                        RobotCommandBuilder.stop_command(), timeout=max(timeout, 0.05)
+                    )
                 )
-                return int(command_id)
         except Exception as exc:
             self._warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
         finally:
+            self.stop_accepted = sent is not None
             self.stop_sent.set()
-        return None
+        return sent
 
     def stop_and_confirm(self, timeout_s: float) -> bool:
         """Send the stop command and wait, at most `timeout_s`, until the robot confirms it: the stop is still the
@@ -515,13 +547,25 @@ class SpotRobot:
                 self._warn(f"confirming the stop: {fault_from(exc, 'confirming the stop').message}")
             time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))  # a plain thread, never a callback
 
-    def _stopped(self, stop: threading.Event) -> None:
+    def _stopped(self, stop: threading.Event) -> bool:
         """Before cleaning up after a cancel or a timeout: the robot has been sent its stop command (by the
-        cancel, which we wait for, or now)."""
+        cancel, which we wait for, or now). False when the robot did not accept it (or it was never sent)."""
         if stop.is_set():
-            self.stop_sent.wait(timeout=3.0)
-        else:
-            self.stop()
+            return self.stop_sent.wait(timeout=3.0) and self.stop_accepted
+        return self.stop() is not None
+
+    def _stop_walking(self, stop: threading.Event, exc: SpotError) -> None:
+        """A walk or navigation canceled or out of time: stop it, and once more after a cancel (the last command
+        the robot gets, even if a re-send crossed the cancel's stop). A stop the robot did not accept leaves it
+        possibly moving: a robot fault, which latches (even under a cancel)."""
+        accepted = self._stopped(stop)
+        if stop.is_set():
+            accepted = self.stop() is not None
+        if not accepted:
+            raise SpotError(
+                SkillCode.ROBOT_FAULT,
+                f"{exc.message}, but the robot did not accept the stop command: it may still be moving",
+            ) from None
 
     def disconnect(self) -> None:
         """Stop the keep-alive (it returns the lease if it is still ours) and close the SDK's threads and channels."""
@@ -546,8 +590,9 @@ class SpotRobot:
             lease_ok = not self._lease_problem
         if power_off and lease_ok:
             try:
-                self._command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits, threading.Event(),
-                              self.config.connect_timeout_s, _sit_done)  # fmt: skip
+                if self._stood:  # else nothing to sit from; the safe power-off below sits a standing robot anyway
+                    self._command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits,
+                                  threading.Event(), self.config.connect_timeout_s, _sit_done)  # fmt: skip
                 self.robot.power_off(cut_immediately=False, timeout_sec=self.config.connect_timeout_s,
                                      update_frequency=1.0 / limits.feedback_period_s,
                                      timeout=self.config.rpc_timeout_s)  # fmt: skip
@@ -651,9 +696,7 @@ class SpotRobot:
                 self._wait(stop, limits, deadline, doing)
         except SpotError as exc:
             if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
-                self._stopped(stop)
-                if stop.is_set():
-                    self.stop()  # the last command the robot gets, even if a re-issue crossed the cancel's stop
+                self._stop_walking(stop, exc)
             raise
 
     def _walk(
@@ -711,9 +754,7 @@ class SpotRobot:
                 self._wait(stop, limits, deadline, doing)
         except SpotError as exc:
             if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
-                self._stopped(stop)
-                if stop.is_set():
-                    self.stop()  # the last command the robot gets, even if a re-send crossed the cancel's stop
+                self._stop_walking(stop, exc)
             raise
 
     def _ray(self, target_seed: tuple[float, float, float]) -> tuple[Any, Any]:
@@ -785,7 +826,10 @@ class SpotRobot:
             if code is SkillCode.NONE:
                 break
             if code is not None:
-                self._stow_quietly(limits)
+                if let_go:
+                    self._let_go(node, limits)  # a robot fault instead, when the claw stays on the handle
+                else:
+                    self._stow_quietly(limits)
                 _canceled(stop, doing)
                 nothing = state == "MANIP_STATE_GRASP_FAILED_TO_RAYCAST_INTO_MAP"
                 raise SpotError(code, f"{doing}: the Manipulation API reports {sf.explain(state)}", missing=nothing)
@@ -959,11 +1003,23 @@ class SpotRobot:
         timeout_s: float,
         done: Callable[[Any], Reading],
         end_time_secs: float | None = None,
-    ) -> None:
-        """Issue a robot command and follow its feedback until `done` says NONE (or a failure)."""
+        gate: threading.Lock | None = None,
+    ) -> bool:
+        """Issue a robot command and follow its feedback until `done` says NONE (or a failure). With `gate`, the
+        command is sent under that lock, and not at all when `stop` is set by then (returns False)."""
         client = self._client(RobotCommandClient)
         try:
-            command_id = client.robot_command(command, end_time_secs=end_time_secs, timeout=self.config.rpc_timeout_s)
+            if gate is None:
+                command_id = client.robot_command(
+                    command, end_time_secs=end_time_secs, timeout=self.config.rpc_timeout_s
+                )
+            else:
+                with gate:
+                    if stop.is_set():
+                        return False
+                    command_id = client.robot_command(
+                        command, end_time_secs=end_time_secs, timeout=self.config.rpc_timeout_s
+                    )
         except Exception as exc:
             raise fault_from(exc, doing) from None
         deadline = time.monotonic() + timeout_s
@@ -975,7 +1031,7 @@ class SpotRobot:
                 raise SpotError(verdict, f"{doing}: the command ended with {sf.explain(status)}")
             code, name = done(response.feedback)
             if code is SkillCode.NONE:
-                return
+                return True
             if code is not None:
                 _canceled(stop, doing)
                 raise SpotError(code, f"{doing}: {sf.explain(name)}")

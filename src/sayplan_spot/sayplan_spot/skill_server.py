@@ -27,6 +27,7 @@ import os
 import threading
 from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeoutError  # not the builtin before Python 3.11 (Humble)
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -64,8 +65,9 @@ from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
 
-#: How long stopping the node waits for the robot to sit and power off, seconds.
-SHUTDOWN_WAIT_S = 60.0
+#: How long stopping the node waits for the worker (a connection under way, then sitting and powering off), on top
+#: of connect_timeout_s (the bound of the power-off's own wait), seconds.
+SHUTDOWN_MARGIN_S = 5.0
 
 
 @dataclass
@@ -250,9 +252,6 @@ class SpotSkillServer(SkillServer):
             self.get_logger().info(outcome.message)
         else:
             self.get_logger().warning(outcome.message)
-        if outcome.code.latches and context.cancel_requested():
-            # the goal ends CANCELED (SkillServer), but the fault it met is latched all the same
-            self.fault_latch.latch(outcome.code, outcome.message, str(step))
         return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
 
     def _run_program(
@@ -300,8 +299,18 @@ class SpotSkillServer(SkillServer):
                 code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
         off_course = program.kind == "goto" and code is not SkillCode.NONE
-        # what the gripper holds after every skill that ran on the robot (it can also slip out on a walk)
-        held = self._holding() if (hand_used or program.primitives) else None
+        # what the gripper holds after every skill that ran on the robot (it can also slip out on a walk); after a
+        # grasp, put-down or handle pull a gripper that cannot be read is a robot fault: what it holds is unknown
+        held: bool | None = None
+        if hand_used and self.robot.connected:
+            try:
+                held = self.robot.read_gripper(f"after {step}")
+            except SpotError as unread:
+                if not code.latches:
+                    after = "" if code is SkillCode.NONE else f" ({message})"
+                    code, message = unread.code, f"{step} failed: {unread.message}{after}"
+        elif program.primitives:
+            held = self._holding()
         return _Outcome(code, message, pose, off_course, revealed, held, missing)
 
     def _holding(self) -> bool | None:
@@ -387,6 +396,12 @@ class SpotSkillServer(SkillServer):
             self.get_logger().warning(f"stand_up refused: {exc.message}")
         return response
 
+    def stop_for_shutdown(self, timeout_s: float) -> bool:
+        """SIGINT/SIGTERM: first tell the robot code the node is stopping (a start-up still powering on does not
+        stand up afterwards), then stop as the base class does."""
+        self.robot.request_shutdown()
+        return super().stop_for_shutdown(timeout_s)
+
     def stop_motion(self, timeout_s: float) -> bool:
         """On SIGINT/SIGTERM (SkillServer.stop_for_shutdown, a plain thread): send Spot's stop and wait for the
         robot to confirm it (the stop in force, the body still), at most `timeout_s`."""
@@ -396,12 +411,18 @@ class SpotSkillServer(SkillServer):
         if self._destroyed:
             return
         self._destroyed = True
+        self.robot.request_shutdown()  # a start-up still powering on does not stand up
         self.goal_stop.set()  # a skill still waiting to start does not start
         if self.robot.connected:  # best effort, whatever may still move (no signal may have stopped it)
             self.robot.stop()
+        wait_s = self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S
         try:
             done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())
-            done.result(timeout=SHUTDOWN_WAIT_S)
+            done.result(timeout=wait_s)
+        except FutureTimeoutError:
+            self.get_logger().error(
+                f"Spot did not sit, power off and return the lease within {wait_s:g} s: check the robot"
+            )
         except Exception as exc:
             self.get_logger().error(f"shutting Spot down failed: {exc}")
         self._worker.shutdown(wait=False, cancel_futures=True)

@@ -70,8 +70,12 @@ class _Gate(grpc.ServerInterceptor):
             if method not in OPEN_METHODS and metadata.get("authorization") != f"Bearer {spot.auth.token}":
                 spot.refused.append(method)
                 context.abort(grpc.StatusCode.UNAUTHENTICATED, "a valid user token is required")
+            name = method.rsplit("/", 1)[-1]
             with spot.lock:
-                spot.requests.append((method.rsplit("/", 1)[-1], copy.deepcopy(request)))
+                spot.requests.append((name, copy.deepcopy(request)))
+                failing = spot.failing.get(name)
+            if failing is not None and failing(request):
+                context.abort(grpc.StatusCode.UNAVAILABLE, f"{name}: the robot did not answer (injected)")
 
         wire = {
             "request_deserializer": handler.request_deserializer,
@@ -102,6 +106,8 @@ class FakeSpot:
         self.lock = threading.Lock()
         self.requests: list[tuple[str, Any]] = []
         self.refused: list[str] = []
+        #: RPC name (e.g. "GetRobotState") -> which of its requests go unanswered (UNAVAILABLE), programmable
+        self.failing: dict[str, Callable[[Any], bool]] = {}
         self.tls = make_tls(folder, services.AUTHORITIES)
         self.auth = services.Auth(self.world)
         self.server = grpc.server(futures.ThreadPoolExecutor(max_workers=12), interceptors=[_Gate(self)])

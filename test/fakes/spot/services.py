@@ -769,6 +769,8 @@ class Manipulation(Base, manipulation_api_service_pb2_grpc.ManipulationApiServic
             w.body = Se2(where[0] - 0.7 * math.cos(heading), where[1] - 0.7 * math.sin(heading), heading)
         if w.grasp_failures.get(item, 0) > 0:
             w.grasp_failures[item] -= 1
+            if item in w.grasp_caught:  # reported failed, but the claw closed on it
+                w.holding, w.gripper_open, w.arm_stowed, w.hand = item, False, False, where
             return "MANIP_STATE_GRASP_FAILED", item
         w.holding = item
         w.gripper_open = False

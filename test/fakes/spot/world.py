@@ -156,6 +156,8 @@ class FakeWorld:
         self.localized = True
         self.lost = False
         self.grasp_failures: dict[str, int] = {}  # object id -> grasps that fail before one succeeds
+        #: items (object id or "handle:<asset>") a failed grasp still leaves in the claw (it caught them half way)
+        self.grasp_caught: set[str] = set()
         self.stuck: dict[str, float] = {}  # waypoint id -> fraction of the way where navigation gets stuck
         self.walk_blocked = False  # body trajectories end blocked half way
         self.gripper_jammed = False  # the claw does not open on command, whatever it holds (a gripper fault)
