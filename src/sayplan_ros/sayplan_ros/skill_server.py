@@ -83,17 +83,19 @@ class SkillContext:
 async def timer_sleep(node: Node, group: Any, seconds: float) -> None:
     """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
     future: Future = Future()
-    timer = steady_timer(node, max(seconds, 0.001), lambda: _fire(timer, future), group)
+    holder: list[Any] = []  # the timer can fire on another executor thread before the assignment below
+
+    def fire() -> None:
+        if holder:
+            holder[0].cancel()
+        if not future.done():
+            future.set_result(True)
+
+    holder.append(steady_timer(node, max(seconds, 0.001), fire, group))
     try:
         await future
     finally:
-        node.destroy_timer(timer)
-
-
-def _fire(timer: Any, future: Future) -> None:
-    timer.cancel()
-    if not future.done():
-        future.set_result(True)
+        node.destroy_timer(holder[0])
 
 
 class SkillServer(Node):
