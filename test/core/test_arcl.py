@@ -152,6 +152,31 @@ def test_lines_about_other_goals_or_no_drive_are_not_an_outcome() -> None:
     assert GotoTracker(POINT).feed("Arrived at Kitchen") is None
 
 
+def test_lines_about_another_point_or_a_goal_sharing_a_prefix_do_not_end_the_drive() -> None:
+    """Issue 23 review #9: another drive's arrival (another client's gotoPoint, a goal `Kitchen 2`) is not ours."""
+    assert _outcome(GotoTracker(NAMED), "Going to Kitchen", "Arrived at Kitchen 2", "Arrived at Kitchen Annex") is None
+    assert _outcome(GotoTracker(POINT), "Will do task gotoPoint 35000 0 0", "Arrived at point 5 5 5") is None
+    assert _outcome(GotoTracker(POINT), "Completed doing task gotoPoint 5 5 5", "Failed doing task x") is not None
+    assert _outcome(GotoTracker(POINT), "Completed doing task gotoPoint 5 5 5") is None
+    assert _outcome(GotoTracker(POINT), "Arrived at point 35000 0 180") is not None  # the same x and y
+
+
+def test_status_is_read_by_its_state_not_a_goal_name_and_keys_in_any_case() -> None:
+    """Issue 23 review #9: `Going to Lost and Found` is a base under way, not a lost one; `status:` is `Status:`."""
+    reader = StatusReader()
+    for line in ("Status: Going to Lost and Found", "Location: 0 0 0", "LocalizationScore: 0.9"):
+        reader.feed(line)
+    assert reader.problem() is None and reader.driving
+    lower = StatusReader()
+    for line in ("status: EStop pressed", "location: 1000 0 0", "localizationscore: 0.9"):
+        lower.feed(line)
+    problem = lower.problem()
+    assert problem is not None and problem.code is SkillCode.ESTOPPED and lower.location == (1.0, 0.0, 0.0)
+    stopped = StatusReader()
+    stopped.feed("Status: Stopped")
+    assert not stopped.driving
+
+
 def test_a_stop_we_asked_for_ends_canceled_once_the_base_says_stopped() -> None:
     """p. 242: `stop` answers `Interrupted: Going to <goal>`, `Stopping`, `Stopped`; the drive ends on the last."""
     tracker = GotoTracker(NAMED)

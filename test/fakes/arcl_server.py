@@ -109,6 +109,16 @@ class FakeArclServer:
 
         asyncio.run_coroutine_threadsafe(drop(), self._loop).result(5)
 
+    def broadcast(self, line: str) -> None:
+        """Send a server message (p. 251) to every client, as the base does whatever runs."""
+
+        async def say() -> None:
+            for writer in list(self._writers):
+                writer.write(line.encode("ascii") + b"\r\n")
+                await writer.drain()
+
+        asyncio.run_coroutine_threadsafe(say(), self._loop).result(5)
+
     def script(self, *drives: Drive) -> None:
         with self._lock:
             self._script.extend(drives)
@@ -170,7 +180,8 @@ class FakeArclServer:
         if command == "stop":  # even a silent base stops (it hung answering, not driving)
             if self._drive is not None and not self._drive.done():
                 self._stop.set()
-                await self._drive
+                with contextlib.suppress(Exception):  # its client may be gone (a dropped link): it stops anyway
+                    await self._drive
             self.stops.append(time.monotonic())
             if not self.silent:
                 await self._say(writer, "Stopping", "Stopped")

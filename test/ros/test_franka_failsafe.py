@@ -298,3 +298,161 @@ def test_a_nav2_fault_latches_and_the_check_asks_for_the_navigator(make_robot: M
     assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.nav2.goals) == goals
     answer = ros.clear_fault(robot.server)
     assert answer.success and "Nav2's navigate_to_pose server is up" in answer.message, answer.message
+
+
+# ----------------------------------------------------------------------------- issue 23 review (second round)
+def test_clear_fault_over_arcl_stops_a_base_that_still_drives_before_it_clears(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #1: the link drops mid-drive (a latched fault; the base drives on). The check sends `stop` and sees
+    `Stopped` before it clears; a base whose status says it is under way is not cleared."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.drop_connections()
+    worker.join(20)
+    assert SkillCode(out[0][1].error_code) is SkillCode.ROBOT_FAULT and robot.server.fault_latch.fault is not None
+    assert robot.arcl.moving()  # the fake base drives on without its client
+    answer = ros.clear_fault(robot.server)
+    assert not robot.arcl.moving() and robot.arcl.stops, answer.message  # stopped before anything was cleared
+    assert answer.success, answer.message
+    robot.arcl.status_text = "Going to Kitchen"  # what a base under way (another client's drive) reports
+    robot.server.fault_latch.latch(SkillCode.ROBOT_FAULT, "test")
+    answer = ros.clear_fault(robot.server)
+    assert not answer.success and "under way" in answer.message, answer.message
+
+
+def test_shutdown_with_the_arcl_link_down_reconnects_to_stop_the_base(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #1: stop_motion with the link lost mid-drive connects again and sends `stop`."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, _out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.drop_connections()
+    worker.join(20)
+    assert robot.arcl.moving()
+    assert robot.server.stop_motion(5.0) is True
+    assert not robot.arcl.moving() and robot.arcl.stops
+
+
+def test_nav2_clear_fault_refused_while_a_goal_still_drives_and_the_cancel_is_sent_again(
+    make_robot: MakeRobot, ros: Any
+) -> None:
+    """Review #2: Nav2 never confirms the cancel (a latched fault, the goal drives on): clear_fault does not clear,
+    and both the check and stop_motion send the cancel again (a cancel request may be lost)."""
+    from rclpy.action import CancelResponse
+
+    robot = make_robot("nav2", drive_timeout_s=1.0, nav2_cancel_timeout_s=0.5)
+    assert robot.nav2 is not None
+    cancels: list[float] = []
+
+    def refuse(_goal: Any) -> CancelResponse:
+        cancels.append(time.monotonic())
+        return CancelResponse.REJECT
+
+    robot.nav2._server.register_cancel_callback(refuse)
+    robot.nav2.script(Leg("hold"))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=30.0)
+    assert robot.server.fault_latch.fault is not None and robot.nav2.running == 1, outcome.error_msg
+    sent = len(cancels)
+    answer = ros.clear_fault(robot.server)
+    assert not answer.success and "has not ended" in answer.message, answer.message
+    wait_until(lambda: len(cancels) > sent, what="the check's cancel")
+    sent = len(cancels)
+    assert robot.server.stop_motion(1.0) is False
+    wait_until(lambda: len(cancels) > sent, what="stop_motion's cancel")
+    robot.nav2._server.register_cancel_callback(lambda _goal: CancelResponse.ACCEPT)
+    assert robot.server.stop_motion(5.0) is True and robot.nav2.running == 0
+    assert ros.clear_fault(robot.server).success
+
+
+def test_a_fault_under_a_cancel_is_latched_once(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #7: the base class latches it; the backend does not latch it again."""
+    from rclpy.action import ActionClient
+
+    from sayplan_interfaces.action import ExecuteSkill
+
+    robot = make_robot(stop_timeout_s=0.3, arcl_silence_s=30.0)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    client = ActionClient(ros.node("canceler"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    ros.wait_for(future.done, what="acceptance")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.silent = True
+    future.result().cancel_goal_async()
+    result = future.result().get_result_async()
+    ros.wait_for(result.done, timeout=15.0, what="the canceled result")
+    assert robot.server.fault_latch.fault is not None and robot.server.fault_latch.later == []
+
+
+def test_an_arcl_estop_between_skills_latches_and_the_arm_does_not_move(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #3: `Estop pressed` broadcast while no drive runs is latched; and with the broadcast missed, an arm
+    skill asks queryMotors first and is refused before anything moves."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    setup_at_cupboard(ros, robot)
+    robot.arcl.motors = "estop"
+    robot.arcl.broadcast("Estop pressed")
+    wait_until(lambda: robot.server.fault_latch.fault is not None, what="the latch")
+    assert robot.server.fault_latch.fault.code is SkillCode.ESTOPPED
+    before = motion(robot)
+    _, outcome = send_skill(ros, robot, "open", "kitchen_cupboard")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and motion(robot) == before
+    robot.server.fault_latch.clear()  # as if cleared while the e-stop was still pressed, the broadcast missed
+    _, outcome = send_skill(ros, robot, "open", "kitchen_cupboard")
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED, outcome.error_msg
+    assert "before the robot moved" in outcome.error_msg and motion(robot) == before
+    robot.arcl.motors = "enabled"
+
+
+def test_shutdown_mid_arm_motion_and_mid_grasp_stops_them(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #6: a shutdown mid-grasp sends franka_gripper's ~/stop although its cancel ended the skill first."""
+    robot = make_robot()
+    robot.arm.script("succeed", "hold")
+    worker, _out = in_background(ros, robot, "access", "coffee_machine")
+    wait_until(lambda: robot.arm.started >= 2, what="the approach motion")
+    assert robot.server.stop_for_shutdown(3.0) is True and robot.arm.canceled == 1
+    worker.join(20)
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard")):
+        assert send_skill(ros, robot, *step)[0] == GoalStatus.STATUS_SUCCEEDED
+    robot.gripper.script(GraspTry(hold=True))
+    grasps = len(robot.gripper.grasps)  # the open's grasp of the handle came first
+    worker, _out = in_background(ros, robot, "pickup", "coffee_mug")
+    wait_until(lambda: len(robot.gripper.grasps) > grasps, what="the grasp")
+    assert robot.server.stop_for_shutdown(3.0) is True
+    worker.join(20)
+    assert robot.gripper.stopped == 1 and robot.gripper.stop_calls >= 1
+
+
+def test_an_arm_cancel_never_confirmed_is_remembered(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #8: the arm's server never confirms a cancel (within arm_cancel_timeout_s): the check fails while the
+    goal lives, and shutdown sends its cancel again and waits for it."""
+    from rclpy.action import CancelResponse
+
+    robot = make_robot(arm_timeout_s=0.3, arm_cancel_timeout_s=0.5)
+    robot.arm._server.register_cancel_callback(lambda _goal: CancelResponse.REJECT)
+    robot.arm.script("succeed", "hold")
+    _, outcome = send_skill(ros, robot, "access", "coffee_machine", timeout=20.0)
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "confirm the cancel" in outcome.error_msg
+    answer = ros.clear_fault(robot.server)
+    assert not answer.success and "arm: a goal it was sent has not ended" in answer.message, answer.message
+    assert robot.server.stop_motion(1.0) is False
+    robot.arm._server.register_cancel_callback(lambda _goal: CancelResponse.ACCEPT)
+    assert robot.server.stop_motion(5.0) is True and robot.arm.canceled == 1
+    assert ros.clear_fault(robot.server).success
+
+
+def test_the_hand_is_read_back_after_a_goto(make_robot: MakeRobot, ros: Any) -> None:
+    """Review #10: an object that slips out on the way is noticed when the goto ends."""
+    robot = make_robot()
+    for step in (("goto", "kitchen"), ("open", "kitchen_cupboard"), ("pickup", "coffee_mug")):
+        status, outcome = send_skill(ros, robot, *step)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+    assert held(robot) == "coffee_mug"
+    robot.gripper.width, robot.gripper.holding = 0.0, False  # it slipped out: the fingers closed on nothing
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is not SkillCode.NONE, outcome.error_msg
+    wait_until(lambda: held(robot) is None, what="the graph to say the hand is empty")

@@ -9,7 +9,6 @@ Bounded for CI: few short examples, derandomized, no deadline."""
 
 from __future__ import annotations
 
-import itertools
 import os
 from typing import Any
 
@@ -21,7 +20,7 @@ for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
         _package, reason=f"{_package} is not importable: build the test overlay (scripts/build_test_overlay.sh)"
     )
 
-from conftest import RosHarness  # noqa: E402
+from conftest import RosHarness, claim_domain, release_domain  # noqa: E402
 from fakes.arcl_server import Drive  # noqa: E402
 from fakes.franka_robot import FakeRobot, robot_parameters, send_skill, start_fakes, wait_until  # noqa: E402
 from fakes.ros_robot import GraspTry  # noqa: E402
@@ -48,7 +47,6 @@ STEPS = [
     ("operator", ""),
 ]
 FAULTS = ("none", "none", "grasp_nothing", "slip", "slip", "stuck", "estop", "lost", "arm_blocked")
-_DOMAINS = itertools.count(41 + (os.getpid() * 11) % 50)
 
 
 def inject(robot: FakeRobot, fault: str) -> None:
@@ -105,7 +103,8 @@ def test_no_motion_while_latched_and_the_graph_follows_the_fingers(
 ) -> None:
     from sayplan_franka_omron.skill_server import FrankaOmronSkillServer
 
-    ros = RosHarness(next(_DOMAINS) % 100 + 1)
+    domain, lock = claim_domain()  # one locked domain per example, as the `ros` fixture does per test
+    ros = RosHarness(domain)
     fakes: dict[str, Any] = {}
     try:
         ros.add(SceneGraphServer(context=ros.context))
@@ -135,3 +134,4 @@ def test_no_motion_while_latched_and_the_graph_follows_the_fingers(
         if "arcl" in fakes:
             fakes["arcl"].close()
         ros.close()
+        release_domain(lock)

@@ -401,3 +401,21 @@ def test_a_destroyed_client_cancels_its_leg(ros: Any) -> None:
     ros.executor.remove_node(sim)
     sim.destroy_node()
     ros.wait_for(lambda: nav2.canceled == 1, timeout=5.0, what="the navigator to see the cancel")
+
+
+def test_waits_run_on_the_steady_clock_with_sim_time_and_no_clock(ros: Any) -> None:
+    """Issue 24 review #8: with use_sim_time and nothing on /clock, ROS time stands still; `wait_for` and `sleep`
+    (every action call's and the Franka arm's waits) still end on time."""
+    from rclpy.node import Node
+    from rclpy.task import Future
+
+    from sayplan_ros.navigation.action_call import sleep, wait_for
+
+    node = ros.add(
+        Node("sim_time_user", context=ros.context, parameter_overrides=[Parameter("use_sim_time", value=True)])
+    )
+    began = time.monotonic()
+    waited = ros.executor.create_task(wait_for(node, Future(), 0.3))
+    slept = ros.executor.create_task(sleep(node, 0.3))
+    ros.wait_for(lambda: waited.done() and slept.done(), timeout=5.0, what="the waits to end")
+    assert waited.result() is False and time.monotonic() - began < 5.0

@@ -36,6 +36,7 @@ from sayplan_core.robots.arcl import (
     SilenceWatch,
     StatusReader,
     classify,
+    error_outcome,
     goto_command,
 )
 from sayplan_core.robots.binding import Target
@@ -44,6 +45,8 @@ from sayplan_core.robots.primitives import DriveLimits, Outcome
 from sayplan_ros.navigation.action_call import wait_for
 
 Feedback = Callable[[str, float], None]
+#: Latches a robot fault on the node (its FaultLatch): (code, cause).
+Latch = Callable[[SkillCode, str], object]
 
 
 class ArclError(Exception):
@@ -229,10 +232,24 @@ class ArclBase:
     a base that sends nothing for `silence_s` ends it as a robot fault (it may still be moving: the skill server
     latches it). A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not
     confirmed is a robot fault.
+
+    Between drives, a broadcast that the base cannot drive (`Estop pressed`, `Motors disabled`, `Error: ...`) is
+    latched on the node (`latch`): nothing moves, the arm neither, until an operator clears it. `motors_problem`
+    asks `queryMotors` before an arm moves (a broadcast may have been missed while the link was down).
     """
 
-    def __init__(self, node: Node, host: str, port: int, password: str, timeout_s: float, group: Any) -> None:
+    def __init__(
+        self,
+        node: Node,
+        host: str,
+        port: int,
+        password: str,
+        timeout_s: float,
+        group: Any,
+        latch: Latch | None = None,
+    ) -> None:
         self._node = node
+        self._latch = latch
         self._group = group
         self._timeout = timeout_s
         self._link = ArclLink(node, host, port, password, timeout_s, group, self._on_line, self._on_closed)
@@ -243,6 +260,7 @@ class ArclBase:
         self._drive_status: StatusReader | None = None
         self._readers: list[tuple[Callable[[str], bool], Future]] = []
         self._stop_waiters: list[threading.Event] = []
+        self._stop_futures: list[Future] = []
         self._lock = threading.Lock()
         #: a goto went out and no line from the base has ended it since (a lost link or silence leaves it so)
         self.maybe_moving = False
@@ -359,6 +377,14 @@ class ArclBase:
         problem = await self._connect()
         if problem:
             return False, f"base: {problem}"
+        if self.maybe_moving or self._tracker is not None:
+            # a drive nobody saw end (the link went down, the base went silent): stop it and see it stop first
+            if not await self._stop_confirmed():
+                return False, (
+                    f"base: a drive may still be under way and the base did not confirm 'stop' within "
+                    f"{self._timeout:g} s: check the robot"
+                )
+            self.maybe_moving = False
         motors, status = MotorsReader(), StatusReader()
         if not await self._query(QUERY_MOTORS, motors.feed):
             return False, f"base: no answer to '{QUERY_MOTORS}' within {self._timeout:g} s"
@@ -366,9 +392,38 @@ class ArclBase:
             return False, f"base: no answer to '{STATUS}' within {self._timeout:g} s"
         wrong = motors.problem() or status.problem()
         found = f"base: {motors.answer}; {status.describe()}"
+        if wrong is None and status.driving:
+            return False, f"{found} (the base is under way: stop it before the fault is cleared)"
         if wrong is not None:
             return False, f"{found} ({wrong.message}; release the e-stop and enable the motors on the base itself)"
         return True, found
+
+    async def _stop_confirmed(self) -> bool:
+        """Send `stop` and await the base's `Stopped` (within `timeout_s`), inside the executor."""
+        stopped: Future = Future()
+        with self._lock:
+            self._stop_futures.append(stopped)
+        try:
+            if not self._send_stop("clear_fault's check"):
+                return False
+            return await wait_for(self._node, stopped, self._timeout, self._group)
+        finally:
+            with self._lock:
+                if stopped in self._stop_futures:
+                    self._stop_futures.remove(stopped)
+
+    async def motors_problem(self) -> Outcome | None:
+        """Before the arm moves: the base's `queryMotors` answer, as the reason the robot must not move (e-stop
+        pressed, motors disabled, or no answer), or None when the motors are enabled."""
+        problem = await self._connect()
+        if problem:
+            return Outcome(SkillCode.ROBOT_FAULT, f"cannot ask the base whether its e-stop is pressed: {problem}")
+        motors = MotorsReader()
+        if not await self._query(QUERY_MOTORS, motors.feed):
+            return Outcome(
+                SkillCode.ROBOT_FAULT, f"the base did not answer '{QUERY_MOTORS}' within {self._timeout:g} s"
+            )
+        return motors.problem()
 
     def cancel(self) -> None:
         """Stop the base now (the skill server's cancel callback, a deadline, or shutdown)."""
@@ -388,9 +443,19 @@ class ArclBase:
 
     def stop_and_wait(self, timeout_s: float) -> bool:
         """Send `stop` unconditionally and wait (a plain thread, the executor spinning) for the base's `Stopped`;
-        True when it came, or when the link is down and nothing was left moving."""
+        True when it came, or when the link is down and nothing was left moving. With the link down and a drive
+        that may still run, the link is opened once more to send the stop."""
         if not self._link.ready:
-            return not self.maybe_moving
+            if not self.maybe_moving and self._tracker is None:
+                return True
+            deadline = time.monotonic() + timeout_s
+            opened = self._link.open()
+            connected = threading.Event()
+            opened.add_done_callback(lambda _f: connected.set())
+            if not connected.wait(max(timeout_s, 0.0)) or not self._link.ready:
+                self._node.get_logger().error(f"could not reach the base to send 'stop': {self._link.error}")
+                return False
+            timeout_s = deadline - time.monotonic()
         stopped = threading.Event()
         with self._lock:
             self._stop_waiters.append(stopped)
@@ -417,12 +482,19 @@ class ArclBase:
         watch = self._watch
         if watch is not None:
             watch.heard(time.monotonic())
-        if classify(line).kind is LineKind.STOPPED:
+        kind = classify(line).kind
+        if kind is LineKind.STOPPED:
             with self._lock:
                 waiters, self._stop_waiters = self._stop_waiters, []
+                futures, self._stop_futures = self._stop_futures, []
             for waiter in waiters:
                 waiter.set()
+            for future in futures:
+                if not future.done():
+                    future.set_result(True)
         tracker, done, feedback = self._tracker, self._done, self._feedback
+        if tracker is None:
+            self._latch_if_unable(line)
         if tracker is not None and done is not None and not done.done():
             event = tracker.feed(line)
             if isinstance(event, Outcome):
@@ -442,6 +514,29 @@ class ArclBase:
         for feed, answered in readers:
             if not answered.done() and feed(line):
                 answered.set_result(True)
+
+    def _latch_if_unable(self, text: str) -> None:
+        """Between drives: a broadcast that the base cannot drive is latched (p. 251). An answer to our own query
+        (queryMotors before an arm moves, clear_fault's check) is its caller's to judge, so none is latched then."""
+        with self._lock:
+            asking = bool(self._readers)
+        if self._latch is None or asking:
+            return
+        line = classify(text)
+        arg = line.arg.casefold()
+        if line.kind is LineKind.ESTOP and arg.startswith("pressed"):
+            outcome = Outcome(SkillCode.ESTOPPED, f"the base broadcast '{line.text}' between skills")
+        elif line.kind is LineKind.MOTORS and arg.startswith("disabled"):
+            outcome = Outcome(SkillCode.NOT_POWERED, f"the base broadcast '{line.text}' between skills")
+        elif line.kind is LineKind.ERROR:
+            outcome = error_outcome(line.arg, "nowhere (no drive ran)")
+            outcome = Outcome(outcome.code, f"between skills: {outcome.message}")
+        else:
+            return
+        if not outcome.code.latches:  # e.g. `Error: Cannot find path` for another client's drive
+            return
+        self._node.get_logger().error(outcome.message)
+        self._latch(outcome.code, outcome.message)
 
     def _on_closed(self, reason: str) -> None:
         done = self._done

@@ -27,7 +27,8 @@ from std_srvs.srv import Trigger
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.franka import gripper_outcome, gripper_width, trajectory_outcome
 from sayplan_core.robots.primitives import Grasp, Outcome, Trajectory
-from sayplan_ros.navigation.action_call import STATUS_CANCELED, ActionCall, wait_for
+from sayplan_ros.clocks import steady_timer
+from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, STATUS_CANCELED, ActionCall, wait_for
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -72,6 +73,9 @@ class FrankaArm:
         self._move = ActionClient(node, self._move_t, move_action, callback_group=group)
         self._homing = ActionClient(node, self._homing_t, homing_action, callback_group=group)
         self._call: ActionCall | None = None
+        self._last: ActionCall | None = None  # the latest goal's call, kept after it returned (it may live on)
+        #: how long a server may take to confirm a cancel (the node's `arm_cancel_timeout_s`)
+        self.cancel_timeout_s = CANCEL_GRACE_S
         self._gripper_busy = False
         self._idle = threading.Event()
         self._idle.set()
@@ -143,6 +147,24 @@ class FrankaArm:
         if call is not None:
             call.cancel()
 
+    @property
+    def gripper_busy(self) -> bool:
+        """Whether a gripper command runs now."""
+        return self._gripper_busy
+
+    @property
+    def moving(self) -> bool:
+        """Whether a goal this node sent to the arm or gripper may still move it (its end never came, e.g. a cancel
+        the server never confirmed)."""
+        last = self._last
+        return last is not None and last.moving
+
+    def cancel_again(self) -> None:
+        """Send the latest goal's cancel once more (a cancel request may have been lost)."""
+        last = self._last
+        if last is not None and last.moving:
+            last.cancel(again=True)
+
     def servers_ready(self) -> list[str]:
         """The arm and gripper action servers that are not there (empty: all are)."""
         clients = (self._arm, self._grasp, self._move, self._homing)
@@ -183,15 +205,19 @@ class FrankaArm:
         return float(value) if value is not None else None
 
     # ------------------------------------------------------------------ stopping
-    def stop_and_wait(self, timeout_s: float) -> bool:
-        """Shutdown (a plain thread, the executor spinning): cancel the running arm or gripper goal and wait for it
-        to end; a gripper command that was running also gets franka_gripper's `~/stop`. Not sent to an idle
-        gripper: libfranka's stop releases the grasping force, and a held object could slip. True when nothing
-        the node commanded still moves."""
+    def stop_and_wait(self, timeout_s: float, gripper_was_busy: bool = False) -> bool:
+        """Shutdown (a plain thread, the executor spinning): cancel the running arm or gripper goal (again, for a
+        goal whose cancel was never confirmed) and wait for it to end; a gripper command that was running (now,
+        or when the shutdown began: `gripper_was_busy`, since the shutdown's cancel ends the skill first) also gets
+        franka_gripper's `~/stop`. Not sent to an idle gripper: libfranka's stop releases the grasping force, and a
+        held object could slip. True when nothing the node commanded still moves."""
         deadline = time.monotonic() + timeout_s
-        gripper = self._gripper_busy
+        gripper = self._gripper_busy or gripper_was_busy
         self.cancel()
         ended = self._idle.wait(max(0.0, deadline - time.monotonic()))
+        last = self._last
+        if last is not None and last.moving:
+            ended = last.stop_and_wait(max(0.0, deadline - time.monotonic())) and ended
         if gripper:
             ended = self._stop_gripper(max(0.0, deadline - time.monotonic())) and ended
         return ended
@@ -210,8 +236,9 @@ class FrankaArm:
 
     def destroy(self) -> None:
         """Best effort, no waiting: a running goal is canceled, a running gripper command stopped."""
-        if self._call is not None:
+        if self._call is not None or self.moving:
             self.cancel()
+            self.cancel_again()
             if self._gripper_busy and self._stop_client.service_is_ready():
                 self._stop_client.call_async(Trigger.Request())
         for client in (self._arm, self._grasp, self._move, self._homing):
@@ -254,7 +281,7 @@ class FrankaArm:
         """The goal's (status, result), or the Outcome that says why there is none. Past `deadline_s` (from the
         goal being sent) the goal is canceled: the primitive ends `timeout`."""
         call = ActionCall(self._node, client, what, self._group)
-        self._call = call
+        self._call = self._last = call
         self._idle.clear()
         expired: list[bool] = []
 
@@ -264,11 +291,11 @@ class FrankaArm:
                 expired.append(True)
                 call.cancel()
 
-        timer = self._node.create_timer(max(deadline_s + wait_s, 0.001), expire, callback_group=self._group)
+        timer = steady_timer(self._node, max(deadline_s + wait_s, 0.001), expire, self._group)
         if canceled():
             call.cancel()
         try:
-            ended = await call.run(goal, wait_s, sleep)
+            ended = await call.run(goal, wait_s, sleep, cancel_timeout_s=self.cancel_timeout_s)
         finally:
             self._node.destroy_timer(timer)
             self._call = None

@@ -14,10 +14,13 @@ skill ends; if they will not open the skill ends robot_fault.
 
 Fail-safe (issue 23): the hand is read back (franka_gripper's finger width) before a skill that closes the
 fingers (pickup, open: refused before anything moves when something is between them) and after every
-manipulation skill, and the update says what the fingers really hold (sayplan_core.robots.belief.reconcile_hand).
-Every robot fault is latched by the base class (a stop that did not confirm is latched here, since a canceled
-skill ends CANCELED); `check_robot` re-reads the hand against the graph, the base (ARCL queryMotors and status,
-or the Nav2 server) and the arm's servers, and moves nothing. Every robot call has its own deadline (settings
+skill but `done` (a goto too: a held object may slip on the way), and the update says what the fingers
+really hold (sayplan_core.robots.belief.reconcile_hand).
+Every robot fault is latched by the base class (also one under a cancel); over ARCL, an e-stop, motors-disabled or
+error broadcast between skills is latched by ArclBase, and a skill that moves the arm asks queryMotors first.
+`check_robot` re-reads the hand against the graph, the base (ARCL queryMotors and status, after a `stop` confirmed
+when a drive may still run; or the Nav2 server and its last goal ended) and the arm's servers and last goal; it
+sends only stops and cancels. Every robot call has its own deadline (settings
 `drive_timeout_s`, `arm_timeout_s`, `gripper_timeout_s`, `stop_timeout_s`, `arcl_timeout_s`). On SIGINT/SIGTERM
 `stop_motion` sends ARCL `stop` and waits for `Stopped`, cancels the Nav2 goal and waits, and cancels the arm's
 or gripper's goal (plus franka_gripper's stop while a gripper command runs); `destroy_node` sends them without
@@ -66,6 +69,7 @@ from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_franka_omron.arcl_link import ArclBase
 from sayplan_franka_omron.arm import FrankaArm
+from sayplan_ros.clocks import steady_timer
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.navigation.action_call import sleep
 from sayplan_ros.parameters import current, declare_settings
@@ -86,6 +90,7 @@ class Base(Protocol):
     ) -> Outcome: ...
     async def locate(self) -> Pose2D | None: ...
     async def check_robot(self) -> tuple[bool, str]: ...
+    async def motors_problem(self) -> Outcome | None: ...
     def cancel(self) -> None: ...
     def stop_and_wait(self, timeout_s: float) -> bool: ...
     def destroy(self) -> None: ...
@@ -124,7 +129,7 @@ class Nav2Base:
                 expired.append(True)
                 self._client.cancel()
 
-        timer = self._server.create_timer(limits.drive_s + wait, expire, callback_group=self._server.callback_group)
+        timer = steady_timer(self._server, limits.drive_s + wait, expire, self._server.callback_group)
         self._idle.clear()
         try:
             outcome = await self._client.drive(
@@ -143,9 +148,17 @@ class Nav2Base:
         return self._client.last_pose
 
     async def check_robot(self) -> tuple[bool, str]:
-        client = getattr(self._client, "_client", None)  # the shared client's rclpy ActionClient
-        ready = bool(client is not None and client.server_is_ready())
-        return ready, f"base: Nav2's {self._action} server is {'up' if ready else 'not there'}"
+        """The navigator is up, and no goal this node sent may still drive the base (one whose cancel was never
+        confirmed gets its cancel again, and the check fails until Nav2 ended it)."""
+        ready = self._client.server_ready()
+        found = f"base: Nav2's {self._action} server is {'up' if ready else 'not there'}"
+        if self._client.moving:
+            self._client.cancel_again()
+            return False, f"{found}; a NavigateToPose goal it was sent has not ended (its cancel was sent again)"
+        return ready, found
+
+    async def motors_problem(self) -> Outcome | None:
+        return None  # a Nav2 base reports its state through the navigator's results
 
     def cancel(self) -> None:
         self._client.cancel()
@@ -173,6 +186,7 @@ class FrankaOmronSkillServer(SkillServer):
         self._actions = load_action_set("sayplan")
         self._state = RobotState()
         self._canceling = False
+        self._gripper_at_shutdown = False
         self._checked_graph = False
         self._base: Base = self._make_base(settings)
         self._arm: FrankaArm | None = None
@@ -187,6 +201,7 @@ class FrankaOmronSkillServer(SkillServer):
                 str(settings["gripper_state_topic"]),
                 str(settings["gripper_stop_service"]),
             )
+            self._arm.cancel_timeout_s = float(settings["arm_cancel_timeout_s"])
         self._graph = GraphFollower(self, self.callback_group)
         skills = available_skills(self._motions)
         self.serve(SkillCatalog.of(ROBOT, [self._actions], skills))
@@ -213,19 +228,21 @@ class FrankaOmronSkillServer(SkillServer):
         if password is None:
             raise ValueError(f"the ARCL password is read from the environment variable {env}, which is not set")
         return ArclBase(
-            self, host, int(settings["arcl_port"]), password, float(settings["arcl_timeout_s"]), self._group
+            self,
+            host,
+            int(settings["arcl_port"]),
+            password,
+            float(settings["arcl_timeout_s"]),
+            self._group,
+            lambda code, cause: self.fault_latch.latch(code, cause, "between skills"),
         )
 
     # ------------------------------------------------------------------ one skill
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
+        # a fault under a cancel (a stop that did not confirm, fingers that did not let go) is latched by the base
+        # class: never here as well
         self._canceling = False
-        result = await self._run_program(step, context)
-        if result.code.latches and context.cancel_requested():
-            # a canceled skill ends CANCELED, so the base class does not latch it: a stop that did not confirm, or
-            # fingers that did not let go, must still keep the robot still until an operator looks
-            self.fault_latch.latch(result.code, result.message, str(step))
-            self.get_logger().error(f"{step}: {result.message}; {self.fault_latch.note()}")
-        return result
+        return await self._run_program(step, context)
 
     async def _run_program(self, step: PlanStep, context: SkillContext) -> SkillResult:
         values = current(self, SETTINGS)
@@ -252,12 +269,16 @@ class FrankaOmronSkillServer(SkillServer):
             return SkillResult(False, exc.code, str(exc))
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
+        if self._arm is not None and any(not isinstance(p, Drive) for p in program):
+            stopped = await self._base.motors_problem()  # an e-stop between skills stops the arm too
+            if stopped is not None:
+                return SkillResult(False, stopped.code, f"{step} refused before the robot moved: {stopped.message}")
         if step.action in EMPTY_HAND_SKILLS and self._arm is not None:
             refusal = await self._hand_must_be_empty(step, values)
             if refusal is not None:
                 return refusal
         result = await self._run_primitives(step, program, targets, graph, values, context)
-        if self._arm is None or step.action in ("goto", "done"):
+        if self._arm is None or step.action == "done":  # a goto too: a held object may slip on the way
             return result
         return await self._read_hand_back(step, graph, result, values)
 
@@ -395,6 +416,7 @@ class FrankaOmronSkillServer(SkillServer):
         if arm is None:  # programs only use the arm when motions were taught, which creates it
             return Outcome(SkillCode.INTERNAL_ERROR, f"{primitive.describe()}: no arm configured")
         gripper_s = float(values["gripper_timeout_s"])
+        arm.cancel_timeout_s = float(values["arm_cancel_timeout_s"])
         if isinstance(primitive, Arm):
             tolerance = float(values["arm_time_tolerance_s"])
             arm_s = float(values["arm_timeout_s"])
@@ -458,6 +480,10 @@ class FrankaOmronSkillServer(SkillServer):
             if missing:
                 ok = False
                 found.append(f"arm: no action server on {', '.join(missing)}")
+            if self._arm.moving:
+                self._arm.cancel_again()
+                ok = False
+                found.append("arm: a goal it was sent has not ended (its cancel was sent again): check the arm")
         base_ok, base_found = await self._base.check_robot()
         found.append(base_found)
         return Check(ok and base_ok, "; ".join(found))
@@ -471,10 +497,18 @@ class FrankaOmronSkillServer(SkillServer):
             self.get_logger().error("the base did not confirm its stop before the node exits: check the robot")
         arm = True
         if self._arm is not None:
-            arm = self._arm.stop_and_wait(max(0.1, deadline - time.monotonic()))
+            gripper = self._gripper_at_shutdown
+            self._gripper_at_shutdown = False
+            arm = self._arm.stop_and_wait(max(0.1, deadline - time.monotonic()), gripper)
             if not arm:
                 self.get_logger().error("the arm or gripper did not confirm its stop before the node exits")
         return base and arm
+
+    def stop_for_shutdown(self, timeout_s: float) -> bool:
+        """As the base class's, noting first whether a gripper command runs: the shutdown's cancel ends the skill
+        (and the command) before `stop_motion`, which still owes franka_gripper's `~/stop`."""
+        self._gripper_at_shutdown = self._arm is not None and self._arm.gripper_busy
+        return super().stop_for_shutdown(timeout_s)
 
     def destroy_node(self) -> None:
         """Best effort, without waiting on DDS: whatever may still move is sent its stop, then the clients go."""

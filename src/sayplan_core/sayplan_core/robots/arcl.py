@@ -32,6 +32,7 @@ refusal, whatever it says.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -121,6 +122,7 @@ STATUS_KEYS = (
     "LocalizationScore",
     "Temperature",
 )
+_STATUS_KEYS_FOLDED = {key.casefold(): key for key in STATUS_KEYS}
 
 #: `Error: <error>` while a command runs (p. 251), by the start of its text, lower case: the outcome of a drive it
 #: ends and why. `Stalled` (the drive motors pushed and the wheels did not turn: the base ran into something its
@@ -152,8 +154,9 @@ def classify(text: str) -> Line:
         if folded.startswith(prefix.casefold()):
             return Line(kind, text[len(prefix) :].strip(), text)
     key, sep, value = text.partition(":")
-    if sep and key in STATUS_KEYS:
-        return Line(LineKind.STATUS_FIELD, f"{key}:{value.strip()}", text)
+    canonical = _STATUS_KEYS_FOLDED.get(key.strip().casefold())
+    if sep and canonical is not None:
+        return Line(LineKind.STATUS_FIELD, f"{canonical}:{value.strip()}", text)
     return Line(LineKind.OTHER, text, text)
 
 
@@ -201,6 +204,7 @@ class GotoCommand:
     line: str
     goal: str | None  # the named goal, or None for a map point
     where: str  # how messages name it: "kitchen (goal 'Kitchen1')"
+    point: tuple[int, int, int] | None = None  # the map point (mm, mm, degrees) of a gotoPoint
 
 
 def goto_command(target: Target) -> GotoCommand:
@@ -211,14 +215,41 @@ def goto_command(target: Target) -> GotoCommand:
     if target.pose is None:
         raise TargetError(f"'{target.node}' has neither an ARCL goal nor a map pose")
     x, y, th = to_arcl_point(target.pose)
-    return GotoCommand(f"doTask gotoPoint {x} {y} {th}", None, f"{target.node} (point {x} {y} {th})")
+    return GotoCommand(f"doTask gotoPoint {x} {y} {th}", None, f"{target.node} (point {x} {y} {th})", (x, y, th))
 
 
 # ----------------------------------------------------------------------------- answers to a drive
+#: What may follow a goal's name in a line about it (a reason after a colon, a comma or parentheses); never a
+#: space and more words, which would make `Kitchen 2` a line about `Kitchen`.
+_AFTER_NAME = (":", ",", " (", " -", ".")
+
+
 def _about(arg: str, goal: str) -> bool:
-    """Whether a line's argument names `goal` (ARCL may add words after the name)."""
-    a, g = arg.casefold(), goal.casefold()
-    return a == g or a.startswith(g + " ")
+    """Whether a line's argument names exactly `goal` (case-insensitive; a reason may follow, see _AFTER_NAME)."""
+    a, g = arg.strip().casefold(), goal.casefold()
+    return a == g or any(a.startswith(g + after) for after in _AFTER_NAME)
+
+
+def _numbers(text: str, count: int) -> tuple[int, ...] | None:
+    """The first `count` words of `text` as whole numbers, or None."""
+    parts = text.split()
+    if len(parts) < count:
+        return None
+    try:
+        values = tuple(round(float(p)) for p in parts[:count])
+    except (ValueError, OverflowError):
+        return None
+    return values
+
+
+def _about_point(arg: str, word: str, point: tuple[int, int, int] | None) -> bool:
+    """Whether `arg` (`point x y th`, `gotoPoint x y th`) names this drive's map point: the same x and y in mm
+    (the heading may be written differently, e.g. 180 or -180)."""
+    folded = arg.strip().casefold()
+    if point is None or not folded.startswith(word):
+        return False
+    numbers = _numbers(folded[len(word) :], 2)
+    return numbers is not None and numbers == point[:2]
 
 
 @dataclass
@@ -244,7 +275,8 @@ class GotoTracker:
         goal, where = self.command.goal, self.command.where
         kind = line.kind
         arg = line.arg.casefold()
-        ours = arg.startswith("point") if goal is None else _about(line.arg, goal)
+        point = self.command.point
+        ours = _about_point(arg, "point", point) if goal is None else _about(line.arg, goal)
         if kind is LineKind.STOPPED and self.stop_requested:
             return Outcome(SkillCode.CANCELED, f"the drive to {where} was stopped (the base confirmed: Stopped)")
         if kind is LineKind.ESTOP and arg.startswith("pressed"):
@@ -260,9 +292,9 @@ class GotoTracker:
             return f"going to {where}" if ours else None
         if kind is LineKind.ARRIVED:
             return Outcome(SkillCode.NONE, f"arrived at {where}") if ours else None
-        if kind is LineKind.TASK_COMPLETED and goal is None and arg.startswith("gotopoint"):
+        if kind is LineKind.TASK_COMPLETED and goal is None and _about_point(arg, "gotopoint", point):
             return Outcome(SkillCode.NONE, f"arrived at {where}")
-        if kind is LineKind.TASK_STARTED and goal is None and arg.startswith("gotopoint"):
+        if kind is LineKind.TASK_STARTED and goal is None and _about_point(arg, "gotopoint", point):
             self.started = True
             return f"going to {where}"
         if kind is LineKind.FAILED and (goal is None or not line.arg or _about(line.arg, goal)):
@@ -302,6 +334,22 @@ def parse_location(value: str) -> Pose2D:
     return from_arcl_point(x, y, th)
 
 
+#: `Status:` texts that name a goal after them: the goal's name is not the base's state (a goal called
+#: `Lost and Found` is not a lost base).
+_NAMING_STATES = ("going to ", "arrived at ", "driving to ", "failed going to goal ", "interrupted: going to ")
+#: `Status:` texts of a base under way.
+_DRIVING_STATES = ("going", "driving", "doing task", "docking", "undocking", "moving")
+
+
+def _state_words(text: str) -> str:
+    """A `Status:` value, folded, without the goal name a state like `Going to <goal>` carries."""
+    folded = " ".join(text.split()).casefold()
+    for start in _NAMING_STATES:
+        if folded.startswith(start):
+            return start.strip()
+    return folded
+
+
 @dataclass
 class StatusReader:
     """Collects the fields of a `status` reply (p. 240); complete once the location and the localisation score
@@ -339,12 +387,12 @@ class StatusReader:
         LocalizationScore below MIN_LOCALIZATION_SCORE); None when it looks able to drive. The `Status:` text (the
         base's own state) is matched like the broadcasts it mirrors."""
         state = " ".join((self.fields.get("Status", "") + " " + self.fields.get("ExtendedStatusForHumans", "")).split())
-        folded = state.casefold()
+        folded = " ".join(_state_words(self.fields.get(k, "")) for k in ("Status", "ExtendedStatusForHumans"))
         if "estop pressed" in folded or "emergency stop" in folded:
             return Outcome(SkillCode.ESTOPPED, f"the base reports its emergency stop pressed (Status: {state})")
         if "motors disabled" in folded or "motors still disabled" in folded:
             return Outcome(SkillCode.NOT_POWERED, f"the base reports its motors disabled (Status: {state})")
-        if "lost" in folded:
+        if re.search(r"\blost\b", folded):
             return Outcome(SkillCode.ROBOT_FAULT, f"the base reports it is lost (Status: {state})")
         score = self.localization_score
         if localisation and score is not None and score < MIN_LOCALIZATION_SCORE:
@@ -353,6 +401,16 @@ class StatusReader:
                 f"the base is not localised (LocalizationScore {score:g} < {MIN_LOCALIZATION_SCORE:g})",
             )
         return None
+
+    @property
+    def driving(self) -> bool:
+        """Whether the `Status:` (or ExtendedStatusForHumans) says the base is under way (`Going to ...`,
+        `Driving ...`, a task being done, docking)."""
+        for key in ("Status", "ExtendedStatusForHumans"):
+            folded = " ".join(self.fields.get(key, "").split()).casefold()
+            if folded.startswith(_DRIVING_STATES):
+                return True
+        return False
 
     def describe(self) -> str:
         """The reply in one line for an operator (status, location, localisation score)."""

@@ -20,6 +20,8 @@ from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.task import Future
 
+from sayplan_ros.clocks import steady_timer
+
 #: How often a missing action server is looked for while waiting for it to appear (discovery has no event).
 DISCOVERY_POLL_S = 0.05
 #: How long a server may take to confirm a cancel before the goal is given up (a crashed server never will), when
@@ -39,7 +41,7 @@ async def wait_for(node: Node, future: Future, timeout_s: float, group: Any = No
         if not waiter.done():
             waiter.set_result(True)
 
-    timer = node.create_timer(max(timeout_s, 0.001), finish, callback_group=group)
+    timer = steady_timer(node, max(timeout_s, 0.001), finish, group)
     future.add_done_callback(finish)
     try:
         await waiter
@@ -192,13 +194,14 @@ class ActionCall:
         """Whether this goal may still move the robot: sent, and neither refused nor ended."""
         return not self._ended.is_set()
 
-    def cancel(self) -> None:
-        """Ask the server to cancel the goal (now, or as soon as it is accepted). Never waits."""
+    def cancel(self, again: bool = False) -> None:
+        """Ask the server to cancel the goal (now, or as soon as it is accepted). Never waits. With `again`, the
+        request is sent even if one went out already (it may have been lost; the goal has not ended)."""
         with self._lock:
             self._cancel = True
             handle = self._handle
-            send = handle is not None and self._cancel_sent_at is None
-            if send:
+            send = handle is not None and (self._cancel_sent_at is None or (again and not self._ended.is_set()))
+            if send and self._cancel_sent_at is None:
                 self._cancel_sent_at = time.monotonic()
         if send:
             handle.cancel_goal_async()
@@ -208,5 +211,5 @@ class ActionCall:
         at most `timeout_s` for it to end; True when it cannot move the robot any more."""
         if self._ended.is_set():
             return True
-        self.cancel()
+        self.cancel(again=True)  # a cancel sent earlier may have been lost
         return self._ended.wait(max(0.0, timeout_s))

@@ -158,6 +158,12 @@ class Nav2Client:
         last = self._last
         return last is not None and last.moving
 
+    def cancel_again(self) -> None:
+        """Send the latest goal's cancel once more (a cancel request may be lost; Nav2 never ended that goal)."""
+        last = self._last
+        if last is not None and last.moving:
+            last.cancel(again=True)
+
     def server_ready(self) -> bool:
         return bool(self._client.server_is_ready())
 
