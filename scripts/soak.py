@@ -52,6 +52,7 @@ def wait(future: Any, timeout: float, what: str) -> Any:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skills", type=int, default=1000, help="how many skills (at least 200)")
+    parser.add_argument("--write", default="", help="also write the figures to this Markdown file (docs/soak.md)")
     parser.add_argument(
         "--domain", type=int, default=0, help="ROS domain (0: one from 1..100 by the process id; tests use 101..232)"
     )
@@ -108,14 +109,23 @@ def main() -> int:
                 node.destroy_node()
             context.try_shutdown()
     first, last = statistics.median(durations[:100]) * 1000, statistics.median(durations[-100:]) * 1000
-    print(f"skills: {args.skills}, graph version {version}")
-    print(f"per-skill time, median of the first 100: {first:.1f} ms, last 100: {last:.1f} ms, ratio {last / first:.2f}")
-    print(
+    lines = [
+        f"skills: {args.skills}, graph version {version}",
+        f"per-skill time, median of the first 100: {first:.1f} ms, last 100: {last:.1f} ms, ratio {last / first:.2f}",
         "from skill 100 to the end: "
         f"RSS {before['rss_mb']:.0f} -> {after['rss_mb']:.0f} MB (+{after['rss_mb'] - before['rss_mb']:.0f} MB), "
         f"threads {before['threads']:.0f} -> {after['threads']:.0f}, "
-        f"open files {before['fds']:.0f} -> {after['fds']:.0f}"
-    )
+        f"open files {before['fds']:.0f} -> {after['fds']:.0f}",
+    ]
+    print("\n".join(lines))
+    if args.write:
+        when = time.strftime("%Y-%m-%d")
+        text = (
+            "# Soak\n\nWritten by `scripts/ws_env.sh python scripts/soak.py --write docs/soak.md` on "
+            f"{when} ({os.cpu_count()} cores): {args.skills} skills through the whole sim stack, the journal on.\n\n"
+            "```text\n" + "\n".join(lines) + "\n```\n"
+        )
+        Path(args.write).write_text(text, encoding="utf-8")
     return 0
 
 
