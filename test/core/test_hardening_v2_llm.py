@@ -8,6 +8,7 @@ import json
 import socket
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -381,3 +382,62 @@ def test_a_huge_answer_body_is_not_read_past_the_cap(protocol: str) -> None:
         assert len(response.text) == limits.MAX_ANSWER_CHARS and not response.oversize_bytes
     finally:
         at_limit.close()
+
+
+class GzipServer:
+    """A raw server answering each request with a gzip-compressed JSON answer of `answer_chars` characters."""
+
+    def __init__(self, protocol: str, answer_chars: int) -> None:
+        envelope = json.dumps(completion("X") if protocol == "openai" else ollama_reply("X")).encode()
+        before, after = envelope.split(b'"X"')
+        packer = zlib.compressobj(wbits=31)  # gzip
+        parts = [packer.compress(before + b'"')]
+        chunk = b"a" * (1 << 20)
+        for start in range(0, answer_chars, len(chunk)):
+            parts.append(packer.compress(chunk[: min(len(chunk), answer_chars - start)]))
+        parts += [packer.compress(b'"' + after), packer.flush()]
+        self.body = b"".join(parts)
+        self._server = socket.create_server(("127.0.0.1", 0))
+        self.port = self._server.getsockname()[1]
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self._server.accept()
+            except OSError:
+                return
+            with conn:
+                try:
+                    conn.settimeout(10.0)
+                    if read_request(conn):
+                        head = (
+                            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Encoding: gzip\r\n"
+                            f"Content-Length: {len(self.body)}\r\nConnection: close\r\n\r\n"
+                        )
+                        conn.sendall(head.encode() + self.body)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._server.close()
+
+
+@pytest.mark.parametrize("protocol", ["openai", "ollama"])
+def test_a_compressed_answer_is_capped_on_what_it_expands_to(protocol: str) -> None:
+    bomb = GzipServer(protocol, answer_chars=100_000_000)  # about 100 KB on the wire, 100 MB inflated
+    session = LlmSession(
+        backend_for(protocol, bomb.port, 60.0), Budget(max_transient_retries=0, max_bad_answers_per_step=0)
+    )
+    try:
+        with pytest.raises(BudgetExhaustedError) as caught:
+            session.ask("plan", REQUEST.messages, SCHEMA, lambda d: d)
+        assert "reading stopped there" in caught.value.last_feedback
+    finally:
+        bomb.close()
+    # an ordinary compressed answer is still read
+    small = GzipServer(protocol, answer_chars=5_000)
+    try:
+        assert LlmSession(backend_for(protocol, small.port, 60.0)).complete("plan", REQUEST).text == "a" * 5_000
+    finally:
+        small.close()

@@ -15,6 +15,7 @@ import contextlib
 import importlib
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
@@ -156,18 +157,41 @@ def _transport_class(mod: Any) -> Any:
             raise DeadlineExceededError("the call took longer than its deadline", request=request)
 
     class DeadlineStream(mod.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, request: Any, max_bytes: int | None) -> None:
+        """A response body read under the deadline, and cut off past `max_bytes` of *decoded* data.
+
+        A compressed body is inflated here, a piece at a time, so the cap bounds what it expands to.
+        """
+
+        def __init__(self, inner: Any, request: Any, max_bytes: int | None, inflate: bool) -> None:
             self._inner, self._request, self._max_bytes = inner, request, max_bytes
+            self._inflate = zlib.decompressobj(wbits=47) if inflate else None  # 47: gzip or zlib header
 
         def __iter__(self) -> Iterator[bytes]:
             read = 0
             for chunk in self._inner:
                 check(self._request)
-                read += len(chunk)
-                if self._max_bytes is not None and read > self._max_bytes:
-                    # stop here: the rest of the body is never read into memory
-                    raise BodyTooLargeError(self._max_bytes)
+                for piece in self._decoded(chunk):
+                    read += len(piece)
+                    if self._max_bytes is not None and read > self._max_bytes:
+                        # stop here: the rest of the body is never read into memory
+                        raise BodyTooLargeError(self._max_bytes)
+                    yield piece
+            if self._inflate is not None:
+                yield self._inflate.flush()
+
+        def _decoded(self, chunk: bytes) -> Iterator[bytes]:
+            if self._inflate is None:
                 yield chunk
+                return
+            data = chunk
+            try:
+                while data:
+                    yield self._inflate.decompress(data, 1 << 16)
+                    data = self._inflate.unconsumed_tail
+            except zlib.error as exc:
+                raise mod.DecodingError(
+                    f"the compressed response body is corrupt: {exc}", request=self._request
+                ) from None
 
         def close(self) -> None:
             close = getattr(self._inner, "close", None)
@@ -271,10 +295,20 @@ def _transport_class(mod: Any) -> Any:
 
         def handle_request(self, request: Any) -> Any:
             check(request)
+            if self._max_body_bytes is not None:
+                request.headers["Accept-Encoding"] = "gzip, deflate"  # only what the stream inflates itself
             _local.retry_after = None
             response = self._inner.handle_request(request)
             _local.retry_after = retry_after_s(response.headers)
-            response.stream = DeadlineStream(response.stream, request, self._max_body_bytes)
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            inflate = self._max_body_bytes is not None and encoding not in ("", "identity")
+            if inflate:
+                if encoding not in ("gzip", "x-gzip", "deflate"):
+                    response.close()
+                    raise mod.DecodingError(f"unsupported Content-Encoding {encoding!r}", request=request)
+                # decoded here under the cap, so httpx must not decode it again
+                del response.headers["content-encoding"]
+            response.stream = DeadlineStream(response.stream, request, self._max_body_bytes, inflate)
             return response
 
         def close(self) -> None:
