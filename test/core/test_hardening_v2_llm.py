@@ -25,6 +25,7 @@ from sayplan_core.llm.openai_backend import OpenAIBackend
 from sayplan_core.llm.replay import ReplayBackend
 from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession, PlanCancelledError
 from sayplan_core.llm.types import LlmFatalError
+from sayplan_core.retrieval.embedders import CachedEmbedder, EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 
 TRICKLE_S = 0.4  # one header byte this often: every read succeeds long before the per-read timeout
 HEADERS = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nX-Slow: " + b"z" * 200 + b"\r\n"
@@ -441,3 +442,20 @@ def test_a_compressed_answer_is_capped_on_what_it_expands_to(protocol: str) -> N
         assert LlmSession(backend_for(protocol, small.port, 60.0)).complete("plan", REQUEST).text == "a" * 5_000
     finally:
         small.close()
+
+
+@pytest.mark.parametrize("protocol", ["openai", "ollama"])
+def test_an_embedding_endpoint_trickling_its_headers_cannot_hold_a_batch_past_its_timeout(
+    trickler: HeaderTrickler, protocol: str
+) -> None:
+    timeout_s = 2.0
+    embedder: CachedEmbedder
+    if protocol == "openai":
+        embedder = OpenAIEmbedder("embed-test", base_url=f"http://127.0.0.1:{trickler.port}/v1", timeout_s=timeout_s)
+    else:
+        embedder = OllamaEmbedder("embed-test", host=f"http://127.0.0.1:{trickler.port}", timeout_s=timeout_s)
+    started = time.monotonic()
+    with pytest.raises(EmbeddingError):
+        embedder.embed(["mug", "desk"])
+    elapsed = time.monotonic() - started
+    assert elapsed < timeout_s + 1.0, f"{protocol}: the batch took {elapsed:.1f} s against a {timeout_s:g} s timeout"
