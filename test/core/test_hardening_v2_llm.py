@@ -241,7 +241,7 @@ def read_request(conn: socket.socket) -> bool:
 
 
 class KeepAliveServer:
-    """A raw HTTP/1.1 server: each connection's first request gets a keep-alive answer, later ones get none.
+    """A raw HTTP/1.1 server answering on keep-alive connections until `stall` is set; then requests get no answer.
 
     A stalled request is held for at most `hold_s`, then the connection is closed (so old code fails in bounded time).
     """
@@ -250,6 +250,8 @@ class KeepAliveServer:
         self.body, self.hold_s = body, hold_s
         self.connections = 0
         self.requests = 0
+        self.stalled = 0
+        self.stall = threading.Event()
         self._stop = threading.Event()
         self._server = socket.create_server(("127.0.0.1", 0))
         self.port = self._server.getsockname()[1]
@@ -271,9 +273,10 @@ class KeepAliveServer:
             try:
                 while read_request(conn):
                     self.requests += 1
-                    if self.requests == 1:
+                    if not self.stall.is_set():
                         conn.sendall(head.encode() + self.body)
                     else:
+                        self.stalled += 1
                         self._stop.wait(self.hold_s)
                         return
             except OSError:
@@ -292,6 +295,7 @@ def test_cancel_of_a_later_goal_on_a_reused_keep_alive_connection_ends_within_a_
     try:
         with abortable(CallAbort()):  # the first goal, answered at once: its connection goes back to the pool
             assert LlmSession(backend, Budget(max_transient_retries=0)).complete("plan", REQUEST).text
+        server.stall.set()
         handle = CallAbort()  # the next goal's own handle, as the planner node makes one per goal
         outcome: list[BaseException] = []
 
@@ -304,7 +308,7 @@ def test_cancel_of_a_later_goal_on_a_reused_keep_alive_connection_ends_within_a_
 
         worker = threading.Thread(target=run)
         worker.start()
-        while server.requests < 2:  # the second request is on the wire, on the pooled connection
+        while not server.stalled:  # the second request is on the wire, on the pooled connection
             time.sleep(0.05)
         time.sleep(0.5)
         aborted_at = time.monotonic()
