@@ -162,9 +162,10 @@ def test_cancel_ends_a_later_goal_on_a_keep_alive_connection_an_earlier_goal_ope
         took = time.monotonic() - asked
     finally:
         server.close()
-    assert server.connections == 1, "the second goal did not reuse the first goal's connection"
-    assert result.result().status == GoalStatus.STATUS_CANCELED
-    assert took < 1.0, f"the cancel took {took:.1f} s"
+    seen = f"connections {server.connections}, requests {server.requests}, status {result.result().status}"
+    assert server.connections == 1, f"the second goal did not reuse the first goal's connection ({seen})"
+    assert result.result().status == GoalStatus.STATUS_CANCELED, seen
+    assert took < 1.0, f"the cancel took {took:.1f} s ({seen})"
 
 
 def test_an_oversized_instruction_is_refused(ros: Any) -> None:
