@@ -5,6 +5,7 @@ and its cancel ends it within 1 s (item 2)."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 import time
 from pathlib import Path
@@ -49,7 +50,9 @@ def _load(name: str, file: str) -> Any:
     return module
 
 
-HeaderTrickler = _load("hardening_v2_llm", "test_hardening_v2_llm.py").HeaderTrickler
+_LLM = _load("hardening_v2_llm", "test_hardening_v2_llm.py")
+HeaderTrickler = _LLM.HeaderTrickler
+KeepAliveServer = _LLM.KeepAliveServer
 
 
 def apply(ros: Any, client: Any, update: GraphUpdate) -> Any:
@@ -140,6 +143,29 @@ def test_cancel_ends_a_goal_blocked_on_trickled_headers_within_a_second(ros: Any
         trickler.close()
     assert result.result().status == GoalStatus.STATUS_CANCELED
     assert took < 1.0, f"the cancel took {took:.1f} s"
+
+
+def test_cancel_ends_a_later_goal_on_a_keep_alive_connection_an_earlier_goal_opened(ros: Any) -> None:
+    answer = _LLM.completion('{"plan": "not a plan"}')  # a bad answer: the first goal ends after its retries
+    server = KeepAliveServer(json.dumps(answer).encode(), hold_s=20.0)
+    try:
+        start_planner(ros, server.port, 60.0)
+        _, first = send_goal(ros)
+        ros.wait_for(first.done, timeout=30.0, what="the first result")
+        server.stall.set()  # from now on the server holds every request
+        handle, result = send_goal(ros)
+        ros.wait_for(lambda: server.stalled > 0, what="the second goal's LLM request")
+        time.sleep(0.5)
+        asked = time.monotonic()
+        handle.cancel_goal_async()
+        ros.wait_for(result.done, timeout=30.0, what="the result")
+        took = time.monotonic() - asked
+    finally:
+        server.close()
+    seen = f"connections {server.connections}, requests {server.requests}, status {result.result().status}"
+    assert server.connections == 1, f"the second goal did not reuse the first goal's connection ({seen})"
+    assert result.result().status == GoalStatus.STATUS_CANCELED, seen
+    assert took < 1.0, f"the cancel took {took:.1f} s ({seen})"
 
 
 def test_an_oversized_instruction_is_refused(ros: Any) -> None:

@@ -15,13 +15,34 @@ import contextlib
 import importlib
 import threading
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
+from sayplan_core.graph import limits
+
+if TYPE_CHECKING:
+    from sayplan_core.llm.types import LlmResponse
+
 _local = threading.local()
+
+#: bytes of an LLM server's response body: enough for an answer of `limits.MAX_ANSWER_CHARS` characters
+#: however it is encoded (a character escaped as a UTF-16 surrogate pair takes 12 bytes) plus its envelope
+MAX_ANSWER_BODY_BYTES = 12 * limits.MAX_ANSWER_CHARS + 1_000_000
+
+
+class BodyTooLargeError(Exception):
+    """A response body was longer than its transport's cap; reading stopped there.
+
+    Not an httpx error on purpose: the SDKs let it through unwrapped, so a backend can report it.
+    """
+
+    def __init__(self, limit_bytes: int) -> None:
+        super().__init__(f"the server's response is over {limit_bytes} bytes; the rest was not read")
+        self.limit_bytes = limit_bytes
 
 
 @contextmanager
@@ -136,13 +157,41 @@ def _transport_class(mod: Any) -> Any:
             raise DeadlineExceededError("the call took longer than its deadline", request=request)
 
     class DeadlineStream(mod.SyncByteStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, request: Any) -> None:
-            self._inner, self._request = inner, request
+        """A response body read under the deadline, and cut off past `max_bytes` of *decoded* data.
+
+        A compressed body is inflated here, a piece at a time, so the cap bounds what it expands to.
+        """
+
+        def __init__(self, inner: Any, request: Any, max_bytes: int | None, inflate: bool) -> None:
+            self._inner, self._request, self._max_bytes = inner, request, max_bytes
+            self._inflate = zlib.decompressobj(wbits=47) if inflate else None  # 47: gzip or zlib header
 
         def __iter__(self) -> Iterator[bytes]:
+            read = 0
             for chunk in self._inner:
                 check(self._request)
+                for piece in self._decoded(chunk):
+                    read += len(piece)
+                    if self._max_bytes is not None and read > self._max_bytes:
+                        # stop here: the rest of the body is never read into memory
+                        raise BodyTooLargeError(self._max_bytes)
+                    yield piece
+            if self._inflate is not None:
+                yield self._inflate.flush()
+
+        def _decoded(self, chunk: bytes) -> Iterator[bytes]:
+            if self._inflate is None:
                 yield chunk
+                return
+            data = chunk
+            try:
+                while data:
+                    yield self._inflate.decompress(data, 1 << 16)
+                    data = self._inflate.unconsumed_tail
+            except zlib.error as exc:
+                raise mod.DecodingError(
+                    f"the compressed response body is corrupt: {exc}", request=self._request
+                ) from None
 
         def close(self) -> None:
             close = getattr(self._inner, "close", None)
@@ -161,35 +210,54 @@ def _transport_class(mod: Any) -> Any:
         return left if timeout is None else min(timeout, left)
 
     class DeadlineNetworkStream(core.NetworkStream):  # type: ignore[misc]
-        def __init__(self, inner: Any, handle: CallAbort | None) -> None:
-            self._inner, self._handle = inner, handle
+        """A socket bounded by the deadline and owned by the job of the thread using it *now*.
+
+        A pooled keep-alive connection outlives the goal that opened it, so the socket is (re)registered
+        with the calling thread's CallAbort on every read and write, not only when it was opened.
+        """
+
+        def __init__(self, inner: Any) -> None:
+            self._inner = inner
             self._sock = inner.get_extra_info("socket")
-            if handle is not None and self._sock is not None:
-                handle._register(self._sock)
+            self._handle: CallAbort | None = None
+            self._bind()
+
+        def _bind(self) -> None:
+            handle = current_abort()
+            if handle is not self._handle and self._sock is not None:
+                if self._handle is not None:
+                    self._handle._forget(self._sock)
+                if handle is not None:
+                    handle._register(self._sock)
+            self._handle = handle
 
         def _check_abort(self) -> None:
             if self._handle is not None and self._handle.aborted:
                 raise core.ReadError("the call was canceled")
 
         def read(self, max_bytes: int, timeout: float | None = None) -> bytes:
+            self._bind()
             self._check_abort()
             data: bytes = self._inner.read(max_bytes, bounded(timeout))
             self._check_abort()
             return data
 
         def write(self, buffer: bytes, timeout: float | None = None) -> None:
+            self._bind()
             self._check_abort()
             self._inner.write(buffer, bounded(timeout))
 
         def close(self) -> None:
             if self._handle is not None and self._sock is not None:
                 self._handle._forget(self._sock)
+            self._handle = None
             self._inner.close()
 
         def start_tls(self, ssl_context: Any, server_hostname: str | None = None, timeout: float | None = None) -> Any:
-            return DeadlineNetworkStream(
-                self._inner.start_tls(ssl_context, server_hostname, bounded(timeout)), self._handle
-            )
+            if self._handle is not None and self._sock is not None:
+                self._handle._forget(self._sock)  # the TLS stream registers the socket it wraps
+                self._handle = None
+            return DeadlineNetworkStream(self._inner.start_tls(ssl_context, server_hostname, bounded(timeout)))
 
         def get_extra_info(self, info: str) -> Any:
             return self._inner.get_extra_info(info)
@@ -207,18 +275,17 @@ def _transport_class(mod: Any) -> Any:
             socket_options: Any = None,
         ) -> Any:
             stream = self._inner.connect_tcp(host, port, bounded(timeout), local_address, socket_options)
-            return DeadlineNetworkStream(stream, current_abort())
+            return DeadlineNetworkStream(stream)
 
         def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
-            return DeadlineNetworkStream(
-                self._inner.connect_unix_socket(path, bounded(timeout), socket_options), current_abort()
-            )
+            return DeadlineNetworkStream(self._inner.connect_unix_socket(path, bounded(timeout), socket_options))
 
         def sleep(self, seconds: float) -> None:
             pause(seconds)
 
     class DeadlineTransport(mod.BaseTransport):  # type: ignore[misc]
-        def __init__(self) -> None:
+        def __init__(self, max_body_bytes: int | None) -> None:
+            self._max_body_bytes = max_body_bytes
             self._inner = mod.HTTPTransport()
             # the same pool httpx builds, connecting through the deadline backend (httpx has no
             # parameter for it); test_hardening_v2_llm's header trickle fails if this stops working
@@ -228,10 +295,20 @@ def _transport_class(mod: Any) -> Any:
 
         def handle_request(self, request: Any) -> Any:
             check(request)
+            if self._max_body_bytes is not None:
+                request.headers["Accept-Encoding"] = "gzip, deflate"  # only what the stream inflates itself
             _local.retry_after = None
             response = self._inner.handle_request(request)
             _local.retry_after = retry_after_s(response.headers)
-            response.stream = DeadlineStream(response.stream, request)
+            encoding = response.headers.get("content-encoding", "").strip().lower()
+            inflate = self._max_body_bytes is not None and encoding not in ("", "identity")
+            if inflate:
+                if encoding not in ("gzip", "x-gzip", "deflate"):
+                    response.close()
+                    raise mod.DecodingError(f"unsupported Content-Encoding {encoding!r}", request=request)
+                # decoded here under the cap, so httpx must not decode it again
+                del response.headers["content-encoding"]
+            response.stream = DeadlineStream(response.stream, request, self._max_body_bytes, inflate)
             return response
 
         def close(self) -> None:
@@ -240,14 +317,31 @@ def _transport_class(mod: Any) -> Any:
     return DeadlineTransport
 
 
-def deadline_transport(httpx_module: Any) -> Any:
-    """A transport for `httpx_module` whose response bodies are read under the calling thread's deadline."""
-    return _transport_class(httpx_module)()
+def deadline_transport(httpx_module: Any, max_body_bytes: int | None = None) -> Any:
+    """A transport for `httpx_module` whose response bodies are read under the calling thread's deadline.
+
+    With `max_body_bytes`, reading a response body stops (BodyTooLargeError) as soon as it is longer.
+    """
+    return _transport_class(httpx_module)(max_body_bytes)
 
 
-def http_client(httpx_module: Any, timeout_s: float) -> Any:
+def http_client(httpx_module: Any, timeout_s: float, max_body_bytes: int | None = None) -> Any:
     """A client for an SDK: each network operation bounded by `timeout_s`, each call by `deadline()`."""
-    return httpx_module.Client(timeout=httpx_module.Timeout(timeout_s), transport=deadline_transport(httpx_module))
+    return httpx_module.Client(
+        timeout=httpx_module.Timeout(timeout_s), transport=deadline_transport(httpx_module, max_body_bytes)
+    )
+
+
+def oversized_answer(exc: BodyTooLargeError, max_tokens: int, latency_s: float, model: str) -> LlmResponse:
+    """The answer a backend reports for a body cut off at its cap: refused with a reason fed back to the model.
+
+    Its cost is counted as a whole answer of `max_tokens` (the server sent at least that much).
+    """
+    from sayplan_core.llm.types import LlmResponse  # here: types imports this module
+
+    return LlmResponse(
+        text="", completion_tokens=max_tokens, latency_s=latency_s, model=model, oversize_bytes=exc.limit_bytes
+    )
 
 
 def redact_url(url: str) -> str:

@@ -6,7 +6,15 @@ import base64
 import time
 from typing import Any
 
-from sayplan_core.llm.http import deadline, deadline_transport, last_retry_after_s, redact_url
+from sayplan_core.llm.http import (
+    MAX_ANSWER_BODY_BYTES,
+    BodyTooLargeError,
+    deadline,
+    deadline_transport,
+    last_retry_after_s,
+    oversized_answer,
+    redact_url,
+)
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
@@ -21,7 +29,9 @@ class OllamaBackend:
         self.timeout_s = timeout_s
         host = base_url or DEFAULT_OLLAMA_URL
         # the transport enforces a deadline on the whole call, not only on each read
-        self._client = ollama.Client(host=host, timeout=timeout_s, transport=deadline_transport(httpx))
+        self._client = ollama.Client(
+            host=host, timeout=timeout_s, transport=deadline_transport(httpx, MAX_ANSWER_BODY_BYTES)
+        )
         self.info = BackendInfo("ollama", model, host)
 
     def start_task(self, instruction: str) -> None:
@@ -44,6 +54,8 @@ class OllamaBackend:
                     format=request.schema if request.schema is not None else None,
                     options=options,
                 )
+        except BodyTooLargeError as exc:
+            return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except ollama.ResponseError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
             if status == 429 or status >= 500:

@@ -7,7 +7,15 @@ import base64
 import time
 from typing import Any
 
-from sayplan_core.llm.http import deadline, http_client, redact_url, retry_after_s
+from sayplan_core.llm.http import (
+    MAX_ANSWER_BODY_BYTES,
+    BodyTooLargeError,
+    deadline,
+    http_client,
+    oversized_answer,
+    redact_url,
+    retry_after_s,
+)
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 
@@ -31,7 +39,7 @@ class OpenAIBackend:
             base_url=base_url or None,
             timeout=timeout_s,
             max_retries=0,
-            http_client=http_client(_sdk_httpx(), timeout_s),
+            http_client=http_client(_sdk_httpx(), timeout_s, MAX_ANSWER_BODY_BYTES),
         )
         self.strict_schema = strict_schema
         self.info = BackendInfo("openai", model, base_url or "https://api.openai.com/v1")
@@ -64,6 +72,8 @@ class OpenAIBackend:
         try:
             with deadline(self.timeout_s):
                 completion = self._client.chat.completions.create(**kwargs)
+        except BodyTooLargeError as exc:
+            return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except openai.APITimeoutError as exc:
             raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
         except openai.APIConnectionError as exc:

@@ -121,6 +121,9 @@ class LlmSession:
                 response = self.backend.complete(request)
                 _check_usage(response)
             except LlmTransientError as exc:
+                handle = http.current_abort()
+                if handle is not None and handle.aborted:  # the abort ended this attempt: not a backend failure
+                    raise PlanCancelledError("cancelled") from exc
                 # a failed attempt used no tokens the server reported: it spends a call, not the token budget
                 self.calls.append(CallStats(stage, self.backend.info.model, 0, 0, 0.0, "transient_error", str(exc)))
                 last_feedback = f"LLM backend error: {exc}"
@@ -225,6 +228,11 @@ def _check_usage(response: LlmResponse) -> None:
 def parse_json_answer(response: LlmResponse) -> dict[str, Any]:
     if response.refusal:
         raise BadAnswerError(f"the model refused: {response.refusal}")
+    if response.oversize_bytes:
+        raise BadAnswerError(
+            f"the answer is over the limit of {limits.MAX_ANSWER_CHARS} characters (the server sent more than "
+            f"{response.oversize_bytes} bytes; reading stopped there)"
+        )
     if response.finish_reason == "length":
         raise BadAnswerError("the answer was cut off at the token limit; answer more briefly")
     if len(response.text) > limits.MAX_ANSWER_CHARS:

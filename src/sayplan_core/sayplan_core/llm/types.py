@@ -27,6 +27,8 @@ class LlmResponse:
     model: str = ""
     finish_reason: str = "stop"
     refusal: str | None = None
+    #: the server's response was longer than this many bytes and was not read whole (0: read whole)
+    oversize_bytes: int = 0
 
 
 class LlmError(Exception):

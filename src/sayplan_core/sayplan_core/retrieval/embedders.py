@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
+
+from sayplan_core.llm import http
 
 Vectors = npt.NDArray[np.float32]
 
@@ -116,48 +118,95 @@ class MiniLmEmbedder(CachedEmbedder):
         return rows
 
 
+#: texts per request to an embedding endpoint: each request is answered within the embedder's `timeout_s`
+ENDPOINT_BATCH = 256
+
+
+def _in_batches(
+    texts: list[str], timeout_s: float, embed: Callable[[list[str]], list[Any]], retryable: tuple[type[Exception], ...]
+) -> list[Any]:
+    """`embed` over `texts` a batch at a time, each batch under one wall-clock deadline of `timeout_s`.
+
+    A failure in `retryable` is retried twice after a short pause, inside that deadline (the SDKs' own
+    retries sleep past it, so they are off).
+    """
+    rows: list[Any] = []
+    for start in range(0, len(texts), ENDPOINT_BATCH):
+        batch = texts[start : start + ENDPOINT_BATCH]
+        with http.deadline(timeout_s):
+            for attempt in range(3):
+                try:
+                    rows.extend(embed(batch))
+                    break
+                except retryable:
+                    wait = 0.5 * 2**attempt
+                    left = http.remaining_s()
+                    if attempt == 2 or (left is not None and left <= wait):
+                        raise
+                    http.pause(wait)
+    return rows
+
+
 class OpenAIEmbedder(CachedEmbedder):
-    """Any OpenAI-compatible /v1/embeddings endpoint (OpenAI, vLLM, llama.cpp server, Ollama's /v1)."""
+    """Any OpenAI-compatible /v1/embeddings endpoint (OpenAI, vLLM, llama.cpp server, Ollama's /v1).
+
+    Requests go through the LLM backends' deadline transport: a server trickling its answer cannot hold a
+    batch past `timeout_s`, and a planning goal's cancel shuts the socket down.
+    """
 
     def __init__(self, model: str, base_url: str | None = None, api_key: str | None = None, timeout_s: float = 30.0):
         super().__init__()
         import openai
 
+        from sayplan_core.llm.openai_backend import _sdk_httpx
+
         self._openai = openai
+        self.timeout_s = timeout_s
         self._client = openai.OpenAI(
-            api_key=api_key or "not-needed", base_url=base_url or None, timeout=timeout_s, max_retries=2
+            api_key=api_key or "not-needed",
+            base_url=base_url or None,
+            timeout=timeout_s,
+            max_retries=0,
+            http_client=http.http_client(_sdk_httpx(), timeout_s),
         )
         self.name = f"openai:{model}"
         self.model = model
 
     def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
+        def embed(batch: list[str]) -> list[Any]:
+            answer = self._client.embeddings.create(model=self.model, input=batch)
+            return [d.embedding for d in sorted(answer.data, key=lambda d: d.index)]
+
         try:
-            answer = self._client.embeddings.create(model=self.model, input=texts)
+            retryable = (self._openai.APIConnectionError, self._openai.RateLimitError, self._openai.InternalServerError)
+            return _in_batches(texts, self.timeout_s, embed, retryable)
         except self._openai.OpenAIError as exc:
-            raise EmbeddingError(f"{self.name}: embedding request failed: {exc}") from exc
-        data = sorted(answer.data, key=lambda d: d.index)
-        return [d.embedding for d in data]
+            raise EmbeddingError(f"{self.name}: embedding request failed: {http.redact_url(str(exc))}") from exc
 
 
 class OllamaEmbedder(CachedEmbedder):
-    """Ollama's /api/embed (e.g. nomic-embed-text, all-minilm)."""
+    """Ollama's /api/embed (e.g. nomic-embed-text, all-minilm), through the same deadline transport."""
 
     def __init__(self, model: str, host: str | None = None, timeout_s: float = 30.0) -> None:
         super().__init__()
+        import httpx
         import ollama
 
         self._ollama = ollama
-        self._client = ollama.Client(host=host, timeout=timeout_s)
+        self._httpx = httpx
+        self.timeout_s = timeout_s
+        self._client = ollama.Client(host=host, timeout=timeout_s, transport=http.deadline_transport(httpx))
         self.name = f"ollama:{model}"
         self.model = model
 
     def _embed_batch(self, texts: list[str]) -> npt.ArrayLike:
+        def embed(batch: list[str]) -> list[Any]:
+            return list(self._client.embed(model=self.model, input=batch).embeddings)
+
         try:
-            answer = self._client.embed(model=self.model, input=texts)
-        except (self._ollama.ResponseError, ConnectionError, OSError) as exc:
-            raise EmbeddingError(f"{self.name}: embedding request failed: {exc}") from exc
-        rows: npt.ArrayLike = list(answer.embeddings)
-        return rows
+            return _in_batches(texts, self.timeout_s, embed, (self._httpx.TransportError, ConnectionError))
+        except (self._ollama.ResponseError, self._httpx.HTTPError, ConnectionError, OSError) as exc:
+            raise EmbeddingError(f"{self.name}: embedding request failed: {http.redact_url(str(exc))}") from exc
 
 
 def make_embedder(spec: str, base_url: str | None = None, api_key: str | None = None) -> CachedEmbedder:
