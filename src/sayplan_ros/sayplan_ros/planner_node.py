@@ -12,6 +12,7 @@ goal's LLM exchange is written to its own file there.
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,7 @@ from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.single_goal import SingleGoal
+from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
 
 
 class PlannerNode(Node):
@@ -107,6 +108,11 @@ class PlannerNode(Node):
             )
         finally:
             self._single.release()
+        settle = time.monotonic() + CANCEL_SETTLE_MAX_S
+        while self._abort.aborted and not handle.is_cancel_requested and time.monotonic() < settle:
+            # the cancel callback ended the LLM call before rclpy marked the goal CANCELING (it does once the
+            # callback returned): ending now would abort a goal whose cancel was accepted. This goal's own thread.
+            time.sleep(CANCEL_SETTLE_S)
         report = PlanReport(instruction=goal.instruction, outcome=outcome)
         report.header.stamp = self.get_clock().now().to_msg()
         self._reports.publish(report)

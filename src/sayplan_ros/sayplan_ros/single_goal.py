@@ -13,6 +13,11 @@ from typing import Any
 
 from rclpy.action import GoalResponse
 
+#: After a cancel callback stopped the work, rclpy marks the goal CANCELING only once the callback returned: a goal
+#: whose cancel was accepted waits for that (bounded) before it ends, so it ends CANCELED and not ABORTED.
+CANCEL_SETTLE_S = 0.01  # how often it looks
+CANCEL_SETTLE_MAX_S = 1.0
+
 
 class SingleGoal:
     """Accepts a goal only when none is running; `release()` when the goal's execute callback ends."""

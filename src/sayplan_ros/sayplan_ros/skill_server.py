@@ -48,11 +48,9 @@ from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.clocks import steady_timer, warn_without_clock
 from sayplan_ros.conversions import skill_result_to_msg
 from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.single_goal import SingleGoal
+from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
 
 GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
-CANCEL_SETTLE_S = 0.01  # how often a canceled goal looks whether rclpy has marked it CANCELING yet
-CANCEL_SETTLE_MAX_S = 1.0
 SHUTDOWN_POLL_S = 0.01  # how often `stop_for_shutdown` (a plain thread, not a callback) looks whether the skill ended
 
 
