@@ -213,8 +213,9 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
     after_first = graph.version
     wrapped = send(ros, tasks, ExecuteTask.Goal(instruction="go back"))
     assert wrapped.status == GoalStatus.STATUS_SUCCEEDED, wrapped.result.error_msg
-    # the second task's plan follows the last update of the first (the executor, not the task, remembers it)
-    assert planned == [(0, 1), (after_first, after_first)], planned
+    # the first plan follows the version the executor asked the server for before the task (it names the server's
+    # start, GetSceneGraph.version_only); the second follows the last update of the first (the executor remembers)
+    assert planned == [(1, 1), (after_first, after_first)], planned
 
 
 def test_a_skill_that_times_out_still_reports_what_it_did(ros: Any, tmp_path: Path) -> None:
