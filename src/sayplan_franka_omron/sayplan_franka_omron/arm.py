@@ -28,7 +28,7 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.franka import gripper_outcome, gripper_width, trajectory_outcome
 from sayplan_core.robots.primitives import Grasp, Outcome, Trajectory
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, STATUS_CANCELED, ActionCall, wait_for
+from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, STATUS_CANCELED, ActionCall, LatestGoal, wait_for
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -73,7 +73,7 @@ class FrankaArm:
         self._move = ActionClient(node, self._move_t, move_action, callback_group=group)
         self._homing = ActionClient(node, self._homing_t, homing_action, callback_group=group)
         self._call: ActionCall | None = None
-        self._last: ActionCall | None = None  # the latest goal's call, kept after it returned (it may live on)
+        self._latest = LatestGoal()  # the latest goal's call, kept after it returned (it may live on)
         #: how long a server may take to confirm a cancel (the node's `arm_cancel_timeout_s`)
         self.cancel_timeout_s = CANCEL_GRACE_S
         self._gripper_busy = False
@@ -156,14 +156,11 @@ class FrankaArm:
     def moving(self) -> bool:
         """Whether a goal this node sent to the arm or gripper may still move it (its end never came, e.g. a cancel
         the server never confirmed)."""
-        last = self._last
-        return last is not None and last.moving
+        return self._latest.moving
 
     def cancel_again(self) -> None:
         """Send the latest goal's cancel once more (a cancel request may have been lost)."""
-        last = self._last
-        if last is not None and last.moving:
-            last.cancel(again=True)
+        self._latest.cancel_again()
 
     def servers_ready(self) -> list[str]:
         """The arm and gripper action servers that are not there (empty: all are)."""
@@ -215,9 +212,7 @@ class FrankaArm:
         gripper = self._gripper_busy or gripper_was_busy
         self.cancel()
         ended = self._idle.wait(max(0.0, deadline - time.monotonic()))
-        last = self._last
-        if last is not None and last.moving:
-            ended = last.stop_and_wait(max(0.0, deadline - time.monotonic())) and ended
+        ended = self._latest.stop_and_wait(max(0.0, deadline - time.monotonic())) and ended
         if gripper:
             ended = self._stop_gripper(max(0.0, deadline - time.monotonic())) and ended
         return ended
@@ -281,7 +276,7 @@ class FrankaArm:
         """The goal's (status, result), or the Outcome that says why there is none. Past `deadline_s` (from the
         goal being sent) the goal is canceled: the primitive ends `timeout`."""
         call = ActionCall(self._node, client, what, self._group)
-        self._call = self._last = call
+        self._call = self._latest.call = call
         self._idle.clear()
         expired: list[bool] = []
 

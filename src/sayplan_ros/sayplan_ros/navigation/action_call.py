@@ -10,6 +10,7 @@ shutdown path): it cancels and waits, bounded, until the goal has ended.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Awaitable, Callable
@@ -213,3 +214,34 @@ class ActionCall:
             return True
         self.cancel(again=True)  # a cancel sent earlier may have been lost
         return self._ended.wait(max(0.0, timeout_s))
+
+
+class LatestGoal:
+    """The latest goal a client sent, kept after its call returned: a goal whose cancel was never confirmed may
+    still move the robot, so `clear_fault`, a shutdown and `destroy` look at it (Nav2 legs, arm and gripper goals)."""
+
+    def __init__(self) -> None:
+        self.call: ActionCall | None = None
+
+    @property
+    def moving(self) -> bool:
+        call = self.call
+        return call is not None and call.moving
+
+    def cancel_again(self) -> None:
+        """Send its cancel once more (a cancel request may have been lost)."""
+        call = self.call
+        if call is not None and call.moving:
+            call.cancel(again=True)
+
+    def stop_and_wait(self, timeout_s: float) -> bool:
+        """Cancel it (again) and wait, bounded, for its end; True when it no longer moves (or there is none)."""
+        call = self.call
+        return call is None or not call.moving or call.stop_and_wait(timeout_s)
+
+    def cancel_quietly(self) -> None:
+        """Best effort while the node goes: the request is sent, its answer not awaited (DDS may be going down)."""
+        call = self.call
+        if call is not None and call.moving:
+            with contextlib.suppress(Exception):
+                call.cancel()

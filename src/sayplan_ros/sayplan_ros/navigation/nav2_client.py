@@ -20,7 +20,6 @@ driving to the goal (README, "Navigation through Nav2").
 
 from __future__ import annotations
 
-import contextlib
 import math
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -39,7 +38,7 @@ from sayplan_core.robots.nav2 import (
 from sayplan_core.robots.navigation import Pose2D
 from sayplan_core.robots.primitives import Outcome
 from sayplan_core.settings import NAV2_CANCEL_TIMEOUT_S, NAV2_LEG_TIMEOUT_S
-from sayplan_ros.navigation.action_call import ActionCall
+from sayplan_ros.navigation.action_call import ActionCall, LatestGoal
 
 Feedback = Callable[[str, float], None]
 Sleep = Callable[[float], Awaitable[None]]
@@ -69,7 +68,7 @@ class Nav2Client:
         self._client = ActionClient(node, self._type, action_name, callback_group=group)
         self.action_name = action_name
         self._call: ActionCall | None = None  # the running leg's call
-        self._last: ActionCall | None = None  # the latest leg's call, kept after it returned (its goal may live on)
+        self._latest = LatestGoal()  # the latest leg's call, kept after it returned (its goal may live on)
         self.last_pose: Pose2D | None = None
 
     async def drive(
@@ -116,7 +115,7 @@ class Nav2Client:
             )
 
         call = ActionCall(self._node, self._client, "Nav2 NavigateToPose", self._group)
-        self._call = self._last = call
+        self._call = self._latest.call = call
         if cancel_requested():
             call.cancel()
         try:
@@ -155,14 +154,11 @@ class Nav2Client:
     @property
     def moving(self) -> bool:
         """Whether a goal this client sent may still be driving the base (sent, and Nav2 has not ended it)."""
-        last = self._last
-        return last is not None and last.moving
+        return self._latest.moving
 
     def cancel_again(self) -> None:
         """Send the latest goal's cancel once more (a cancel request may be lost; Nav2 never ended that goal)."""
-        last = self._last
-        if last is not None and last.moving:
-            last.cancel(again=True)
+        self._latest.cancel_again()
 
     def server_ready(self) -> bool:
         return bool(self._client.server_is_ready())
@@ -171,14 +167,10 @@ class Nav2Client:
         """Cancel the running NavigateToPose goal, if any, and wait at most `timeout_s` for Nav2 to end it (status
         CANCELED, or the goal ended otherwise). For a plain thread while the executor spins (it completes the
         result); never from an executor callback. True when nothing this client sent is moving the base."""
-        last = self._last
-        return last is None or last.stop_and_wait(timeout_s)
+        return self._latest.stop_and_wait(timeout_s)
 
     def destroy(self) -> None:
         """Cancel a goal still under way (best effort: the request is sent, its answer not awaited; DDS may be going
         down with the node), then destroy the client."""
-        last = self._last
-        if last is not None and last.moving:
-            with contextlib.suppress(Exception):  # a context already shut down: nothing more can be sent
-                last.cancel()
+        self._latest.cancel_quietly()
         self._client.destroy()
