@@ -63,7 +63,8 @@ def stop_robots(nodes: list[Node], timeout_s: float = SHUTDOWN_STOP_S) -> bool:
 
 
 def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str] | None = None) -> None:
-    """Spin the nodes until SIGINT/SIGTERM, then stop the robots and exit 0; a start-up error exits 2."""
+    """Spin the nodes until SIGINT/SIGTERM, then stop the robots and exit 0 (3: a stop was not confirmed); a
+    start-up error exits 2."""
     try:
         rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
     except Exception as exc:
