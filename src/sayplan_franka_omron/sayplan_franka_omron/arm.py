@@ -212,7 +212,8 @@ class FrankaArm:
         gripper = self._gripper_busy or gripper_was_busy
         self.cancel()
         ended = self._idle.wait(max(0.0, deadline - time.monotonic()))
-        ended = self._latest.stop_and_wait(max(0.0, deadline - time.monotonic())) and ended
+        if self._latest.moving:
+            ended = self._latest.stop_and_wait(max(0.0, deadline - time.monotonic())) and ended
         if gripper:
             ended = self._stop_gripper(max(0.0, deadline - time.monotonic())) and ended
         return ended

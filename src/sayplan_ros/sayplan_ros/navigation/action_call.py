@@ -237,7 +237,7 @@ class LatestGoal:
     def stop_and_wait(self, timeout_s: float) -> bool:
         """Cancel it (again) and wait, bounded, for its end; True when it no longer moves (or there is none)."""
         call = self.call
-        return call is None or not call.moving or call.stop_and_wait(timeout_s)
+        return call is None or call.stop_and_wait(timeout_s)
 
     def cancel_quietly(self) -> None:
         """Best effort while the node goes: the request is sent, its answer not awaited (DDS may be going down)."""
