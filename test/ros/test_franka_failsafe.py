@@ -1,3 +1,4 @@
+# ruff: noqa: F811  (make_robot is the fixture imported from test_franka; tests take it by parameter name)
 """Issue 23 on franka_omron_skill_server, at the protocol boundary (fake ARCL base over TCP, fake Nav2,
 franka_gripper and trajectory controller over DDS): the latch after a handle that will not let go and how an
 operator clears it; the hand read back before and after skills; the ARCL guide's drive messages, the watchdog on a
@@ -7,7 +8,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -20,39 +20,13 @@ for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
 
 from action_msgs.msg import GoalStatus  # noqa: E402
 from fakes.arcl_server import Drive  # noqa: E402
-from fakes.franka_robot import FakeRobot, robot_parameters, send_skill, start_fakes, wait_until  # noqa: E402
+from fakes.franka_robot import FakeRobot, send_skill, wait_until  # noqa: E402
 from fakes.ros_robot import GraspTry, Leg  # noqa: E402
+from test_franka import MakeRobot, make_robot  # noqa: E402, F401  (the one robot fixture, shared)
 
 from sayplan_core.outcomes import SkillCode  # noqa: E402
-from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
 
 pytestmark = pytest.mark.ros
-MakeRobot = Callable[..., FakeRobot]
-
-
-@pytest.fixture
-def make_robot(ros: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeRobot]:
-    from sayplan_franka_omron.skill_server import FrankaOmronSkillServer
-
-    started: list[FakeRobot] = []
-    ros.add(SceneGraphServer(context=ros.context))
-
-    def make(backend: str = "arcl", **params: Any) -> FakeRobot:
-        fakes = start_fakes(ros, backend)
-        if "arcl" in fakes:
-            monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", fakes["arcl"].password)
-        server = FrankaOmronSkillServer(
-            context=ros.context, parameter_overrides=robot_parameters(backend, fakes, **params)
-        )
-        robot = FakeRobot(ros.add(server), fakes["gripper"], fakes["arm"], fakes.get("arcl"), fakes.get("nav2"))
-        started.append(robot)
-        wait_until(lambda: server._graph.latest()[0] is not None, what="the scene graph")
-        return robot
-
-    yield make
-    for robot in started:
-        if robot.arcl is not None:
-            robot.arcl.close()
 
 
 def motion(robot: FakeRobot) -> tuple[int, int, int, int]:
