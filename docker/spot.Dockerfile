@@ -1,24 +1,24 @@
-# Robot `spot` on a real ROS 2 install: the stack image (docker/Dockerfile) plus the Spot SDK.
+# Robot `spot` on a real ROS 2 install: the stack image (docker/Dockerfile) plus the Spot SDK, installed by the same
+# script (scripts/install_deps.sh pip spot; pins in requirements/spot.txt).
 #
-# Workstation (Jazzy, x86_64):
+# Workstation (x86_64):
 #   docker build -f docker/Dockerfile -t sayplan:jazzy .
 #   docker build -f docker/spot.Dockerfile -t sayplan-spot:jazzy .
-# Jetson AGX Orin on Spot (JetPack 6 = Ubuntu 22.04, so Humble; arm64 images build natively on the Jetson):
-#   docker build -f docker/Dockerfile --build-arg ROS_DISTRO=humble -t sayplan:humble .
-#   docker build -f docker/spot.Dockerfile --build-arg BASE_IMAGE=sayplan:humble -t sayplan-spot:humble .
+# Jetson AGX Orin on Spot (JetPack 6; arm64 images build natively on the Jetson). The stack needs no GPU (Ollama
+# has it, in its own container), so the image is Jazzy (Ubuntu 24.04) like the workstation's, whatever the host's
+# Ubuntu; a Humble base (ROS_DISTRO=humble, EXTRAS=) works without the embodiedrag planner (docs/install.md):
+#   docker build -f docker/Dockerfile -t sayplan:jazzy .
+#   docker build -f docker/spot.Dockerfile -t sayplan-spot:jazzy .
 #   docker compose -f docker/compose.spot-jetson.yaml up      # with Ollama on the Jetson's GPU
 # The robot login is passed at run time (-e BOSDYN_CLIENT_USERNAME -e BOSDYN_CLIENT_PASSWORD), never baked in.
-# Not built or run on the development machine (it has no Docker engine): see README "Spot".
+# Not built in CI (no Docker engine there); CI checks its pins and runs hadolint on it.
 ARG BASE_IMAGE=sayplan:jazzy
 FROM ${BASE_IMAGE}
 
-SHELL ["/bin/bash", "-c"]
+SHELL ["/bin/bash", "-o", "pipefail", "-c"]
 WORKDIR /ws
 COPY requirements/spot.txt requirements/spot.txt
-# bosdyn-client/-api/-core (pinned) are pure Python; pip resolves grpcio, protobuf and the rest against what the
-# image already has (the venv path pins them all; here the system's python3-* packages must not be replaced).
-RUN pip=(pip3 install); pip3 install --help | grep -q break-system-packages && pip+=(--break-system-packages); \
-    "${pip[@]}" $(grep -E '^bosdyn-' requirements/spot.txt) \
+RUN scripts/install_deps.sh pip spot \
  && source /ws/install/setup.bash && python3 -c "import bosdyn.client, sayplan_spot.robot"
 
 # The site folder (scene graph, site file, a spot.yaml with the robot's address) is mounted at /site; see the

@@ -5,9 +5,11 @@
 # - test/overlay/<pkg>: test-only interface packages that define, field for field, the few upstream wire
 #   types the fakes at the protocol boundary speak (Nav2, franka_msgs, control_msgs). A package the system
 #   already provides (a ROS install with Nav2) is NOT built: the tests then use the real one.
-# - ROS 2 launch: where ../shared/ros-launch (or $SAYPLAN_ROS_LAUNCH_DIR) holds the Jazzy launch wheels and
-#   the composition_interfaces source, they are installed into test_overlay/python and test_overlay/install,
-#   so the launch test runs sayplan.launch.py for real. Without that folder the launch test skips and says why.
+# - ROS 2 launch: where $SAYPLAN_ROS_LAUNCH_DIR, else ../shared/ros-launch beside this clone (CI runs in a clone
+#   with shared/ beside it), else beside the main clone of a git worktree, holds the Jazzy launch wheels and the
+#   composition_interfaces source, they are installed into test_overlay/python and test_overlay/install, so the
+#   launch test runs sayplan.launch.py for real. Without that folder the launch test skips and says why.
+#   (They are not copied into this repository: the project commits no third-party builds; see docs/install.md.)
 #
 # Usage: scripts/build_test_overlay.sh   (run by `make test`; a stamp makes a second run instant)
 set -euo pipefail
@@ -15,6 +17,13 @@ set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 out="$here/test_overlay"
 launch_dir="${SAYPLAN_ROS_LAUNCH_DIR:-$here/../shared/ros-launch}"
+if [ -z "${SAYPLAN_ROS_LAUNCH_DIR:-}" ] && [ ! -d "$launch_dir/wheels" ]; then
+  # a git worktree outside the main clone's folder: shared/ sits beside the main clone
+  common="$(git -C "$here" rev-parse --path-format=absolute --git-common-dir 2>/dev/null || true)"
+  if [ -n "$common" ] && [ -d "$(dirname "$common")/../shared/ros-launch/wheels" ]; then
+    launch_dir="$(cd "$(dirname "$common")/../shared/ros-launch" && pwd)"
+  fi
+fi
 venv="${SAYPLAN_VENV:-$here/.venv}"
 mkdir -p "$out"
 touch "$out/COLCON_IGNORE"  # never part of the main workspace build
@@ -51,7 +60,8 @@ if [ -d "$launch_dir/wheels" ]; then
     names+=("composition_interfaces")
   fi
 else
-  echo "test overlay: no ROS 2 launch folder at $launch_dir; the launch test will skip"
+  echo "test overlay: no ROS 2 launch wheels at $launch_dir (nor beside the main clone; SAYPLAN_ROS_LAUNCH_DIR" \
+    "names another folder); the launch tests will skip"
 fi
 
 if [ "${#names[@]}" -eq 0 ]; then

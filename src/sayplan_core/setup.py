@@ -13,6 +13,8 @@ setup(
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
+        # `sayplan` on PATH once install/setup.bash is sourced: colcon.pkg names these hooks
+        ("share/" + package_name + "/hook", ["hook/cli_path.dsv", "hook/cli_path.sh"]),
     ],
     python_requires=">=3.10",
     install_requires=[
