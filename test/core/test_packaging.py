@@ -313,3 +313,29 @@ def test_the_images_pinned_pip_set_resolves_for_jazzy_and_humble() -> None:
     assert done.returncode == 0, done.stdout + done.stderr
     for pin in ("openai==", "ollama==", "rosbags==", "bosdyn-client=="):
         assert done.stdout.count(pin) >= 2, f"{pin} is not in every image's resolution"
+
+
+def test_the_images_pip_step_installs_and_imports_in_a_clean_environment(tmp_path: Path) -> None:
+    """`install_deps.sh pip spot`, the step both images run, into a new venv of this Python (real downloads)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120)
+    done = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "install_deps.sh"), "pip", "spot"],
+        env={**os.environ, "PYTHON": str(venv / "bin" / "python")},
+        capture_output=True,
+        text=True,
+        timeout=1200,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-4000:]
+    assert "install_deps: imports openai, ollama, bpe_openai, rosbags.rosbag2, bosdyn.client" in done.stdout
+    frozen = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "freeze"], capture_output=True, text=True, check=True, timeout=120
+    ).stdout.splitlines()
+    for requirements, name in (("core.txt", "openai"), ("core.txt", "ollama"), ("ros.txt", "rosbags")):
+        pin = next(
+            line
+            for line in (ROOT / "requirements" / requirements).read_text().splitlines()
+            if line.startswith(f"{name}==")
+        )
+        assert pin in frozen, f"{pin} (requirements/{requirements}) is not what was installed"
