@@ -32,7 +32,7 @@ from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
 from sayplan_core.graph.views import collapse
 from sayplan_core.llm.replay import RecordingBackend
-from sayplan_core.llm.selection import LlmConfig, make_backend, resolve_backend_name
+from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm, resolve_backend_name
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
@@ -428,6 +428,16 @@ def cmd_llm_which(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_llm_check(args: argparse.Namespace) -> int:
+    """Exit 0 when the backend would answer, 1 when not; one line either way, and no tokens spent."""
+    if not 0 < args.probe_timeout <= 600:
+        raise CliError(f"--probe-timeout must be between 0 and 600 seconds, got {args.probe_timeout:g}")
+    probe = probe_llm(llm_config(args), args.probe_timeout)
+    payload = {"ok": probe.ok, "backend": probe.backend, "detail": probe.detail}
+    _emit(args, payload, f"{probe.backend}: {'ok' if probe.ok else 'NOT reachable'}: {probe.detail}")
+    return 0 if probe.ok else EXIT_FAILED
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from sayplan_core.demo import run_demo, run_llm_demo
 
@@ -556,6 +566,10 @@ def build_parser() -> argparse.ArgumentParser:
     p = llm.add_parser("which", help="which backend --llm auto picks here, and why")
     add_llm_arguments(p)
     p.set_defaults(func=cmd_llm_which)
+    p = llm.add_parser("check", help="would the LLM answer? lists models, never asks one (exit 0 yes, 1 no)")
+    p.add_argument("--probe-timeout", type=float, default=5.0, help="give up after this many seconds [0 - 600]")
+    add_llm_arguments(p)
+    p.set_defaults(func=cmd_llm_check)
     return parser
 
 
@@ -572,8 +586,9 @@ USER_ERRORS = (GraphError, PlanFormatError, ActionSetError, CliError, ValueError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every outcome is an exit code: 0 done, 1 plan not verified, 2 error (one line on stderr), 3 bench runs
-    raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a SIGPIPE would."""
+    """Every outcome is an exit code: 0 done, 1 plan not verified (`llm check`: not reachable), 2 error (one line
+    on stderr), 3 bench runs raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a
+    SIGPIPE would."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
