@@ -72,7 +72,7 @@ def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any) -> Non
         for display, block in topics():
             topic = f"{namespace}/{block['Value']}"
             ros.wait_for(
-                lambda topic=topic: bool(rviz.get_publishers_info_by_topic(topic)) or stack.poll() is not None,
+                lambda topic=topic: discovered(rviz, topic) or stack.poll() is not None,
                 timeout=60.0,
                 what=f"a publisher of {topic} (shown by {display})",
             )
@@ -89,6 +89,13 @@ def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any) -> Non
             stack.kill()
             out, _ = stack.communicate()
     assert stack.returncode in (0, 130), out[-4000:]
+
+
+def discovered(node: Any, topic: str) -> bool:
+    """A publisher of `topic` is known, with its node: DDS announces an endpoint before the node that owns it
+    (until then its namespace reads `_NODE_NAMESPACE_UNKNOWN_`)."""
+    publishers = node.get_publishers_info_by_topic(topic)
+    return bool(publishers) and all(not p.node_namespace.startswith("_NODE_") for p in publishers)
 
 
 def assert_receivable(display: str, block: dict[str, Any], offered: Any) -> None:
