@@ -84,8 +84,8 @@ def test_ollama_model_without_a_tag_means_latest(httpserver: HTTPServer) -> None
 def test_ollama_down_names_the_host_and_what_to_do() -> None:
     url = f"http://127.0.0.1:{free_port()}"
     start = time.monotonic()
-    probe = probe_llm(LlmConfig(backend="ollama", base_url=url), timeout_s=5)
-    assert time.monotonic() - start < 2.0
+    probe = probe_llm(LlmConfig(backend="ollama", base_url=url), timeout_s=30)
+    assert time.monotonic() - start < 10.0  # a refusal is an answer: no waiting for the timeout
     assert not probe.ok and probe.backend == "ollama"
     assert url in probe.detail and "refused the connection" in probe.detail
     assert "ollama serve" in probe.detail and "OLLAMA_HOST" in probe.detail
@@ -111,7 +111,7 @@ def test_a_silent_server_is_cut_off_at_the_deadline(silent_server: str) -> None:
         start = time.monotonic()
         probe = probe_llm(config, timeout_s=0.6)
         took = time.monotonic() - start
-        assert took < 0.6 + 0.2, f"{config.backend}: the probe took {took:.2f} s"
+        assert took < 0.6 + 0.5, f"{config.backend}: the probe took {took:.2f} s"
         assert not probe.ok and silent_server in probe.detail and "in time" in probe.detail
 
 
@@ -178,7 +178,7 @@ def test_auto_with_nothing_reachable_is_not_ok_and_bounded() -> None:
     config = LlmConfig(backend="auto", base_url=f"http://127.0.0.1:{free_port()}", api_key_env=KEY_ENV)
     start = time.monotonic()
     probe = probe_llm(config, 3)
-    assert time.monotonic() - start < 3.2
+    assert time.monotonic() - start < 3.5
     # auto falls back to the embedded model; it is reachable only with its runtime and model installed
     assert probe.backend == "local" and "auto" in probe.detail
     if importlib.util.find_spec("llama_cpp") is None:
