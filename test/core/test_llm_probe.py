@@ -17,17 +17,12 @@ from pathlib import Path
 
 import pytest
 from pytest_httpserver import HTTPServer
+from test_llm_backends import free_port
 
 from sayplan_core.llm.ollama_backend import ollama_host
 from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
 
 KEY_ENV = "SAYPLAN_TEST_PROBE_KEY"  # never set outside these tests
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture

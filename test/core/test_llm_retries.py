@@ -2,7 +2,7 @@
 
 The server is a raw socket: closing with SO_LINGER 0 sends a real TCP RST, which is what a crashed or
 restarting Ollama / vLLM does to a request in flight; after its N failures it answers with the protocol's
-own JSON (the shapes of Ollama's /api/chat and OpenAI's /v1/chat/completions, as in test_llm_backends).
+own JSON (test_llm_backends' shapes of Ollama's /api/chat and OpenAI's /v1/chat/completions).
 """
 
 from __future__ import annotations
@@ -18,55 +18,18 @@ from typing import Any
 
 import pytest
 from pytest_httpserver import HTTPServer
+from test_hardening_v2_llm import read_request
+from test_llm_backends import REQUEST, completion, ollama_reply
 
 from sayplan_core import cli
 from sayplan_core.llm import http
 from sayplan_core.llm.ollama_backend import OllamaBackend
 from sayplan_core.llm.openai_backend import OpenAIBackend
 from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession
-from sayplan_core.llm.types import LlmBackend, LlmRequest
+from sayplan_core.llm.types import LlmBackend
 
-REQUEST = LlmRequest([{"role": "user", "content": "Which room has the fridge?"}])
 ANSWER = '{"node": "kitchen"}'
-OLLAMA_BODY = {
-    "model": "llama-test",
-    "created_at": "2026-11-22T00:00:00Z",
-    "message": {"role": "assistant", "content": ANSWER},
-    "done": True,
-    "done_reason": "stop",
-    "prompt_eval_count": 30,
-    "eval_count": 6,
-}
-OPENAI_BODY = {
-    "id": "chatcmpl-1",
-    "object": "chat.completion",
-    "created": 1,
-    "model": "gpt-test",
-    "choices": [{"index": 0, "message": {"role": "assistant", "content": ANSWER}, "finish_reason": "stop"}],
-    "usage": {"prompt_tokens": 21, "completion_tokens": 7, "total_tokens": 28},
-}
-
-
-def read_request(conn: socket.socket) -> bytes:
-    """The whole HTTP request (headers and a Content-Length body), or what came before the client gave up."""
-    data = b""
-    while b"\r\n\r\n" not in data:
-        chunk = conn.recv(65536)
-        if not chunk:
-            return data
-        data += chunk
-    head, _, body = data.partition(b"\r\n\r\n")
-    length = 0
-    for line in head.split(b"\r\n")[1:]:
-        name, _, value = line.partition(b":")
-        if name.strip().lower() == b"content-length":
-            length = int(value.strip())
-    while len(body) < length:
-        chunk = conn.recv(65536)
-        if not chunk:
-            break
-        body += chunk
-    return data
+BODIES = {"ollama": ollama_reply(ANSWER), "openai": completion(ANSWER)}
 
 
 def reset(conn: socket.socket) -> None:
@@ -149,9 +112,6 @@ def session_for(backend: LlmBackend, waits: list[float], **budget: Any) -> LlmSe
         http.pause(seconds)
 
     return LlmSession(backend, Budget(**budget), sleep=sleep)
-
-
-BODIES = {"ollama": OLLAMA_BODY, "openai": OPENAI_BODY}
 
 
 @pytest.mark.parametrize("protocol", ["ollama", "openai"])
@@ -240,7 +200,7 @@ def test_resets_without_end_stop_at_the_deadline_with_one_clear_line(protocol: s
 
 def test_the_cli_says_which_host_failed_and_how(servers: list[FlakyServer], capsys: pytest.CaptureFixture[str]) -> None:
     """The user's view of an Ollama that resets every request: one `error` line (never `internal error`), exit 2."""
-    server = FlakyServer(OLLAMA_BODY, failures=10**9).start()
+    server = FlakyServer(BODIES["ollama"], failures=10**9).start()
     servers.append(server)
     argv = ["plan", "--env", "office", "--instruction", "find a mug", "--llm", "ollama", "--base-url", server.url]
     code = cli.main([*argv, "--retries", "2", "--timeout", "5"])
