@@ -49,9 +49,10 @@ class LlmProbe:
 class _Progress:
     """What the probe is doing now, so a probe cut off by its deadline can still say where it was."""
 
-    def __init__(self, backend: str) -> None:
+    def __init__(self, backend: str, timeout_s: float) -> None:
         self.backend = backend
         self.where = f"the {backend} backend"
+        self.timeout_s = timeout_s
 
 
 def probe_llm(config: LlmConfig, timeout_s: float) -> LlmProbe:
@@ -62,7 +63,7 @@ def probe_llm(config: LlmConfig, timeout_s: float) -> LlmProbe:
     if not timeout_s > 0:
         return LlmProbe(False, config.backend, f"the probe timeout must be positive, got {timeout_s}")
     end = time.monotonic() + timeout_s
-    progress = _Progress(config.backend)
+    progress = _Progress(config.backend, timeout_s)
     result: list[LlmProbe] = []
 
     def work() -> None:
@@ -125,11 +126,11 @@ def _get_json(url: str, headers: dict[str, str], end: float) -> tuple[int, Any]:
         return response.status_code, None
 
 
-def _http_failure(backend: str, where: str, exc: Exception, hint: str) -> LlmProbe:
+def _http_failure(backend: str, where: str, exc: Exception, hint: str, timeout_s: float) -> LlmProbe:
     import httpx
 
     if isinstance(exc, httpx.TimeoutException):
-        return LlmProbe(False, backend, f"{where} did not answer in time{hint}")
+        return LlmProbe(False, backend, f"{where} did not answer within {timeout_s:g} s{hint}")
     if isinstance(exc, BodyTooLargeError):
         too_long = f"sent over {exc.limit_bytes} bytes for a model list: is it an LLM server?"
         return LlmProbe(False, backend, f"{where} {too_long}")
@@ -153,7 +154,9 @@ def _probe_openai(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
     try:
         status, body = _get_json(f"{base}/models", headers, end)
     except (httpx.HTTPError, BodyTooLargeError) as exc:
-        return _http_failure("openai", where, exc, ": is the server running? check the LLM base_url")
+        return _http_failure(
+            "openai", where, exc, ": is the server running? check the LLM base_url", progress.timeout_s
+        )
     if status in (401, 403):
         return LlmProbe(False, "openai", f"{where} rejected the API key (HTTP {status}): check {config.api_key_env}")
     if status == 404:
@@ -184,7 +187,7 @@ def _probe_ollama(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
         status, body = _get_json(f"{host}/api/tags", {}, end)
     except (httpx.HTTPError, BodyTooLargeError) as exc:
         hint = ": is `ollama serve` running there? set OLLAMA_HOST (or the LLM base_url) to where it listens"
-        return _http_failure("ollama", where, exc, hint)
+        return _http_failure("ollama", where, exc, hint, progress.timeout_s)
     if status != 200:
         return LlmProbe(False, "ollama", f"{where} answered HTTP {status} to GET /api/tags: is it an Ollama server?")
     installed = _ids(body, "models", ("name", "model"))
