@@ -131,7 +131,7 @@ def read_topic_qos(bag: Path) -> dict[str, tuple[str, QoSProfile]]:
 
 def message_class(type_name: str) -> type:
     """`pkg/msg/Type` -> the installed rclpy message class."""
-    package, kind, name = (type_name.split("/") + ["", ""])[:3]
+    package, kind, name = [*type_name.split("/"), "", ""][:3]
     if kind != "msg" or not package or not name:
         raise ValueError(f"not a message type name: {type_name!r}")
     cls: type = getattr(importlib.import_module(f"{package}.msg"), name)

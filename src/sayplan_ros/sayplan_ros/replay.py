@@ -85,13 +85,17 @@ def summarize(messages: list[tuple[str, int, Any]]) -> RunSummary:
     summary.instruction = reports[0].instruction if reports else (events[0].instruction if events else "")
     for r in reports:
         o = r.outcome
-        summary.plans.append(plan_line(o.success, o.error_code, o.verified, ((s.action, s.target) for s in o.full_plan)))
+        summary.plans.append(
+            plan_line(o.success, o.error_code, o.verified, ((s.action, s.target) for s in o.full_plan))
+        )
     for t, _, m in messages:
         if t == "/skill_results":
             summary.outcomes.append(outcome_line(m.step.action, m.step.target, m.outcome.success, m.outcome.error_code))
     for e in events:
         if e.status != Status.PROGRESS:
-            line = event_line(e.stage, e.status, e.step_index, e.step_count, (e.step.action, e.step.target), e.error_code)
+            line = event_line(
+                e.stage, e.status, e.step_index, e.step_count, (e.step.action, e.step.target), e.error_code
+            )
             summary.events.append(line)
     summary.graph = final_graph(messages)
     return summary
@@ -188,7 +192,10 @@ def main(argv: list[str] | None = None) -> None:
     except KeyboardInterrupt:
         code = 130
     except Exception as exc:  # one line, whatever went wrong: the run could not be replayed
-        print(f"sayplan_replay: cannot replay {args.run}: {' '.join(str(exc).split()) or type(exc).__name__}", file=sys.stderr)
+        print(
+            f"sayplan_replay: cannot replay {args.run}: {' '.join(str(exc).split()) or type(exc).__name__}",
+            file=sys.stderr,
+        )
         code = EXIT_CANNOT_RUN
     finally:
         context.try_shutdown()

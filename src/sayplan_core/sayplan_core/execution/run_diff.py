@@ -15,8 +15,9 @@ from typing import Any
 
 from sayplan_core.outcomes import PlanCode, SkillCode, TaskCode
 
-#: Sections in the order they are compared and reported.
-SECTIONS = ("instruction", "plans", "outcomes", "events", "graph")
+#: Sections in the order they are compared and reported: the events first, because they are the run's timeline
+#: (their first difference is the earliest point where the runs part), then what followed from it.
+SECTIONS = ("instruction", "events", "outcomes", "plans", "graph")
 #: Graph differences listed at most (the count of the rest is given).
 MAX_GRAPH_LINES = 8
 
@@ -108,7 +109,9 @@ def graph_differences(recorded: dict[str, Any], replayed: dict[str, Any]) -> lis
         elif key not in before:
             lines.append(f"node {key} added")
         elif before[key] != after[key]:
-            changed = sorted(k for k in before[key].keys() | after[key].keys() if before[key].get(k) != after[key].get(k))
+            changed = sorted(
+                k for k in before[key].keys() | after[key].keys() if before[key].get(k) != after[key].get(k)
+            )
             for name in changed:
                 lines.append(f"node {key} {name}: {before[key].get(name)!r} -> {after[key].get(name)!r}")
     old, new = edges(recorded), edges(replayed)
@@ -122,7 +125,7 @@ def diff_runs(recorded: RunSummary, replayed: RunSummary) -> list[Difference]:
     found: list[Difference] = []
     if recorded.instruction != replayed.instruction:
         found.append(Difference("instruction", -1, recorded.instruction, replayed.instruction))
-    for section in ("plans", "outcomes", "events"):
+    for section in SECTIONS[1:4]:
         difference = first_difference(section, getattr(recorded, section), getattr(replayed, section))
         if difference is not None:
             found.append(difference)
@@ -136,7 +139,7 @@ def report(recorded: RunSummary, replayed: RunSummary, differences: list[Differe
     """A short readable report: counts per section, then each section's first difference."""
     lines = [
         f"{section}: recorded {len(getattr(recorded, section))}, now {len(getattr(replayed, section))}"
-        for section in ("plans", "outcomes", "events")
+        for section in SECTIONS[1:4]
     ]
     if not differences:
         lines.append("same: plans, skill outcomes, events and the final scene graph match the recording")
