@@ -190,24 +190,27 @@ def test_recorded_qos_is_what_dds_offers_in_the_form_of_each_distro(
     for topic in RECORDED_TOPICS:
         ros.wait_for(lambda t=topic: bool(talker.get_publishers_info_by_topic(t)), what=f"{topic} in the graph")
         offered[topic] = talker.get_publishers_info_by_topic(topic)[0].qos_profile
-    recorder.close()
-    info = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
-    assert info["version"] == version
-    for topic, meta in topic_metadata(tmp_path / "bag").items():
-        field = meta["offered_qos_profiles"]
-        if version >= 9:
-            assert isinstance(field, list)
-        else:  # Humble reads the field as a string, and the policies as numbers
-            assert isinstance(field, str)
-            field = yaml.safe_load(field)
-            assert all(isinstance(field[0][k], int) for k in ("history", "reliability", "durability", "liveliness"))
-        (entry,) = field
-        expected = qos_to_rosbag2(offered[topic], version)
-        for key in ROSBAG2_QOS_KEYS - {"history", "depth"}:
-            assert entry[key] == expected[key], (topic, key)
-        assert entry["depth"] == RECORDED_TOPICS[topic][1].depth
-        (profile,) = offered_profiles(meta["offered_qos_profiles"])  # what the player reads back
-        assert profile.durability == RECORDED_TOPICS[topic][1].durability
+    # while recording: the recorder's own metadata.yaml (what a killed recorder leaves); once closed: rosbags'
+    for moment in ("recording", "closed"):
+        if moment == "closed":
+            recorder.close()
+        info = yaml.safe_load((tmp_path / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        assert info["version"] == version, moment
+        for topic, meta in topic_metadata(tmp_path / "bag").items():
+            field = meta["offered_qos_profiles"]
+            if version >= 9:
+                assert isinstance(field, list), moment
+            else:  # Humble reads the field as a string, and the policies as numbers
+                assert isinstance(field, str), moment
+                field = yaml.safe_load(field)
+                assert all(isinstance(field[0][k], int) for k in ("history", "reliability", "durability", "liveliness"))
+            (entry,) = field
+            expected = qos_to_rosbag2(offered[topic], version)
+            for key in ROSBAG2_QOS_KEYS - {"history", "depth"}:
+                assert entry[key] == expected[key], (moment, topic, key)
+            assert entry["depth"] == RECORDED_TOPICS[topic][1].depth
+            (profile,) = offered_profiles(meta["offered_qos_profiles"])  # what the player reads back
+            assert profile.durability == RECORDED_TOPICS[topic][1].durability
     del publishers
 
 

@@ -29,6 +29,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
+from sayplan_core import files
 from sayplan_core.execution.run_diff import (
     RunSummary,
     diff_runs,
@@ -41,6 +42,7 @@ from sayplan_core.execution.run_diff import (
 )
 from sayplan_core.graph import graph_to_dict, save
 from sayplan_core.graph.updates import apply_update
+from sayplan_core.llm.replay import MAX_TRANSCRIPT_BYTES
 from sayplan_core.outcomes import Stage, Status
 from sayplan_interfaces.msg import ExecutionEvent
 from sayplan_ros.bag import BagRecorder, read_messages
@@ -70,7 +72,9 @@ class RecordedRun:
         if not self.summary.instruction:
             raise ValueError(f"{bag} holds no instruction (no /plan_results or /execution_events message)")
         paths = sorted((folder / "llm").glob("plan_task_*.json"))
-        self.transcript = merge_transcripts([json.loads(p.read_text(encoding="utf-8")) for p in paths])
+        self.transcript = merge_transcripts(
+            [json.loads(files.read_bytes(p, MAX_TRANSCRIPT_BYTES, "transcript").decode("utf-8")) for p in paths]
+        )
         skills = [m for topic, _, m in self.messages if topic == "/skill_results"]
         self.failures = injected_failures(
             (r.step.action, r.step.target, r.outcome.error_code, r.outcome.error_msg) for r in skills
