@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -250,3 +251,27 @@ def test_without_recorded_qos_the_late_joiner_gets_nothing(demo_run: Path, ros: 
     player.play(rate=0)
     time.sleep(0.5)
     assert wait_latched_graph(ros, timeout=3.0) == []
+
+
+def test_the_player_program_latches_the_graph_for_a_late_joiner(demo_run: Path, ros: Any) -> None:
+    """The player as a program of its own (docs/replay.md), on the test's domain: it plays, says so, lingers."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "sayplan_ros.bag_player", str(demo_run / "bag"), "--rate", "0", "--linger", "20"],
+        env={**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline()
+        while line and not line.startswith("played "):
+            line = proc.stdout.readline()
+        info = yaml.safe_load((demo_run / "bag" / "metadata.yaml").read_text())["rosbag2_bagfile_information"]
+        assert line.startswith(f"played {info['message_count']} messages"), line
+        time.sleep(0.5)
+        received = wait_latched_graph(ros, timeout=10.0)
+        assert received and len(received[-1].nodes) == 238
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)

@@ -24,6 +24,7 @@ from typing import Any
 import rclpy
 import yaml
 from rclpy.duration import Duration
+from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
@@ -199,11 +200,13 @@ def main(argv: list[str] | None = None) -> int:
         count = player.play(args.rate)
         print(f"played {count} messages from {args.bag}", flush=True)
         deadline = time.monotonic() + args.linger
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and rclpy.ok():
             rclpy.spin_once(player, timeout_sec=0.1)
         player.destroy_node()
     except KeyboardInterrupt:
         return 130
+    except ExternalShutdownException:  # SIGTERM: rclpy shut the context down
+        return 0
     except ValueError as exc:
         print(f"bag_player: {exc}", file=sys.stderr)
         return 2
