@@ -5,17 +5,22 @@ run exits 2."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
+from ros_domains import claim_domain, release_domain
 from test_bag import demo_run, run_in_own_domain  # noqa: F401  (demo_run: the recorded run, a module fixture)
 
 from sayplan_core.execution.run_diff import RunSummary, diff_runs, injected_failures, merge_transcripts
+from sayplan_ros.bag import read_messages
 
 pytestmark = pytest.mark.ros
 
@@ -80,3 +85,31 @@ def test_the_diff_names_each_sections_first_difference() -> None:
                               ("goto", "a", 5, "unreachable")]) == "pickup:mug:grasp_failed"  # fmt: skip
     with pytest.raises(ValueError, match="different instructions"):
         merge_transcripts([{"instruction": "a", "calls": []}, {"instruction": "b", "calls": []}])
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_mid_replay_ends_it_with_130_within_5_s(demo_run: Path, tmp_path: Path, sig: int) -> None:  # noqa: F811
+    domain, lock = claim_domain()
+    try:
+        proc = subprocess.Popen(
+            ["sayplan_replay", str(demo_run), "--out", str(tmp_path), "--skill-delay", "0.5"],
+            env={**os.environ, "ROS_DOMAIN_ID": str(domain)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert proc.stdout is not None
+        line = proc.stdout.readline()  # the task line: the stack is up and the goal on its way
+        assert "[      task]" in line, line
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        started = time.monotonic()
+        code = proc.wait(timeout=30)
+        assert code == 130 and time.monotonic() - started < 5.0, (code, proc.stdout.read())
+        (replayed,) = tmp_path.iterdir()
+        topics = {topic for topic, _, _ in read_messages(replayed / "bag")}  # closed: readable as it is
+        assert {"/scene_graph", "/execution_events"} <= topics
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        release_domain(lock)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import sys
 import tempfile
 import time
@@ -28,6 +30,7 @@ from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 
 from sayplan_core import files
 from sayplan_core.execution.run_diff import (
@@ -181,13 +184,21 @@ def replay(recorded: RecordedRun, args: argparse.Namespace, context: Context) ->
     return summarize(list(read_messages(run_dir / "bag"))), run_dir
 
 
+def _interrupt(_signum: int, _frame: Any) -> None:
+    raise KeyboardInterrupt
+
+
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     context = Context()
     code = EXIT_CANNOT_RUN
     try:
         recorded = RecordedRun(Path(args.run))
-        rclpy.init(args=["--ros-args", "--log-level", "WARN"], context=context)
+        for sig in (signal.SIGINT, signal.SIGTERM):  # both end the replay as Ctrl-C does: nodes destroyed, 130
+            signal.signal(sig, _interrupt)
+        rclpy.init(
+            args=["--ros-args", "--log-level", "WARN"], context=context, signal_handler_options=SignalHandlerOptions.NO
+        )
         replayed, run_dir = replay(recorded, args, context)
         differences = diff_runs(recorded.summary, replayed)
         print(f"replayed {args.run} -> {run_dir}")
@@ -203,6 +214,10 @@ def main(argv: list[str] | None = None) -> None:
         code = EXIT_CANNOT_RUN
     finally:
         context.try_shutdown()
+    if code == 130:  # the interrupted goal's worker thread may still wait on the robot it no longer has: the
+        sys.stdout.flush()  # interpreter would join it at exit; the bag is closed and the nodes are gone
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
 
 
