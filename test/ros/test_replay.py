@@ -99,8 +99,10 @@ def test_a_signal_mid_replay_ends_it_with_130_within_5_s(demo_run: Path, tmp_pat
             text=True,
         )
         assert proc.stdout is not None
-        line = proc.stdout.readline()  # the task line: the stack is up and the goal on its way
-        assert "[      task]" in line, line
+        lines = [proc.stdout.readline()]  # up to the task line: the stack is up and the goal on its way
+        while lines[-1] and "[      task]" not in lines[-1] and len(lines) < 50:  # DDS may log first
+            lines.append(proc.stdout.readline())
+        assert "[      task]" in lines[-1], "".join(lines)
         time.sleep(1.0)
         proc.send_signal(sig)
         started = time.monotonic()
