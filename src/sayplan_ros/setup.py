@@ -35,6 +35,7 @@ setup(
             "perception = sayplan_ros.perception_node:main",
             "sayplan_stack = sayplan_ros.stack:main",
             "sayplan_demo = sayplan_ros.demo:main",
+            "sayplan_replay = sayplan_ros.replay:main",
         ],
     },
 )

@@ -10,6 +10,14 @@ MCAP chunk is written and fsynced (sqlite3: committed), then `metadata.yaml` is 
 bag whose recorder died is made readable by `recover_bag` (an MCAP file gets the end records a clean close writes;
 sqlite3 needs nothing). A write that fails (a full disk) stops the recording and is kept as `error`, which the demo
 reports with a non-zero exit.
+
+Offered QoS: every topic's `offered_qos_profiles` holds the profile its publishers offer (from sayplan_ros.qos, the
+one place the stack's publishers take it from), in the form rosbag2 itself writes for the bag's format version
+(rosbag2_storage/qos.cpp and yaml.hpp): version 9 (Jazzy, Kilted) a YAML list of dicts with the rmw policy names
+("keep_last", "transient_local", ...); version 8 (Humble, where the field is a string) that list dumped to a YAML
+string with the rmw enum values. Unset durations and liveliness are written as DDS reports them to rosbag2's recorder
+(infinite, automatic); history and depth are the publisher's own (DDS reports "unknown", 0; players ignore them).
+`ros2 bag play` then offers the recorded durability, so a late joiner still gets the latched scene graph.
 """
 
 from __future__ import annotations
@@ -26,9 +34,12 @@ from typing import Any
 import yaml
 from ament_index_python.packages import get_package_share_directory
 from rcl_interfaces.msg import ParameterDescriptor
+from rclpy.duration import Duration
 from rclpy.node import Node
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
 from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
@@ -49,6 +60,70 @@ STORAGES = {"mcap": StoragePlugin.MCAP, "sqlite3": StoragePlugin.SQLITE3}
 FLUSH_S = 0.5
 _TICK = ("", 0, b"")  # a queue timeout: time to look whether a flush is due
 MCAP_MAGIC = b"\x89MCAP0\r\n"
+
+
+#: rosbag2's metadata format per ROS distribution. Jazzy and Kilted write 9; Humble writes 5 and cannot read 9 (it
+#: reads `offered_qos_profiles` as a string), so its bags get 8, the oldest `rosbags` writes, which Humble's reader
+#: parses with the same code as its own 5 (rosbag2_storage/metadata_io.cpp on the humble branch).
+BAG_VERSIONS = {"humble": 8}
+LATEST_BAG_VERSION = 9
+#: rmw's RMW_DURATION_INFINITE as rosbag2 writes it ({sec, nsec}): what DDS reports for a duration left unset.
+INFINITE_DURATION = {"sec": 9223372036, "nsec": 854775807}
+#: The names rmw gives each policy value (rmw/src/qos_string_conversions.c), "unknown" added by rosbag2.
+_POLICY_NAMES: dict[type, dict[int, str]] = {
+    HistoryPolicy: {0: "system_default", 1: "keep_last", 2: "keep_all", 3: "unknown"},
+    ReliabilityPolicy: {0: "system_default", 1: "reliable", 2: "best_effort", 3: "unknown", 4: "best_available"},
+    DurabilityPolicy: {0: "system_default", 1: "transient_local", 2: "volatile", 3: "unknown", 4: "best_available"},
+    LivelinessPolicy: {0: "system_default", 1: "automatic", 3: "manual_by_topic", 4: "unknown", 5: "best_available"},
+}
+
+
+def bag_version(distro: str | None = None) -> int:
+    """The metadata version rosbag2 of `distro` (default: $ROS_DISTRO) writes and reads."""
+    name = (distro if distro is not None else os.environ.get("ROS_DISTRO", "")).strip().lower()
+    return BAG_VERSIONS.get(name, LATEST_BAG_VERSION)
+
+
+def _duration(value: Duration) -> dict[str, int]:
+    nanoseconds = value.nanoseconds
+    if nanoseconds <= 0 or nanoseconds >= 9223372036854775807:  # unset (DDS default) or infinite
+        return dict(INFINITE_DURATION)
+    return {"sec": nanoseconds // 1_000_000_000, "nsec": nanoseconds % 1_000_000_000}
+
+
+def qos_to_rosbag2(profile: QoSProfile, version: int = LATEST_BAG_VERSION) -> dict[str, Any]:
+    """One entry of `offered_qos_profiles`, as rosbag2's `convert<rclcpp::QoS>::encode` writes it for `version`."""
+
+    def policy(value: Any, kind: type) -> Any:
+        return _POLICY_NAMES[kind][int(value)] if version >= 9 else int(value)
+
+    liveliness = profile.liveliness
+    if liveliness == LivelinessPolicy.SYSTEM_DEFAULT:  # what every DDS offers for it, and what rosbag2 records
+        liveliness = LivelinessPolicy.AUTOMATIC
+    return {
+        "history": policy(profile.history, HistoryPolicy),
+        "depth": int(profile.depth),
+        "reliability": policy(profile.reliability, ReliabilityPolicy),
+        "durability": policy(profile.durability, DurabilityPolicy),
+        "deadline": _duration(profile.deadline),
+        "lifespan": _duration(profile.lifespan),
+        "liveliness": policy(liveliness, LivelinessPolicy),
+        "liveliness_lease_duration": _duration(profile.liveliness_lease_duration),
+        "avoid_ros_namespace_conventions": bool(profile.avoid_ros_namespace_conventions),
+    }
+
+
+def offered_qos_field(profiles: list[QoSProfile], version: int) -> Any:
+    """The `offered_qos_profiles` value of metadata.yaml: a list (version 9) or that list as a YAML string."""
+    entries = [qos_to_rosbag2(p, version) for p in profiles]
+    if version >= 9:
+        return entries
+    return yaml.safe_dump(entries, default_flow_style=False, sort_keys=False) if entries else ""
+
+
+def offered_qos(profile: QoSProfile, version: int) -> list[Any]:
+    """`offered_qos_profiles` for `Writer.add_connection` (rosbags' form, read from the same dicts)."""
+    return list(parse_qos(offered_qos_field([profile], version)))
 
 
 def type_name(cls: type) -> str:
@@ -110,12 +185,15 @@ class BagRecorder(Node):
 
     def _write_all(self, plugin: Any) -> None:
         try:
-            writer = Writer(self.path, version=9, storage_plugin=plugin)
+            version = bag_version()
+            writer = Writer(self.path, version=version, storage_plugin=plugin)  # type: ignore[arg-type]
             writer.open()
             typestore = project_typestore()
             connections = {
-                topic: writer.add_connection(topic, type_name(cls), typestore=typestore)
-                for topic, (cls, _) in RECORDED_TOPICS.items()
+                topic: writer.add_connection(
+                    topic, type_name(cls), typestore=typestore, offered_qos_profiles=offered_qos(qos, version)
+                )
+                for topic, (cls, qos) in RECORDED_TOPICS.items()
             }
             self._flush(writer)
         except Exception as exc:  # reported by the constructor
@@ -209,7 +287,9 @@ def write_metadata(writer: Writer) -> None:
                     "name": c.topic,
                     "type": c.msgtype,
                     "serialization_format": "cdr",
-                    "offered_qos_profiles": [],
+                    "offered_qos_profiles": offered_qos_field(
+                        [RECORDED_TOPICS[c.topic][1]] if c.topic in RECORDED_TOPICS else [], writer.version
+                    ),
                     "type_description_hash": c.digest,
                 },
                 "message_count": writer.counts[c.id],

@@ -21,7 +21,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from sayplan_core.perception.fusion import Frame
 from sayplan_core.perception.synthetic import SyntheticConfig, make_stream
 from sayplan_interfaces.msg import Detection2D, DetectionArray
-from sayplan_ros.bag import project_typestore, type_name
+from sayplan_ros.bag import bag_version, offered_qos, project_typestore, type_name
 from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
 
 TOPICS: dict[str, type] = {
@@ -29,6 +29,14 @@ TOPICS: dict[str, type] = {
     "/camera/depth": Image,
     "/camera/pose": PoseStamped,
     "/detections": DetectionArray,
+}
+#: The QoS each topic is published with (camera streams best-effort like a real camera's; poses and detections
+#: reliable), recorded in the bag as its offered QoS.
+TOPIC_QOS: dict[str, Any] = {
+    "/camera/camera_info": SENSOR_QOS,
+    "/camera/depth": SENSOR_QOS,
+    "/camera/pose": EVENTS_QOS,
+    "/detections": EVENTS_QOS,
 }
 FRAME_PERIOD_NS = 100_000_000  # the synthetic camera runs at 10 Hz
 
@@ -89,9 +97,13 @@ def write_stream_bag(path: Path, config: SyntheticConfig | None = None) -> int:
     """Write the synthetic stream; returns the number of frames."""
     stream = make_stream(config)
     typestore = project_typestore()
-    with Writer(path, version=9, storage_plugin=StoragePlugin.MCAP) as writer:
+    version = bag_version()
+    with Writer(path, version=version, storage_plugin=StoragePlugin.MCAP) as writer:  # type: ignore[arg-type]
         connections = {
-            topic: writer.add_connection(topic, type_name(cls), typestore=typestore) for topic, cls in TOPICS.items()
+            topic: writer.add_connection(
+                topic, type_name(cls), typestore=typestore, offered_qos_profiles=offered_qos(TOPIC_QOS[topic], version)
+            )
+            for topic, cls in TOPICS.items()
         }
         for index, frame in enumerate(stream.frames):
             stamp = (index + 1) * FRAME_PERIOD_NS
@@ -105,10 +117,8 @@ class BagPlayer(Node):
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__("bag_player", **kwargs)
-        events = ("/detections", "/camera/pose")
         self.publishers_by_topic = {
-            topic: self.create_publisher(cls, topic.lstrip("/"), EVENTS_QOS if topic in events else SENSOR_QOS)
-            for topic, cls in TOPICS.items()
+            topic: self.create_publisher(cls, topic.lstrip("/"), TOPIC_QOS[topic]) for topic, cls in TOPICS.items()
         }
 
     def play(self, path: Path, pause_s: float = 0.05, confirm: Any = None, retries: int = 3) -> int:
