@@ -13,7 +13,7 @@ pytest.importorskip("pytest_rerunfailures", reason="pytest-rerunfailures is not 
 
 TEST_DIR = Path(__file__).resolve().parents[1]
 
-CASES = '''
+CASES = """
 import pathlib
 import pytest
 
@@ -30,7 +30,7 @@ def test_always():
 
 def test_fine():
     pass
-'''
+"""
 
 
 def run_pytest(folder: Path, *args: str) -> subprocess.CompletedProcess[str]:
