@@ -258,3 +258,19 @@ def test_the_extractor_joins_continuations_and_drops_comments(tmp_path: Path) ->
     assert [c.text for c in commands] == ["make demo", "foo --a --b '#not a comment'", "sayplan env list"]
     assert [c.line for c in commands] == [2, 5, 9] and unlabeled == []
     assert commands[2].output == ("office", "home", "not a command")
+
+
+LINK = re.compile(r"\]\(([^)\s]+)\)")
+
+
+def test_every_relative_link_resolves() -> None:
+    """The README's and docs' links to files of the repository (docs moved out of the README included) exist."""
+    broken = []
+    for path in DOCUMENTS:
+        for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            for target in LINK.findall(line):
+                if re.match(r"^[a-z]+:", target) or target.startswith("#"):
+                    continue
+                if not (path.parent / target.split("#")[0]).exists():
+                    broken.append(f"{path.relative_to(ROOT)}:{number}: {target}")
+    assert not broken, f"links to missing files: {broken}"
