@@ -3,6 +3,8 @@
 Hypothesis runs a fixed number of examples from a fixed seed (`derandomize`), so a
 failure in CI reproduces locally; set HYPOTHESIS_PROFILE=explore to search further
 with random seeds.
+
+A rerun (pytest-rerunfailures) is never silent: rerun_report prints its first failure and counts it in the summary.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 import os
 
 from hypothesis import HealthCheck, settings
+from rerun_report import pytest_configure, pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks)
 
 settings.register_profile(
     "ci",

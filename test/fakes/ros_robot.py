@@ -159,7 +159,10 @@ class FakeNav2(Node, _Scripted):
             feedback.current_pose.pose.position.y = float(self.pose[1])
             feedback.current_pose.pose.orientation = goal.pose.pose.orientation
             feedback.distance_remaining = float(total * (1.0 - fraction))
-            feedback.navigation_time.nanosec = int(step * leg.duration_s / steps * 1e9)
+            # builtin_interfaces/Duration: whole seconds plus nanoseconds under one second (a held leg outlives 4.3 s,
+            # where nanoseconds alone overflow uint32, the feedback raises and rclpy aborts the goal)
+            elapsed_ns = int(step * leg.duration_s / steps * 1e9)
+            feedback.navigation_time.sec, feedback.navigation_time.nanosec = divmod(elapsed_ns, 1_000_000_000)
             handle.publish_feedback(feedback)
             step += 1
             await _sleep(self, leg.duration_s / steps, self._group)

@@ -30,6 +30,10 @@ DISCOVERY_POLL_S = 0.05
 CANCEL_GRACE_S = 5.0
 #: action_msgs/GoalStatus.STATUS_CANCELED
 STATUS_CANCELED = 5
+#: action_msgs/GoalStatus terminal values (SUCCEEDED, CANCELED, ABORTED): only a result with one of them ends a goal.
+#: A result with STATUS_UNKNOWN (0) comes from a server that does not know the goal (another server of the same
+#: action name, or one that restarted), never from the one that runs it: the robot may still be moving.
+TERMINAL_STATUSES = frozenset({4, 5, 6})
 
 
 async def wait_for(node: Node, future: Future, timeout_s: float, group: Any = None) -> bool:
@@ -91,8 +95,10 @@ class ActionCall:
         self._handle: Any = None
         self._cancel = False
         self._cancel_sent_at: float | None = None
-        #: Set once this goal cannot move the robot: never sent, refused, or its result arrived.
+        #: Set once this goal cannot move the robot: never sent, refused, or a result with a terminal status arrived.
         self._ended = threading.Event()
+        #: A result answered without a terminal status (see TERMINAL_STATUSES): asked for again with the next cancel.
+        self._unanswered = False
 
     async def run(
         self,
@@ -165,8 +171,7 @@ class ActionCall:
 
     def _track(self, handle: Any) -> Future:
         """Remember an accepted goal and ask for its result; a cancel asked for before acceptance is sent now."""
-        result: Future = handle.get_result_async()
-        result.add_done_callback(lambda _f: self._ended.set())
+        result = self._ask_result(handle)
         with self._lock:
             self._handle = handle
             cancel_now = self._cancel and self._cancel_sent_at is None
@@ -175,6 +180,20 @@ class ActionCall:
         if cancel_now:
             handle.cancel_goal_async()
         return result
+
+    def _ask_result(self, handle: Any) -> Future:
+        result: Future = handle.get_result_async()
+        result.add_done_callback(self._result_arrived)
+        return result
+
+    def _result_arrived(self, future: Future) -> None:
+        """Only a terminal status ends the goal: an UNKNOWN answer (a server that does not know it) is not a stop."""
+        wrapped = None if future.cancelled() else future.result()
+        if wrapped is not None and int(wrapped.status) in TERMINAL_STATUSES:
+            self._ended.set()
+            return
+        with self._lock:
+            self._unanswered = True
 
     def _late_answer(self, sent: Future) -> None:
         """The server accepted after `server_wait_s`, when the skill had already given up: cancel that goal."""
@@ -204,8 +223,13 @@ class ActionCall:
             send = handle is not None and (self._cancel_sent_at is None or (again and not self._ended.is_set()))
             if send and self._cancel_sent_at is None:
                 self._cancel_sent_at = time.monotonic()
+            ask = send and again and self._unanswered
+            if ask:
+                self._unanswered = False
         if send:
             handle.cancel_goal_async()
+        if ask:  # the last result answer was not the goal's end: ask the servers again, so the right one can say
+            self._ask_result(handle)
 
     def stop_and_wait(self, timeout_s: float) -> bool:
         """Cancel the goal and wait (a plain thread, never an executor callback: the executor completes the result)
