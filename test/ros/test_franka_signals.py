@@ -52,7 +52,7 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 
 
 def start_server(ros: Any, fakes: dict[str, Any], backend: str, started: list[subprocess.Popen[str]]) -> None:
-    args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args"]
+    args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args", "-p", "autostart:=true"]  # alone
     # discovery across processes on a loaded machine can take seconds: the waits are generous, never the bound
     for parameter in robot_parameters(backend, fakes, server_wait_s=20.0, graph_wait_s=20.0):
         args += ["-p", f"{parameter.name}:={parameter.value}"]
@@ -69,6 +69,7 @@ def drive_then_signal(ros: Any, proc: subprocess.Popen[str], moving: Any, signum
     if not client.wait_for_server(timeout_sec=30.0):
         proc.kill()
         raise AssertionError(f"the skill server process never served execute_skill:\n{proc.communicate()[0]}")
+    ros.wait_active("franka_omron_skill_server")  # serving from configure, refusing until activated (autostart)
     future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
     ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
     assert future.result().accepted

@@ -37,7 +37,7 @@ EXIT_BOUND_S = SHUTDOWN_STOP_S + 2.0
 
 def start_server(ros: Any, *params: str) -> subprocess.Popen[str]:
     args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args", "-p", "navigation_backend:=nav2"]
-    for param in ("skill_delay_s:=0.0", *params):
+    for param in ("skill_delay_s:=0.0", "autostart:=true", *params):  # run alone: no lifecycle manager
         args += ["-p", param]
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
     # ws_env.sh execs the program: the signals below reach the node's own process
@@ -50,6 +50,7 @@ def start_leg(ros: Any, proc: subprocess.Popen[str], nav2: Any) -> None:
     if not client.wait_for_server(timeout_sec=30.0):
         proc.kill()
         raise AssertionError(f"the sim_skill_server process never served execute_skill:\n{proc.communicate()[0]}")
+    ros.wait_active("sim_skill_server")  # serving from configure, refusing until activated (its autostart)
     client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
     ros.wait_for(lambda: bool(nav2.goals), timeout=15.0, what="the leg to reach the navigator")
 
