@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any
 
+from action_msgs.srv import CancelGoal
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -178,6 +181,27 @@ class ExecutorNode(Node):
             cancel_callback=self._on_cancel,
             callback_group=group,
         )
+        # its own server's cancel service: on shutdown the task is canceled as an operator cancels it
+        self._cancel_all = self.create_client(CancelGoal, "execute_task/_action/cancel_goal", callback_group=group)
+
+    def stop_for_shutdown(self, timeout_s: float) -> bool:
+        """On SIGINT/SIGTERM (sayplan_ros.runner, a plain thread, the executor still spinning): cancel the running
+        task the way an operator does (a CancelGoal for every goal), so it ends CANCELED, its running plan or skill
+        goal is canceled, and the last event reaches the subscribers. Uses half of `timeout_s`: the robot's own
+        stop comes after. True when no task is left running."""
+        if self._run is None:
+            return True
+        deadline = time.monotonic() + timeout_s / 2
+        self.get_logger().warning("stopping: the running task is canceled before the node exits")
+        if self._cancel_all.wait_for_service(timeout_sec=max(0.0, deadline - time.monotonic())):
+            self._cancel_all.call_async(CancelGoal.Request())  # a zero goal id and stamp: every goal
+        while self._run is not None and time.monotonic() < deadline:
+            time.sleep(0.01)  # a plain thread (the runner's), never an executor callback
+        ended = self._run is None
+        if not ended:
+            self.get_logger().error("the running task did not end before the node exits")
+        self.events.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
+        return ended
 
     # ------------------------------------------------------------------ helpers
     def _setting(self, name: str) -> Any:
