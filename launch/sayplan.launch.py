@@ -19,8 +19,9 @@ from typing import Any
 import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction, RegisterEventHandler
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit, OnProcessIO
+from launch.events import Shutdown
 from launch.events.process import ProcessExited, ProcessIO
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
@@ -83,9 +84,16 @@ class RequiredNodes:
         if lines:
             self.last_error[event.process_name] = lines[-1]
 
-    def on_exit(self, event: ProcessExited, context: LaunchContext) -> OpaqueFunction | None:
+    def on_exit(self, event: ProcessExited, context: LaunchContext) -> OpaqueFunction | EmitEvent | None:
         if context.is_shutdown:  # stopping anyway (Ctrl-C, or another node failed first)
             return None
+        if event.returncode == 0:
+            # a clean stop is a node's answer to SIGINT/SIGTERM, and the others got the same signal (a terminal's
+            # process group, systemd's cgroup): launch must not signal them again, which would cut their robot
+            # stop short (sayplan_ros.runner exits at once on a second signal); it escalates if one is still there
+            return EmitEvent(
+                event=Shutdown(reason=f"node {event.process_name} stopped (exit code 0)", due_to_sigint=True)
+            )
         why = self.last_error.get(event.process_name, "no error line")
         reason = f"node {event.process_name} exited with code {event.returncode}: {why}"
 

@@ -144,8 +144,8 @@ class EntryPoint:
         self.proc.wait(timeout=10)
 
 
-def start(command: list[str], domain: int, folder: Path, name: str) -> EntryPoint:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1"}
+def start(command: list[str], domain: int, folder: Path, name: str, **env_extra: str) -> EntryPoint:
+    env = {**os.environ, "ROS_DOMAIN_ID": str(domain), "PYTHONUNBUFFERED": "1", **env_extra}
     out, err = folder / f"{name}.out", folder / f"{name}.err"
     with out.open("wb") as stdout, err.open("wb") as stderr:
         proc = subprocess.Popen(command, env=env, stdout=stdout, stderr=stderr, start_new_session=True)
@@ -206,16 +206,24 @@ class Operator:
         except AssertionError as exc:
             raise AssertionError(f"{exc}\n{entry.output()}") from None
 
-    def check_every_goal_canceled(self, entry: EntryPoint) -> None:
-        """The task ended CANCELED (its result and its status) and so did the skill it was running."""
-        self.ros.wait_for(self.result.done, timeout=5.0, what="the task's result")
+    def check_every_goal_canceled(
+        self, entry: EntryPoint, skill_ends: tuple[int, ...] = (GoalStatus.STATUS_CANCELED,)
+    ) -> None:
+        """The task ended CANCELED (its result and its status) and the skill it was running ended in `skill_ends`
+        (CANCELED: the executor's cancel reached it first; in separate processes the skill server's own stop may
+        end it first, which aborts it)."""
+        try:
+            self.ros.wait_for(self.result.done, timeout=5.0, what="the task's result")
+        except AssertionError as exc:
+            seen = [(e.sequence, e.stage, e.status, e.message[:80]) for e in self.events[-4:]]
+            raise AssertionError(f"{exc}; last events {seen}; goals {self.status}\n{entry.output()}") from None
         wrapped = self.result.result()
         assert wrapped.status == GoalStatus.STATUS_CANCELED, (wrapped.status, wrapped.result, entry.output())
         assert wrapped.result.error_code == TaskCode.CANCELED, entry.output()
         self.ros.wait_for(
-            lambda: all(s == GoalStatus.STATUS_CANCELED for s in self.status["execute_skill"].values()),
+            lambda: all(s in skill_ends for s in self.status["execute_skill"].values()),
             timeout=5.0,
-            what=f"every execute_skill goal to end CANCELED ({self.status['execute_skill']})",
+            what=f"every execute_skill goal to end in {skill_ends} ({self.status['execute_skill']})",
         )
         self.ros.wait_for(lambda: bool(self.events) and self.events[-1].stage == Stage.CANCELED, 5.0, "the event")
         assert self.events[-1].error_code == TaskCode.CANCELED
@@ -223,13 +231,20 @@ class Operator:
 
 def check_clean_end(entry: EntryPoint, sent: float, sig: signal.Signals, codes: tuple[int, ...]) -> None:
     code = entry.wait(EXIT_BOUND_S - (time.monotonic() - sent))
-    took = time.monotonic() - sent
     assert code in codes, f"exit {code} after {sig.name}:\n{entry.output()}"
-    assert took < EXIT_BOUND_S, f"exited {took:.1f} s after {sig.name}"
-    left = left_behind(entry.proc.pid, entry.seen)
-    assert not left, f"left running after {sig.name}: {left}\n{entry.output()}"
+    check_nothing_left(entry, sent, sig.name)
     assert "Traceback" not in entry.stderr(), entry.output()
     assert "was not confirmed" not in entry.output(), entry.output()  # the sim robot always confirms its stop
+
+
+def check_nothing_left(entry: EntryPoint, since: float, what: str) -> None:
+    """Every process of the entry point's group, and every one seen under it, is gone within the bound."""
+    left = left_behind(entry.proc.pid, entry.seen)
+    while left and time.monotonic() - since < EXIT_BOUND_S:
+        time.sleep(0.05)
+        left = left_behind(entry.proc.pid, entry.seen)
+    took = time.monotonic() - since
+    assert not left, f"left running {took:.1f} s after {what}: {left}\n{entry.output()}"
 
 
 def stack_params(folder: Path) -> Path:
@@ -337,14 +352,12 @@ def launch_command(tmp_path: Path, **arguments: str) -> list[str]:
     return [str(WS_ENV), "python", str(script), str(ROOT / "launch" / "sayplan.launch.py"), *pairs]
 
 
-def check_no_escalation(entry: EntryPoint) -> None:
+def check_no_escalation(entry: EntryPoint, nodes: int) -> None:
+    """launch's own words: no node needed SIGTERM or SIGKILL, and every node finished cleanly (exit 0)."""
     text = entry.out.read_text() + entry.stderr()
-    assert "escalating to" not in text, entry.output()  # launch's words when a node ignored SIGINT or SIGTERM
-    for line in text.splitlines():
-        if "process has died" in line or "process has finished cleanly" not in line:
-            continue
-    died = [line for line in text.splitlines() if "process has died" in line]
-    assert not died or all("exit code -2" not in line and "exit code -9" not in line for line in died), died
+    assert "escalating to" not in text, entry.output()
+    clean = [line for line in text.splitlines() if "process has finished cleanly" in line]
+    assert len(clean) == nodes, entry.output()
 
 
 @needs_launch
@@ -353,6 +366,10 @@ def check_no_escalation(entry: EntryPoint) -> None:
 def test_ros2_launch_ends_within_5_s_of_a_signal_mid_task(
     ros: Any, tmp_path: Path, entry_points: list[EntryPoint], sig: signal.Signals
 ) -> None:
+    """SIGINT to the group (Ctrl-C): launch waits for every node, which stops and exits 0 long before launch's
+    escalation. SIGTERM to `ros2 launch` alone: launch itself dies at once (upstream behaviour: it has no SIGTERM
+    handler, exit -15), and the kernel sends each node SIGTERM (`setpriv --pdeathsig`, see the launch file), so
+    every node still cancels its goal, stops the robot and exits within the bound: no orphans."""
     command = launch_command(tmp_path, robot="sim", params_file=str(stack_params(tmp_path)), log_level="warn")
     entry = start(command, ros.domain_id, tmp_path, "launch")
     entry_points.append(entry)
@@ -360,6 +377,7 @@ def test_ros2_launch_ends_within_5_s_of_a_signal_mid_task(
     operator.send_task(entry)
     operator.wait_mid_skill(entry)
     sent = entry.signal(sig)
-    check_clean_end(entry, sent, sig, (0, 130))
-    check_no_escalation(entry)
-    operator.check_every_goal_canceled(entry)
+    check_clean_end(entry, sent, sig, (0,) if sig == signal.SIGINT else (-signal.SIGTERM,))
+    if sig == signal.SIGINT:
+        check_no_escalation(entry, nodes=5)
+    operator.check_every_goal_canceled(entry, (GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED))

@@ -14,6 +14,7 @@ a demo beside a running robot stack, never see each other.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import signal
 import sys
@@ -235,7 +236,7 @@ class SignaledError(Exception):
 
 class Interrupt:
     """The first SIGINT/SIGTERM: the demo cancels its task, stops the robot, closes the bag and exits 130; a
-    second one exits at once (130). The handler only records the signal and wakes the waiting main thread."""
+    second SIGINT exits at once (130). The handler only records the signal and wakes the waiting main thread."""
 
     def __init__(self) -> None:
         self.signal: str | None = None
@@ -252,8 +253,11 @@ class Interrupt:
 
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
-        if self.signal is not None:  # a second signal while the demo stops: leave now, without a traceback
-            os.write(2, f"sayplan_demo: {name} again: exiting without waiting for the robot's stop\n".encode())
+        if self.signal is not None:  # a second Ctrl-C while the demo stops: leave now, without a traceback
+            if signum != signal.SIGINT:
+                return  # a repeated SIGTERM changes nothing: the stop is bounded
+            with contextlib.suppress(OSError):  # stderr may be a closed pipe
+                os.write(2, f"sayplan_demo: {name} again: exiting without waiting for the robot's stop\n".encode())
             os._exit(EXIT_INTERRUPTED)
         self.signal = name
         self.wake.set()

@@ -9,11 +9,12 @@ SIGINT and SIGTERM are handled here, not by rclpy: rclpy's handler shuts the con
 could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out over DDS). So the executor spins
 on its own thread, the main thread waits for a signal, asks every node that drives a robot to stop it
 (`stop_for_shutdown`, bounded by SHUTDOWN_STOP_S) while the executor still spins, and only then shuts down.
-A second signal during that stop exits at once.
+A second SIGINT (Ctrl-C) during that stop exits at once (130); a repeated SIGTERM changes nothing.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -32,6 +33,9 @@ EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm it
 EXIT_SECOND_SIGNAL = 130
 #: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
 SHUTDOWN_STOP_S = 3.0
+#: On a signal, how long a goal that just ended gets for its end state and result to leave over DDS before the
+#: node is destroyed (rclpy sends them from executor tasks after the goal ends; the process exits right after).
+RESULT_GRACE_S = 0.2
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -107,7 +111,17 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
             rclpy.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
-    sys.exit(code)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown: the robots are stopped, the nodes destroyed and rclpy shut down
+    (its log files flushed); unloading numpy, networkx and DDS takes one to three more seconds on a busy machine,
+    which would push a stop past the 5 s a supervisor (ros2 launch, docker stop) allows."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (the launch is gone) must not change the exit code
+            stream.flush()
+    os._exit(code)
 
 
 def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[BaseException]) -> None:
@@ -122,8 +136,11 @@ def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[B
 
 
 def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event) -> None:
-    if signaled.is_set():  # a second signal while the robots stop: leave now
-        print(f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop", file=sys.stderr)
+    if signaled.is_set():  # a second Ctrl-C while the robots stop: leave now
+        if signum != signal.SIGINT:
+            return  # a repeated SIGTERM (a supervisor; the kernel's parent-death signal, one per launch thread)
+        with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more (the launch is gone)
+            os.write(2, f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop\n".encode())
         os._exit(EXIT_SECOND_SIGNAL)
     signaled.set()
     stop.set()
