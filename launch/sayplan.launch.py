@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 from typing import Any
 
 import yaml
@@ -22,7 +23,7 @@ from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
 from launch.event_handlers import OnProcessExit, OnProcessIO
 from launch.events import Shutdown
-from launch.events.process import ProcessExited, ProcessIO
+from launch.events.process import ProcessExited, ProcessIO, SignalProcess
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -77,6 +78,7 @@ class RequiredNodes:
 
     def __init__(self) -> None:
         self.last_error: dict[str, str] = {}
+        self.nodes: list[Node] = []
 
     def on_stderr(self, event: ProcessIO) -> None:
         """Keep the node's last line on stderr: a node that cannot start says why there (sayplan_ros.runner)."""
@@ -84,7 +86,9 @@ class RequiredNodes:
         if lines:
             self.last_error[event.process_name] = lines[-1]
 
-    def on_exit(self, event: ProcessExited, context: LaunchContext) -> OpaqueFunction | EmitEvent | None:
+    def on_exit(
+        self, event: ProcessExited, context: LaunchContext
+    ) -> OpaqueFunction | EmitEvent | list[EmitEvent | OpaqueFunction] | None:
         if context.is_shutdown:  # stopping anyway (Ctrl-C, or another node failed first)
             return None
         if event.returncode == 0:
@@ -98,10 +102,16 @@ class RequiredNodes:
         reason = f"node {event.process_name} exited with code {event.returncode}: {why}"
 
         def fail(_context: LaunchContext) -> None:
-            # launch logs this one line, stops every other node (SIGINT, then its escalation) and exits 1
+            # launch logs this one line, shuts down (SIGINT to whatever still runs, then its escalation), exits 1
             raise RuntimeError(reason)
 
-        return OpaqueFunction(function=fail)
+        def started(action: Any) -> bool:
+            return any(action is node for node in self.nodes) and action.process_details is not None
+
+        # SIGTERM first: a node still importing ends silently (SIGINT would print a KeyboardInterrupt traceback
+        # for each), one already serving stops its robot and exits (the SIGINT launch sends next changes nothing)
+        return [EmitEvent(event=SignalProcess(signal_number=signal.SIGTERM, process_matcher=started)),
+                OpaqueFunction(function=fail)]  # fmt: skip
 
 
 def _check_rviz(value: str) -> bool:
@@ -154,6 +164,7 @@ def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:
                 prefix=prefix,
             )
         )
+    required.nodes = list(nodes)
     handlers = [
         RegisterEventHandler(OnProcessIO(target_action=node, on_stderr=required.on_stderr)) for node in nodes
     ] + [RegisterEventHandler(OnProcessExit(target_action=node, on_exit=required.on_exit)) for node in nodes]

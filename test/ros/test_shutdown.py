@@ -152,13 +152,18 @@ def start(command: list[str], domain: int, folder: Path, name: str, **env_extra:
     return EntryPoint(proc, out, err)
 
 
+def end_all(started: list[EntryPoint]) -> None:
+    """Whatever a test left running goes (it failed already)."""
+    for entry in started:
+        if entry.proc.poll() is None or left_behind(entry.proc.pid, entry.seen):
+            entry.kill()
+
+
 @pytest.fixture
 def entry_points() -> Iterator[list[EntryPoint]]:
     started: list[EntryPoint] = []
     yield started
-    for entry in started:
-        if entry.proc.poll() is None or left_behind(entry.proc.pid, entry.seen):
-            entry.kill()
+    end_all(started)
 
 
 # ---------------------------------------------------------------------------------------------- the operator

@@ -254,8 +254,8 @@ class Interrupt:
     def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
         name = signal.Signals(signum).name
         if self.signal is not None:  # a second Ctrl-C while the demo stops: leave now, without a traceback
-            if signum != signal.SIGINT:
-                return  # a repeated SIGTERM changes nothing: the stop is bounded
+            if signum != signal.SIGINT or self.signal != "SIGINT":
+                return  # not a second Ctrl-C (a repeated SIGTERM, say): the stop is bounded anyway
             with contextlib.suppress(OSError):  # stderr may be a closed pipe
                 os.write(2, f"sayplan_demo: {name} again: exiting without waiting for the robot's stop\n".encode())
             os._exit(EXIT_INTERRUPTED)

@@ -9,7 +9,8 @@ SIGINT and SIGTERM are handled here, not by rclpy: rclpy's handler shuts the con
 could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out over DDS). So the executor spins
 on its own thread, the main thread waits for a signal, asks every node that drives a robot to stop it
 (`stop_for_shutdown`, bounded by SHUTDOWN_STOP_S) while the executor still spins, and only then shuts down.
-A second SIGINT (Ctrl-C) during that stop exits at once (130); a repeated SIGTERM changes nothing.
+A second Ctrl-C (SIGINT after SIGINT) during that stop exits at once (130); any other repeated signal changes
+nothing (a supervisor's repeated SIGTERM, launch's SIGINT after its SIGTERM).
 """
 
 from __future__ import annotations
@@ -80,6 +81,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     executor = MultiThreadedExecutor(num_threads=4)
     stop = threading.Event()
     signaled = threading.Event()  # a signal arrived (the stop event is also set when the executor ends by itself)
+    first = [0]  # which signal came first
     failed: list[BaseException] = []
     spinning = threading.Thread(target=_spin, args=(executor, stop, failed), name="executor", daemon=True)
     try:
@@ -87,7 +89,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         for node in nodes:
             executor.add_node(node)
         for sig in _SIGNALS:
-            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled))
+            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled, first))
         spinning.start()
         while not stop.wait(0.5):
             pass
@@ -135,12 +137,15 @@ def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[B
         stop.set()  # the executor ended on its own (context shut down elsewhere): the program ends too
 
 
-def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event) -> None:
+def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event, first: list[int]) -> None:
     if signaled.is_set():  # a second Ctrl-C while the robots stop: leave now
-        if signum != signal.SIGINT:
-            return  # a repeated SIGTERM (a supervisor; the kernel's parent-death signal, one per launch thread)
+        if signum != signal.SIGINT or first[0] != signal.SIGINT:
+            # not a person's second Ctrl-C: a repeated SIGTERM (a supervisor; the kernel's parent-death signal, one
+            # per launch thread) or launch's SIGINT after the SIGTERM it sent; the stop is bounded anyway
+            return
         with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more (the launch is gone)
             os.write(2, f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop\n".encode())
         os._exit(EXIT_SECOND_SIGNAL)
+    first[0] = signum
     signaled.set()
     stop.set()
