@@ -40,6 +40,7 @@ from test_shutdown import (
 
 from sayplan_interfaces.action import ExecuteTask
 from sayplan_interfaces.srv import DescribeSkills
+from sayplan_ros.stack import stack_specs
 
 pytestmark = [pytest.mark.ros, needs_launch, needs_install]
 #: A start-up that fails ends the launch within this (imports and DDS set-up on a loaded machine included).
@@ -130,7 +131,7 @@ def test_franka_omron_with_the_fake_arcl_base_launches_serves_and_stops_on_ctrl_
         entry = start(command, ros.domain_id, tmp_path, "launch", SAYPLAN_ARCL_PASSWORD=fakes["arcl"].password)
         launches.append(entry)
         wait_serving(ros, entry, "franka_omron")
-        ctrl_c_ends_it_cleanly(entry, nodes=5)
+        ctrl_c_ends_it_cleanly(entry, nodes=len(stack_specs("franka_omron")))
         assert not fakes["arcl"].moving()
     finally:
         fakes["arcl"].close()
@@ -161,7 +162,7 @@ def test_spot_with_the_fake_spot_launches_serves_and_stops_on_ctrl_c(
         launches.append(entry)
         wait_serving(ros, entry, "spot")
         wait_until(lambda: world.standing, timeout=30.0, what="the launched node to stand the robot")
-        ctrl_c_ends_it_cleanly(entry, nodes=5)
+        ctrl_c_ends_it_cleanly(entry, nodes=len(stack_specs("spot")))
         assert world.lease_owner == "" and not world.motors_on, entry.output()  # sat, powered off, lease returned
 
 

@@ -207,9 +207,10 @@ class SpotRobot:
     def connected(self) -> bool:
         return self.robot is not None
 
-    def connect(self, limits: Limits, stand: bool = False) -> None:
+    def connect(self, limits: Limits, stand: bool = False, lease: bool = True) -> None:
         """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop; with `stand` (the
-        node starting, or the operator's stand_up) also power on and stand.
+        operator's stand_up) also power on and stand. Without `lease` only the session (log in, time sync, the
+        map): what a node configuring checks before it is activated and takes the robot.
 
         `take_lease` takes the lease only until it has been ours once: after another client took it, connecting
         again only acquires it, which fails with lease_lost while that client holds it (the node never takes the
@@ -234,6 +235,10 @@ class SpotRobot:
                 WorldObjectClient.default_service_name, ImageClient.default_service_name,
             ):  # fmt: skip
                 robot.ensure_client(name)
+            if not lease:
+                self.refresh_map()
+                self._info(f"connected to Spot {self.serial} at {cfg.hostname}: session only (no lease)")
+                return
             if robot.is_estopped(timeout=rpc):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import base64
+import json
+import os
 import time
 from typing import Any
 
@@ -12,12 +14,40 @@ from sayplan_core.llm.http import (
     deadline,
     deadline_transport,
     last_retry_after_s,
+    network_cause,
+    one_line,
     oversized_answer,
-    redact_url,
 )
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_OLLAMA_PORT = 11434
+
+
+def ollama_host(base_url: str | None = None) -> str:
+    """The Ollama server to use: an explicit base_url wins, then $OLLAMA_HOST, then 127.0.0.1:11434.
+
+    Both forms are read as the official client reads OLLAMA_HOST: `host[:port][/path]`, the scheme
+    optional (http), the port 11434 unless given (80/443 when only a scheme is), `:port` alone for
+    127.0.0.1, IPv6 in brackets.
+    """
+    raw = (base_url or "").strip() or os.environ.get("OLLAMA_HOST", "").strip()
+    if not raw:
+        return DEFAULT_OLLAMA_URL
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        scheme, rest = "http", raw
+    scheme = scheme.lower()
+    hostport, slash, path = rest.partition("/")
+    path = f"/{path}".rstrip("/") if slash else ""
+    if hostport.startswith("["):  # [IPv6] or [IPv6]:port
+        close = hostport.find("]")
+        host, port_text = hostport[: close + 1], hostport[close + 1 :].removeprefix(":")
+    else:
+        host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+    default_port = (443 if scheme == "https" else 80) if sep else DEFAULT_OLLAMA_PORT
+    port = int(port_text) if port_text.isdigit() else default_port
+    return f"{scheme}://{host or '127.0.0.1'}:{port}{path}"
 
 
 class OllamaBackend:
@@ -27,7 +57,7 @@ class OllamaBackend:
 
         self._ollama = ollama
         self.timeout_s = timeout_s
-        host = base_url or DEFAULT_OLLAMA_URL
+        host = ollama_host(base_url)
         # the transport enforces a deadline on the whole call, not only on each read
         self._client = ollama.Client(
             host=host, timeout=timeout_s, transport=deadline_transport(httpx, MAX_ANSWER_BODY_BYTES)
@@ -37,8 +67,13 @@ class OllamaBackend:
     def start_task(self, instruction: str) -> None:
         """A live model answers any task."""
 
+    @property
+    def _where(self) -> str:
+        return f"ollama at {self.info.base_url}"
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         import httpx
+        import pydantic
 
         ollama = self._ollama
         options: dict[str, Any] = {"temperature": request.temperature, "num_predict": request.max_tokens}
@@ -58,14 +93,27 @@ class OllamaBackend:
             return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except ollama.ResponseError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
+            error = one_line(str(exc.error))
             if status == 429 or status >= 500:
                 # the SDK drops the response headers; the transport kept the Retry-After
-                raise LlmTransientError(f"http_{status}", str(exc.error), last_retry_after_s()) from exc
-            raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {exc.error}") from exc
+                raise LlmTransientError(
+                    f"http_{status}", f"{self._where} answered HTTP {status}: {error}", last_retry_after_s()
+                ) from exc
+            raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {error}") from exc
         except httpx.TimeoutException as exc:
-            raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
-        except (httpx.TransportError, ConnectionError) as exc:  # refused, reset, canceled (CallAbort)
-            raise LlmTransientError("connection", redact_url(str(exc))) from exc
+            raise LlmTransientError(
+                "timeout", f"{self._where}: no complete answer within {self.timeout_s:g} s"
+            ) from exc
+        except (httpx.RequestError, ConnectionError) as exc:  # refused, reset, corrupt body, canceled (CallAbort)
+            raise LlmTransientError("connection", f"{self._where} {network_cause(exc)}") from exc
+        except json.JSONDecodeError as exc:  # a body cut short by a closed connection reads as broken JSON
+            raise LlmTransientError(
+                "bad_response", f"{self._where} sent a response that is not JSON: {exc.msg}"
+            ) from exc
+        except pydantic.ValidationError as exc:
+            if exc.title != "ChatResponse":  # our request, not the server's answer: a bug, not a network failure
+                raise
+            raise LlmTransientError("bad_response", f"{self._where} sent a response that is not a chat answer") from exc
         latency = time.perf_counter() - start
         message = reply.message
         return LlmResponse(
@@ -79,11 +127,15 @@ class OllamaBackend:
 
 
 def ollama_answers(base_url: str | None = None, timeout_s: float = 1.5) -> bool:
-    """True when an Ollama server answers at base_url (used by `llm: auto`)."""
+    """True when an Ollama server answers at base_url (or $OLLAMA_HOST) within `timeout_s` (for `llm: auto`)."""
     import httpx
 
     try:
-        response = httpx.get(f"{(base_url or DEFAULT_OLLAMA_URL).rstrip('/')}/api/version", timeout=timeout_s)
-    except httpx.HTTPError:
+        with (
+            deadline(timeout_s),
+            httpx.Client(timeout=timeout_s, transport=deadline_transport(httpx, 1_000_000)) as client,
+        ):
+            response = client.get(f"{ollama_host(base_url)}/api/version")
+    except (httpx.HTTPError, BodyTooLargeError):
         return False
     return response.status_code == 200
