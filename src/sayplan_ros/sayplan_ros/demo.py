@@ -188,7 +188,7 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         started = time.perf_counter()
         handle = _send(task.instruction, operator, spinner)
         try:
-            result = spinner.wait(handle.get_result_async(), "task result", args.timeout)
+            result = spinner.wait(handle.get_result_async(), "task result", args.timeout).result
         except SignaledError:
             result = _cancel(handle, spinner)
         if interrupt.signal is not None and not stop_robots(nodes, ROBOT_STOP_S):
