@@ -237,8 +237,11 @@ class Operator:
 
 def check_clean_end(entry: EntryPoint, sent: float, sig: signal.Signals, codes: tuple[int, ...]) -> None:
     code = entry.wait(EXIT_BOUND_S - (time.monotonic() - sent))
+    exited = time.monotonic() - sent
     assert code in codes, f"exit {code} after {sig.name}:\n{entry.output()}"
     check_nothing_left(entry, sent, sig.name)
+    print(f"{entry.out.stem}: exit {code} {exited:.2f} s after {sig.name}, every process gone after "
+          f"{time.monotonic() - sent:.2f} s")  # fmt: skip
     assert "Traceback" not in entry.stderr(), entry.output()
     assert "was not confirmed" not in entry.output(), entry.output()  # the sim robot always confirms its stop
 
