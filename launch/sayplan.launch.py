@@ -13,13 +13,17 @@ namespace.
 from __future__ import annotations
 
 import os
+import shutil
+import signal
 from typing import Any
 
 import yaml
-from ament_index_python.packages import get_package_share_directory
+from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchContext, LaunchDescription
-from launch.actions import DeclareLaunchArgument, OpaqueFunction
-from launch.conditions import IfCondition
+from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
+from launch.event_handlers import OnProcessExit, OnProcessIO
+from launch.events import Shutdown
+from launch.events.process import ProcessExited, ProcessIO, SignalProcess
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
@@ -70,10 +74,70 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
     return out
 
 
-def _nodes(context: LaunchContext) -> list[Node]:
+class RequiredNodes:
+    """Ends the launch when a node of the stack ends while it runs, with one line saying which and why."""
+
+    def __init__(self) -> None:
+        self.last_error: dict[str, str] = {}
+        self.nodes: list[Node] = []
+
+    def on_stderr(self, event: ProcessIO) -> None:
+        """Keep the node's last line on stderr: a node that cannot start says why there (sayplan_ros.runner)."""
+        lines = [line.strip() for line in event.text.decode("utf-8", "replace").splitlines() if line.strip()]
+        if lines:
+            self.last_error[event.process_name] = lines[-1]
+
+    def on_exit(
+        self, event: ProcessExited, context: LaunchContext
+    ) -> OpaqueFunction | EmitEvent | list[EmitEvent | OpaqueFunction] | None:
+        if context.is_shutdown:  # stopping anyway (Ctrl-C, or another node failed first)
+            return None
+        if event.returncode == 0:
+            # a clean stop is a node's answer to SIGINT/SIGTERM, and the others got the same signal (a terminal's
+            # process group, systemd's cgroup): launch must not signal them again, which would cut their robot
+            # stop short (sayplan_ros.runner exits at once on a second signal); it escalates if one is still there
+            return EmitEvent(
+                event=Shutdown(reason=f"node {event.process_name} stopped (exit code 0)", due_to_sigint=True)
+            )
+        why = self.last_error.get(event.process_name, "no error line")
+        reason = f"node {event.process_name} exited with code {event.returncode}: {why}"
+
+        def fail(_context: LaunchContext) -> None:
+            # launch logs this one line, shuts down (SIGINT to whatever still runs, then its escalation), exits 1
+            raise RuntimeError(reason)
+
+        def started(action: Any) -> bool:
+            return any(action is node for node in self.nodes) and action.process_details is not None
+
+        # SIGTERM first: a node still importing ends silently (SIGINT would print a KeyboardInterrupt traceback
+        # for each), one already serving stops its robot and exits (the SIGINT launch sends next changes nothing)
+        return [EmitEvent(event=SignalProcess(signal_number=signal.SIGTERM, process_matcher=started)),
+                OpaqueFunction(function=fail)]  # fmt: skip
+
+
+def _check_rviz(value: str) -> bool:
+    """Whether RViz runs; rviz:=true without rviz2 installed is refused before any node starts."""
+    if value.lower() not in ("true", "1", "yes"):
+        return False
+    try:
+        get_package_prefix("rviz2")
+    except PackageNotFoundError:
+        raise RuntimeError(
+            "rviz:=true but rviz2 is not installed (apt install ros-$ROS_DISTRO-rviz2), or use rviz:=false"
+        ) from None
+    return True
+
+
+def _prefix() -> str | None:
+    """`setpriv --pdeathsig TERM`: the node gets SIGTERM when the launch process dies (util-linux, Linux)."""
+    setpriv = shutil.which("setpriv")
+    return f"{setpriv} --pdeathsig TERM" if setpriv else None
+
+
+def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:
     config = os.path.join(get_package_share_directory("sayplan_ros"), "config")
     value = {name: LaunchConfiguration(name).perform(context) for name in (
-        "robot", "planner", "llm", "env", "params_file", "namespace", "use_sim_time", "log_level")}  # fmt: skip
+        "robot", "planner", "llm", "env", "params_file", "namespace", "use_sim_time", "log_level", "rviz")}  # fmt: skip
     for name, allowed in (
         ("robot", tuple(ROBOTS)),
         ("planner", tuple(PLANNERS)),
@@ -82,25 +146,45 @@ def _nodes(context: LaunchContext) -> list[Node]:
     ):
         if value[name] not in allowed:
             raise RuntimeError(f"launch argument {name}:={value[name]} is not one of {', '.join(allowed)}")
+    rviz = _check_rviz(value["rviz"])
     parameters = stack_parameters(value, config)
-    nodes = []
+    required = RequiredNodes()
+    prefix = _prefix()
+    nodes: list[Node] = []
     for spec in stack_specs(value["robot"]):
         nodes.append(
             Node(
                 package=spec.package,
                 executable=spec.executable,
+                exec_name=spec.executable,  # the process's label in launch's lines (not setpriv's)
                 name=spec.name,
                 namespace=value["namespace"],
                 parameters=[parameters[spec.name]],
                 arguments=["--ros-args", "--log-level", value["log_level"]],
                 output="screen",
+                prefix=prefix,
             )
         )
-    return nodes
+    required.nodes = list(nodes)
+    handlers = [
+        RegisterEventHandler(OnProcessIO(target_action=node, on_stderr=required.on_stderr)) for node in nodes
+    ] + [RegisterEventHandler(OnProcessExit(target_action=node, on_exit=required.on_exit)) for node in nodes]
+    if rviz:
+        share = get_package_share_directory("sayplan_ros")
+        nodes.append(
+            Node(
+                package="rviz2",
+                executable="rviz2",
+                exec_name="rviz2",
+                namespace=value["namespace"],
+                arguments=["-d", os.path.join(share, "config", "sayplan.rviz")],
+                prefix=prefix,
+            )
+        )
+    return [*handlers, *nodes]
 
 
 def generate_launch_description() -> LaunchDescription:
-    share = get_package_share_directory("sayplan_ros")
     return LaunchDescription(
         [
             DeclareLaunchArgument("robot", default_value="sim", description=" | ".join(ROBOTS)),
@@ -115,12 +199,5 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument("log_level", default_value="info", description=" | ".join(LOG_LEVELS)),
             DeclareLaunchArgument("rviz", default_value="false", description="start RViz with the scene graph view"),
             OpaqueFunction(function=_nodes),
-            Node(
-                package="rviz2",
-                executable="rviz2",
-                namespace=LaunchConfiguration("namespace"),
-                arguments=["-d", os.path.join(share, "config", "sayplan.rviz")],
-                condition=IfCondition(LaunchConfiguration("rviz")),
-            ),
         ]
     )

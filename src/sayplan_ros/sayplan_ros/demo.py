@@ -14,13 +14,16 @@ a demo beside a running robot stack, never see each other.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
 import threading
 import time
 import uuid
 from datetime import datetime
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 import rclpy
@@ -30,6 +33,7 @@ from rclpy.context import Context
 from rclpy.executors import MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.parameter import Parameter
+from rclpy.signals import SignalHandlerOptions
 
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.llm.selection import BACKENDS
@@ -40,6 +44,7 @@ from sayplan_interfaces.msg import ExecutionEvent, PlanReport
 from sayplan_ros.bag import STORAGES, BagRecorder
 from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.qos import EVENTS_QOS
+from sayplan_ros.runner import stop_robots
 from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.stack import create_nodes
 
@@ -127,7 +132,7 @@ def _say(stage: str, text: str) -> None:
     print(f"[{stage:>10}] {text}", flush=True)
 
 
-def run(args: argparse.Namespace, context: Context) -> int:
+def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int:
     tasks = {t.id: t for t in load_tasks()}
     if args.task not in tasks or tasks[args.task].env != "office":
         raise ValueError(f"--task must be an office task id (e.g. office-lh-05), got '{args.task}'")
@@ -173,7 +178,7 @@ def run(args: argparse.Namespace, context: Context) -> int:
         nodes.append(operator)
         for node in nodes:
             executor.add_node(node)
-        spinner = _Spinner(executor)
+        spinner = _Spinner(executor, interrupt)
         printer = EventPrinter()
         reports: list[PlanReport] = []
         operator.create_subscription(ExecutionEvent, "execution_events", printer, EVENTS_QOS)
@@ -181,14 +186,24 @@ def run(args: argparse.Namespace, context: Context) -> int:
         graph_server = next(n for n in nodes if isinstance(n, SceneGraphServer))
         _wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
         started = time.perf_counter()
-        result = _execute(task.instruction, operator, spinner, args.timeout)
-        spinner.settle(printer, result)
+        handle = _send(task.instruction, operator, spinner)
+        try:
+            result = spinner.wait(handle.get_result_async(), "task result", args.timeout).result
+        except SignaledError:
+            result = _cancel(handle, spinner)
+        if interrupt.signal is not None and not stop_robots(nodes, ROBOT_STOP_S):
+            print("sayplan_demo: the robot's stop was not confirmed", file=sys.stderr)
+        spinner.settle(printer, 1.0 if interrupt.signal else 5.0)
         bag = recorder.close()
         goal_met = check_goals(graph_server.graph, task.predicates).success
         calls = sum(len(r.outcome.llm_calls) for r in reports)
         tokens = sum(c.prompt_tokens + c.completion_tokens for r in reports for c in r.outcome.llm_calls)
-        verdict, goal = ("success" if result.success else "FAILED"), ("met" if goal_met else "NOT met")
-        message = result.error_msg or "done"
+        if interrupt.signal is not None:
+            verdict = f"canceled ({interrupt.signal})"
+        else:
+            verdict = "success" if result is not None and result.success else "FAILED"
+        message = "no result before exiting" if result is None else (result.error_msg or "done")
+        goal = "met" if goal_met else "NOT met"
         print(
             f"\nsummary: {verdict} | {message} | goal {goal} | {len(reports)} plan_task goals, "
             f"{calls} LLM calls, {tokens} tokens | {time.perf_counter() - started:.1f} s"
@@ -196,7 +211,7 @@ def run(args: argparse.Namespace, context: Context) -> int:
         counts = ", ".join(f"{topic} {n}" for topic, n in recorder.counts.items())
         print(f"bag: {bag} ({counts})")
         print(f"LLM transcripts: {transcripts}")
-        print(f"run folder: {run_dir}")
+        print(f"run folder: {run_dir}", flush=True)
         if recorder.error is not None:  # the run is not what the bag says: a disk that filled up, most likely
             print(f"sayplan_demo: the bag is incomplete: recording stopped: {recorder.error}", file=sys.stderr)
             return EXIT_RECORDING_FAILED
@@ -208,18 +223,55 @@ def run(args: argparse.Namespace, context: Context) -> int:
                 file=sys.stderr,
             )
             return EXIT_RECORDING_FAILED
-        return 0 if result.success and goal_met else 1
+        if interrupt.signal is not None:
+            return EXIT_INTERRUPTED
+        return 0 if result is not None and result.success and goal_met else 1
     finally:
         executor.shutdown(timeout_sec=2.0)
         for node in nodes:
             node.destroy_node()
 
 
-class _Spinner:
-    """Spins the executor in a thread; a dead executor is reported instead of leaving the demo waiting."""
+class SignaledError(Exception):
+    """SIGINT or SIGTERM came while the demo waited."""
 
-    def __init__(self, executor: MultiThreadedExecutor) -> None:
+
+class Interrupt:
+    """The first SIGINT/SIGTERM: the demo cancels its task, stops the robot, closes the bag and exits 130; a
+    second SIGINT exits at once (130). The handler only records the signal and wakes the waiting main thread."""
+
+    def __init__(self) -> None:
+        self.signal: str | None = None
+        self.wake = threading.Event()
+        self._previous: dict[int, Any] = {}
+
+    def install(self) -> None:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            self._previous[sig] = signal.signal(sig, self._on_signal)
+
+    def restore(self) -> None:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+
+    def _on_signal(self, signum: int, _frame: FrameType | None) -> None:
+        name = signal.Signals(signum).name
+        if self.signal is not None:  # a second Ctrl-C while the demo stops: leave now, without a traceback
+            if signum != signal.SIGINT or self.signal != "SIGINT":
+                return  # not a second Ctrl-C (a repeated SIGTERM, say): the stop is bounded anyway
+            with contextlib.suppress(OSError):  # stderr may be a closed pipe
+                os.write(2, f"sayplan_demo: {name} again: exiting without waiting for the robot's stop\n".encode())
+            os._exit(EXIT_INTERRUPTED)
+        self.signal = name
+        self.wake.set()
+
+
+class _Spinner:
+    """Spins the executor in a thread; a dead executor is reported instead of leaving the demo waiting, and a
+    signal ends the wait at once."""
+
+    def __init__(self, executor: MultiThreadedExecutor, interrupt: Interrupt) -> None:
         self.failure: BaseException | None = None
+        self.interrupt = interrupt
         self._executor = executor
         self._thread = threading.Thread(target=self._spin, daemon=True)
         self._thread.start()
@@ -230,18 +282,22 @@ class _Spinner:
         except BaseException as exc:
             self.failure = exc
 
-    def wait(self, future: Any, what: str, timeout: float) -> Any:
-        done = threading.Event()
-        future.add_done_callback(lambda _f: done.set())
+    def wait(self, future: Any, what: str, timeout: float, interruptible: bool = True) -> Any:
+        wake = self.interrupt.wake
+        future.add_done_callback(lambda _f: wake.set())
         deadline = time.monotonic() + timeout
-        while not done.wait(0.5):  # the main thread only; wakes to notice a dead executor
+        while not future.done():  # the main thread only; wakes to notice a dead executor
+            if interruptible and self.interrupt.signal is not None:
+                raise SignaledError(what)
             if self.failure is not None:
                 raise RuntimeError(f"the ROS executor stopped while waiting for {what}: {self.failure!r}")
             if time.monotonic() > deadline:
                 raise RuntimeError(f"no {what} within {timeout:g} s")
+            wake.wait(min(0.5, max(0.0, deadline - time.monotonic())))
+            wake.clear()
         return future.result()
 
-    def settle(self, printer: EventPrinter, result: Any, timeout: float = 5.0) -> None:
+    def settle(self, printer: EventPrinter, timeout: float) -> None:
         """Let the last events and graph versions reach the printer and the recorder."""
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and (printer.gaps() or not _ended(printer)):
@@ -270,33 +326,57 @@ def _ended(printer: EventPrinter) -> bool:
     return bool(printer.events) and printer.events[-1].stage in (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 
 
-def _execute(instruction: str, operator: Node, spinner: _Spinner, timeout: float) -> Any:
+def _send(instruction: str, operator: Node, spinner: _Spinner) -> Any:
+    """Send the task; its goal handle."""
     client = ActionClient(operator, ExecuteTask, "execute_task")
     if not client.wait_for_server(timeout_sec=15.0):
         raise RuntimeError("execute_task did not come up")
+    if spinner.interrupt.signal is not None:
+        raise SignaledError("the start")
     _say("task", instruction)
     handle = spinner.wait(client.send_goal_async(ExecuteTask.Goal(instruction=instruction)), "goal acceptance", 15.0)
     if not handle.accepted:
         raise RuntimeError("execute_task rejected the goal")
-    return spinner.wait(handle.get_result_async(), "task result", timeout).result
+    return handle
 
 
+def _cancel(handle: Any, spinner: _Spinner) -> Any:
+    """Cancel the task as an operator does and wait (bounded) for its CANCELED result; None if none came."""
+    _say("task", f"{spinner.interrupt.signal}: canceling the task")
+    result = handle.get_result_async()
+    handle.cancel_goal_async()
+    try:
+        return spinner.wait(result, "the canceled task's result", CANCEL_WAIT_S, interruptible=False).result
+    except RuntimeError as exc:
+        print(f"sayplan_demo: {exc}", file=sys.stderr)
+        return None
+
+
+#: On a signal: how long the canceled task may take to end, then the robot's stop; the demo is gone within 5 s.
+CANCEL_WAIT_S = 2.0
+ROBOT_STOP_S = 1.5
+#: Exit code of a demo ended by SIGINT or SIGTERM (the task canceled, the bag written).
+EXIT_INTERRUPTED = 130
 #: Exit code of a run whose bag or transcripts could not be written whole (the task's outcome is printed above).
 EXIT_RECORDING_FAILED = 4
 
 
 def main(argv: list[str] | None = None) -> None:
     args = parse_args(sys.argv[1:] if argv is None else argv)
+    interrupt = Interrupt()
+    interrupt.install()  # before rclpy: its own handler would shut the context down under the running nodes
     context = Context()
-    rclpy.init(args=None if args.verbose else ["--ros-args", "--log-level", "WARN"], context=context)
+    ros_args = None if args.verbose else ["--ros-args", "--log-level", "WARN"]
     code = 0
     try:
-        code = run(args, context)
-    except KeyboardInterrupt:
-        code = 130
+        rclpy.init(args=ros_args, context=context, signal_handler_options=SignalHandlerOptions.NO)
+        code = run(args, context, interrupt)
+    except SignaledError:
+        code = EXIT_INTERRUPTED
     except Exception as exc:  # one line, whatever went wrong
         print(f"sayplan_demo: {exc}", file=sys.stderr)
         code = 2
     finally:
         context.try_shutdown()
+        interrupt.restore()
     sys.exit(code)

@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from typing import Any
 
+from action_msgs.srv import CancelGoal
 from rclpy.action import ActionClient, ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.task import Future
 
@@ -45,7 +48,7 @@ from sayplan_ros.conversions import (
 from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
-from sayplan_ros.runner import run_nodes
+from sayplan_ros.runner import RESULT_GRACE_S, run_nodes
 from sayplan_ros.single_goal import SingleGoal
 
 
@@ -71,6 +74,8 @@ def wait_future(future: Future, timeout: float, what: str, watch: ServerWatch | 
     return future.result()
 
 
+#: On shutdown, how long a task that ended CANCELED waits for the node's own cancel request to reach it, seconds.
+CANCEL_ARRIVAL_S = 1.0
 #: How often the executor looks whether the server running its child goal is still there, seconds.
 SERVER_CHECK_S = 0.5
 
@@ -116,6 +121,7 @@ class _TaskRun:
         self.child: Any = None  # the running plan_task / execute_skill goal handle
         self.replans = 0
         self.lock = threading.Lock()
+        self.cancel_seen = threading.Event()  # the cancel callback ran (the goal is about to be CANCELING)
 
     @property
     def graph_version(self) -> int:
@@ -128,7 +134,9 @@ class _TaskRun:
         self.node.graph_version = max(self.node.graph_version, version)
 
     def cancelled(self) -> bool:
-        return bool(self.handle.is_cancel_requested)
+        """A cancel was requested, or the node is stopping (its own cancel request may still be on its way while
+        the skill server, stopping too, already ended the skill or left)."""
+        return bool(self.handle.is_cancel_requested) or self.node.stopping.is_set()
 
     def emit(self, report: StepReport) -> None:
         self.replans = report.replans
@@ -166,6 +174,7 @@ class ExecutorNode(Node):
         self._run: _TaskRun | None = None
         self.graph_version = 0  # see _TaskRun.graph_version; one task at a time writes it
         self.graph_epoch = 0  # the scene_graph_server start graph_version counts in
+        self.stopping = threading.Event()  # set on SIGINT/SIGTERM (stop_for_shutdown): the task ends CANCELED
         self._graph_client = self.create_client(GetSceneGraph, "get_scene_graph", callback_group=group)
         self._server = ActionServer(
             self,
@@ -178,6 +187,31 @@ class ExecutorNode(Node):
             cancel_callback=self._on_cancel,
             callback_group=group,
         )
+        # its own server's cancel service: on shutdown the task is canceled as an operator cancels it
+        self._cancel_all = self.create_client(CancelGoal, "execute_task/_action/cancel_goal", callback_group=group)
+
+    def stop_for_shutdown(self, timeout_s: float) -> bool:
+        """On SIGINT/SIGTERM (sayplan_ros.runner, a plain thread, the executor still spinning): cancel the running
+        task the way an operator does (a CancelGoal for every goal), so it ends CANCELED, its running plan or skill
+        goal is canceled, and the last event reaches the subscribers. Uses half of `timeout_s`: the robot's own
+        stop comes after. True when no task is left running."""
+        self.stopping.set()
+        run = self._run
+        if run is None:
+            return True
+        deadline = time.monotonic() + timeout_s / 2
+        self.get_logger().warning("stopping: the running task is canceled before the node exits")
+        run.cancel_child()  # at once: the DDS cancel below may arrive after the skill server stopped on its own
+        if self._cancel_all.wait_for_service(timeout_sec=max(0.0, deadline - time.monotonic())):
+            self._cancel_all.call_async(CancelGoal.Request())  # a zero goal id and stamp: every goal
+        while self._run is not None and time.monotonic() < deadline:
+            time.sleep(0.01)  # a plain thread (the runner's), never an executor callback
+        ended = self._run is None
+        if not ended:
+            self.get_logger().error("the running task did not end before the node exits")
+        self.events.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
+        time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))  # the result response goes out
+        return ended
 
     # ------------------------------------------------------------------ helpers
     def _setting(self, name: str) -> Any:
@@ -322,6 +356,7 @@ class ExecutorNode(Node):
     def _on_cancel(self, _goal: Any) -> CancelResponse:
         run = self._run
         if run is not None:
+            run.cancel_seen.set()
             run.cancel_child()
         return CancelResponse.ACCEPT
 
@@ -329,22 +364,28 @@ class ExecutorNode(Node):
         run = _TaskRun(self, handle)
         self._run = run
         try:
-            result = self._loop(run)
-        except Exception as exc:  # a bug must end this goal, not the process
-            self.get_logger().error(f"execute_task failed: {exc!r}")
-            result = ExecuteTask.Result(error_code=int(TaskCode.INTERNAL_ERROR), error_msg=f"internal error: {exc!r}")
+            try:
+                result = self._loop(run)
+            except Exception as exc:  # a bug must end this goal, not the process
+                self.get_logger().error(f"execute_task failed: {exc!r}")
+                result = ExecuteTask.Result(
+                    error_code=int(TaskCode.INTERNAL_ERROR), error_msg=f"internal error: {exc!r}"
+                )
+            finally:
+                self._single.release()
+            self.publish_plan(run.instruction, run.action_set, run.plan_msgs, -1)
+            if self.stopping.is_set() and result.error_code == TaskCode.CANCELED:
+                run.cancel_seen.wait(CANCEL_ARRIVAL_S)  # the shutdown's own cancel request, on its way over DDS
+            if handle.is_cancel_requested and result.error_code == TaskCode.CANCELED:
+                handle.canceled()
+            elif result.success:
+                handle.succeed()
+            else:
+                handle.abort()
+            self.get_logger().info(f"execute_task: {result.error_msg or 'done'}")
+            return result
         finally:
-            self._run = None
-            self._single.release()
-        self.publish_plan(run.instruction, run.action_set, run.plan_msgs, -1)
-        if handle.is_cancel_requested and result.error_code == TaskCode.CANCELED:
-            handle.canceled()
-        elif result.success:
-            handle.succeed()
-        else:
-            handle.abort()
-        self.get_logger().info(f"execute_task: {result.error_msg or 'done'}")
-        return result
+            self._run = None  # after the goal's end state: stop_for_shutdown waits for it
 
     def _loop(self, run: _TaskRun) -> ExecuteTask.Result:
         failure: list[WaitError] = []

@@ -9,7 +9,9 @@ SIGINT and SIGTERM are handled here, not by rclpy: rclpy's handler shuts the con
 could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out over DDS). So the executor spins
 on its own thread, the main thread waits for a signal, asks every node that drives a robot to stop it
 (`stop_for_shutdown`, bounded by SHUTDOWN_STOP_S) while the executor still spins, and only then shuts down.
-A second signal during that stop exits at once.
+A second Ctrl-C (SIGINT after SIGINT) during that stop exits at once (130); any other repeated signal changes
+nothing (a supervisor's repeated SIGTERM, launch's SIGINT after its SIGTERM). The program then exits without the
+interpreter's teardown (see `_exit_now`).
 
 A node may also end the program: one that sets `exit_reason` (the lifecycle manager when a node of the stack
 failed to start, a managed node whose `autostart` failed) makes it stop as a signal does and exit 2, with that
@@ -18,6 +20,7 @@ reason as the one line on stderr, printed last (after whatever the nodes logged 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import sys
@@ -36,6 +39,9 @@ EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm it
 EXIT_SECOND_SIGNAL = 130
 #: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
 SHUTDOWN_STOP_S = 3.0
+#: On a signal, how long a goal that just ended gets for its end state and result to leave over DDS before the
+#: node is destroyed (rclpy sends them from executor tasks after the goal ends; the process exits right after).
+RESULT_GRACE_S = 0.2
 #: How often the main thread looks whether a node asked the program to end (`exit_reason`), seconds.
 EXIT_CHECK_S = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -83,6 +89,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     executor = MultiThreadedExecutor(num_threads=4)
     stop = threading.Event()
     signaled = threading.Event()  # a signal arrived (the stop event is also set when the executor ends by itself)
+    first = [0]  # which signal came first
     failed: list[BaseException] = []
     spinning = threading.Thread(target=_spin, args=(executor, stop, failed), name="executor", daemon=True)
     try:
@@ -90,7 +97,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         for node in nodes:
             executor.add_node(node)
         for sig in _SIGNALS:
-            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled))
+            signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled, first))
         spinning.start()
         while not stop.wait(EXIT_CHECK_S) and not _exit_reason(nodes):
             pass
@@ -116,8 +123,19 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         for sig, handler in previous.items():
             signal.signal(sig, handler)
     if last_line:
-        print(f"{program}: {last_line}", file=sys.stderr)
-    sys.exit(code)
+        with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more
+            print(f"{program}: {last_line}", file=sys.stderr)
+    _exit_now(code)
+
+
+def _exit_now(code: int) -> None:
+    """Exit without the interpreter's teardown: the robots are stopped, the nodes destroyed and rclpy shut down
+    (its log files flushed); unloading numpy, networkx and DDS takes one to three more seconds on a busy machine,
+    which would push a stop past the 5 s a supervisor (ros2 launch, docker stop) allows."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):  # a closed pipe (the launch is gone) must not change the exit code
+            stream.flush()
+    os._exit(code)
 
 
 def _exit_reason(nodes: list[Node]) -> str:
@@ -136,9 +154,15 @@ def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[B
         stop.set()  # the executor ended on its own (context shut down elsewhere): the program ends too
 
 
-def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event) -> None:
-    if signaled.is_set():  # a second signal while the robots stop: leave now
-        print(f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop", file=sys.stderr)
+def _on_signal(signum: int, stop: threading.Event, signaled: threading.Event, first: list[int]) -> None:
+    if signaled.is_set():  # a second Ctrl-C while the robots stop: leave now
+        if signum != signal.SIGINT or first[0] != signal.SIGINT:
+            # not a person's second Ctrl-C: a repeated SIGTERM (a supervisor; the kernel's parent-death signal, one
+            # per launch thread) or launch's SIGINT after the SIGTERM it sent; the stop is bounded anyway
+            return
+        with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more (the launch is gone)
+            os.write(2, f"{signal.Signals(signum).name} again: exiting without waiting for the robot's stop\n".encode())
         os._exit(EXIT_SECOND_SIGNAL)
+    first[0] = signum
     signaled.set()
     stop.set()

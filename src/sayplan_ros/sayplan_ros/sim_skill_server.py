@@ -22,6 +22,7 @@ import threading
 from typing import Any
 
 import yaml
+from rclpy.task import Future
 
 from sayplan_core import files
 from sayplan_core.envs import load_env
@@ -34,6 +35,7 @@ from sayplan_core.robots.fault_latch import Check
 from sayplan_core.robots.navigation import TargetError, base_target, pose_of
 from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.clocks import steady_timer
 from sayplan_ros.navigation.action_call import DISCOVERY_POLL_S, sleep
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
@@ -76,6 +78,7 @@ class SimSkillServer(SkillServer):
             truth = apply_world_changes(truth, changes)
         failures = parse_failures(str(settings["failures"]))
         self._delay = float(settings["skill_delay_s"])
+        self._wake_phase: Any = None  # ends the running phase wait early (see _phase)
         action_set = str(settings["action_set"])
         self.world = SimulatedWorld(truth, action_set, failures)
         skills = [name.strip() for name in str(settings["skills"]).split(",") if name.strip()] or None
@@ -121,7 +124,7 @@ class SimSkillServer(SkillServer):
             if context.cancel_requested():
                 return SkillResult(False, SkillCode.CANCELED, f"{step} canceled")
             context.feedback("running", phase / _PHASES)
-            await context.sleep(self._delay / _PHASES)
+            await self._phase(context, self._delay / _PHASES)
         with self._lock:
             return self._in_world(step)
 
@@ -132,7 +135,30 @@ class SimSkillServer(SkillServer):
         except GraphError as exc:
             return SkillResult(False, SkillCode.INTERNAL_ERROR, f"the simulated world refused {step}: {exc}")
 
+    async def _phase(self, context: SkillContext, seconds: float) -> None:
+        """One timer wait of a simulated skill that a stop (cancel or shutdown: `on_cancel`) ends at once, as a
+        robot stops mid-motion: a long `skill_delay_s` must not hold a cancel for a phase."""
+        woken: Future = Future()
+        lock = threading.Lock()
+
+        def wake() -> None:
+            with lock:
+                if not woken.done():
+                    woken.set_result(True)
+
+        timer = steady_timer(self, max(seconds, 0.001), wake, context.group)
+        self._wake_phase = wake
+        try:
+            if not context.cancel_requested():  # a stop that came before the wake was set up
+                await woken
+        finally:
+            self._wake_phase = None
+            self.destroy_timer(timer)
+
     def on_cancel(self) -> None:
+        wake = self._wake_phase
+        if wake is not None:
+            wake()
         if self._nav is not None:
             self._nav.cancel()
 

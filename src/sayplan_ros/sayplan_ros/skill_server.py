@@ -57,7 +57,7 @@ from sayplan_ros.clocks import steady_timer, warn_without_clock
 from sayplan_ros.conversions import skill_result_to_msg
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
-from sayplan_ros.runner import SHUTDOWN_STOP_S
+from sayplan_ros.runner import RESULT_GRACE_S, SHUTDOWN_STOP_S
 from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
 
 GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
@@ -128,6 +128,7 @@ class SkillServer(ManagedNode):
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
         self._goal_stop = threading.Event()
         self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
+        self._handle: ServerGoalHandle | None = None
         self.clear_fault_service = f"{self.get_fully_qualified_name()}/clear_fault"
         self.fault_latch = FaultLatch(f"ros2 service call {self.clear_fault_service} std_srvs/srv/Trigger")
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault, callback_group=self._group)
@@ -226,6 +227,7 @@ class SkillServer(ManagedNode):
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
         canceled = self._goal_cancel  # this goal's (made in _accept, before execution starts)
+        self._handle = handle  # the running goal, whose end stop_for_shutdown waits for
         try:
             try:
                 result = await self._run(handle)
@@ -320,6 +322,11 @@ class SkillServer(ManagedNode):
             stopped = False
         if not (ended and stopped):
             self.get_logger().error("the robot's stop was not confirmed: check the robot")
+        handle = self._handle
+        if handle is not None and handle.is_active:  # the goal's end state and result must still go out
+            while handle.is_active and time.monotonic() < deadline:
+                time.sleep(SHUTDOWN_POLL_S)
+            time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))
         return ended and stopped
 
     async def _run(self, handle: ServerGoalHandle) -> SkillResult:
