@@ -49,10 +49,13 @@ def make_robot(ros: Any, monkeypatch: pytest.MonkeyPatch) -> Iterator[MakeRobot]
     started: list[FakeRobot] = []
     ros.add(SceneGraphServer(context=ros.context))
 
-    def make(backend: str = "arcl", **params: Any) -> FakeRobot:
+    def make(backend: str = "arcl", prepare: Callable[[Any], None] | None = None, **params: Any) -> FakeRobot:
+        """`prepare(fake ARCL server)` runs before the node is configured (configure logs in to the base)."""
         fakes = start_fakes(ros, backend)
         if "arcl" in fakes:
             monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", fakes["arcl"].password)
+            if prepare is not None:
+                prepare(fakes["arcl"])
         server = FrankaOmronSkillServer(
             context=ros.context, parameter_overrides=robot_parameters(backend, fakes, **params)
         )
@@ -145,28 +148,52 @@ def test_failed_point_drive_is_unreachable(make_robot: MakeRobot, ros: Any) -> N
 
 
 def test_a_goal_the_base_map_lacks_is_refused_before_driving(make_robot: MakeRobot, ros: Any) -> None:
-    robot = make_robot()
+    robot = make_robot(prepare=lambda arcl: arcl.goals.pop("Kitchen"))
     assert robot.arcl is not None
-    del robot.arcl.goals["Kitchen"]
     status, outcome = send_skill(ros, robot, "goto", "kitchen")
     assert status == GoalStatus.STATUS_ABORTED
     assert SkillCode(outcome.error_code) is SkillCode.INVALID_TARGET
     assert "no goal 'Kitchen'" in outcome.error_msg and robot.arcl.drives() == []
 
 
-def test_wrong_password_is_a_robot_fault(make_robot: MakeRobot, ros: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_wrong_password_stops_the_configure_with_one_line(make_robot: MakeRobot) -> None:
+    """Configure logs in to the base: a wrong password stops the start-up there, and never shows the password."""
+
+    def wrong(arcl: Any) -> None:
+        arcl.password = "something else"  # the node is given the old one through the environment
+
+    with pytest.raises(RuntimeError, match="password") as refused:
+        make_robot(prepare=wrong)
+    assert os.environ["SAYPLAN_ARCL_PASSWORD"] not in str(refused.value)
+
+
+def test_a_lost_link_then_a_changed_password_is_a_robot_fault(make_robot: MakeRobot, ros: Any) -> None:
+    """Logged in at configure; the link drops and the base's password changes: the next drive's login fails as
+    a robot fault, and never shows the password."""
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.password = "something else"
+    robot.arcl.drop_connections()
+    wait_until(lambda: not robot.server.base._link.ready, what="the node to see the link drop")
     status, outcome = send_skill(ros, robot, "goto", "pose8")
     assert status == GoalStatus.STATUS_ABORTED and SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT
     assert "password" in outcome.error_msg and os.environ["SAYPLAN_ARCL_PASSWORD"] not in outcome.error_msg
 
 
-def test_a_base_that_sends_no_arcl_is_refused(make_robot: MakeRobot, ros: Any) -> None:
+def test_a_base_that_sends_no_arcl_stops_the_configure(make_robot: MakeRobot) -> None:
+    def babble(arcl: Any) -> None:
+        arcl.banner = "x" * 5000
+
+    with pytest.raises(RuntimeError, match="longer than 4096 bytes"):  # configure logs in: refused there
+        make_robot(prepare=babble)
+
+
+def test_a_base_that_stops_speaking_arcl_is_refused(make_robot: MakeRobot, ros: Any) -> None:
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.banner = "x" * 5000
+    robot.arcl.drop_connections()  # once up, a base that stops speaking ARCL is a robot fault, then latched
+    wait_until(lambda: not robot.server.base._link.ready, what="the node to see the link drop")
     _, outcome = send_skill(ros, robot, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "longer than 4096 bytes" in outcome.error_msg
     robot.arcl.banner = ""
@@ -178,10 +205,9 @@ def test_a_base_that_sends_no_arcl_is_refused(make_robot: MakeRobot, ros: Any) -
     assert robot.arcl.drives() == []
 
 
-def test_no_base_at_the_address_is_a_robot_fault(make_robot: MakeRobot, ros: Any) -> None:
-    robot = make_robot(arcl_port=1)
-    _status, outcome = send_skill(ros, robot, "goto", "pose8")
-    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "cannot connect" in outcome.error_msg
+def test_no_base_at_the_address_stops_the_configure(make_robot: MakeRobot) -> None:
+    with pytest.raises(RuntimeError, match=r"cannot connect to the base.s ARCL server at 127\.0\.0\.1:1"):
+        make_robot(arcl_port=1)
 
 
 def test_a_lost_link_mid_drive_is_a_fault_and_the_next_drive_reconnects(make_robot: MakeRobot, ros: Any) -> None:

@@ -183,11 +183,6 @@ def test_a_node_with_a_bad_parameter_takes_the_launch_down_in_one_line(
     check_failed_launch(ros, entry, "planner", "max_calls")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="after the lifecycle merge, franka_omron_skill_server activates with no ARCL base listening (its "
-    "configure does not connect): the stack comes up instead of failing; issue 25 wants configure to connect",
-)
 def test_franka_omron_with_nothing_to_connect_to_takes_the_launch_down_in_one_line(
     ros: Any, tmp_path: Path, launches: list[EntryPoint]
 ) -> None:

@@ -268,6 +268,18 @@ class ArclBase:
     def check(self, target: Target) -> None:
         goto_command(target)  # TargetError for a name ARCL cannot take or a pose out of range
 
+    def connect_now(self, timeout_s: float) -> str:
+        """Log in before the node is configured (a lifecycle transition's thread, never an executor callback of
+        this link's group): '' once logged in, else why not. Bounded by `timeout_s`."""
+        opened = self._link.open()
+        done = threading.Event()
+        if not opened.done():
+            opened.add_done_callback(lambda _future: done.set())
+            if not done.wait(timeout_s) and not opened.done():
+                return f"no answer from the base's ARCL server at {self._link.where} within {timeout_s:g} s"
+        result = opened.result()
+        return "" if result is True else str(result)
+
     async def _connect(self) -> str:
         """'' once logged in, else why not."""
         opened = self._link.open()

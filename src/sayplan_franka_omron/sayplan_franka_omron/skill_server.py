@@ -202,6 +202,10 @@ class FrankaOmronSkillServer(SkillServer):
         self._state = RobotState()
         self._checked_graph = False
         self._base = self._make_base(settings)
+        if isinstance(self._base, ArclBase):  # configure connects: a base that is not there stops the start-up here
+            problem = self._base.connect_now(float(settings["arcl_timeout_s"]) + 1.0)
+            if problem:
+                raise RuntimeError(f"the Omron base: {problem}")
         if self._motions.nodes:
             self._arm = FrankaArm(
                 self,
