@@ -1,0 +1,140 @@
+"""`/diagnostics` from a node: its statuses (sayplan_core.diagnostics) as diagnostic_msgs/DiagnosticArray, about 1 Hz.
+
+Follows diagnostic_updater's conventions (github.com/ros/diagnostics, diagnostic_updater), so the diagnostics
+aggregator and rqt_robot_monitor read it as any ROS driver's: the absolute topic `/diagnostics` (a namespaced
+node still reports there), a publisher of depth 1, reliable and volatile, each status named `<node name>: <check>`,
+the header stamped with the node's clock, one array per period. The period runs on the steady clock
+(sayplan_ros.clocks), in its own callback group; the node's callable must only read state it holds.
+
+A slow check (the planner's LLM probe: seconds against an unreachable server) never runs in that callback:
+`BackgroundProbe` runs it on its own thread every `period_s`, and the status reports the last result with its age
+(STALE once it is older than a bound).
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import traceback
+from collections.abc import Callable, Sequence
+from typing import Generic, TypeVar
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.node import Node
+
+from sayplan_core.diagnostics import Level, Status
+from sayplan_ros.clocks import steady_timer
+from sayplan_ros.qos import DIAGNOSTICS_QOS
+
+#: The topic diagnostic_updater publishes on (absolute: the aggregator listens there).
+DIAGNOSTICS_TOPIC = "/diagnostics"
+#: diagnostic_updater's default period, seconds.
+DIAGNOSTICS_PERIOD_S = 1.0
+
+T = TypeVar("T")
+
+
+def status_to_msg(status: Status, prefix: str = "") -> DiagnosticStatus:
+    """One status on the wire; `prefix` (the node's name) goes before its name as `prefix: name`."""
+    return DiagnosticStatus(
+        level=bytes([int(status.level)]),
+        name=f"{prefix}: {status.name}" if prefix else status.name,
+        message=status.message,
+        hardware_id=status.hardware_id,
+        values=[KeyValue(key=k, value=v) for k, v in status.values.items()],
+    )
+
+
+def msg_to_status(msg: DiagnosticStatus, prefix: str = "") -> Status:
+    """Back from the wire (tests, tools); `prefix: ` is taken off the name when given. An unknown level is STALE."""
+    raw = msg.level if isinstance(msg.level, int) else int.from_bytes(bytes(msg.level), "little")
+    name = msg.name.removeprefix(f"{prefix}: ") if prefix else msg.name
+    level = Level(raw) if raw in Level._value2member_map_ else Level.STALE
+    return Status(name, level, msg.message, {kv.key: kv.value for kv in msg.values}, msg.hardware_id)
+
+
+class DiagnosticsPublisher:
+    """Publishes `statuses()` on /diagnostics every `period_s` (steady clock). A callable that raises is reported as
+    one ERROR status (the node keeps running, and the array says why its checks are missing)."""
+
+    def __init__(
+        self,
+        node: Node,
+        statuses: Callable[[], Sequence[Status]],
+        period_s: float = DIAGNOSTICS_PERIOD_S,
+        hardware_id: str = "",
+        use_fqn: bool = False,
+    ) -> None:
+        self._node = node
+        self._statuses = statuses
+        self.hardware_id = hardware_id
+        # diagnostic_updater's `use_fqn`: the node's full name (namespace too) instead of its bare name
+        self.prefix = node.get_fully_qualified_name().lstrip("/") if use_fqn else node.get_name()
+        self._publisher = node.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, DIAGNOSTICS_QOS)
+        self._timer = steady_timer(node, period_s, self.publish, MutuallyExclusiveCallbackGroup())
+
+    def collect(self) -> list[Status]:
+        try:
+            found = list(self._statuses())
+        except Exception as exc:  # a bug in a check must not silence the node's diagnostics, nor kill it
+            self._node.get_logger().error(f"diagnostics failed: {exc!r}\n{traceback.format_exc()}")
+            found = [Status("diagnostics", Level.ERROR, f"the node's checks failed: {exc!r}")]
+        return found
+
+    def publish(self) -> None:
+        array = DiagnosticArray()
+        array.header.stamp = self._node.get_clock().now().to_msg()
+        for status in self.collect():
+            if not status.hardware_id and self.hardware_id:
+                status = Status(status.name, status.level, status.message, status.values, self.hardware_id)
+            array.status.append(status_to_msg(status, self.prefix))
+        self._publisher.publish(array)
+
+    def destroy(self) -> None:
+        self._node.destroy_timer(self._timer)
+        self._node.destroy_publisher(self._publisher)
+
+
+class BackgroundProbe(Generic[T]):
+    """Runs a slow check (`probe()`, blocking, bounded by its own timeout) on its own daemon thread every `period_s`
+    and keeps the last result with the steady time it ended. `latest()` never waits."""
+
+    def __init__(self, name: str, probe: Callable[[], T], period_s: float, failed: Callable[[Exception], T]) -> None:
+        self._probe = probe
+        self._failed = failed  # what a probe that raised found (a bug in it must not end the probing)
+        self._period = period_s
+        self._lock = threading.Lock()
+        self._result: T | None = None
+        self._at: float | None = None
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"probe {name}", daemon=True)
+        self._thread.start()
+
+    def latest(self) -> tuple[T | None, float | None]:
+        """The last result and its age, seconds (None, None before the first probe ended)."""
+        with self._lock:
+            result, at = self._result, self._at
+        return result, None if at is None else time.monotonic() - at
+
+    def probe_now(self) -> None:
+        """Probe again without waiting for the period (e.g. when a node activates)."""
+        self._wake.set()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            try:
+                result = self._probe()
+            except Exception as exc:
+                result = self._failed(exc)
+            with self._lock:
+                self._result, self._at = result, time.monotonic()
+            self._wake.wait(self._period)  # a plain thread of its own, never an executor callback
+            self._wake.clear()
+
+    def stop(self, timeout_s: float = 1.0) -> None:
+        """Stop probing; a probe under way is not waited for beyond `timeout_s` (the thread is a daemon)."""
+        self._stop.set()
+        self._wake.set()
+        self._thread.join(timeout_s)
