@@ -592,4 +592,3 @@ class ArclBase(ArclHealth):
         for _feed, answered in readers:
             if not answered.done():
                 answered.set_result(False)
-

@@ -36,5 +36,8 @@ GRAPH_UPDATES_QOS = QoSProfile(
 
 #: /diagnostics as diagnostic_updater publishes it: depth 1, reliable, volatile (the aggregator's subscription).
 DIAGNOSTICS_QOS = QoSProfile(
-    depth=1, history=HistoryPolicy.KEEP_LAST, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
 )
