@@ -143,6 +143,12 @@ def last_retry_after_s() -> float | None:
 
 
 @cache
+def _ssl_context(mod: Any) -> Any:
+    """One TLS context per httpx flavour: loading the CA bundle takes a few tenths of a second, every time."""
+    return mod.create_ssl_context()
+
+
+@cache
 def _transport_class(mod: Any) -> Any:
     """The deadline transport for one httpx flavour (the OpenAI SDK ships `httpx2`, Ollama's uses `httpx`).
 
@@ -290,7 +296,7 @@ def _transport_class(mod: Any) -> Any:
             # the same pool httpx builds, connecting through the deadline backend (httpx has no
             # parameter for it); test_hardening_v2_llm's header trickle fails if this stops working
             self._inner._pool = core.ConnectionPool(
-                ssl_context=mod.create_ssl_context(), network_backend=DeadlineNetworkBackend()
+                ssl_context=_ssl_context(mod), network_backend=DeadlineNetworkBackend()
             )
 
         def handle_request(self, request: Any) -> Any:
@@ -376,3 +382,46 @@ def retry_after_s(headers: Any) -> float | None:
     except (TypeError, ValueError):
         return None
     return seconds if seconds is not None and 0 <= seconds < 1e6 else None
+
+
+def network_cause(exc: BaseException) -> str:
+    """What went wrong on the wire, in words a person can act on ("refused the connection", ...).
+
+    Looks through the chain of causes for the OS error underneath the SDK's and httpx's wrappers.
+    """
+    import socket
+
+    seen: BaseException | None = exc
+    depth = 0
+    while seen is not None and depth < 10:
+        if isinstance(seen, ConnectionRefusedError):
+            return "refused the connection"
+        if isinstance(seen, ConnectionResetError):
+            return "reset the connection"
+        if isinstance(seen, socket.gaierror):
+            return "cannot be resolved (check the host name)"
+        if isinstance(seen, (TimeoutError, socket.timeout)):
+            return "did not answer in time"
+        seen = seen.__cause__ or seen.__context__
+        depth += 1
+    text = str(exc).lower()
+    for needle, cause in (
+        ("connection refused", "refused the connection"),
+        ("connection reset", "reset the connection"),
+        ("without sending a response", "closed the connection without answering"),
+        ("name or service not known", "cannot be resolved (check the host name)"),
+        ("temporary failure in name resolution", "cannot be resolved (check the host name)"),
+        ("timed out", "did not answer in time"),
+        ("deadline", "did not answer in time"),
+        ("no route to host", "is unreachable (no route to host)"),
+        ("network is unreachable", "is unreachable (network is unreachable)"),
+    ):
+        if needle in text:
+            return cause
+    return f"failed: {type(exc).__name__}: {one_line(str(exc)) or 'no detail'}"
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """`text` on one line, at most `limit` characters."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 3] + "..."

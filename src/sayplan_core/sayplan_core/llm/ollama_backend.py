@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 import time
 from typing import Any
 
@@ -18,6 +19,33 @@ from sayplan_core.llm.http import (
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
+DEFAULT_OLLAMA_PORT = 11434
+
+
+def ollama_host(base_url: str | None = None) -> str:
+    """The Ollama server to use: an explicit base_url wins, then $OLLAMA_HOST, then 127.0.0.1:11434.
+
+    Both forms are read as the official client reads OLLAMA_HOST: `host[:port][/path]`, the scheme
+    optional (http), the port 11434 unless given (80/443 when only a scheme is), `:port` alone for
+    127.0.0.1, IPv6 in brackets.
+    """
+    raw = (base_url or "").strip() or os.environ.get("OLLAMA_HOST", "").strip()
+    if not raw:
+        return DEFAULT_OLLAMA_URL
+    scheme, sep, rest = raw.partition("://")
+    if not sep:
+        scheme, rest = "http", raw
+    scheme = scheme.lower()
+    hostport, slash, path = rest.partition("/")
+    path = f"/{path}".rstrip("/") if slash else ""
+    if hostport.startswith("["):  # [IPv6] or [IPv6]:port
+        close = hostport.find("]")
+        host, port_text = hostport[: close + 1], hostport[close + 1 :].removeprefix(":")
+    else:
+        host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+    default_port = (443 if scheme == "https" else 80) if sep else DEFAULT_OLLAMA_PORT
+    port = int(port_text) if port_text.isdigit() else default_port
+    return f"{scheme}://{host or '127.0.0.1'}:{port}{path}"
 
 
 class OllamaBackend:
@@ -27,7 +55,7 @@ class OllamaBackend:
 
         self._ollama = ollama
         self.timeout_s = timeout_s
-        host = base_url or DEFAULT_OLLAMA_URL
+        host = ollama_host(base_url)
         # the transport enforces a deadline on the whole call, not only on each read
         self._client = ollama.Client(
             host=host, timeout=timeout_s, transport=deadline_transport(httpx, MAX_ANSWER_BODY_BYTES)
@@ -79,11 +107,15 @@ class OllamaBackend:
 
 
 def ollama_answers(base_url: str | None = None, timeout_s: float = 1.5) -> bool:
-    """True when an Ollama server answers at base_url (used by `llm: auto`)."""
+    """True when an Ollama server answers at base_url (or $OLLAMA_HOST) within `timeout_s` (for `llm: auto`)."""
     import httpx
 
     try:
-        response = httpx.get(f"{(base_url or DEFAULT_OLLAMA_URL).rstrip('/')}/api/version", timeout=timeout_s)
-    except httpx.HTTPError:
+        with (
+            deadline(timeout_s),
+            httpx.Client(timeout=timeout_s, transport=deadline_transport(httpx, 1_000_000)) as client,
+        ):
+            response = client.get(f"{ollama_host(base_url)}/api/version")
+    except (httpx.HTTPError, BodyTooLargeError):
         return False
     return response.status_code == 200

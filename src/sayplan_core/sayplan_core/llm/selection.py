@@ -5,7 +5,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 
+from sayplan_core.llm.probe import LlmProbe, probe_llm
 from sayplan_core.llm.types import LlmBackend, LlmFatalError
+
+__all__ = ["BACKENDS", "DEFAULT_MODELS", "LlmConfig", "LlmProbe", "make_backend", "probe_llm", "resolve_backend_name"]
 
 BACKENDS = ("auto", "openai", "ollama", "local", "replay")
 DEFAULT_MODELS = {"openai": "gpt-4o-mini", "ollama": "llama3.1:8b", "local": "gemma3-270m"}
@@ -35,15 +38,15 @@ class LlmConfig:
             raise LlmFatalError("the replay backend needs a transcript path")
 
 
-def resolve_backend_name(config: LlmConfig) -> tuple[str, str]:
-    """Which backend `auto` means here, and why."""
+def resolve_backend_name(config: LlmConfig, ollama_wait_s: float = 1.5) -> tuple[str, str]:
+    """Which backend `auto` means here, and why (waiting at most `ollama_wait_s` for an Ollama server)."""
     if config.backend != "auto":
         return config.backend, "requested"
     if os.environ.get(config.api_key_env):
         return "openai", f"{config.api_key_env} is set"
     from sayplan_core.llm.ollama_backend import ollama_answers
 
-    if ollama_answers(config.base_url or None):
+    if ollama_wait_s > 0 and ollama_answers(config.base_url or None, ollama_wait_s):
         return "ollama", "an Ollama server answers"
     return "local", f"no {config.api_key_env} and no Ollama server"
 

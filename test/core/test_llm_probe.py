@@ -1,0 +1,226 @@
+"""probe_llm against real local servers: up, down, silent past the deadline, Ollama without the model."""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import json
+import re
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from pytest_httpserver import HTTPServer
+
+from sayplan_core.llm.ollama_backend import ollama_host
+from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
+
+KEY_ENV = "SAYPLAN_TEST_PROBE_KEY"  # never set outside these tests
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def silent_server() -> Iterator[str]:
+    """A server whose kernel accepts connections that nobody ever reads or answers."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(16)
+    try:
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        sock.close()
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OLLAMA_HOST", raising=False)
+    monkeypatch.delenv(KEY_ENV, raising=False)
+
+
+def tags(*names: str) -> dict[str, object]:
+    return {"models": [{"name": n, "model": n, "size": 1} for n in names]}
+
+
+def paths(httpserver: HTTPServer) -> list[str]:
+    return [request.path for request, _ in httpserver.log]
+
+
+# ------------------------------------------------------------------ Ollama
+def test_ollama_with_the_model_is_ok_and_only_lists_models(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/tags", method="GET").respond_with_json(tags("llama3.1:8b", "qwen3:4b"))
+    probe = probe_llm(LlmConfig(backend="ollama", base_url=httpserver.url_for("")), timeout_s=5)
+    assert probe == LlmProbe(True, "ollama", probe.detail)
+    assert httpserver.url_for("").rstrip("/") in probe.detail and "llama3.1:8b" in probe.detail
+    assert paths(httpserver) == ["/api/tags"]  # nothing that generates, nothing that costs tokens
+
+
+def test_ollama_without_the_model_says_what_to_pull(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/tags").respond_with_json(tags("qwen3:4b", "gemma3:1b"))
+    probe = probe_llm(LlmConfig(backend="ollama", model="llama3.2:3b", base_url=httpserver.url_for("")), 5)
+    assert not probe.ok and probe.backend == "ollama"
+    assert "ollama pull llama3.2:3b" in probe.detail
+    assert "qwen3:4b" in probe.detail and "gemma3:1b" in probe.detail
+    assert "\n" not in probe.detail
+
+
+def test_ollama_model_without_a_tag_means_latest(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/tags").respond_with_json(tags("mistral:latest"))
+    url = httpserver.url_for("")
+    assert probe_llm(LlmConfig(backend="ollama", model="mistral", base_url=url), 5).ok
+    assert not probe_llm(LlmConfig(backend="ollama", model="mistral:7b", base_url=url), 5).ok
+
+
+def test_ollama_down_names_the_host_and_what_to_do() -> None:
+    url = f"http://127.0.0.1:{free_port()}"
+    start = time.monotonic()
+    probe = probe_llm(LlmConfig(backend="ollama", base_url=url), timeout_s=5)
+    assert time.monotonic() - start < 2.0
+    assert not probe.ok and probe.backend == "ollama"
+    assert url in probe.detail and "refused the connection" in probe.detail
+    assert "ollama serve" in probe.detail and "OLLAMA_HOST" in probe.detail
+
+
+def test_ollama_probe_follows_OLLAMA_HOST_and_an_explicit_url_wins(
+    httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    httpserver.expect_request("/api/tags").respond_with_json(tags("llama3.1:8b"))
+    # host:port without a scheme, as the Jetson compose file writes it
+    monkeypatch.setenv("OLLAMA_HOST", f"127.0.0.1:{httpserver.port}")
+    assert probe_llm(LlmConfig(backend="ollama"), 5).ok
+    dead = f"http://127.0.0.1:{free_port()}"
+    probe = probe_llm(LlmConfig(backend="ollama", base_url=dead), 5)
+    assert not probe.ok and dead in probe.detail
+
+
+def test_a_silent_server_is_cut_off_at_the_deadline(silent_server: str) -> None:
+    for config in (
+        LlmConfig(backend="ollama", base_url=silent_server),
+        LlmConfig(backend="openai", base_url=f"{silent_server}/v1"),
+    ):
+        start = time.monotonic()
+        probe = probe_llm(config, timeout_s=0.6)
+        took = time.monotonic() - start
+        assert took < 0.6 + 0.2, f"{config.backend}: the probe took {took:.2f} s"
+        assert not probe.ok and silent_server in probe.detail and "in time" in probe.detail
+
+
+def test_ollama_that_is_not_ollama(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/api/tags").respond_with_data("<html>nginx</html>", status=404)
+    probe = probe_llm(LlmConfig(backend="ollama", base_url=httpserver.url_for("")), 5)
+    assert not probe.ok and "HTTP 404" in probe.detail
+
+
+# ------------------------------------------------------------------ OpenAI-compatible
+def test_openai_compatible_lists_models_with_the_key(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-probe")
+    httpserver.expect_request(
+        "/v1/models", method="GET", headers={"Authorization": "Bearer sk-probe"}
+    ).respond_with_json(
+        {"object": "list", "data": [{"id": "gpt-test", "object": "model"}, {"id": "other", "object": "model"}]}
+    )
+    config = LlmConfig(backend="openai", model="gpt-test", base_url=httpserver.url_for("/v1"), api_key_env=KEY_ENV)
+    probe = probe_llm(config, 5)
+    assert probe.ok and probe.backend == "openai" and "gpt-test" in probe.detail
+    assert "sk-probe" not in probe.detail
+    assert paths(httpserver) == ["/v1/models"]
+    missing = probe_llm(LlmConfig(backend="openai", model="gpt-x", base_url=config.base_url, api_key_env=KEY_ENV), 5)
+    assert not missing.ok and "gpt-x" in missing.detail and "gpt-test" in missing.detail
+
+
+def test_openai_rejected_key_and_wrong_base_url(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_ENV, "sk-wrong")
+    httpserver.expect_request("/v1/models").respond_with_json({"error": {"message": "bad key"}}, status=401)
+    bad_key = probe_llm(LlmConfig(backend="openai", base_url=httpserver.url_for("/v1"), api_key_env=KEY_ENV), 5)
+    assert not bad_key.ok and "HTTP 401" in bad_key.detail and KEY_ENV in bad_key.detail
+    httpserver.expect_request("/models").respond_with_data("404 page not found", status=404)
+    wrong = probe_llm(LlmConfig(backend="openai", base_url=httpserver.url_for("/"), api_key_env=KEY_ENV), 5)
+    assert not wrong.ok and "/v1" in wrong.detail
+
+
+def test_openai_without_key_or_url_and_openai_down() -> None:
+    probe = probe_llm(LlmConfig(backend="openai", api_key_env=KEY_ENV), 5)
+    assert not probe.ok and KEY_ENV in probe.detail
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    down = probe_llm(LlmConfig(backend="openai", base_url=url, api_key_env=KEY_ENV), 5)
+    assert not down.ok and url in down.detail and "refused the connection" in down.detail
+
+
+def test_a_huge_model_list_is_not_read_whole(httpserver: HTTPServer) -> None:
+    httpserver.expect_request("/v1/models").respond_with_data("[" * (5 * 1024 * 1024))
+    probe = probe_llm(LlmConfig(backend="openai", base_url=httpserver.url_for("/v1")), 5)
+    assert not probe.ok and "bytes" in probe.detail
+
+
+# ------------------------------------------------------------------ auto, replay, local, config
+def test_auto_probes_the_backend_auto_picks(httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.0"})
+    httpserver.expect_request("/api/tags").respond_with_json(tags("llama3.1:8b"))
+    probe = probe_llm(LlmConfig(backend="auto", base_url=httpserver.url_for(""), api_key_env=KEY_ENV), 5)
+    assert probe.ok and probe.backend == "ollama" and "auto" in probe.detail
+    monkeypatch.setenv(KEY_ENV, "sk-x")
+    httpserver.expect_request("/models").respond_with_json({"data": [{"id": "gpt-4o-mini"}]})
+    probe = probe_llm(LlmConfig(backend="auto", base_url=httpserver.url_for(""), api_key_env=KEY_ENV), 5)
+    assert probe.ok and probe.backend == "openai" and KEY_ENV in probe.detail
+
+
+def test_auto_with_nothing_reachable_is_not_ok_and_bounded() -> None:
+    config = LlmConfig(backend="auto", base_url=f"http://127.0.0.1:{free_port()}", api_key_env=KEY_ENV)
+    start = time.monotonic()
+    probe = probe_llm(config, 3)
+    assert time.monotonic() - start < 3.2
+    # auto falls back to the embedded model; it is reachable only with its runtime and model installed
+    assert probe.backend == "local" and "auto" in probe.detail
+    if importlib.util.find_spec("llama_cpp") is None:
+        assert not probe.ok and "install_local_llm" in probe.detail
+
+
+def test_replay_transcript_readable_or_not(tmp_path: Path) -> None:
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({"format": "sayplan-transcript", "version": 1, "calls": [{}, {}]}))
+    probe = probe_llm(LlmConfig(backend="replay", replay_path=str(path)), 5)
+    assert probe == LlmProbe(True, "replay", probe.detail) and "2 call" in probe.detail
+    missing = probe_llm(LlmConfig(backend="replay", replay_path=str(tmp_path / "gone.json")), 5)
+    assert not missing.ok and "gone.json" in missing.detail
+    path.write_text("{not json")
+    broken = probe_llm(LlmConfig(backend="replay", replay_path=str(path)), 5)
+    assert not broken.ok and "not valid JSON" in broken.detail
+
+
+def test_local_needs_its_runtime_and_a_gguf(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    not_gguf = tmp_path / "model.gguf"
+    not_gguf.write_bytes(b"PK\x03\x04 a zip, not a model")
+    probe = probe_llm(LlmConfig(backend="local", model=str(not_gguf)), 5)
+    assert not probe.ok and probe.backend == "local"
+    if importlib.util.find_spec("llama_cpp") is None:
+        assert "llama-cpp-python" in probe.detail and "install_local_llm" in probe.detail
+    else:
+        assert "not a GGUF" in probe.detail
+
+
+def test_invalid_config_and_timeout() -> None:
+    assert not probe_llm(LlmConfig(backend="gpt5"), 5).ok
+    assert "unknown LLM backend" in probe_llm(LlmConfig(backend="gpt5"), 5).detail
+    assert not probe_llm(LlmConfig(backend="replay"), 5).ok
+    assert not probe_llm(LlmConfig(backend="ollama"), 0).ok
+
+
+# ------------------------------------------------------------------ OLLAMA_HOST semantics
+def test_ollama_host_reads_hosts_as_the_official_client_does(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Oracle: the examples in the docstring of the ollama SDK's own host parser, run through both."""
+    client = importlib.import_module("ollama._client")
+    examples = re.findall(r">>> _parse_host\('([^']*)'\)", client._parse_host.__doc__ or "")
+    assert len(examples) >= 20
+    for example in examples:
+        assert ollama_host(example) == client._parse_host(example), example
+        monkeypatch.setenv("OLLAMA_HOST", example)
+        assert ollama_host(None) == client._parse_host(example), example
+        assert ollama_host("http://10.1.2.3:5000") == "http://10.1.2.3:5000"  # an explicit URL wins
+    monkeypatch.delenv("OLLAMA_HOST")
+    assert ollama_host(None) == client._parse_host(None) == "http://127.0.0.1:11434"
