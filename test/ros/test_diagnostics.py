@@ -7,9 +7,11 @@ words; the skill server its fault latch; the Franka base a lost ARCL link; the s
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,10 +20,23 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from transcripts import GOOD_PLAN, say, write_transcript
 
 from sayplan_core.diagnostics import Level, Status
+from sayplan_core.envs import load_env
+from sayplan_core.llm.selection import LlmConfig, probe_llm
+from sayplan_core.outcomes import SkillCode
+from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import GraphUpdate
+from sayplan_interfaces.srv import ApplyGraphUpdate
+from sayplan_ros.conversions import node_to_msg
 from sayplan_ros.diagnostics import BackgroundProbe, DiagnosticsPublisher, msg_to_status
+from sayplan_ros.planner_node import PlannerNode
+from sayplan_ros.scene_graph_server import SceneGraphServer
+from sayplan_ros.sim_skill_server import SimSkillServer
 
 pytestmark = pytest.mark.ros
 
@@ -157,3 +172,97 @@ def test_a_probe_that_raises_keeps_probing(ros: Any) -> None:
         assert runs[0] >= 2
     finally:
         background.stop()
+
+
+# ----------------------------------------------------------------------------- the stack's nodes
+def run_skill(ros: Any, name: str, target: str) -> tuple[int, Any]:
+    client = ActionClient(ros.node(f"operator_{len(ros._nodes)}"), ExecuteSkill, "execute_skill")
+    assert client.wait_for_server(timeout_sec=10.0)
+    sent = client.send_goal_async(ExecuteSkill.Goal(skill=name, target=target))
+    ros.wait_for(sent.done, what="goal acceptance")
+    result = sent.result().get_result_async()
+    ros.wait_for(result.done, timeout=15.0, what="execute_skill result")
+    return result.result().status, result.result().result.outcome
+
+
+def closed_port() -> int:
+    """A local TCP port nobody listens on (bound, then closed: connections to it are refused)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def test_planner_reports_an_unreachable_llm_with_the_probes_words(ros: Any, monitor: Monitor) -> None:
+    port = closed_port()
+    params = [Parameter("llm", value="ollama"), Parameter("base_url", value=f"http://127.0.0.1:{port}")]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    expected = probe_llm(LlmConfig(backend="ollama", base_url=f"http://127.0.0.1:{port}"), 5.0)  # the oracle
+    assert not expected.ok
+    status = monitor.wait(ros, "planner: LLM backend", lambda s: s.level is not Level.STALE, "the LLM probe")
+    assert status.level is Level.ERROR, status
+    assert expected.detail in status.message and f"127.0.0.1:{port}" in status.message
+    assert status.values["backend"] == "ollama" and status.values["reachable"] == "false"
+
+
+def test_planner_reports_the_replay_backend_ok(ros: Any, monitor: Monitor, tmp_path: Path) -> None:
+    transcript = write_transcript(tmp_path / "t.json", say("plan", plan=GOOD_PLAN))
+    ros.add(
+        PlannerNode(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(transcript))])
+    )
+    status = monitor.wait(ros, "planner: LLM backend", lambda s: s.level is not Level.STALE, "the LLM probe")
+    assert status.level is Level.OK and status.values["backend"] == "replay", status
+    assert str(transcript) in status.message
+
+
+def test_the_fault_latch_is_an_error_until_clear_fault(ros: Any, monitor: Monitor) -> None:
+    params = [Parameter("failures", value="goto:pose8:estopped"), Parameter("skill_delay_s", value=0.0)]
+    sim = ros.add(SimSkillServer(context=ros.context, parameter_overrides=params))
+    monitor.wait(ros, "sim_skill_server: fault latch", lambda s: s.level is Level.OK, "no fault latched")
+    _status, outcome = run_skill(ros, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED, outcome.error_msg
+    latched = monitor.wait(ros, "sim_skill_server: fault latch", lambda s: s.level is Level.ERROR, "the latch")
+    assert latched.values["code"] == "estopped" and latched.values["step"] == "goto(pose8)"
+    assert sim.clear_fault_service in latched.values["clear with"]
+    assert ros.clear_fault(sim).success
+    monitor.wait(ros, "sim_skill_server: fault latch", lambda s: s.level is Level.OK, "the latch cleared")
+
+
+def test_a_lost_arcl_link_is_an_error(ros: Any, monitor: Monitor, monkeypatch: pytest.MonkeyPatch) -> None:
+    from fakes.franka_robot import FakeRobot, robot_parameters, send_skill, start_fakes
+
+    from sayplan_franka_omron.skill_server import FrankaOmronSkillServer
+
+    ros.add(SceneGraphServer(context=ros.context))
+    fakes = start_fakes(ros, "arcl")
+    arcl = fakes["arcl"]
+    try:
+        monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", arcl.password)
+        server = FrankaOmronSkillServer(context=ros.context, parameter_overrides=robot_parameters("arcl", fakes))
+        robot = FakeRobot(ros.add(server), fakes["gripper"], fakes["arm"], arcl)
+        name = "franka_omron_skill_server: base link"
+        ros.wait_for(lambda: server._graph.latest()[0] is not None, what="the scene graph")
+        _status, outcome = send_skill(ros, robot, "goto", "pose8")  # connects to the base
+        assert outcome.error_code == 0, outcome.error_msg
+        up = monitor.wait(ros, name, lambda s: s.level is Level.OK, "the link up")
+        assert f"127.0.0.1:{arcl.port}" in up.message and up.values["last line"] != "never"
+        arcl.drop_connections()  # the base rebooted, or the network went away
+        lost = monitor.wait(ros, name, lambda s: s.level is Level.ERROR, "the link lost")
+        assert "lost" in lost.message and "closed the connection" in lost.message, lost
+    finally:
+        arcl.close()
+
+
+def test_the_graph_version_follows_updates(ros: Any, monitor: Monitor) -> None:
+    server = ros.add(SceneGraphServer(context=ros.context))
+    name = "scene_graph_server: scene graph"
+    first = monitor.wait(ros, name, lambda s: True, "the graph status")
+    version = int(first.values["version"])
+    assert version == server.version and first.values["epoch"] == str(server.epoch)
+    client = ros.node("writer").create_client(ApplyGraphUpdate, "apply_graph_update")
+    office = load_env("office")
+    orange = node_to_msg(office.nodes["orange"], "fridge", "inside_of")  # moved into the fridge
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="test", upsert=[orange])))
+    assert answer.success, answer.message
+    after = monitor.wait(ros, name, lambda s: int(s.values["version"]) > version, "the next version")
+    assert int(after.values["version"]) == answer.version == version + 1
+    assert after.values["nodes"] == first.values["nodes"] == str(len(office))

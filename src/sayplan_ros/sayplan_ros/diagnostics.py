@@ -23,7 +23,8 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
-from sayplan_core.diagnostics import Level, Status
+from sayplan_core.diagnostics import Level, Status, llm_status
+from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.qos import DIAGNOSTICS_QOS
 
@@ -31,6 +32,9 @@ from sayplan_ros.qos import DIAGNOSTICS_QOS
 DIAGNOSTICS_TOPIC = "/diagnostics"
 #: diagnostic_updater's default period, seconds.
 DIAGNOSTICS_PERIOD_S = 1.0
+#: How often the planner probes its LLM, and the longest one probe may take, seconds.
+LLM_PROBE_PERIOD_S = 60.0
+LLM_PROBE_TIMEOUT_S = 5.0
 
 T = TypeVar("T")
 
@@ -138,3 +142,24 @@ class BackgroundProbe(Generic[T]):
         self._stop.set()
         self._wake.set()
         self._thread.join(timeout_s)
+
+
+class LlmWatch:
+    """The planner's LLM reachability: `probe_llm` (no tokens spent) on its own thread every LLM_PROBE_PERIOD_S,
+    reported as the `LLM backend` status; STALE when the last probe is older than two periods and a timeout."""
+
+    def __init__(self, config: LlmConfig, period_s: float = LLM_PROBE_PERIOD_S) -> None:
+        self._stale_after = 2 * period_s + LLM_PROBE_TIMEOUT_S
+        self._probe = BackgroundProbe(
+            "llm",
+            lambda: probe_llm(config, LLM_PROBE_TIMEOUT_S),
+            period_s,
+            lambda exc: LlmProbe(False, config.backend, f"the probe failed: {exc!r}"),
+        )
+
+    def status(self) -> Status:
+        probe, age = self._probe.latest()
+        return llm_status(probe, age, self._stale_after)
+
+    def stop(self) -> None:
+        self._probe.stop()

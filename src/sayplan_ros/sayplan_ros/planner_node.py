@@ -32,6 +32,7 @@ from sayplan_core.settings import PLANNER_SETTINGS, llm_config, planner_options
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import PlanOutcome, PlanReport
 from sayplan_ros.conversions import plan_failure_to_msg, plan_result_to_msg, progress_to_msg
+from sayplan_ros.diagnostics import DiagnosticsPublisher, LlmWatch
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.qos import EVENTS_QOS
@@ -51,6 +52,8 @@ class PlannerNode(Node):
         self._goals = 0
         self._abort = CallAbort()  # the running goal's: a cancel shuts its LLM connection down at once
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
+        self._llm_watch = LlmWatch(self._llm_config)
+        self.diagnostics_publisher = DiagnosticsPublisher(self, lambda: [self._llm_watch.status()])
         group = ReentrantCallbackGroup()
         self.follower = GraphFollower(self, group)
         self._single = SingleGoal(self.get_logger(), "plan_task")
@@ -196,6 +199,7 @@ class PlannerNode(Node):
             self.get_logger().error(f"cannot write the transcript to {folder}: {exc}")
 
     def destroy_node(self) -> None:
+        self._llm_watch.stop()
         self._server.destroy()
         super().destroy_node()
 
