@@ -266,3 +266,30 @@ def test_the_graph_version_follows_updates(ros: Any, monitor: Monitor) -> None:
     after = monitor.wait(ros, name, lambda s: int(s.values["version"]) > version, "the next version")
     assert int(after.values["version"]) == answer.version == version + 1
     assert after.values["nodes"] == first.values["nodes"] == str(len(office))
+
+
+def test_spot_reports_its_session_lease_and_a_lost_link(
+    ros: Any, monitor: Monitor, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytest.importorskip("bosdyn.client", reason="the Spot SDK is not installed: pip install -r requirements/spot.txt")
+    from fakes.spot import FakeSpot
+    from fakes.spot.harness import login, spot_skill_server
+    from fakes.spot.office import office, office_world
+
+    with FakeSpot.running(tmp_path, office_world(office())) as spot:
+        login(monkeypatch, spot)
+        with spot_skill_server(ros, spot, tmp_path):
+            prefix = "spot_skill_server: "
+            link = monitor.wait(ros, prefix + "robot link", lambda s: s.level is Level.OK, "the session")
+            assert link.values["time sync"] == "established" and link.values["host"] == "127.0.0.1"
+            monitor.wait(ros, prefix + "lease", lambda s: s.level is Level.OK, "the lease held")
+            motors = monitor.wait(ros, prefix + "motors", lambda s: True, "the motors")
+            assert motors.message == "on" and motors.level is Level.OK
+            spot.failing["RetainLease"] = lambda _request: True  # the robot stops answering the keep-alive
+            lost = monitor.wait(ros, prefix + "robot link", lambda s: s.level is Level.ERROR, "the link lost")
+            assert "lease check-ins do not reach Spot" in lost.message, lost
+            del spot.failing["RetainLease"]
+            monitor.wait(ros, prefix + "robot link", lambda s: s.level is Level.OK, "the link back")
+            spot.world.steal_lease("tablet-operator")  # the operator takes control on the tablet
+            taken = monitor.wait(ros, prefix + "lease", lambda s: s.level is Level.ERROR, "the lease lost")
+            assert taken.values["held"] == "false", taken

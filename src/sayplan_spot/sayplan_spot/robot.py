@@ -188,11 +188,23 @@ class SpotSeen:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen: dict[str, tuple[bool, float]] = {}
+        self._check_in: tuple[str, float] | None = None
 
     def note(self, what: str, value: bool) -> bool:
         with self._lock:
             self._seen[what] = (value, time.monotonic())
         return value
+
+    def check_in_failed(self, why: str) -> None:
+        """A lease check-in did not reach the robot (the keep-alive retries): the link may be down."""
+        with self._lock:
+            self._check_in = (why, time.monotonic())
+
+    def check_in_failure(self) -> tuple[str, float] | None:
+        """(why, age in seconds) of the last failed lease check-in, or None."""
+        with self._lock:
+            failed = self._check_in
+        return None if failed is None else (failed[0], time.monotonic() - failed[1])
 
     def get(self, what: str) -> tuple[bool, float] | None:
         """(value, age in seconds), or None when never seen."""
@@ -245,7 +257,12 @@ class SpotRobot:
                 synced = False
             values = {"host": where, "serial": self.serial, "time sync": "established" if synced else "not established"}
             detail = f"session with Spot {self.serial} at {where}" + ("" if synced else ": time sync not established")
-            statuses.append(link_status("robot link", synced, detail, values))
+            failed = self.seen.check_in_failure()
+            # the keep-alive checks in every lease_check_in_s: a failure within three of them is a link that is down
+            recent = failed is not None and failed[1] < 3 * self.config.lease_check_in_s + self.config.rpc_timeout_s
+            if failed is not None and recent:
+                detail = f"lease check-ins do not reach Spot at {where} ({failed[0]}, {age_text(failed[1])})"
+            statuses.append(link_status("robot link", synced and not recent, detail, values))
         with self._lock:
             problem = self._lease_problem
         held = sdk_robot is not None and self._keepalive is not None and not problem
@@ -292,7 +309,7 @@ class SpotRobot:
                 WorldObjectClient.default_service_name, ImageClient.default_service_name,
             ):  # fmt: skip
                 robot.ensure_client(name)
-            if robot.is_estopped(timeout=rpc):
+            if self.seen.note("estopped", robot.is_estopped(timeout=rpc)):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)
             if cfg.take_lease and not self._lease_held:
@@ -362,6 +379,7 @@ class SpotRobot:
             with self._lock:
                 self._lease_problem = fault_from(exc, "keeping the lease").message
         else:
+            self.seen.check_in_failed(type(exc).__name__)
             self._warn(f"lease check-in failed ({type(exc).__name__}); retrying")
 
     def _client(self, kind: Any) -> Any:
@@ -417,6 +435,7 @@ class SpotRobot:
         if not sent:
             return "the node is stopping: powered on, but not stood up"
         self._stood = True
+        self.seen.note("powered", True)
         return ""
 
     def ready(self, limits: Limits) -> None:
