@@ -20,16 +20,15 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from test_fault_latch import skill
 from transcripts import GOOD_PLAN, say, write_transcript
 
 from sayplan_core.diagnostics import Level, Status
 from sayplan_core.envs import load_env
 from sayplan_core.llm.selection import LlmConfig, probe_llm
 from sayplan_core.outcomes import SkillCode
-from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import GraphUpdate
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import node_to_msg
@@ -175,16 +174,6 @@ def test_a_probe_that_raises_keeps_probing(ros: Any) -> None:
 
 
 # ----------------------------------------------------------------------------- the stack's nodes
-def run_skill(ros: Any, name: str, target: str) -> tuple[int, Any]:
-    client = ActionClient(ros.node(f"operator_{len(ros._nodes)}"), ExecuteSkill, "execute_skill")
-    assert client.wait_for_server(timeout_sec=10.0)
-    sent = client.send_goal_async(ExecuteSkill.Goal(skill=name, target=target))
-    ros.wait_for(sent.done, what="goal acceptance")
-    result = sent.result().get_result_async()
-    ros.wait_for(result.done, timeout=15.0, what="execute_skill result")
-    return result.result().status, result.result().result.outcome
-
-
 def closed_port() -> int:
     """A local TCP port nobody listens on (bound, then closed: connections to it are refused)."""
     with socket.socket() as sock:
@@ -218,7 +207,7 @@ def test_the_fault_latch_is_an_error_until_clear_fault(ros: Any, monitor: Monito
     params = [Parameter("failures", value="goto:pose8:estopped"), Parameter("skill_delay_s", value=0.0)]
     sim = ros.add(SimSkillServer(context=ros.context, parameter_overrides=params))
     monitor.wait(ros, "sim_skill_server: fault latch", lambda s: s.level is Level.OK, "no fault latched")
-    _status, outcome = run_skill(ros, "goto", "pose8")
+    _status, outcome = skill(ros, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED, outcome.error_msg
     latched = monitor.wait(ros, "sim_skill_server: fault latch", lambda s: s.level is Level.ERROR, "the latch")
     assert latched.values["code"] == "estopped" and latched.values["step"] == "goto(pose8)"
