@@ -25,7 +25,7 @@ from launch_ros.actions import Node
 
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
-from sayplan_ros.stack import ROBOTS, stack_specs
+from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
@@ -58,6 +58,7 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
     given = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
     if value["robot"] == "sim":
         given["sim_skill_server"] = {"env": value["env"]}
+    given.update(composed_parameters(value["robot"]))  # the lifecycle manager's node list
     out: dict[str, dict[str, Any]] = {}
     for spec in stack_specs(value["robot"]):
         parameters: dict[str, Any] = {}

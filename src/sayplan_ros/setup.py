@@ -33,6 +33,7 @@ setup(
             "executor = sayplan_ros.executor_node:main",
             "sim_skill_server = sayplan_ros.sim_skill_server:main",
             "perception = sayplan_ros.perception_node:main",
+            "lifecycle_manager = sayplan_ros.lifecycle_manager:main",
             "sayplan_stack = sayplan_ros.stack:main",
             "sayplan_demo = sayplan_ros.demo:main",
         ],

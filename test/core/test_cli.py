@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 from typing import Any
@@ -202,3 +203,65 @@ def test_verify_prints_the_notes_of_repeated_steps(capsys: pytest.CaptureFixture
     assert code == 0 and "note: step 3 close(fridge): fridge is already closed; nothing to do" in out
     code, out, _ = run(["--json", "verify", "--env", "office", "--action-set", "lookplangraph", "--plan", plan], capsys)
     assert json.loads(out)["notes"] == ["step 3 close(fridge): fridge is already closed; nothing to do"]
+
+
+# ------------------------------------------------------------------ --version and global flags anywhere
+def _leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -> list[tuple[tuple[str, ...], Any]]:
+    """Every command the parser knows, with its parser, found by walking argparse's own subparser tables."""
+    found: list[tuple[tuple[str, ...], Any]] = [(path, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for name, child in action.choices.items():
+                found.extend(_leaf_parsers(child, (*path, name)))
+    return found
+
+
+def test_version_is_the_installed_distributions_and_matches_package_xml(capsys: pytest.CaptureFixture[str]) -> None:
+    import subprocess
+    import sys
+    import xml.etree.ElementTree as ET
+    from importlib import metadata
+
+    installed = metadata.version("sayplan_core")
+    manifest = Path(__file__).resolve().parents[2] / "src" / "sayplan_core" / "package.xml"
+    assert ET.parse(manifest).getroot().findtext("version") == installed  # the two may not drift apart
+    for argv in (["--version"], ["path", "--version"], ["env", "show", "--version"]):
+        with pytest.raises(SystemExit) as done:
+            main(argv)
+        out, err = capsys.readouterr()
+        assert done.value.code == 0 and out == f"sayplan {installed}\n" and err == "", argv
+    shell = subprocess.run([sys.executable, "-m", "sayplan_core.cli", "--version"], capture_output=True, text=True)
+    assert shell.returncode == 0 and shell.stdout == f"sayplan {installed}\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["env", "list"],
+        ["env", "show", "home"],
+        ["env", "tokens", "office"],
+        ["path", "--env", "office", "--to", "cafeteria"],
+        ["verify", "--env", "office", "--plan", "goto(kitchen) > pickup(orange)"],
+        ["llm", "which", "--llm", "ollama"],
+    ],
+)
+def test_json_after_the_subcommand_is_the_same_as_before(
+    command: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    code_before, before, _ = run(["--json", *command], capsys)
+    code_after, after, _ = run([*command, "--json"], capsys)
+    code_plain, plain, _ = run(command, capsys)
+    assert code_before == code_after == code_plain
+    assert json.loads(after) == json.loads(before)
+    with pytest.raises(json.JSONDecodeError):
+        json.loads(plain)  # without --json anywhere: text (the flag after a command does not stick)
+
+
+def test_every_command_takes_the_global_flags() -> None:
+    from sayplan_core.cli import build_parser
+
+    parsers = _leaf_parsers(build_parser())
+    assert len(parsers) >= 12  # the top level, env and llm groups, and every command
+    for path, parser in parsers:
+        flags = {flag for action in parser._actions for flag in action.option_strings}
+        assert {"--json", "--version"} <= flags, f"sayplan {' '.join(path)} lacks a global flag"

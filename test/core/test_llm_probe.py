@@ -5,8 +5,12 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import json
+import os
 import re
+import shutil
 import socket
+import subprocess
+import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -224,3 +228,47 @@ def test_ollama_host_reads_hosts_as_the_official_client_does(monkeypatch: pytest
         assert ollama_host("http://10.1.2.3:5000") == "http://10.1.2.3:5000"  # an explicit URL wins
     monkeypatch.delenv("OLLAMA_HOST")
     assert ollama_host(None) == client._parse_host(None) == "http://127.0.0.1:11434"
+
+
+# ------------------------------------------------------------------ the backend itself, and `sayplan llm check`
+def test_the_ollama_backend_and_auto_follow_OLLAMA_HOST(
+    httpserver: HTTPServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sayplan_core.llm.ollama_backend import OllamaBackend
+    from sayplan_core.llm.selection import resolve_backend_name
+    from sayplan_core.llm.types import LlmRequest
+
+    reply = {"model": "m", "created_at": "2026-11-22T00:00:00Z", "message": {"role": "assistant", "content": "{}"}}
+    httpserver.expect_request("/api/chat", method="POST").respond_with_json({**reply, "done": True})
+    httpserver.expect_request("/api/version").respond_with_json({"version": "0.12.0"})
+    monkeypatch.setenv("OLLAMA_HOST", f"localhost:{httpserver.port}")
+    backend = OllamaBackend("m")
+    assert backend.info.base_url == f"http://localhost:{httpserver.port}"
+    assert backend.complete(LlmRequest([{"role": "user", "content": "hi"}])).text == "{}"
+    assert resolve_backend_name(LlmConfig(backend="auto", api_key_env=KEY_ENV)) == (
+        "ollama",
+        "an Ollama server answers",
+    )
+
+
+def sayplan(args: list[str], env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    """The installed `sayplan` command as a user runs it (`python -m` from a source tree)."""
+    command = (
+        [shutil.which("sayplan") or "", *args]
+        if shutil.which("sayplan")
+        else [sys.executable, "-m", "sayplan_core.cli", *args]
+    )
+    return subprocess.run(command, env={**os.environ, **env}, capture_output=True, text=True, timeout=60)
+
+
+def test_sayplan_llm_check(httpserver: HTTPServer) -> None:
+    """The README's `OLLAMA_HOST=... sayplan llm check --llm ollama`, against a server with and without the model."""
+    httpserver.expect_request("/api/tags").respond_with_json(tags("llama3.1:8b"))
+    env = {"OLLAMA_HOST": f"127.0.0.1:{httpserver.port}"}
+    done = sayplan(["llm", "check", "--llm", "ollama"], env)
+    assert done.returncode == 0 and done.stdout.startswith("ollama: ok: ollama at http://127.0.0.1:"), done.stderr
+    done = sayplan(["llm", "check", "--llm", "ollama", "--model", "qwen3:4b", "--json"], env)
+    answer = json.loads(done.stdout)
+    assert done.returncode == 1 and not answer["ok"] and "ollama pull qwen3:4b" in answer["detail"]
+    done = sayplan(["llm", "check", "--llm", "ollama", "--probe-timeout", "0"], env)
+    assert done.returncode == 2 and done.stderr.startswith("sayplan: error: --probe-timeout")

@@ -38,9 +38,16 @@ class RosHarness:
             if self.context.ok():
                 raise
 
-    def add(self, node: Any) -> Any:
+    def add(self, node: Any, bring_up: bool = True) -> Any:
+        """Spin `node`; a managed (lifecycle) node is brought to ACTIVE through its real transitions, as its
+        lifecycle manager would (a transition that fails raises its own exception, as a constructor would),
+        unless `bring_up` is False (it then waits unconfigured, as a node started alone does)."""
+        from sayplan_ros.lifecycle import ManagedNode
+
         self._nodes.append(node)
         self.executor.add_node(node)
+        if bring_up and isinstance(node, ManagedNode):
+            node.bring_up()
         return node
 
     def node(self, name: str) -> Any:

@@ -184,13 +184,20 @@ def closed_port() -> int:
 def test_planner_reports_an_unreachable_llm_with_the_probes_words(ros: Any, monitor: Monitor) -> None:
     port = closed_port()
     params = [Parameter("llm", value="ollama"), Parameter("base_url", value=f"http://127.0.0.1:{port}")]
-    ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params), bring_up=False)
+    waiting = monitor.wait(ros, "planner: lifecycle", lambda s: True, "the unconfigured planner's status")
+    assert waiting.level is Level.WARN and waiting.values["state"] == "unconfigured"
+    assert monitor.last("planner: LLM backend") is None  # nothing to probe before configure
+    planner.trigger_configure()
     expected = probe_llm(LlmConfig(backend="ollama", base_url=f"http://127.0.0.1:{port}"), 5.0)  # the oracle
     assert not expected.ok
     status = monitor.wait(ros, "planner: LLM backend", lambda s: s.level is not Level.STALE, "the LLM probe")
     assert status.level is Level.ERROR, status
     assert expected.detail in status.message and f"127.0.0.1:{port}" in status.message
     assert status.values["backend"] == "ollama" and status.values["reachable"] == "false"
+    planner.trigger_activate()  # refused: no LLM answers
+    refused = monitor.wait(ros, "planner: lifecycle", lambda s: s.level is Level.ERROR, "the refused activation")
+    assert refused.values["state"] == "inactive" and "cannot activate" in refused.message, refused
 
 
 def test_planner_reports_the_replay_backend_ok(ros: Any, monitor: Monitor, tmp_path: Path) -> None:

@@ -20,6 +20,8 @@ pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
 STACK = shutil.which("sayplan_stack")
 needs_stack = pytest.mark.skipif(STACK is None, reason="sayplan_stack is not on PATH: run through `make test`")
+#: An LLM the planner's activation accepts on any machine (a stack whose LLM does not answer does not come up).
+REPLAY = f"planner:replay_transcript:={ROOT / 'src' / 'sayplan_ros' / 'transcripts' / 'demo_office_lh05.json'}"
 
 
 def env_for(ros: Any) -> dict[str, str]:
@@ -36,6 +38,8 @@ def test_stack_process_serves_paths(ros: Any) -> None:
         str(ROOT / "config" / "sayplan.yaml"),
         "-p",
         "path_planner:method:=astar",
+        "-p",
+        REPLAY,
     ]
     proc = subprocess.Popen(args, env=env_for(ros), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -73,6 +77,8 @@ def test_stack_process_serves_paths(ros: Any) -> None:
 def test_stack_process_rejects_bad_parameters_in_one_line(ros: Any, parameter: str, cause: str) -> None:
     assert STACK is not None
     args = [STACK, "--ros-args", "-p", parameter]
+    if "replay" not in parameter:  # the planner comes up first: the node with the bad parameter then says why
+        args += ["-p", REPLAY]
     done = subprocess.run(args, env=env_for(ros), capture_output=True, text=True, timeout=60)
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("sayplan_stack: ")]

@@ -29,8 +29,12 @@ from sayplan_ros.stack import create_nodes
 pytestmark = pytest.mark.ros
 
 
+#: A transcript the planner's activation probe accepts (these tests never plan).
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
+
+
 def planner_node(ros: Any) -> PlannerNode:
-    params = [Parameter("replay_transcript", value="/nonexistent/transcript.json")]
+    params = [Parameter("replay_transcript", value=str(TRANSCRIPT))]
     return ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
 
 

@@ -36,6 +36,8 @@ from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.sim_skill_server import SimSkillServer
 
 pytestmark = pytest.mark.ros
+#: A transcript the planner's activation probe accepts.
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
 
 
 def send(ros: Any, client: ActionClient, goal: Any, timeout: float = 60.0) -> tuple[Any, Any]:
@@ -139,6 +141,7 @@ def test_a_cancel_accepted_during_the_last_llm_call_ends_canceled(ros: Any, http
         return Response(json.dumps(body), content_type="application/json")
 
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(held)
+    httpserver.expect_request("/v1/models").respond_with_json({"data": []})  # the activation's probe
     ros.add(SceneGraphServer(context=ros.context))
     params = [
         Parameter("llm", value="openai"),
@@ -183,7 +186,7 @@ def test_a_follower_given_a_bad_update_says_so_and_repairs_itself(ros: Any) -> N
     server, and never plans on a copy the server does not hold."""
     server = ros.add(SceneGraphServer(context=ros.context))
     planner = ros.add(
-        PlannerNode(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value="/x.json")])
+        PlannerNode(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(TRANSCRIPT))])
     )
     ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
     hostile = ros.node("hostile").create_publisher(GraphUpdate, "scene_graph_updates", GRAPH_UPDATES_QOS)

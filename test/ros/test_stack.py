@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import json
-import socket
 import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -50,12 +50,6 @@ def send(ros: Any, client: ActionClient, goal: Any, on_feedback: Any = None, tim
     ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
     handle = future.result()
     return handle, handle.get_result_async() if handle.accepted else None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def test_closed_loop_with_an_injected_failure(ros: Any, tmp_path: Path) -> None:
@@ -127,6 +121,7 @@ def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
         return Response(json.dumps(body), content_type="application/json")
 
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(slow)
+    httpserver.expect_request("/v1/models").respond_with_json({"data": []})  # the activation's probe
     ros.add(SceneGraphServer(context=ros.context))
     params = [
         Parameter("llm", value="openai"),
@@ -168,15 +163,39 @@ def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
     assert len(outcome.result.executed) <= 1 and nodes["skills"].world.state.location in ("pose7", "pose8")
 
 
+class _OllamaTags(BaseHTTPRequestHandler):
+    """Ollama's GET /api/tags with the default model: enough for the planner's activation probe."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"models": [{"name": "llama3.1:8b"}]}).encode()
+        self.send_response(200 if self.path == "/api/tags" else 404)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
 def test_llm_down_fails_the_goal_and_nodes_stay_up(ros: Any) -> None:
+    """The LLM answers when the planner activates, then goes away: the goal fails, the nodes stay up."""
     ros.add(SceneGraphServer(context=ros.context))
+    ollama = ThreadingHTTPServer(("127.0.0.1", 0), _OllamaTags)
+    serving = threading.Thread(target=ollama.serve_forever, daemon=True)
+    serving.start()
     params = [
         Parameter("llm", value="ollama"),
-        Parameter("base_url", value=f"http://127.0.0.1:{free_port()}"),
+        Parameter("base_url", value=f"http://127.0.0.1:{ollama.server_address[1]}"),
         Parameter("retries", value=1),
         Parameter("timeout_s", value=2.0),
     ]
-    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    try:
+        planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    finally:
+        ollama.shutdown()
+        ollama.server_close()  # nothing listens on the port from now on
+        serving.join(timeout=5.0)
     ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
@@ -197,6 +216,7 @@ def test_busy_planner_rejects_a_second_goal(ros: Any, httpserver: HTTPServer) ->
         return Response("{}", status=500)
 
     httpserver.expect_request("/v1/chat/completions").respond_with_handler(blocked)
+    httpserver.expect_request("/v1/models").respond_with_json({"data": []})  # the activation's probe
     ros.add(SceneGraphServer(context=ros.context))
     params = [
         Parameter("llm", value="openai"),
@@ -213,8 +233,9 @@ def test_busy_planner_rejects_a_second_goal(ros: Any, httpserver: HTTPServer) ->
     ros.wait_for(first_result.done, timeout=20.0, what="first goal to end")
 
 
-def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> None:
-    params = [Parameter("replay_transcript", value="/nonexistent.json"), Parameter("graph_wait_s", value=0.3)]
+def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any, tmp_path: Path) -> None:
+    empty = write_transcript(tmp_path / "empty.json")  # a backend that answers nothing (the probe passes)
+    params = [Parameter("replay_transcript", value=str(empty)), Parameter("graph_wait_s", value=0.3)]
     ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     _, result_future = send(ros, client, PlanTask.Goal(instruction=INSTRUCTION))
@@ -225,7 +246,7 @@ def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any) -> Non
     assert outcome.error_msg == "no scene graph received yet on 'scene_graph'"
 
 
-def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any) -> None:
+def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any, tmp_path: Path) -> None:
     """A replan right after a skill must see that skill's update: the goal names the version it produced, and
     the planner waits for its copy to hold it (here the backend then fails, which shows planning went on)."""
     from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
@@ -233,7 +254,8 @@ def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any) -> None:
     from sayplan_ros.conversions import update_to_msg
 
     server = ros.add(SceneGraphServer(context=ros.context))
-    params = [Parameter("replay_transcript", value="/nonexistent.json"), Parameter("graph_wait_s", value=20.0)]
+    empty = write_transcript(tmp_path / "empty.json")  # a backend that answers nothing (the probe passes)
+    params = [Parameter("replay_transcript", value=str(empty)), Parameter("graph_wait_s", value=20.0)]
     planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
     ros.wait_for(lambda: planner.graph_version > 0, what="the planner to receive the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")

@@ -32,7 +32,7 @@ from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
 from sayplan_core.graph.views import collapse
 from sayplan_core.llm.replay import RecordingBackend
-from sayplan_core.llm.selection import LlmConfig, make_backend, resolve_backend_name
+from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm, resolve_backend_name
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
@@ -428,6 +428,16 @@ def cmd_llm_which(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_llm_check(args: argparse.Namespace) -> int:
+    """Exit 0 when the backend would answer, 1 when not; one line either way, and no tokens spent."""
+    if not 0 < args.probe_timeout <= 600:
+        raise CliError(f"--probe-timeout must be between 0 and 600 seconds, got {args.probe_timeout:g}")
+    probe = probe_llm(llm_config(args), args.probe_timeout)
+    payload = {"ok": probe.ok, "backend": probe.backend, "detail": probe.detail}
+    _emit(args, payload, f"{probe.backend}: {'ok' if probe.ok else 'NOT reachable'}: {probe.detail}")
+    return 0 if probe.ok else EXIT_FAILED
+
+
 def cmd_demo(args: argparse.Namespace) -> int:
     from sayplan_core.demo import run_demo, run_llm_demo
 
@@ -440,12 +450,51 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
 
 # ----------------------------------------------------------------------------- parser
+def version() -> str:
+    """The installed distribution's version (setup.py); from a source tree, package.xml's."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("sayplan_core")
+    except metadata.PackageNotFoundError:
+        manifest = Path(__file__).resolve().parents[1] / "package.xml"
+        found = re.search(r"<version>\s*([^<\s]+)\s*</version>", manifest.read_text(encoding="utf-8"))
+        return found.group(1) if found else "unknown"
+
+
+def add_global_flags(parser: argparse.ArgumentParser, top: bool) -> None:
+    """The flags every command takes, before or after its name (`sayplan --json path ...` = `sayplan path ... --json`).
+
+    Below the top level their default is SUPPRESS: a subcommand that was not given the flag must not
+    reset what the top level read (argparse copies a subparser's defaults over the namespace).
+    """
+    unset: dict[str, Any] = {} if top else {"default": argparse.SUPPRESS}
+    parser.add_argument("--json", action="store_true", help="machine-readable output", **unset)
+    parser.add_argument("--version", action="version", version=f"sayplan {version()}", help="print the version")
+
+
+class _Commands:
+    """add_subparsers whose every parser (at any depth) takes the global flags too."""
+
+    def __init__(self, action: Any) -> None:
+        self._action = action
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        parser: argparse.ArgumentParser = self._action.add_parser(name, **kwargs)
+        add_global_flags(parser, top=False)
+        return parser
+
+
+def _commands(parser: argparse.ArgumentParser, dest: str) -> _Commands:
+    return _Commands(parser.add_subparsers(dest=dest, required=True))
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = OneLineParser(prog="sayplan", description="LLM task planning over 3D scene graphs")
-    parser.add_argument("--json", action="store_true", help="machine-readable output")
-    sub = parser.add_subparsers(dest="command", required=True)
+    add_global_flags(parser, top=True)
+    sub = _commands(parser, "command")
 
-    env = sub.add_parser("env", help="inspect and convert scene graphs").add_subparsers(dest="env_cmd", required=True)
+    env = _commands(sub.add_parser("env", help="inspect and convert scene graphs"), "env_cmd")
     p = env.add_parser("list", help="bundled environments")
     p.set_defaults(func=cmd_env_list)
     p = env.add_parser("show", help="summary of an environment (and its text with --text)")
@@ -513,10 +562,14 @@ def build_parser() -> argparse.ArgumentParser:
     add_llm_arguments(p, default_llm="replay")
     p.set_defaults(func=cmd_demo)
 
-    llm = sub.add_parser("llm", help="LLM backend helpers").add_subparsers(dest="llm_cmd", required=True)
+    llm = _commands(sub.add_parser("llm", help="LLM backend helpers"), "llm_cmd")
     p = llm.add_parser("which", help="which backend --llm auto picks here, and why")
     add_llm_arguments(p)
     p.set_defaults(func=cmd_llm_which)
+    p = llm.add_parser("check", help="would the LLM answer? lists models, never asks one (exit 0 yes, 1 no)")
+    p.add_argument("--probe-timeout", type=float, default=5.0, help="give up after this many seconds [0 - 600]")
+    add_llm_arguments(p)
+    p.set_defaults(func=cmd_llm_check)
     return parser
 
 
@@ -533,8 +586,9 @@ USER_ERRORS = (GraphError, PlanFormatError, ActionSetError, CliError, ValueError
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Every outcome is an exit code: 0 done, 1 plan not verified, 2 error (one line on stderr), 3 bench runs
-    raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a SIGPIPE would."""
+    """Every outcome is an exit code: 0 done, 1 plan not verified (`llm check`: not reachable), 2 error (one line
+    on stderr), 3 bench runs raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a
+    SIGPIPE would."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

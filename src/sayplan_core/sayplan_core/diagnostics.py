@@ -54,6 +54,18 @@ def worst(statuses: Iterable[Status]) -> Level:
     return max((s.level for s in statuses), default=Level.OK)
 
 
+# ---------------------------------------------------------------------------------------------- every node
+def lifecycle_status(state: str, error: str, hardware_id: str = "") -> Status:
+    """A managed node's lifecycle state: OK active; WARN otherwise (it serves nothing until its lifecycle manager
+    activates it); ERROR when its last transition failed, with the node's line saying why."""
+    values = {"state": state}
+    if error:
+        return Status("lifecycle", Level.ERROR, f"{state}: {error}", values, hardware_id)
+    if state == "active":
+        return Status("lifecycle", Level.OK, "active", values, hardware_id)
+    return Status("lifecycle", Level.WARN, f"{state}: serves nothing until activated", values, hardware_id)
+
+
 # ---------------------------------------------------------------------------------------------- skill servers
 def fault_latch_status(latch: FaultLatch, hardware_id: str = "") -> Status:
     """ERROR while a fault is latched (nothing moves until an operator clears it), naming it and how to clear it."""

@@ -28,6 +28,7 @@ class SkillCode(IntEnum):
     WRONG_ACTION_SET = 101
     INVALID_TARGET = 102
     SCENE_GRAPH_OUT_OF_SYNC = 103  # the server's copy of the graph lacks the version the step follows
+    NOT_ACTIVE = 104  # the skill server is not active (lifecycle): refused before the robot moved
     # stopped from outside
     CANCELED = 200
     TIMEOUT = 201
@@ -91,6 +92,7 @@ class PlanCode(IntEnum):
     UNSUPPORTED_ACTION_SET = 8
     CANCELED = 9
     INTERNAL_ERROR = 10
+    NOT_ACTIVE = 11  # the planner is not active (lifecycle): nothing was planned
 
     @property
     def label(self) -> str:

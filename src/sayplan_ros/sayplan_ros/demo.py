@@ -38,6 +38,7 @@ from sayplan_core.sim.goals import check_goals
 from sayplan_interfaces.action import ExecuteTask
 from sayplan_interfaces.msg import ExecutionEvent, PlanReport
 from sayplan_ros.bag import STORAGES, BagRecorder
+from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.stack import create_nodes
@@ -178,6 +179,7 @@ def run(args: argparse.Namespace, context: Context) -> int:
         operator.create_subscription(ExecutionEvent, "execution_events", printer, EVENTS_QOS)
         operator.create_subscription(PlanReport, "plan_results", reports.append, EVENTS_QOS)
         graph_server = next(n for n in nodes if isinstance(n, SceneGraphServer))
+        _wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
         started = time.perf_counter()
         result = _execute(task.instruction, operator, spinner, args.timeout)
         spinner.settle(printer, result)
@@ -245,6 +247,23 @@ class _Spinner:
         while time.monotonic() < deadline and (printer.gaps() or not _ended(printer)):
             time.sleep(0.05)
         time.sleep(0.2)
+
+
+#: The longest the demo waits for its lifecycle manager to bring the stack up, seconds.
+STARTUP_TIMEOUT_S = 120.0
+
+
+def _wait_for_startup(manager: LifecycleManager, spinner: _Spinner) -> None:
+    """The stack's managed nodes are active, or the demo ends with the manager's line (the LLM unreachable...)."""
+    deadline = time.monotonic() + STARTUP_TIMEOUT_S
+    while not manager.started.wait(0.5):  # the main thread only; wakes to notice a dead executor
+        if spinner.failure is not None:
+            raise RuntimeError(f"the ROS executor stopped while the stack came up: {spinner.failure!r}")
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the stack did not come up within {STARTUP_TIMEOUT_S:g} s")
+    ok, why = manager.startup_result
+    if not ok:
+        raise RuntimeError(why)
 
 
 def _ended(printer: EventPrinter) -> bool:

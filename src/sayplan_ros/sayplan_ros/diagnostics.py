@@ -9,6 +9,9 @@ the header stamped with the node's clock, one array per period. The period runs 
 A slow check (the planner's LLM probe: seconds against an unreachable server) never runs in that callback:
 `BackgroundProbe` runs it on its own thread every `period_s`, and the status reports the last result with its age
 (STALE once it is older than a bound).
+
+A managed node (sayplan_ros.lifecycle) publishes in every lifecycle state, its `lifecycle` status first: a node that
+refused to configure or activate says why there.
 """
 
 from __future__ import annotations
@@ -20,12 +23,14 @@ from collections.abc import Callable, Sequence
 from typing import Generic, TypeVar
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
+from lifecycle_msgs.msg import State
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.node import Node
 
-from sayplan_core.diagnostics import Level, Status, llm_status
+from sayplan_core.diagnostics import Level, Status, lifecycle_status, llm_status
 from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
 from sayplan_ros.clocks import steady_timer
+from sayplan_ros.lifecycle import ManagedNode
 from sayplan_ros.qos import DIAGNOSTICS_QOS
 
 #: The topic diagnostic_updater publishes on (absolute: the aggregator listens there).
@@ -58,6 +63,20 @@ def msg_to_status(msg: DiagnosticStatus, prefix: str = "") -> Status:
     return Status(name, level, msg.message, {kv.key: kv.value for kv in msg.values}, msg.hardware_id)
 
 
+_STATE_LABELS = {
+    State.PRIMARY_STATE_UNCONFIGURED: "unconfigured",
+    State.PRIMARY_STATE_INACTIVE: "inactive",
+    State.PRIMARY_STATE_ACTIVE: "active",
+    State.PRIMARY_STATE_FINALIZED: "finalized",
+}
+
+
+def lifecycle_of(node: ManagedNode) -> Status:
+    """A managed node's lifecycle state, and why its last transition failed."""
+    state = node.lifecycle_state()
+    return lifecycle_status(_STATE_LABELS.get(state, "transitioning"), node.transition_error)
+
+
 class DiagnosticsPublisher:
     """Publishes `statuses()` on /diagnostics every `period_s` (steady clock). A callable that raises is reported as
     one ERROR status (the node keeps running, and the array says why its checks are missing)."""
@@ -80,7 +99,8 @@ class DiagnosticsPublisher:
 
     def collect(self) -> list[Status]:
         try:
-            found = list(self._statuses())
+            found = [lifecycle_of(self._node)] if isinstance(self._node, ManagedNode) else []
+            found += self._statuses()
         except Exception as exc:  # a bug in a check must not silence the node's diagnostics, nor kill it
             self._node.get_logger().error(f"diagnostics failed: {exc!r}\n{traceback.format_exc()}")
             found = [Status("diagnostics", Level.ERROR, f"the node's checks failed: {exc!r}")]
@@ -156,6 +176,11 @@ class LlmWatch:
             period_s,
             lambda exc: LlmProbe(False, config.backend, f"the probe failed: {exc!r}"),
         )
+
+    @staticmethod
+    def statuses(watch: LlmWatch | None) -> list[Status]:
+        """[its status], or none without a watch (an unconfigured planner: its lifecycle status says so)."""
+        return [] if watch is None else [watch.status()]
 
     def status(self) -> Status:
         probe, age = self._probe.latest()

@@ -41,12 +41,13 @@ def descriptor(setting: Setting) -> ParameterDescriptor:
     return desc
 
 
-def declare_settings(node: Node, settings: Settings) -> dict[str, Any]:
-    """Declare every setting of the table on `node`; returns the start-up values, checked (ValueError if bad)."""
+def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict[str, Any]:
+    """Declare every setting of the table on `node`; returns the start-up values, checked (ValueError if bad).
+    With `check` False they are returned as given: a managed node checks them at configure."""
     for setting in settings:
         node.declare_parameter(setting.name, setting.default, descriptor(setting))
     values = {s.name: node.get_parameter(s.name).value for s in settings}
-    checked = settings.check(values)
+    checked = settings.check(values) if check else values
 
     def on_set(parameters: list[Parameter]) -> SetParametersResult:
         for parameter in parameters:

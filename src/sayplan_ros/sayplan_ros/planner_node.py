@@ -1,12 +1,17 @@
 """planner: the `plan_task` action server over the sayplan_core planners.
 
 Plans on its copy of the live scene graph (kept in step by GraphFollower) and refuses
-to plan on a copy it knows is stale. One goal at a time. The LLM backend is built on
-the first goal, so the node starts even when the LLM is unreachable; such a goal is
-aborted with the backend's message. A goal names the action set the robot speaks;
-a planner that cannot write plans in it says so (UNSUPPORTED_ACTION_SET) instead of
-producing a plan the robot cannot run. With `record_transcript` set (a folder), every
-goal's LLM exchange is written to its own file there.
+to plan on a copy it knows is stale. One goal at a time.
+
+Managed (sayplan_ros.lifecycle): configure reads and checks the settings (the LLM's among them) and starts the
+`plan_task` server; activate asks the LLM whether it answers (`probe_llm`, bounded by `timeout_s` and at most
+PROBE_TIMEOUT_S) and refuses to activate, with the probe's one line, when it does not, so a stack whose LLM is
+unreachable does not come up; a goal while the node is not active ends NOT_ACTIVE. The backend itself is built
+on the first goal; a backend that fails later aborts that goal with its message.
+
+A goal names the action set the robot speaks; a planner that cannot write plans in it says so
+(UNSUPPORTED_ACTION_SET) instead of producing a plan the robot cannot run. With `record_transcript` set (a
+folder), every goal's LLM exchange is written to its own file there.
 """
 
 from __future__ import annotations
@@ -19,12 +24,11 @@ from typing import Any
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
-from rclpy.node import Node
 
 from sayplan_core.graph import limits
 from sayplan_core.llm.http import CallAbort, abortable
 from sayplan_core.llm.replay import RecordingBackend
-from sayplan_core.llm.selection import make_backend
+from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm
 from sayplan_core.llm.types import LlmBackend, LlmError
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PLANNERS, Progress, make_planner
@@ -34,29 +38,41 @@ from sayplan_interfaces.msg import PlanOutcome, PlanReport
 from sayplan_ros.conversions import plan_failure_to_msg, plan_result_to_msg, progress_to_msg
 from sayplan_ros.diagnostics import DiagnosticsPublisher, LlmWatch
 from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.parameters import current, declare_settings
+from sayplan_ros.lifecycle import ManagedNode
+from sayplan_ros.parameters import current
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
 
+#: The longest the activation's LLM probe may take, seconds (a backend that answers at all answers sooner).
+PROBE_TIMEOUT_S = 10.0
 
-class PlannerNode(Node):
+
+class PlannerNode(ManagedNode):
     def __init__(self, node_name: str = "planner", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self._startup = declare_settings(self, PLANNER_SETTINGS)
-        self._llm_config = llm_config(self._startup)
-        self._llm_config.validate()
-        self._record_dir = str(self._startup["record_transcript"])
+        self.declare(PLANNER_SETTINGS)
+        self._llm_config = LlmConfig()
+        self._record_dir = ""
         self._backend: LlmBackend | None = None
         self._backend_lock = threading.Lock()
         self._goals = 0
         self._abort = CallAbort()  # the running goal's: a cancel shuts its LLM connection down at once
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
-        self._llm_watch = LlmWatch(self._llm_config)
-        self.diagnostics_publisher = DiagnosticsPublisher(self, lambda: [self._llm_watch.status()])
-        group = ReentrantCallbackGroup()
-        self.follower = GraphFollower(self, group)
+        self._group = ReentrantCallbackGroup()
+        self.follower = GraphFollower(self, self._group)
+        self._llm_watch: LlmWatch | None = None  # from configure to cleanup
+        self.diagnostics_publisher = DiagnosticsPublisher(self, lambda: LlmWatch.statuses(self._llm_watch))
         self._single = SingleGoal(self.get_logger(), "plan_task")
+        self._server: ActionServer | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        values = self.read_settings(PLANNER_SETTINGS)
+        config = llm_config(values)
+        config.validate()
+        self._llm_config, self._record_dir = config, str(values["record_transcript"])
+        self._llm_watch = LlmWatch(config)
         self._server = ActionServer(
             self,
             PlanTask,
@@ -64,8 +80,28 @@ class PlannerNode(Node):
             execute_callback=self._execute,
             goal_callback=lambda goal: self._single.accept(goal, self._refuse),
             cancel_callback=self._on_cancel,
-            callback_group=group,
+            callback_group=self._group,
         )
+
+    def activate(self) -> None:
+        """Only with an LLM that answers: a stack that cannot plan does not come up."""
+        probe = probe_llm(self._llm_config, min(self._llm_config.timeout_s, PROBE_TIMEOUT_S))
+        if not probe.ok:
+            raise RuntimeError(probe.detail)
+        self.get_logger().info(f"LLM: {probe.detail}")
+
+    def deactivate(self) -> None:
+        self._abort.abort()  # a plan under way ends now instead of after its LLM call
+
+    def cleanup(self) -> None:
+        if self._llm_watch is not None:
+            self._llm_watch.stop()
+            self._llm_watch = None
+        if self._server is not None:
+            self._server.destroy()
+            self._server = None
+        with self._backend_lock:
+            self._backend = None
 
     @property
     def graph_version(self) -> int:
@@ -102,8 +138,13 @@ class PlannerNode(Node):
         planner_name = goal.planner or str(self.get_parameter("planner").value)
         self._abort = CallAbort()
         try:
-            with abortable(self._abort):
-                outcome = self._plan(handle, planner_name)
+            if not self.is_active:
+                message = f"{self.get_name()} is not active (lifecycle): its lifecycle manager must activate it"
+                self.get_logger().warning(f"plan_task refused: {message}")
+                outcome = plan_failure_to_msg(planner_name, goal.action_set, PlanCode.NOT_ACTIVE, message)
+            else:
+                with abortable(self._abort):
+                    outcome = self._plan(handle, planner_name)
         except Exception as exc:  # a planner bug ends this goal, not the node
             self.get_logger().error(f"plan_task failed: {exc!r}")
             outcome = plan_failure_to_msg(
@@ -197,11 +238,6 @@ class PlannerNode(Node):
             self._goals = int(path.stem.rsplit("_", 1)[1])
         except OSError as exc:
             self.get_logger().error(f"cannot write the transcript to {folder}: {exc}")
-
-    def destroy_node(self) -> None:
-        self._llm_watch.stop()
-        self._server.destroy()
-        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -10,6 +10,10 @@ could then no longer send its robot's stop (a Nav2 or trajectory cancel goes out
 on its own thread, the main thread waits for a signal, asks every node that drives a robot to stop it
 (`stop_for_shutdown`, bounded by SHUTDOWN_STOP_S) while the executor still spins, and only then shuts down.
 A second signal during that stop exits at once.
+
+A node may also end the program: one that sets `exit_reason` (the lifecycle manager when a node of the stack
+failed to start, a managed node whose `autostart` failed) makes it stop as a signal does and exit 2, with that
+reason as the one line on stderr, printed last (after whatever the nodes logged while they went down).
 """
 
 from __future__ import annotations
@@ -32,6 +36,8 @@ EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm it
 EXIT_SECOND_SIGNAL = 130
 #: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
 SHUTDOWN_STOP_S = 3.0
+#: How often the main thread looks whether a node asked the program to end (`exit_reason`), seconds.
+EXIT_CHECK_S = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
@@ -73,6 +79,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     previous = {sig: signal.signal(sig, _interrupt) for sig in _SIGNALS}
     nodes: list[Node] = []
     code = 0
+    last_line = ""  # the one line a failed start ends with
     executor = MultiThreadedExecutor(num_threads=4)
     stop = threading.Event()
     signaled = threading.Event()  # a signal arrived (the stop event is also set when the executor ends by itself)
@@ -85,18 +92,19 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
         for sig in _SIGNALS:
             signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled))
         spinning.start()
-        while not stop.wait(0.5):
+        while not stop.wait(EXIT_CHECK_S) and not _exit_reason(nodes):
             pass
         if not stop_robots(nodes):
             print(f"{program}: a robot's stop was not confirmed before exiting: check the robot", file=sys.stderr)
             code = EXIT_STOP_UNCONFIRMED
         if failed:
             raise failed[0]
+        if _exit_reason(nodes):
+            code, last_line = EXIT_CONFIG, _exit_reason(nodes)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
     except Exception as exc:
-        print(f"{program}: {describe_error(exc)}", file=sys.stderr)
-        code = EXIT_CONFIG
+        code, last_line = EXIT_CONFIG, describe_error(exc)
     finally:
         executor.shutdown()
         if spinning.is_alive():  # no executor thread may still be inside rcl while the nodes go
@@ -107,7 +115,14 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
             rclpy.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if last_line:
+        print(f"{program}: {last_line}", file=sys.stderr)
     sys.exit(code)
+
+
+def _exit_reason(nodes: list[Node]) -> str:
+    """The line of the first node that asked the program to end ("" when none did)."""
+    return next((str(reason) for node in nodes if (reason := getattr(node, "exit_reason", None))), "")
 
 
 def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[BaseException]) -> None:

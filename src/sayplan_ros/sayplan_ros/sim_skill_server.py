@@ -35,7 +35,6 @@ from sayplan_core.robots.navigation import TargetError, base_target, pose_of
 from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.navigation.action_call import DISCOVERY_POLL_S, sleep
-from sayplan_ros.parameters import declare_settings
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
@@ -51,9 +50,17 @@ def parse_failures(text: str) -> list[InjectedFailure]:
 
 
 class SimSkillServer(SkillServer):
+    """Managed: configure reads the world and injected failures (and connects to Nav2's action), activate starts
+    serving; deactivate cancels the running Nav2 goal (SkillServer.stop_robot); cleanup lets the world go."""
+
     def __init__(self, node_name: str = "sim_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        settings = declare_settings(self, SIM_SKILL_SERVER_SETTINGS)
+        self.declare(SIM_SKILL_SERVER_SETTINGS)
+        self._lock = threading.Lock()
+        self._nav: Any = None
+
+    def configure(self) -> None:
+        settings = self.read_settings(SIM_SKILL_SERVER_SETTINGS)
         truth = load_env(str(settings["env"]))
         changes_file = str(settings["world_changes_file"])
         if changes_file:
@@ -71,12 +78,10 @@ class SimSkillServer(SkillServer):
         self._delay = float(settings["skill_delay_s"])
         action_set = str(settings["action_set"])
         self.world = SimulatedWorld(truth, action_set, failures)
-        self._lock = threading.Lock()
         skills = [name.strip() for name in str(settings["skills"]).split(",") if name.strip()] or None
         unknown = sorted(set(skills or ()) - set(self.world.actions.names()))
         if unknown:
             raise ValueError(f"skills: {', '.join(unknown)} not in action set '{self.world.actions.name}'")
-        self._nav: Any = None
         if settings["navigation_backend"] == "nav2":
             from sayplan_ros.navigation.nav2_client import Nav2Client
 
@@ -90,6 +95,12 @@ class SimSkillServer(SkillServer):
         self.serve(SkillCatalog.of("sim", [self.world.actions], skills), float(settings["result_timeout_s"]))
         note = f", {len(failures)} injected failure(s)" if failures else ""
         self.get_logger().info(f"simulated world from '{settings['env']}' ({action_set}){note}")
+
+    def cleanup(self) -> None:
+        if self._nav is not None:
+            self._nav.destroy()  # a goal still under way is canceled (not awaited) before the client goes
+            self._nav = None
+        super().cleanup()
 
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
         if self._nav is not None and step.action in self._moves:
@@ -156,12 +167,6 @@ class SimSkillServer(SkillServer):
                 "the base may still be driving; stop it on the navigator"
             )
         return stopped
-
-    def destroy_node(self) -> None:
-        if self._nav is not None:
-            self._nav.destroy()  # a goal still under way is canceled (not awaited) before the node goes
-            self._nav = None
-        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

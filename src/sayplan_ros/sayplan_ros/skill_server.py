@@ -16,9 +16,16 @@ every later skill is refused before the robot moves, until an operator calls `~/
 which asks the backend to re-check the robot (`check_robot`) and clears only when the check passes. A backend
 latches conditions it sees outside a skill's result itself (`self.fault_latch.latch`).
 
+Lifecycle (sayplan_ros.lifecycle): a skill server is a managed node. A backend's `configure` reads its settings,
+connects and calls `serve` (the action server and `describe_skills` exist from then on); `activate` takes the
+robot as the backend needs; a goal while the node is not active ends NOT_ACTIVE before the robot moves.
+`deactivate` stops the robot through `stop_robot`, the same path as a shutdown, then the backend releases what it
+took; `cleanup` stops serving. The fault latch belongs to the node, not to a transition: only `~/clear_fault`
+clears it, whatever the node went through.
+
 Shutdown: `stop_for_shutdown` (called by `sayplan_ros.runner` on SIGINT/SIGTERM while the executor still spins)
-stops the running skill as a cancel does, waits for it to end, then calls the backend's `stop_motion`; both are
-bounded, and a stop that is not confirmed is logged as an error.
+is `stop_robot`: it stops the running skill as a cancel does, waits for it to end, then calls the backend's
+`stop_motion`; both are bounded, and a stop that is not confirmed is logged as an error.
 """
 
 from __future__ import annotations
@@ -34,6 +41,7 @@ from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
+from rclpy.service import Service
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
@@ -50,10 +58,13 @@ from sayplan_ros.clocks import steady_timer, warn_without_clock
 from sayplan_ros.conversions import skill_result_to_msg
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.lifecycle import ManagedNode
+from sayplan_ros.runner import SHUTDOWN_STOP_S
 from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
 
 GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
-SHUTDOWN_POLL_S = 0.01  # how often `stop_for_shutdown` (a plain thread, not a callback) looks whether the skill ended
+STOP_SLICE_S = 0.05  # the longest a skill's wait (SkillContext.sleep) runs on after its goal was stopped
+SHUTDOWN_POLL_S = 0.01  # how often `stop_robot` (a plain thread or a transition) looks whether the skill ended
 
 
 @dataclass
@@ -77,7 +88,15 @@ class SkillContext:
         return self.stop.is_set() or bool(self.handle.is_cancel_requested)
 
     async def sleep(self, seconds: float) -> None:
-        await timer_sleep(self.node, self.group, seconds)
+        """Wait `seconds`, or less once the goal is stopped (a cancel, a deactivate, a shutdown): the skill then
+        sees `cancel_requested()` within STOP_SLICE_S instead of at the end of a long wait."""
+        end = time.monotonic() + seconds
+        left = seconds
+        while True:  # at least one wait, even when stopped: a caller looping on it never spins
+            await timer_sleep(self.node, self.group, min(left, STOP_SLICE_S))
+            left = end - time.monotonic()
+            if left <= 0 or self.cancel_requested():
+                return
 
 
 async def timer_sleep(node: Node, group: Any, seconds: float) -> None:
@@ -98,7 +117,7 @@ async def timer_sleep(node: Node, group: Any, seconds: float) -> None:
         node.destroy_timer(holder[0])
 
 
-class SkillServer(Node):
+class SkillServer(ManagedNode):
     """Base class of the robots' skill servers (see the module docstring)."""
 
     def __init__(self, node_name: str, **kwargs: Any) -> None:
@@ -106,6 +125,8 @@ class SkillServer(Node):
         self._group = ReentrantCallbackGroup()
         self._single = SingleGoal(self.get_logger(), "execute_skill")
         self._catalog: SkillCatalog | None = None
+        self._server: ActionServer | None = None
+        self._describe: Service | None = None
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
         self._goal_stop = threading.Event()
         self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
@@ -116,8 +137,9 @@ class SkillServer(Node):
         warn_without_clock(self)
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
-        """Start serving once the subclass knows what its robot can do; a finished goal's result is kept
+        """Serve (in `configure`, once the subclass knows what its robot can do); a finished goal's result is kept
         `result_timeout_s` for its client, then forgotten (a long run holds no finished goals)."""
+        self._unserve()
         self._catalog = catalog
         self._server = ActionServer(
             self,
@@ -129,12 +151,31 @@ class SkillServer(Node):
             callback_group=self._group,
             result_timeout=max(1, round(result_timeout_s)),
         )
-        self.create_service(DescribeSkills, "describe_skills", self._on_describe, callback_group=self._group)
+        self._describe = self.create_service(
+            DescribeSkills, "describe_skills", self._on_describe, callback_group=self._group
+        )
+
+    def _unserve(self) -> None:
+        if self._server is not None:
+            self._server.destroy()
+            self._server = None
+        if self._describe is not None:
+            self.destroy_service(self._describe)
+            self._describe = None
+        self._catalog = None
 
     @property
     def catalog(self) -> SkillCatalog:
-        assert self._catalog is not None, "call serve() in the subclass constructor"
+        assert self._catalog is not None, "call serve() in the subclass's configure()"
         return self._catalog
+
+    def deactivate(self) -> None:
+        """Stop the robot as a shutdown does (a backend then releases what it took)."""
+        self.stop_robot(SHUTDOWN_STOP_S)
+
+    def cleanup(self) -> None:
+        """Stop serving (a backend disconnects first, then calls this)."""
+        self._unserve()
 
     @abstractmethod
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
@@ -264,12 +305,17 @@ class SkillServer(Node):
         return "; ".join(f.describe() for f in ([fault] if fault else []) + self.fault_latch.later)
 
     def stop_for_shutdown(self, timeout_s: float) -> bool:
-        """Stop the robot before the process exits: the running skill is stopped as a cancel stops it and waited
-        for, then the backend's `stop_motion` runs, all within about `timeout_s`. True when the stop confirmed."""
+        """Stop the robot before the process exits (`stop_robot`); nothing to stop before configure."""
+        return self.stop_robot(timeout_s) if self.configured else True
+
+    def stop_robot(self, timeout_s: float) -> bool:
+        """The one stop path (shutdown and deactivate): the running skill is stopped as a cancel stops it and
+        waited for, then the backend's `stop_motion` runs, all within about `timeout_s`. True when the stop
+        confirmed. Called from a plain thread or a lifecycle transition, never from the skill's own group."""
         deadline = time.monotonic() + timeout_s
         ended = True
         if self._single.busy:
-            self.get_logger().warning("stopping: the running skill is stopped before the node exits")
+            self.get_logger().warning("stopping the robot: the running skill is stopped (shutdown or deactivate)")
             self._goal_stop.set()
             try:
                 self.on_cancel()
@@ -284,12 +330,19 @@ class SkillServer(Node):
             self.get_logger().error(f"stopping the robot on shutdown failed: {exc!r}")
             stopped = False
         if not (ended and stopped):
-            self.get_logger().error("the robot's stop was not confirmed before the node exits: check the robot")
+            self.get_logger().error("the robot's stop was not confirmed: check the robot")
         return ended and stopped
 
     async def _run(self, handle: ServerGoalHandle) -> SkillResult:
         goal: ExecuteSkill.Goal = handle.request
         step = PlanStep(goal.skill.strip(), goal.target.strip())
+        if not self.is_active:
+            message = (
+                f"{step} refused before the robot moved: {self.get_name()} is not active (lifecycle); its "
+                "lifecycle manager (or `ros2 lifecycle set`) must activate it"
+            )
+            self.get_logger().warning(message)
+            return SkillResult(False, SkillCode.NOT_ACTIVE, message)
         latched = self.fault_latch.refusal(str(step))
         if latched is not None:
             self.get_logger().warning(latched.message)
@@ -342,8 +395,3 @@ class SkillServer(Node):
                 return SkillResult(False, SkillCode.SCENE_GRAPH_OUT_OF_SYNC, f"{why} (waited {wait_s:g} s)")
             await context.sleep(GRAPH_POLL_S)
         return graph
-
-    def destroy_node(self) -> None:
-        if self._catalog is not None:
-            self._server.destroy()
-        super().destroy_node()

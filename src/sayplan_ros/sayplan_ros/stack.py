@@ -16,6 +16,7 @@ import importlib
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rclpy.context import Context
 from rclpy.node import Node
@@ -33,6 +34,7 @@ class NodeSpec:
     package: str
     executable: str
     cls: str  # module:Class, imported only when the node is created (robot SDKs stay optional)
+    managed: bool = False  # a lifecycle node, brought up by the lifecycle manager
 
     def load(self) -> Callable[..., Node]:
         module, _, name = self.cls.partition(":")
@@ -44,22 +46,38 @@ class NodeSpec:
 CORE_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("scene_graph_server", "sayplan_ros", "scene_graph_server", "sayplan_ros.scene_graph_server:SceneGraphServer"),
     NodeSpec("path_planner", "sayplan_ros", "path_planner", "sayplan_ros.path_planner_node:PathPlannerNode"),
-    NodeSpec("planner", "sayplan_ros", "planner", "sayplan_ros.planner_node:PlannerNode"),
+    NodeSpec("planner", "sayplan_ros", "planner", "sayplan_ros.planner_node:PlannerNode", managed=True),
     NodeSpec("executor", "sayplan_ros", "executor", "sayplan_ros.executor_node:ExecutorNode"),
 )  # fmt: skip
 
 #: Each robot's skill server (serving `execute_skill` and `describe_skills`).
 ROBOTS: dict[str, NodeSpec] = {
-    "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer"),
-    "spot": NodeSpec("spot_skill_server", "sayplan_spot", "spot_skill_server", "sayplan_spot.skill_server:SpotSkillServer"),
-    "franka_omron": NodeSpec("franka_omron_skill_server", "sayplan_franka_omron", "franka_omron_skill_server", "sayplan_franka_omron.skill_server:FrankaOmronSkillServer"),
+    "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer", True),
+    "spot": NodeSpec("spot_skill_server", "sayplan_spot", "spot_skill_server", "sayplan_spot.skill_server:SpotSkillServer", True),
+    "franka_omron": NodeSpec("franka_omron_skill_server", "sayplan_franka_omron", "franka_omron_skill_server", "sayplan_franka_omron.skill_server:FrankaOmronSkillServer", True),
 }  # fmt: skip
+
+#: Brings the managed nodes up (last in the list: every node it manages exists before it starts).
+MANAGER = NodeSpec(
+    "lifecycle_manager", "sayplan_ros", "lifecycle_manager", "sayplan_ros.lifecycle_manager:LifecycleManager"
+)
 
 
 def stack_specs(robot: str = "sim") -> list[NodeSpec]:
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
-    return [*CORE_NODES, ROBOTS[robot]]
+    return [*CORE_NODES, ROBOTS[robot], MANAGER]
+
+
+def managed_names(robot: str = "sim") -> list[str]:
+    """The managed nodes of `robot`'s stack, in start-up order."""
+    return [spec.name for spec in stack_specs(robot) if spec.managed]
+
+
+def composed_parameters(robot: str = "sim") -> dict[str, dict[str, Any]]:
+    """What the composition itself sets, by node name (the launch file applies it as this module does): the
+    manager manages this robot's managed nodes."""
+    return {MANAGER.name: {"node_names": managed_names(robot)}}
 
 
 def create_nodes(
@@ -77,7 +95,8 @@ def create_nodes(
     try:
         for spec in stack_specs(robot):
             node_class = spec.load()
-            params = list(overrides.get(spec.name, ()))
+            params = [Parameter(k, value=v) for k, v in composed_parameters(robot).get(spec.name, {}).items()]
+            params += list(overrides.get(spec.name, ()))
             nodes.append(node_class(context=context, namespace=namespace, parameter_overrides=params))
     except BaseException:
         for node in nodes:

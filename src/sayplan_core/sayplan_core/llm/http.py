@@ -387,38 +387,45 @@ def retry_after_s(headers: Any) -> float | None:
 def network_cause(exc: BaseException) -> str:
     """What went wrong on the wire, in words a person can act on ("refused the connection", ...).
 
-    Looks through the chain of causes for the OS error underneath the SDK's and httpx's wrappers.
+    Looks through the chain of causes for the OS error underneath the SDK's and httpx's wrappers
+    (the OpenAI SDK's own text is only "Connection error.").
     """
     import socket
 
+    chain: list[BaseException] = []
     seen: BaseException | None = exc
-    depth = 0
-    while seen is not None and depth < 10:
-        if isinstance(seen, ConnectionRefusedError):
-            return "refused the connection"
-        if isinstance(seen, ConnectionResetError):
-            return "reset the connection"
-        if isinstance(seen, socket.gaierror):
-            return "cannot be resolved (check the host name)"
-        if isinstance(seen, (TimeoutError, socket.timeout)):
-            return "did not answer in time"
+    while seen is not None and len(chain) < 10 and seen not in chain:
+        chain.append(seen)
         seen = seen.__cause__ or seen.__context__
-        depth += 1
-    text = str(exc).lower()
-    for needle, cause in (
-        ("connection refused", "refused the connection"),
-        ("connection reset", "reset the connection"),
-        ("without sending a response", "closed the connection without answering"),
-        ("name or service not known", "cannot be resolved (check the host name)"),
-        ("temporary failure in name resolution", "cannot be resolved (check the host name)"),
-        ("timed out", "did not answer in time"),
-        ("deadline", "did not answer in time"),
-        ("no route to host", "is unreachable (no route to host)"),
-        ("network is unreachable", "is unreachable (network is unreachable)"),
-    ):
-        if needle in text:
-            return cause
-    return f"failed: {type(exc).__name__}: {one_line(str(exc)) or 'no detail'}"
+    for link in chain:
+        if isinstance(link, ConnectionRefusedError):
+            return "refused the connection"
+        if isinstance(link, ConnectionResetError):
+            return "reset the connection"
+        if isinstance(link, socket.gaierror):
+            return "cannot be resolved (check the host name)"
+    for link in chain:
+        text = str(link).lower()
+        for needle, cause in _CAUSES:
+            if needle in text:
+                return cause
+    innermost = chain[-1]
+    return f"failed: {type(innermost).__name__}: {one_line(str(innermost)) or 'no detail'}"
+
+
+_CAUSES = (
+    ("connection refused", "refused the connection"),
+    ("connection reset", "reset the connection"),
+    ("without sending a response", "closed the connection without answering"),
+    ("without sending complete message body", "closed the connection in the middle of its answer"),
+    ("name or service not known", "cannot be resolved (check the host name)"),
+    ("temporary failure in name resolution", "cannot be resolved (check the host name)"),
+    ("no route to host", "is unreachable (no route to host)"),
+    ("network is unreachable", "is unreachable (network is unreachable)"),
+    ("canceled", "was cut off: the call was canceled"),
+    ("deadline", "did not answer in time"),
+    ("timed out", "did not answer in time"),
+)
 
 
 def one_line(text: str, limit: int = 200) -> str:

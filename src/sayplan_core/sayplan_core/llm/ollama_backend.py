@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import os
 import time
 from typing import Any
@@ -13,8 +14,9 @@ from sayplan_core.llm.http import (
     deadline,
     deadline_transport,
     last_retry_after_s,
+    network_cause,
+    one_line,
     oversized_answer,
-    redact_url,
 )
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
@@ -65,8 +67,13 @@ class OllamaBackend:
     def start_task(self, instruction: str) -> None:
         """A live model answers any task."""
 
+    @property
+    def _where(self) -> str:
+        return f"ollama at {self.info.base_url}"
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         import httpx
+        import pydantic
 
         ollama = self._ollama
         options: dict[str, Any] = {"temperature": request.temperature, "num_predict": request.max_tokens}
@@ -86,14 +93,27 @@ class OllamaBackend:
             return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except ollama.ResponseError as exc:
             status = int(getattr(exc, "status_code", 0) or 0)
+            error = one_line(str(exc.error))
             if status == 429 or status >= 500:
                 # the SDK drops the response headers; the transport kept the Retry-After
-                raise LlmTransientError(f"http_{status}", str(exc.error), last_retry_after_s()) from exc
-            raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {exc.error}") from exc
+                raise LlmTransientError(
+                    f"http_{status}", f"{self._where} answered HTTP {status}: {error}", last_retry_after_s()
+                ) from exc
+            raise LlmFatalError(f"HTTP {status} from {self.info.base_url}: {error}") from exc
         except httpx.TimeoutException as exc:
-            raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
-        except (httpx.TransportError, ConnectionError) as exc:  # refused, reset, canceled (CallAbort)
-            raise LlmTransientError("connection", redact_url(str(exc))) from exc
+            raise LlmTransientError(
+                "timeout", f"{self._where}: no complete answer within {self.timeout_s:g} s"
+            ) from exc
+        except (httpx.RequestError, ConnectionError) as exc:  # refused, reset, corrupt body, canceled (CallAbort)
+            raise LlmTransientError("connection", f"{self._where} {network_cause(exc)}") from exc
+        except json.JSONDecodeError as exc:  # a body cut short by a closed connection reads as broken JSON
+            raise LlmTransientError(
+                "bad_response", f"{self._where} sent a response that is not JSON: {exc.msg}"
+            ) from exc
+        except pydantic.ValidationError as exc:
+            if exc.title != "ChatResponse":  # our request, not the server's answer: a bug, not a network failure
+                raise
+            raise LlmTransientError("bad_response", f"{self._where} sent a response that is not a chat answer") from exc
         latency = time.perf_counter() - start
         message = reply.message
         return LlmResponse(

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import time
 from typing import Any
 
@@ -12,8 +13,9 @@ from sayplan_core.llm.http import (
     BodyTooLargeError,
     deadline,
     http_client,
+    network_cause,
+    one_line,
     oversized_answer,
-    redact_url,
     retry_after_s,
 )
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
@@ -47,6 +49,10 @@ class OpenAIBackend:
     def start_task(self, instruction: str) -> None:
         """A live model answers any task."""
 
+    @property
+    def _where(self) -> str:
+        return f"openai at {self.info.base_url}"
+
     def complete(self, request: LlmRequest) -> LlmResponse:
         openai = self._openai
         messages: list[Any] = list(request.messages)
@@ -75,15 +81,23 @@ class OpenAIBackend:
         except BodyTooLargeError as exc:
             return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except openai.APITimeoutError as exc:
-            raise LlmTransientError("timeout", f"no complete answer within {self.timeout_s:g} s") from exc
-        except openai.APIConnectionError as exc:
-            raise LlmTransientError("connection", redact_url(str(exc))) from exc
-        except openai.RateLimitError as exc:
-            raise LlmTransientError("http_429", str(exc), retry_after_s(exc.response.headers)) from exc
-        except openai.InternalServerError as exc:
-            raise LlmTransientError(f"http_{exc.status_code}", str(exc), retry_after_s(exc.response.headers)) from exc
+            raise LlmTransientError(
+                "timeout", f"{self._where}: no complete answer within {self.timeout_s:g} s"
+            ) from exc
+        except openai.APIConnectionError as exc:  # refused, reset, closed, corrupt body, canceled (CallAbort)
+            raise LlmTransientError("connection", f"{self._where} {network_cause(exc)}") from exc
+        except (openai.RateLimitError, openai.InternalServerError) as exc:
+            raise LlmTransientError(
+                f"http_{exc.status_code}",
+                f"{self._where} answered HTTP {exc.status_code}: {one_line(exc.message)}",
+                retry_after_s(exc.response.headers),
+            ) from exc
         except openai.APIStatusError as exc:
             raise LlmFatalError(f"HTTP {exc.status_code} from {self.info.base_url}: {exc.message}") from exc
+        except json.JSONDecodeError as exc:  # a body cut short by a closed connection reads as broken JSON
+            raise LlmTransientError(
+                "bad_response", f"{self._where} sent a response that is not JSON: {exc.msg}"
+            ) from exc
         latency = time.perf_counter() - start
         if not completion.choices:
             raise LlmTransientError("empty_response", "the server returned no choices")

@@ -1,0 +1,283 @@
+"""lifecycle_manager: brings the stack's managed nodes up in order and takes them down, as Nav2's manager does.
+
+`node_names` (start-up order) are reached over DDS through their lifecycle services (`<node>/change_state`,
+`<node>/get_state`), so the nodes may run in this process (`sayplan_stack`, the demo) or in others (the launch
+file). With `autostart` (default true) it configures, then activates, each node as soon as it spins. When one
+refuses, the nodes it brought up are taken back down (deactivated, cleaned up, in reverse order), it logs one
+line naming the node and why (the node's own `~/transition_error`), and asks the program to end (exit 2): a
+launch then goes down instead of running a stack that fails at the first goal.
+
+Services: `~/manage_nodes` (sayplan_interfaces/ManageLifecycleNodes: STARTUP, PAUSE, RESUME, RESET, SHUTDOWN)
+and `~/is_active` (std_srvs/Trigger: true once every node is active, until a PAUSE, RESET or SHUTDOWN).
+
+Threads: every transition is sent from this node's own worker thread (a plain thread, never an executor
+callback), and the answers arrive on a reentrant callback group; a service call waits on an event for the
+worker. So the manager never holds an executor thread while a node in the same process needs one to answer.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.client import Client
+from rclpy.node import Node
+from rclpy.timer import Timer
+from std_srvs.srv import Trigger
+
+from sayplan_interfaces.srv import ManageLifecycleNodes
+from sayplan_ros.clocks import steady_timer
+from sayplan_ros.lifecycle import AUTOSTART_DELAY_S
+from sayplan_ros.runner import run_nodes
+
+#: What each command does to one node, by the node's primary state: the transitions to send, in order.
+_Table = dict[int, tuple[str, ...]]
+_UP: _Table = {State.PRIMARY_STATE_UNCONFIGURED: ("configure", "activate"), State.PRIMARY_STATE_INACTIVE: ("activate",)}
+_RESUME: _Table = {State.PRIMARY_STATE_INACTIVE: ("activate",)}
+_PAUSE: _Table = {State.PRIMARY_STATE_ACTIVE: ("deactivate",)}
+_RESET: _Table = {State.PRIMARY_STATE_ACTIVE: ("deactivate", "cleanup"), State.PRIMARY_STATE_INACTIVE: ("cleanup",)}
+_SHUTDOWN: _Table = {
+    State.PRIMARY_STATE_ACTIVE: ("deactivate", "cleanup", "shutdown"),
+    State.PRIMARY_STATE_INACTIVE: ("cleanup", "shutdown"),
+    State.PRIMARY_STATE_UNCONFIGURED: ("shutdown",),
+}
+_TRANSITIONS = {
+    "configure": Transition.TRANSITION_CONFIGURE,
+    "activate": Transition.TRANSITION_ACTIVATE,
+    "deactivate": Transition.TRANSITION_DEACTIVATE,
+    "cleanup": Transition.TRANSITION_CLEANUP,
+    "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,  # sent from unconfigured only (see _SHUTDOWN)
+}
+_COMMANDS = {
+    ManageLifecycleNodes.Request.STARTUP: "startup",
+    ManageLifecycleNodes.Request.PAUSE: "pause",
+    ManageLifecycleNodes.Request.RESUME: "resume",
+    ManageLifecycleNodes.Request.RESET: "reset",
+    ManageLifecycleNodes.Request.SHUTDOWN: "shutdown",
+}
+
+
+class ManagerError(RuntimeError):
+    """A node did not take a transition: the message names the node and why."""
+
+
+@dataclass
+class _Client:
+    name: str
+    change: Client
+    get: Client
+    error: Client
+
+
+class LifecycleManager(Node):
+    def __init__(self, node_name: str = "lifecycle_manager", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        from sayplan_ros.stack import managed_names  # the stack imports this module's name only, lazily
+
+        self.declare_parameter(
+            "node_names",
+            managed_names("sim"),
+            ParameterDescriptor(
+                description="the managed nodes, in start-up order (default: the sim stack's) (read at start-up)",
+                read_only=True,
+            ),
+        )
+        self.declare_parameter(
+            "autostart",
+            True,
+            ParameterDescriptor(description="configure and activate every node at start-up (read at start-up)",
+                                read_only=True),
+        )  # fmt: skip
+        for name, default, text in (
+            ("node_wait_s", 30.0, "how long to wait for a node's lifecycle services to appear, seconds"),
+            ("transition_timeout_s", 120.0, "how long one node may take for one transition, seconds"),
+        ):
+            self.declare_parameter(
+                name,
+                default,
+                ParameterDescriptor(
+                    description=f"{text} [0.1 to 3600] (read at start-up)",
+                    read_only=True,
+                    floating_point_range=[FloatingPointRange(from_value=0.1, to_value=3600.0, step=0.0)],
+                ),
+            )
+        names = [str(n) for n in self.get_parameter("node_names").value if str(n).strip()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"node_names lists a node twice: {', '.join(names)}")
+        self._node_wait = float(self.get_parameter("node_wait_s").value)
+        self._transition_timeout = float(self.get_parameter("transition_timeout_s").value)
+        self._group = ReentrantCallbackGroup()
+        self._nodes = [
+            _Client(
+                name,
+                self.create_client(ChangeState, f"{name}/change_state", callback_group=self._group),
+                self.create_client(GetState, f"{name}/get_state", callback_group=self._group),
+                self.create_client(Trigger, f"{name}/transition_error", callback_group=self._group),
+            )
+            for name in names
+        ]
+        self._active = False
+        #: Set when this manager asks the program to end (autostart failed): the one line the program prints.
+        self.exit_reason: str | None = None
+        #: Set once the autostart ended, either way; `startup_result` then says how.
+        self.started = threading.Event()
+        self.startup_result: tuple[bool, str] = (False, "not started")
+        self._work: queue.Queue[tuple[str, threading.Event, list[tuple[bool, str]]] | None] = queue.Queue()
+        self._closing = threading.Event()
+        self._worker = threading.Thread(target=self._serve_work, name="lifecycle_manager", daemon=True)
+        self._worker.start()
+        self.create_service(ManageLifecycleNodes, "~/manage_nodes", self._on_manage, callback_group=self._group)
+        self.create_service(Trigger, "~/is_active", self._on_is_active, callback_group=self._group)
+        self._autostart_timer: Timer | None = None
+        if bool(self.get_parameter("autostart").value):  # once this node spins (every node of its program exists)
+            self._autostart_timer = steady_timer(self, AUTOSTART_DELAY_S, self._queue_autostart, self._group)
+        else:
+            self.startup_result = (False, "autostart is false: call ~/manage_nodes with STARTUP")
+            self.started.set()
+        self.get_logger().info(f"managing {', '.join(names) or 'no nodes'}")
+
+    def _queue_autostart(self) -> None:
+        timer, self._autostart_timer = self._autostart_timer, None
+        if timer is not None:
+            self.destroy_timer(timer)
+            self._work.put(("autostart", threading.Event(), []))
+
+    # ------------------------------------------------------------------ services
+    def _on_manage(
+        self, request: ManageLifecycleNodes.Request, response: ManageLifecycleNodes.Response
+    ) -> ManageLifecycleNodes.Response:
+        command = _COMMANDS.get(int(request.command))
+        if command is None:
+            response.success, response.message = False, f"unknown command {request.command} (0 to 4)"
+            return response
+        done, answer = threading.Event(), list[tuple[bool, str]]()
+        self._work.put((command, done, answer))
+        done.wait()  # the worker always answers (a transition's own wait is bounded)
+        response.success, response.message = answer[0] if answer else (False, "the manager is shutting down")
+        return response
+
+    def _on_is_active(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        response.success = self._active
+        names = ", ".join(n.name for n in self._nodes)
+        response.message = f"active: {names}" if self._active else f"not active ({self.startup_result[1]})"
+        return response
+
+    # ------------------------------------------------------------------ the worker
+    def _serve_work(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None or self._closing.is_set():
+                if item is not None:
+                    item[1].set()
+                return
+            command, done, answer = item
+            try:
+                answer.append(self._run(command))
+            except Exception as exc:  # a bug must answer the caller, not leave it waiting
+                answer.append((False, f"internal error: {exc!r}"))
+            finally:
+                done.set()
+
+    def _run(self, command: str) -> tuple[bool, str]:
+        if command in ("autostart", "startup"):
+            ok, message = self._startup()
+            if command == "autostart":
+                self.startup_result = (ok, message)
+                self.started.set()
+                if not ok and not self._closing.is_set():
+                    self.exit_reason = message
+            return ok, message
+        table: _Table = {"pause": _PAUSE, "resume": _RESUME, "reset": _RESET, "shutdown": _SHUTDOWN}[command]
+        nodes = self._nodes if command == "resume" else list(reversed(self._nodes))
+        self._active = False
+        try:
+            for node in nodes:
+                self._drive(node, table)
+        except ManagerError as exc:
+            self.get_logger().error(str(exc))
+            return False, str(exc)
+        self._active = command == "resume"
+        return True, f"{command}: {', '.join(n.name for n in nodes) or 'no nodes'}"
+
+    def _startup(self) -> tuple[bool, str]:
+        """Configure and activate each node in order; on a refusal take the ones brought up back down."""
+        brought_up: list[_Client] = []
+        for node in self._nodes:
+            try:
+                if self._drive(node, _UP):
+                    brought_up.append(node)
+            except ManagerError as exc:
+                if node not in brought_up:
+                    brought_up.append(node)  # half up (configured, refused to activate): taken down too
+                self._take_down(brought_up)
+                self.get_logger().error(str(exc))
+                return False, str(exc)
+        self._active = True
+        message = f"active: {', '.join(n.name for n in self._nodes) or 'no nodes'}"
+        self.get_logger().info(message)
+        return True, message
+
+    def _take_down(self, nodes: list[_Client]) -> None:
+        for node in reversed(nodes):
+            try:
+                self._drive(node, _RESET)
+            except ManagerError as exc:  # the original failure is the line; this one is logged as well
+                self.get_logger().warning(f"while taking the stack down: {exc}")
+
+    def _drive(self, node: _Client, table: dict[int, tuple[str, ...]]) -> bool:
+        """Send `node` the transitions `table` gives for its state; True when it sent any."""
+        transitions = table.get(self._state(node), ())
+        for transition in transitions:
+            if self._closing.is_set():
+                raise ManagerError(f"{node.name}: not {transition}d: the manager is shutting down")
+            request = ChangeState.Request()
+            request.transition.id = _TRANSITIONS[transition]
+            answer = self._call(node.change, request, self._transition_timeout, node.name, f"to {transition}")
+            if not answer.success:
+                raise ManagerError(self._why(node, transition))
+        return bool(transitions)
+
+    def _state(self, node: _Client) -> int:
+        answer = self._call(node.get, GetState.Request(), self._node_wait, node.name, "for its state")
+        return int(answer.current_state.id)
+
+    def _why(self, node: _Client, transition: str) -> str:
+        """The node's own line (its `~/transition_error`), or what is known without it."""
+        try:
+            answer = self._call(node.error, Trigger.Request(), 5.0, node.name, "why", wait_s=1.0)
+            if answer.message:
+                reason = answer.message.removeprefix(f"{node.name}: ").removeprefix(f"cannot {transition}: ")
+                return f"{node.name} failed to {transition}: {reason}"
+        except ManagerError:
+            pass
+        return f"{node.name} failed to {transition} (it gave no reason: see its log)"
+
+    def _call(
+        self, client: Client, request: Any, timeout: float, name: str, asking: str, wait_s: float | None = None
+    ) -> Any:
+        wait = self._node_wait if wait_s is None else wait_s
+        if not client.wait_for_service(timeout_sec=wait):
+            raise ManagerError(f"{name}: not there (no service {client.srv_name} within {wait:g} s)")
+        done = threading.Event()
+        future = client.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        if not done.wait(timeout) or future.result() is None:
+            client.remove_pending_request(future)
+            raise ManagerError(f"{name}: no answer asking it {asking} within {timeout:g} s")
+        return future.result()
+
+    def destroy_node(self) -> None:
+        self._closing.set()
+        self._work.put(None)
+        self._worker.join(timeout=2.0)
+        super().destroy_node()
+
+
+def main(args: list[str] | None = None) -> None:
+    run_nodes("lifecycle_manager", lambda: [LifecycleManager()], args)

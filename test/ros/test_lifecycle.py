@@ -1,0 +1,237 @@
+"""Managed nodes and the lifecycle manager, driven over DDS as `ros2 lifecycle set` and Nav2's manager drive them.
+
+Every transition goes through the node's lifecycle_msgs services (`change_state`, `get_state`) from a separate
+client node; the robot is the simulated one (its world says whether anything moved), the unreachable LLM a real
+local port with nothing listening on it.
+"""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from lifecycle_msgs.msg import State, Transition
+from lifecycle_msgs.srv import ChangeState, GetState
+from rclpy.action import ActionClient
+from rclpy.parameter import Parameter
+from std_srvs.srv import Trigger
+
+from sayplan_core.outcomes import PlanCode, SkillCode
+from sayplan_interfaces.action import ExecuteSkill, PlanTask
+from sayplan_interfaces.srv import DescribeSkills, ManageLifecycleNodes
+from sayplan_ros.lifecycle_manager import LifecycleManager
+from sayplan_ros.planner_node import PlannerNode
+from sayplan_ros.sim_skill_server import SimSkillServer
+
+pytestmark = pytest.mark.ros
+
+LABELS = {
+    State.PRIMARY_STATE_UNCONFIGURED: "unconfigured",
+    State.PRIMARY_STATE_INACTIVE: "inactive",
+    State.PRIMARY_STATE_ACTIVE: "active",
+    State.PRIMARY_STATE_FINALIZED: "finalized",
+}
+
+
+@pytest.fixture
+def dead_port() -> Iterator[int]:
+    """A local TCP port bound but not listening: a connection to it is refused at once."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.bind(("127.0.0.1", 0))
+    try:
+        yield int(holder.getsockname()[1])
+    finally:
+        holder.close()
+
+
+class Lifecycle:
+    """An operator's `ros2 lifecycle` for one node: change_state and get_state over DDS from its own node."""
+
+    def __init__(self, ros: Any, name: str) -> None:
+        self.ros = ros
+        client = ros.node(f"lifecycle_client_{name}")
+        self.change = client.create_client(ChangeState, f"/{name}/change_state")
+        self.get = client.create_client(GetState, f"/{name}/get_state")
+        self.error = client.create_client(Trigger, f"/{name}/transition_error")
+
+    def set(self, transition: int) -> bool:
+        request = ChangeState.Request()
+        request.transition.id = transition
+        return bool(self.ros.call(self.change, request, timeout=30.0).success)
+
+    def state(self) -> str:
+        answer = self.ros.call(self.get, GetState.Request())
+        return LABELS.get(answer.current_state.id, answer.current_state.label)
+
+    def why(self) -> str:
+        return str(self.ros.call(self.error, Trigger.Request()).message)
+
+
+def sim_server(ros: Any, **params: Any) -> SimSkillServer:
+    overrides = [Parameter(k, value=v) for k, v in {"skill_delay_s": 0.0, **params}.items()]
+    return ros.add(SimSkillServer(context=ros.context, parameter_overrides=overrides), bring_up=False)
+
+
+def run_skill(ros: Any, client: ActionClient, skill: str, target: str, timeout: float = 15.0) -> Any:
+    sent = client.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+    ros.wait_for(sent.done, what="goal acceptance")
+    handle = sent.result()
+    assert handle.accepted
+    result = handle.get_result_async()
+    ros.wait_for(result.done, timeout=timeout, what=f"{skill}({target})")
+    return result.result().result.outcome
+
+
+def test_skill_server_transitions_over_dds(ros: Any) -> None:
+    sim = sim_server(ros)
+    life = Lifecycle(ros, "sim_skill_server")
+    assert life.state() == "unconfigured"
+    operator = ros.node("operator")
+    describe = operator.create_client(DescribeSkills, "describe_skills")
+    assert not describe.wait_for_service(timeout_sec=0.5)  # nothing is served before configure
+
+    assert life.set(Transition.TRANSITION_CONFIGURE) and life.state() == "inactive"
+    assert ros.call(describe, DescribeSkills.Request()).robot == "sim"
+    skills = ActionClient(operator, ExecuteSkill, "execute_skill")
+    assert skills.wait_for_server(timeout_sec=10.0)
+    refused = run_skill(ros, skills, "goto", "kitchen")
+    assert SkillCode(refused.error_code) is SkillCode.NOT_ACTIVE, refused.error_msg
+    assert "not active" in refused.error_msg and sim.world.state.location != "kitchen"  # nothing moved
+
+    assert life.set(Transition.TRANSITION_ACTIVATE) and life.state() == "active"
+    done = run_skill(ros, skills, "goto", "kitchen")
+    assert done.success, done.error_msg
+    assert sim.world.state.location == "kitchen"
+
+    assert life.set(Transition.TRANSITION_DEACTIVATE) and life.state() == "inactive"
+    again = run_skill(ros, skills, "goto", "nikos_office")
+    assert SkillCode(again.error_code) is SkillCode.NOT_ACTIVE and sim.world.state.location == "kitchen"
+
+    assert life.set(Transition.TRANSITION_CLEANUP) and life.state() == "unconfigured"
+    assert not sim.configured and sim._server is None and sim._describe is None  # nothing served is left
+    ros.wait_for(lambda: not describe.service_is_ready(), what="describe_skills to go away")
+    # a transition the state does not allow is refused, and the node lives on
+    assert not life.set(Transition.TRANSITION_ACTIVATE)
+    assert life.state() == "unconfigured"
+    assert life.set(Transition.TRANSITION_CONFIGURE) and life.set(Transition.TRANSITION_ACTIVATE)
+    assert life.state() == "active"
+
+
+def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_canceled(ros: Any) -> None:
+    sim = sim_server(ros, skill_delay_s=20.0)
+    life = Lifecycle(ros, "sim_skill_server")
+    assert life.set(Transition.TRANSITION_CONFIGURE) and life.set(Transition.TRANSITION_ACTIVATE)
+    operator = ros.node("operator")
+    skills = ActionClient(operator, ExecuteSkill, "execute_skill")
+    assert skills.wait_for_server(timeout_sec=10.0)
+    feedback: list[Any] = []
+    sent = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"), feedback_callback=feedback.append)
+    ros.wait_for(sent.done, what="goal acceptance")
+    result = sent.result().get_result_async()
+    ros.wait_for(lambda: bool(feedback), what="the skill to run")
+    started = time.monotonic()
+    assert life.set(Transition.TRANSITION_DEACTIVATE)
+    ros.wait_for(result.done, timeout=5.0, what="the skill to end")
+    outcome = result.result().result.outcome
+    assert time.monotonic() - started < 5.0  # not the 20 s the skill would take
+    assert SkillCode(outcome.error_code) is SkillCode.CANCELED, outcome.error_msg
+    assert sim.world.state.location != "kitchen"  # the simulated robot never got there
+    assert life.state() == "inactive"
+
+
+def test_fault_latch_survives_deactivate_and_activate(ros: Any) -> None:
+    sim = sim_server(ros, failures="goto:kitchen:robot_fault")
+    life = Lifecycle(ros, "sim_skill_server")
+    assert life.set(Transition.TRANSITION_CONFIGURE) and life.set(Transition.TRANSITION_ACTIVATE)
+    skills = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+    assert skills.wait_for_server(timeout_sec=10.0)
+    assert SkillCode(run_skill(ros, skills, "goto", "kitchen").error_code) is SkillCode.ROBOT_FAULT
+    assert life.set(Transition.TRANSITION_DEACTIVATE) and life.set(Transition.TRANSITION_ACTIVATE)
+    after = run_skill(ros, skills, "goto", "nikos_office")
+    assert SkillCode(after.error_code) is SkillCode.FAULT_LATCHED, after.error_msg
+    assert sim.fault_latch.fault is not None
+    assert ros.clear_fault(sim).success  # only the operator's clear clears it
+
+
+def planner_with_dead_llm(ros: Any, port: int) -> PlannerNode:
+    params = {"llm": "ollama", "base_url": f"http://127.0.0.1:{port}", "timeout_s": 3.0}
+    overrides = [Parameter(k, value=v) for k, v in params.items()]
+    return ros.add(PlannerNode(context=ros.context, parameter_overrides=overrides), bring_up=False)
+
+
+def test_planner_refuses_to_activate_without_a_reachable_llm(ros: Any, dead_port: int) -> None:
+    planner_with_dead_llm(ros, dead_port)
+    life = Lifecycle(ros, "planner")
+    assert life.set(Transition.TRANSITION_CONFIGURE) and life.state() == "inactive"
+    assert not life.set(Transition.TRANSITION_ACTIVATE)
+    assert life.state() == "inactive"
+    why = life.why()
+    assert why.startswith("planner: cannot activate: ") and str(dead_port) in why, why
+    assert "\n" not in why  # one line
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    assert client.wait_for_server(timeout_sec=10.0)
+    sent = client.send_goal_async(PlanTask.Goal(instruction="make coffee"))
+    ros.wait_for(sent.done, what="goal acceptance")
+    result = sent.result().get_result_async()
+    ros.wait_for(result.done, what="the refusal")
+    outcome = result.result().result.outcome
+    assert PlanCode(outcome.error_code) is PlanCode.NOT_ACTIVE, outcome.error_msg
+
+
+def manager(ros: Any, names: list[str], autostart: bool = True) -> LifecycleManager:
+    params = [Parameter("node_names", value=names), Parameter("autostart", value=autostart)]
+    params.append(Parameter("node_wait_s", value=10.0))
+    return ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+
+
+def test_manager_autostart_and_commands(ros: Any) -> None:
+    sim_server(ros)
+    life = Lifecycle(ros, "sim_skill_server")
+    boss = manager(ros, ["sim_skill_server"])
+    assert boss.started.wait(30.0)
+    assert boss.startup_result[0], boss.startup_result[1]
+    assert life.state() == "active" and boss.exit_reason is None
+    client = ros.node("operator")
+    manage = client.create_client(ManageLifecycleNodes, "/lifecycle_manager/manage_nodes")
+    is_active = client.create_client(Trigger, "/lifecycle_manager/is_active")
+    assert ros.call(is_active, Trigger.Request()).success
+    for command, state in (
+        (ManageLifecycleNodes.Request.PAUSE, "inactive"),
+        (ManageLifecycleNodes.Request.RESUME, "active"),
+        (ManageLifecycleNodes.Request.RESET, "unconfigured"),
+        (ManageLifecycleNodes.Request.STARTUP, "active"),
+        (ManageLifecycleNodes.Request.SHUTDOWN, "finalized"),
+    ):
+        answer = ros.call(manage, ManageLifecycleNodes.Request(command=command), timeout=30.0)
+        assert answer.success, answer.message
+        assert life.state() == state, (command, answer.message)
+        assert ros.call(is_active, Trigger.Request()).success == (state == "active")
+
+
+def test_manager_takes_the_stack_down_when_a_node_fails_to_activate(ros: Any, dead_port: int) -> None:
+    sim = sim_server(ros)
+    planner_with_dead_llm(ros, dead_port)
+    boss = manager(ros, ["sim_skill_server", "planner"])
+    assert boss.started.wait(60.0)
+    ok, line = boss.startup_result
+    assert not ok
+    assert line.startswith("planner failed to activate: ") and str(dead_port) in line and "\n" not in line, line
+    assert "cannot activate" not in line  # the node's reason, said once
+    assert boss.exit_reason == line  # the program ends with this line (sayplan_ros.runner)
+    # what the manager brought up is taken back down: nothing serves, nothing is held
+    assert Lifecycle(ros, "sim_skill_server").state() == "unconfigured" and not sim.configured
+    assert Lifecycle(ros, "planner").state() == "unconfigured"
+
+
+def test_manager_names_a_node_that_is_not_there(ros: Any) -> None:
+    params = [Parameter("node_names", value=["nobody"]), Parameter("node_wait_s", value=0.5)]
+    boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+    assert boss.started.wait(20.0)
+    ok, line = boss.startup_result
+    assert not ok and line.startswith("nobody: not there"), line
