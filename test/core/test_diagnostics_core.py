@@ -14,6 +14,7 @@ from sayplan_core.diagnostics import (
     fault_latch_status,
     graph_status,
     journal_status,
+    lifecycle_status,
     link_status,
     llm_status,
     worst,
@@ -106,3 +107,11 @@ def test_link_status_down_level() -> None:
     assert link_status("base link", True, "up").level is Level.OK
     assert link_status("base link", False, "lost").level is Level.ERROR
     assert link_status("base link", False, "not yet", down_level=Level.WARN).level is Level.WARN
+
+
+def test_lifecycle_status() -> None:
+    assert lifecycle_status("active", "").level is Level.OK
+    waiting = lifecycle_status("unconfigured", "")
+    assert waiting.level is Level.WARN and waiting.values == {"state": "unconfigured"}
+    refused = lifecycle_status("inactive", "planner: cannot activate: ollama at http://127.0.0.1:9 cannot connect")
+    assert refused.level is Level.ERROR and "cannot activate" in refused.message
