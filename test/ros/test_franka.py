@@ -500,7 +500,9 @@ def test_bad_settings_stop_the_node_with_one_clear_error(
 
     monkeypatch.setenv("SAYPLAN_ARCL_PASSWORD", "pw")
     values = {"arcl_host": "127.0.0.1", **params}
+    node = FrankaOmronSkillServer(
+        context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()]
+    )
     with pytest.raises(ValueError, match=message):
-        FrankaOmronSkillServer(
-            context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()]
-        )
+        ros.add(node)  # configure checks the settings and refuses
+    assert not node.configured

@@ -37,7 +37,7 @@ EXIT_BOUND_S = SHUTDOWN_STOP_S + 2.0
 
 def start_server(ros: Any, *params: str) -> subprocess.Popen[str]:
     args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args", "-p", "navigation_backend:=nav2"]
-    for param in ("skill_delay_s:=0.0", *params):
+    for param in ("skill_delay_s:=0.0", "autostart:=true", *params):  # run alone: no lifecycle manager
         args += ["-p", param]
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
     # ws_env.sh execs the program: the signals below reach the node's own process

@@ -274,11 +274,14 @@ def test_a_certificate_that_does_not_match_is_named_not_reported_as_offline(
 ) -> None:
     (tmp_path / "other").mkdir()
     other = make_tls(tmp_path / "other", AUTHORITIES)  # a root that did not sign the robot's certificate
-    with spot_skill_server(ros, spot, tmp_path, ca_cert_file=str(other.ca_path)):
-        _, outcome = run_skill(ros, Executor(ros).skills, "goto", "kitchen")
-    assert outcome.error_code == SkillCode.ROBOT_FAULT
-    assert "TLS certificate does not match" in outcome.error_msg and str(other.ca_path) in outcome.error_msg
-    assert "offline" not in outcome.error_msg and spot.calls("NavigateTo") == []
+    with spot_skill_server(ros, spot, tmp_path, bring_up=False, ca_cert_file=str(other.ca_path)) as server:
+        with pytest.raises(RuntimeError) as refused:
+            server.bring_up()  # configure opens the session: refused, with the reason
+        assert not server.configured
+    message = str(refused.value)
+    assert "TLS certificate does not match" in message and str(other.ca_path) in message
+    assert "offline" not in message and spot.calls("NavigateTo") == []
+    assert server.transition_error.endswith(message)
 
 
 # ----------------------------------------------------------------------------- issue 23 review (second round)

@@ -34,6 +34,7 @@ from fakes.spot.harness import (
 )
 from fakes.spot.office import DESK_PLACE, office, office_site, office_world, waypoint_id
 from fakes.spot.services import camera_image
+from lifecycle_msgs.msg import State
 from rclpy.action import ActionClient
 from transcripts import write_transcript
 
@@ -126,7 +127,7 @@ def test_the_node_refuses_to_start_without_a_login_in_the_environment(
 
     monkeypatch.delenv("BOSDYN_CLIENT_PASSWORD")
     with pytest.raises(ValueError, match="set BOSDYN_CLIENT_USERNAME and BOSDYN_CLIENT_PASSWORD") as caught:
-        SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None))
+        ros.add(SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None)))  # configure
     assert spot.world.username not in str(caught.value) and spot.requests == []
 
 
@@ -139,36 +140,42 @@ def test_without_the_sdk_the_node_says_how_to_install_it(
 
     monkeypatch.setitem(sys.modules, "sayplan_spot.robot", None)  # as if bosdyn-client were not installed
     with pytest.raises(ValueError, match=r"robot spot needs the Spot SDK \(pip install -r requirements/spot\.txt"):
-        SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None))
+        ros.add(SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, None)))  # configure
 
 
-def test_a_wrong_password_is_a_robot_fault_that_does_not_print_the_password(
+def test_a_wrong_password_refuses_configure_without_printing_the_password(
     ros: Any, spot: FakeSpot, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from sayplan_ros.lifecycle import TransitionError
+
     monkeypatch.setenv("BOSDYN_CLIENT_PASSWORD", "hunter2-wrong")
-    with spot_skill_server(ros, spot, tmp_path):
-        status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
-    assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT
-    assert "refused the login" in outcome.error_msg and "hunter2" not in outcome.error_msg
-    assert "NavigateTo" not in spot.methods() and not spot.world.motors_on
+    with spot_skill_server(ros, spot, tmp_path, bring_up=False) as server:
+        with pytest.raises((RuntimeError, TransitionError)) as refused:
+            server.bring_up()
+        assert not server.configured and server.lifecycle_state() == State.PRIMARY_STATE_UNCONFIGURED
+    assert "refused the login" in str(refused.value) and "hunter2" not in str(refused.value)
+    assert "refused the login" in server.transition_error and "hunter2" not in server.transition_error
+    assert "NavigateTo" not in spot.methods() and "AcquireLease" not in spot.methods() and not spot.world.motors_on
 
 
-def test_a_lease_held_by_another_client_is_lease_lost_until_it_is_released(
+def test_a_lease_held_by_another_client_refuses_activation_until_it_is_released(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
-    """Latched: the operator's clear connects again (acquiring, never taking, the lease), and only the
-    operator's stand_up powers on: the node could not at start-up."""
+    """Configure opens the session (no lease); activation acquires the lease, never takes it: refused while the
+    tablet holds it (the node stays inactive, nothing moves), accepted once released; only the operator's
+    stand_up powers on."""
     spot.world.lease_owner = "tablet-operator"
-    with spot_skill_server(ros, spot, tmp_path) as server:
+    with spot_skill_server(ros, spot, tmp_path, bring_up=False) as server:
+        with pytest.raises(RuntimeError, match="held by tablet-operator"):
+            server.bring_up()
+        assert server.lifecycle_state() == State.PRIMARY_STATE_INACTIVE and not server.is_active
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")
-        assert outcome.error_code == SkillCode.LEASE_LOST and "held by tablet-operator" in outcome.error_msg
+        assert SkillCode(outcome.error_code) is SkillCode.NOT_ACTIVE, outcome.error_msg
         assert "NavigateTo" not in spot.methods() and not spot.world.motors_on  # nothing moved
-        cleared = ros.clear_fault(server)
-        assert not cleared.success and "held by tablet-operator" in cleared.message
+        assert "TakeLease" not in spot.methods()
         spot.world.lease_owner = ""  # the operator releases control on the tablet
-        cleared = ros.clear_fault(server)
-        assert cleared.success and "lease: held by this node" in cleared.message and "motors: off" in cleared.message
-        assert "PowerCommand" not in spot.methods() and not spot.world.motors_on  # the clear powers nothing on
+        server.bring_up()
+        assert server.is_active and spot.world.lease_owner and not spot.world.motors_on  # activation powers nothing
         stood = stand_up(ros, server)
         assert stood.success and spot.world.motors_on and spot.world.standing, stood.message
         status, outcome = run_skill(ros, client(ros), "goto", "kitchen")

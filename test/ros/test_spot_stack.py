@@ -15,7 +15,7 @@ pytest.importorskip(
 
 from action_msgs.msg import GoalStatus
 from fakes.spot import FakeSpot
-from fakes.spot.harness import login, spot_parameters, stop_node
+from fakes.spot.harness import login, spot_parameters, stand_up, stop_node
 from fakes.spot.office import DESK_PLACE, office_site, office_world
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
@@ -64,8 +64,11 @@ def test_the_demo_instruction_on_spot_with_a_failed_grasp_and_a_replan(
         )
         for node in nodes:
             ros.add(node)
-        graph, skills = nodes[0], nodes[-1]
+        graph = nodes[0]
+        skills = next(n for n in nodes if n.get_name() == "spot_skill_server")
         try:
+            stood = stand_up(ros, skills)  # activation takes the lease; standing is the operator's step
+            assert stood.success, stood.message
             describe = ros.call(
                 ros.node("probe").create_client(DescribeSkills, "describe_skills"), DescribeSkills.Request()
             )

@@ -23,8 +23,8 @@ when a drive may still run; or the Nav2 server and its last goal ended) and the 
 sends only stops and cancels. Every robot call has its own deadline (settings
 `drive_timeout_s`, `arm_timeout_s`, `gripper_timeout_s`, `stop_timeout_s`, `arcl_timeout_s`). On SIGINT/SIGTERM
 `stop_motion` sends ARCL `stop` and waits for `Stopped`, cancels the Nav2 goal and waits, and cancels the arm's
-or gripper's goal (plus franka_gripper's stop while a gripper command runs); `destroy_node` sends them without
-waiting.
+or gripper's goal (plus franka_gripper's stop while a gripper command runs), and so does a lifecycle deactivate;
+`cleanup` (and `destroy_node`) sends them without waiting.
 """
 
 from __future__ import annotations
@@ -73,7 +73,7 @@ from sayplan_franka_omron.arm import FrankaArm
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.navigation.action_call import sleep
-from sayplan_ros.parameters import current, declare_settings
+from sayplan_ros.parameters import current
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
@@ -183,19 +183,31 @@ class Nav2Base:
 
 
 class FrankaOmronSkillServer(SkillServer):
+    """Managed (sayplan_ros.lifecycle): configure checks the settings and files and connects (the ARCL link to the
+    base, or the Nav2 client; the arm's and gripper's action clients); activate starts serving (nothing is
+    powered or enabled: an ARCL base reports its motors before every arm skill); deactivate stops the base, arm
+    and gripper (SkillServer.stop_robot); cleanup closes the ARCL link and destroys the clients."""
+
     def __init__(self, node_name: str = "franka_omron_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        settings = declare_settings(self, SETTINGS)
+        self.declare(SETTINGS)
+        self._state = RobotState()
+        self._canceling = False
+        self._gripper_at_shutdown = False
+        self._checked_graph = False
+        self._base: Base | None = None
+        self._arm: FrankaArm | None = None
+        self._graph = GraphFollower(self, self.callback_group)
+
+    def configure(self) -> None:
+        settings = self.read_settings(SETTINGS)
         site_file, motions_file = str(settings["site_file"]), str(settings["motions_file"])
         self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
         self._motions = TaughtMotions.load(motions_file) if motions_file else TaughtMotions()
         self._actions = load_action_set("sayplan")
         self._state = RobotState()
-        self._canceling = False
-        self._gripper_at_shutdown = False
         self._checked_graph = False
-        self._base: Base = self._make_base(settings)
-        self._arm: FrankaArm | None = None
+        self._base = self._make_base(settings)
         if self._motions.nodes:
             self._arm = FrankaArm(
                 self,
@@ -208,13 +220,26 @@ class FrankaOmronSkillServer(SkillServer):
                 str(settings["gripper_stop_service"]),
             )
             self._arm.cancel_timeout_s = float(settings["arm_cancel_timeout_s"])
-        self._graph = GraphFollower(self, self.callback_group)
         skills = available_skills(self._motions)
         self.serve(SkillCatalog.of(ROBOT, [self._actions], skills))
         self.get_logger().info(
             f"{ROBOT}: base through {settings['navigation_backend']}, skills {', '.join(skills)}"
             + ("" if self._arm else " (no motions_file: the arm is not used)")
         )
+
+    def cleanup(self) -> None:
+        """Without waiting on DDS: whatever may still move is sent its stop, then the link and the clients go."""
+        base, arm, self._base, self._arm = self._base, self._arm, None, None
+        if base is not None:
+            base.destroy()
+        if arm is not None:
+            arm.destroy()
+        super().cleanup()
+
+    @property
+    def base(self) -> Base:
+        assert self._base is not None, "configured: the base exists from configure to cleanup"
+        return self._base
 
     @property
     def callback_group(self) -> Any:
@@ -270,13 +295,13 @@ class FrankaOmronSkillServer(SkillServer):
             program = plan_skill(step, graph, self._motions, gripper, self._state)
             targets = {p.node: base_target(graph, self._site, p.node) for p in program if isinstance(p, Drive)}
             for target in targets.values():
-                self._base.check(target)
+                self.base.check(target)
         except ProgramError as exc:
             return SkillResult(False, exc.code, str(exc))
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
         if self._arm is not None and any(not isinstance(p, Drive) for p in program):
-            stopped = await self._base.motors_problem()  # an e-stop between skills stops the arm too
+            stopped = await self.base.motors_problem()  # an e-stop between skills stops the arm too
             if stopped is not None:
                 return SkillResult(False, stopped.code, f"{step} refused before the robot moved: {stopped.message}")
         if step.action in EMPTY_HAND_SKILLS and self._arm is not None:
@@ -417,7 +442,7 @@ class FrankaOmronSkillServer(SkillServer):
                 float(values["arcl_status_period_s"]),
                 float(values["arcl_silence_s"]),
             )
-            return await self._base.drive(targets[primitive.node], feedback, canceled, limits)
+            return await self.base.drive(targets[primitive.node], feedback, canceled, limits)
         arm = self._arm
         if arm is None:  # programs only use the arm when motions were taught, which creates it
             return Outcome(SkillCode.INTERNAL_ERROR, f"{primitive.describe()}: no arm configured")
@@ -440,7 +465,7 @@ class FrankaOmronSkillServer(SkillServer):
 
     async def _where(self, graph: SceneGraph) -> str | None:
         """The room or pose node nearest to where the base says it is."""
-        pose = await self._base.locate()
+        pose = await self.base.locate()
         return None if pose is None else nearest_place(graph, self._site, pose[0], pose[1])
 
     def _check_files(self, graph: SceneGraph) -> None:
@@ -457,16 +482,18 @@ class FrankaOmronSkillServer(SkillServer):
 
     def robot_health(self) -> list[Status]:
         """/diagnostics: the base (ARCL link and motors, or the Nav2 server) and the arm's action servers."""
-        statuses = self._base.health()
-        if self._arm is not None:
-            missing = self._arm.servers_ready()
+        base, arm = self._base, self._arm  # None before configure and after cleanup
+        statuses = [] if base is None else base.health()
+        if arm is not None:
+            missing = arm.servers_ready()
             found = f"no action server on {', '.join(missing)}" if missing else "every arm and gripper server is up"
             statuses.append(link_status("arm", not missing, found))
         return statuses
 
     def on_cancel(self) -> None:
         self._canceling = True
-        self._base.cancel()
+        if self._base is not None:
+            self._base.cancel()
         if self._arm is not None:
             self._arm.cancel()
 
@@ -499,13 +526,15 @@ class FrankaOmronSkillServer(SkillServer):
                 self._arm.cancel_again()
                 ok = False
                 found.append("arm: a goal it was sent has not ended (its cancel was sent again): check the arm")
-        base_ok, base_found = await self._base.check_robot()
+        base_ok, base_found = await self.base.check_robot()
         found.append(base_found)
         return Check(ok and base_ok, "; ".join(found))
 
     def stop_motion(self, timeout_s: float) -> bool:
         """Shutdown (a plain thread; the executor still spins): the base's stop (ARCL `stop` until `Stopped`, or the
         Nav2 goal canceled), then the arm's or gripper's running goal canceled, all within `timeout_s`."""
+        if self._base is None:  # not configured: nothing was sent anything
+            return True
         deadline = time.monotonic() + timeout_s
         base = self._base.stop_and_wait(timeout_s)
         if not base:
@@ -524,13 +553,6 @@ class FrankaOmronSkillServer(SkillServer):
         (and the command) before `stop_motion`, which still owes franka_gripper's `~/stop`."""
         self._gripper_at_shutdown = self._arm is not None and self._arm.gripper_busy
         return super().stop_for_shutdown(timeout_s)
-
-    def destroy_node(self) -> None:
-        """Best effort, without waiting on DDS: whatever may still move is sent its stop, then the clients go."""
-        self._base.destroy()
-        if self._arm is not None:
-            self._arm.destroy()
-        super().destroy_node()
 
 
 def main(args: list[str] | None = None) -> None:

@@ -171,7 +171,7 @@ class SkillServer(ManagedNode):
 
     def deactivate(self) -> None:
         """Stop the robot as a shutdown does (a backend then releases what it took)."""
-        self.stop_robot(SHUTDOWN_STOP_S)
+        self.stop_robot(SHUTDOWN_STOP_S, "as the node is deactivated")
 
     def cleanup(self) -> None:
         """Stop serving (a backend disconnects first, then calls this)."""
@@ -308,14 +308,14 @@ class SkillServer(ManagedNode):
         """Stop the robot before the process exits (`stop_robot`); nothing to stop before configure."""
         return self.stop_robot(timeout_s) if self.configured else True
 
-    def stop_robot(self, timeout_s: float) -> bool:
+    def stop_robot(self, timeout_s: float, when: str = "before the node exits") -> bool:
         """The one stop path (shutdown and deactivate): the running skill is stopped as a cancel stops it and
         waited for, then the backend's `stop_motion` runs, all within about `timeout_s`. True when the stop
         confirmed. Called from a plain thread or a lifecycle transition, never from the skill's own group."""
         deadline = time.monotonic() + timeout_s
         ended = True
         if self._single.busy:
-            self.get_logger().warning("stopping the robot: the running skill is stopped (shutdown or deactivate)")
+            self.get_logger().warning(f"stopping: the running skill is stopped {when}")
             self._goal_stop.set()
             try:
                 self.on_cancel()

@@ -266,8 +266,11 @@ class SpotRobot:
         with self._lock:
             problem = self._lease_problem
         held = sdk_robot is not None and self._keepalive is not None and not problem
-        lease = problem or ("held by this node" if held else "not held (no session)")
-        statuses.append(link_status("lease", held, lease, {"held": str(held).lower()}))
+        if problem:  # lost: another client took it, or it was revoked
+            statuses.append(link_status("lease", False, problem, {"held": "false"}))
+        else:  # not held before activation: WARN only
+            lease = "held by this node" if held else "not held (the node takes it when activated)"
+            statuses.append(link_status("lease", held, lease, {"held": str(held).lower()}, down_level=Level.WARN))
         for what, name, if_true, if_false, error_if in (
             ("estopped", "e-stop", "pressed: release it, then clear the fault", "released", True),
             ("powered", "motors", "on", "off (skills never power them on)", False),
@@ -282,9 +285,10 @@ class SpotRobot:
             statuses.append(Status(name, level, if_true if value else if_false, {"last read": age_text(age)}))
         return [replace(s, hardware_id=hardware_id) for s in statuses]
 
-    def connect(self, limits: Limits, stand: bool = False) -> None:
+    def connect(self, limits: Limits, stand: bool = False, lease: bool = True) -> None:
         """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop; with `stand` (the
-        node starting, or the operator's stand_up) also power on and stand.
+        operator's stand_up) also power on and stand. Without `lease` only the session (log in, time sync, the
+        map): what a node configuring checks before it is activated and takes the robot.
 
         `take_lease` takes the lease only until it has been ours once: after another client took it, connecting
         again only acquires it, which fails with lease_lost while that client holds it (the node never takes the
@@ -309,6 +313,10 @@ class SpotRobot:
                 WorldObjectClient.default_service_name, ImageClient.default_service_name,
             ):  # fmt: skip
                 robot.ensure_client(name)
+            if not lease:
+                self.refresh_map()
+                self._info(f"connected to Spot {self.serial} at {cfg.hostname}: session only (no lease)")
+                return
             if self.seen.note("estopped", robot.is_estopped(timeout=rpc)):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)

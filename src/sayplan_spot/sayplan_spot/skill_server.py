@@ -10,8 +10,10 @@ program starts ends the goal `canceled` with no motion.
 
 The robot login comes from the environment variables named by `username_env` / `password_env` (as in Boston
 Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
-logged. The node connects when it starts (log in, time sync, lease, e-stop check, power on, stand) and, when
-it stops, stops a skill under way (a stop command, as a cancel sends), sits, powers off and returns the lease.
+logged. The node is managed (see the class): configure opens the session, activate takes the lease (e-stop
+checked), and nothing powers the robot on or stands it but the operator's `~/stand_up`; deactivate (and a
+signal) stops a skill under way (a stop command, as a cancel sends), then it sits, powers off and returns the
+lease.
 
 Faults (SkillServer's latch): a robot fault latches, and no skill powers the motors on or stands the robot,
 ever: motors found off are `not_powered` (latched). The operator clears the fault (`~/clear_fault`: e-stop,
@@ -62,7 +64,7 @@ from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.parameters import current, declare_settings
+from sayplan_ros.parameters import current
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
 
@@ -104,9 +106,30 @@ class _Outcome:
 
 
 class SpotSkillServer(SkillServer):
+    """Managed (sayplan_ros.lifecycle): configure checks the settings and the login and opens an SDK session (log
+    in, time sync, the map; no lease); activate takes the robot: the e-stop checked and the body lease acquired
+    (never powered on or stood up: `~/stand_up` is the operator's step); deactivate stops the robot
+    (SkillServer.stop_robot), sits and powers off (`power_off_on_exit`) and returns the lease; cleanup closes
+    the session and the worker threads."""
+
     def __init__(self, node_name: str = "spot_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        settings = declare_settings(self, SPOT_SKILL_SERVER_SETTINGS)
+        self.declare(SPOT_SKILL_SERVER_SETTINGS)
+        self.stand_up_service = f"{self.get_fully_qualified_name()}/stand_up"
+        self.robot: Any = None
+        self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
+        self._destroyed = False
+        self._worker: ThreadPoolExecutor | None = None
+        #: The VLM call of a look runs here, so a cancel does not wait for the VLM's answer (which is dropped).
+        self._vlm_pool: ThreadPoolExecutor | None = None
+        self._follower = GraphFollower(self, self._group)
+        self._checked_site = False
+        self.waypoint_to_node: dict[str, str] = {}
+        self.create_service(Trigger, "~/stand_up", self._on_stand_up, callback_group=self._group)
+
+    # ------------------------------------------------------------------ lifecycle
+    def configure(self) -> None:
+        settings = self.read_settings(SPOT_SKILL_SERVER_SETTINGS)
         try:
             from sayplan_spot.robot import Limits, SpotConfig, SpotRobot, waypoint_nodes
         except ImportError as exc:
@@ -136,24 +159,71 @@ class SpotSkillServer(SkillServer):
         )
         log = self.get_logger()
         self.robot = SpotRobot(config, log.info, log.warning)
-        self.stand_up_service = f"{self.get_fully_qualified_name()}/stand_up"
         self.robot.power_hint = (
             f"; an operator powers it on: clear the fault ({self.fault_latch.clear_hint}), then "
             f"ros2 service call {self.stand_up_service} std_srvs/srv/Trigger"
         )
         self._power_off = bool(settings["power_off_on_exit"])
-        self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
         self._destroyed = False
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
-        #: The VLM call of a look runs here, so a cancel does not wait for the VLM's answer (which is dropped).
         self._vlm_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot-vlm")
-        self._follower = GraphFollower(self, self._group)
-        self._checked_site = False
-        self.waypoint_to_node: dict[str, str] = {}
-        self._connecting: ThreadFuture[None] = self._worker.submit(self._connect)
-        self.create_service(Trigger, "~/stand_up", self._on_stand_up, callback_group=self._group)
+        self._connect(lease=False)
         self.serve(SkillCatalog.of("spot", [self.actions]))
-        log.info(f"Spot at {config.hostname} ({self.actions.name}); connecting")
+
+    def activate(self) -> None:
+        """Take the robot: e-stop checked, lease acquired; the motors stay as they are (no power-on, no stand)."""
+        self.robot.shutting_down.clear()
+        self._connect(lease=True)
+
+    def deactivate(self) -> None:
+        """Stop (the shutdown's path), then sit, power off (`power_off_on_exit`) and return the lease."""
+        self.robot.request_shutdown()  # a stand under way is not followed by another one
+        super().deactivate()
+        self._release()
+
+    def cleanup(self) -> None:
+        self._destroyed = True
+        self.goal_stop.set()  # a skill still waiting to start does not start
+        if self.robot is not None and self.robot.connected:
+            self._release()  # a node cleaned up without a deactivate (destroyed) returns the lease here
+        for pool in (self._worker, self._vlm_pool):
+            if pool is not None:
+                pool.shutdown(wait=False, cancel_futures=True)
+        self._worker = self._vlm_pool = None
+        super().cleanup()
+
+    def _connect(self, lease: bool) -> None:
+        """On the worker, bounded: the session (configure) or the session and the lease (activate)."""
+        assert self._worker is not None
+        job = self._worker.submit(self.robot.connect, self._limits(), False, lease)
+        try:
+            job.result(timeout=self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S)
+        except FutureTimeoutError:
+            raise RuntimeError(
+                f"Spot at {self.robot.config.hostname} did not answer within "
+                f"{self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S:g} s"
+            ) from None
+        except Exception as exc:
+            raise RuntimeError(f"Spot is not ready: {getattr(exc, 'message', exc)}") from None
+        if lease:
+            self._bind_waypoints()
+
+    def _release(self) -> None:
+        """Sit, power off (as set) and return the lease, bounded; the session closes with it."""
+        if self._worker is None or self.robot is None:
+            return
+        self.robot.request_shutdown()
+        if self.robot.connected:  # best effort, whatever may still move
+            self.robot.stop()
+        wait_s = self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S
+        try:
+            self._worker.submit(self.robot.shutdown, self._power_off, self._limits()).result(timeout=wait_s)
+        except FutureTimeoutError:
+            self.get_logger().error(
+                f"Spot did not sit, power off and return the lease within {wait_s:g} s: check the robot"
+            )
+        except Exception as exc:
+            self.get_logger().error(f"shutting Spot down failed: {exc}")
 
     # ------------------------------------------------------------------ setup
     def _vlm(self, settings: dict[str, Any]) -> VlmAugmenter | None:
@@ -184,15 +254,6 @@ class SpotSkillServer(SkillServer):
             max_walk_m=float(values["max_walk_m"]),
             handle_pull_s=float(values["handle_pull_s"]),
         )
-
-    def _connect(self) -> None:
-        """On the worker at start-up (starting the node is the operator's step: it powers on and stands); a
-        failure is logged, and the next skill connects again without powering on."""
-        try:
-            self.robot.connect(self._limits(), stand=True)
-            self._bind_waypoints()
-        except Exception as exc:
-            self.get_logger().error(f"Spot is not ready: {getattr(exc, 'message', exc)}")
 
     def _bind_waypoints(self) -> None:
         entries = {node: t.name for node, t in self.site.binding.entries.items() if t.name}
@@ -227,7 +288,7 @@ class SpotSkillServer(SkillServer):
             return SkillResult(False, SkillCode.INVALID_TARGET, full_hand)
         self.get_logger().info(f"{step}: {program.describe()}")
         self.robot.stop_sent.clear()  # before the check below: a cancel after it sets it again
-        if context.cancel_requested() or self._destroyed:
+        if context.cancel_requested() or self._destroyed or self._worker is None:
             return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before the robot moved")
         progress = _Progress()
         limits = self._limits()
@@ -337,6 +398,7 @@ class SpotSkillServer(SkillServer):
                 None,
                 f"captured {len(image)} bytes from {capture.source}; no VLM configured (vlm_llm), nothing named",
             )
+        assert self._vlm_pool is not None  # configured: a skill runs only then
         job = self._vlm_pool.submit(vlm.look, graph, capture.node, capture.relation, image)
         while not job.done():
             if stop.wait(period_s):
@@ -354,6 +416,8 @@ class SpotSkillServer(SkillServer):
     # ------------------------------------------------------------------ operator and shutdown
     async def _on_worker(self, call: Any, *args: Any) -> Any:
         """Run a blocking robot call on the worker (after any skill) and wait for it on ROS timers."""
+        if self._worker is None:
+            raise RuntimeError(f"{self.get_name()} is not configured")
         job = self._worker.submit(call, *args)
         while not job.done():
             await timer_sleep(self, self._group, 0.02)
@@ -361,7 +425,8 @@ class SpotSkillServer(SkillServer):
 
     def robot_health(self) -> list[Status]:
         """/diagnostics: the session, lease, e-stop, motors and gripper as the robot last told (no RPC)."""
-        return self.robot.health()
+        robot = self.robot  # None before configure
+        return [] if robot is None else list(robot.health())
 
     async def check_robot(self) -> Check:
         """For the operator's clear_fault: e-stop, lease, behaviour faults, motors, and whether the gripper holds
@@ -382,6 +447,10 @@ class SpotSkillServer(SkillServer):
     async def _on_stand_up(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """The operator's explicit step to power the motors on and stand (after a cleared fault, or when the node
         could not at start-up): refused while a fault is latched or a skill runs."""
+        if not self.is_active:
+            response.success = False
+            response.message = f"{self.get_name()} is not active (lifecycle): it holds no lease to stand with"
+            return response
         fault = self.fault_latch.fault
         if fault is not None:
             response.success = False
@@ -402,37 +471,18 @@ class SpotSkillServer(SkillServer):
         return response
 
     def stop_for_shutdown(self, timeout_s: float) -> bool:
-        """SIGINT/SIGTERM: first tell the robot code the node is stopping (a start-up still powering on does not
-        stand up afterwards), then stop as the base class does."""
-        self.robot.request_shutdown()
+        """SIGINT/SIGTERM: first tell the robot code the node is stopping (a stand-up under way does not stand up
+        afterwards), then stop as the base class does."""
+        if self.robot is not None:
+            self.robot.request_shutdown()
         return super().stop_for_shutdown(timeout_s)
 
     def stop_motion(self, timeout_s: float) -> bool:
-        """On SIGINT/SIGTERM (SkillServer.stop_for_shutdown, a plain thread): send Spot's stop and wait for the
-        robot to confirm it (the stop in force, the body still), at most `timeout_s`."""
-        return self.robot.stop_and_confirm(timeout_s)
-
-    def destroy_node(self) -> None:
-        if self._destroyed:
-            return
-        self._destroyed = True
-        self.robot.request_shutdown()  # a start-up still powering on does not stand up
-        self.goal_stop.set()  # a skill still waiting to start does not start
-        if self.robot.connected:  # best effort, whatever may still move (no signal may have stopped it)
-            self.robot.stop()
-        wait_s = self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S
-        try:
-            done = self._worker.submit(self.robot.shutdown, self._power_off, self._limits())
-            done.result(timeout=wait_s)
-        except FutureTimeoutError:
-            self.get_logger().error(
-                f"Spot did not sit, power off and return the lease within {wait_s:g} s: check the robot"
-            )
-        except Exception as exc:
-            self.get_logger().error(f"shutting Spot down failed: {exc}")
-        self._worker.shutdown(wait=False, cancel_futures=True)
-        self._vlm_pool.shutdown(wait=False, cancel_futures=True)
-        super().destroy_node()
+        """On SIGINT/SIGTERM or deactivate (SkillServer.stop_robot, a plain thread): send Spot's stop and wait for
+        the robot to confirm it (the stop in force, the body still), at most `timeout_s`."""
+        if self.robot is None or not self.robot.connected:
+            return True
+        return bool(self.robot.stop_and_confirm(timeout_s))
 
 
 def main(args: list[str] | None = None) -> None:

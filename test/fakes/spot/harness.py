@@ -41,10 +41,18 @@ def spot_parameters(spot: FakeSpot, site: Path | None, **extra: Any) -> list[Par
 
 @contextmanager
 def spot_skill_server(
-    ros: Any, spot: FakeSpot, tmp_path: Path, site: Path | None = None, graph: bool = True, **extra: Any
+    ros: Any,
+    spot: FakeSpot,
+    tmp_path: Path,
+    site: Path | None = None,
+    graph: bool = True,
+    bring_up: bool = True,
+    **extra: Any,
 ) -> Iterator[Any]:
-    """spot_skill_server connected to the fake (and a scene_graph_server with the office); waits until the
-    robot stands, and stops the node (sit, power off, lease returned) while the fake still runs."""
+    """spot_skill_server brought up on the fake (configure: the session; activate: the lease), and the robot
+    stood up by the operator's `~/stand_up` (activation never stands it); with a scene_graph_server with the
+    office. With `bring_up` False the node spins unconfigured (the test drives its transitions). Stops the node
+    (sit, power off, lease returned) while the fake still runs."""
     from sayplan_ros.scene_graph_server import SceneGraphServer
     from sayplan_spot.skill_server import SpotSkillServer
 
@@ -52,9 +60,10 @@ def spot_skill_server(
         ros.add(SceneGraphServer(context=ros.context))
     site = site if site is not None else office_site(tmp_path / "site.yaml")
     server = SpotSkillServer(context=ros.context, parameter_overrides=spot_parameters(spot, site, **extra))
-    ros.executor.add_node(server)
     try:
-        server._connecting.result(timeout=20)
+        ros.add(server, bring_up=bring_up)
+        if bring_up:
+            stand_up(ros, server)  # a robot that cannot stand says so to the test (its motors stay off)
         yield server
     finally:
         stop_node(ros, server)
