@@ -289,3 +289,23 @@ def test_spot_reports_its_session_lease_and_a_lost_link(
             spot.world.steal_lease("tablet-operator")  # the operator takes control on the tablet
             taken = monitor.wait(ros, prefix + "lease", lambda s: s.level is Level.ERROR, "the lease lost")
             assert taken.values["held"] == "false", taken
+
+
+def test_the_executor_names_the_servers_it_cannot_see(ros: Any, monitor: Monitor, tmp_path: Path) -> None:
+    from sayplan_ros.executor_node import ExecutorNode
+
+    ros.add(ExecutorNode(context=ros.context))
+    name = "executor: executor"
+    alone = monitor.wait(ros, name, lambda s: True, "the executor's status")
+    assert alone.level is Level.WARN and alone.values["task"] == "idle"
+    assert alone.values["missing servers"] == "apply_graph_update, describe_skills, execute_skill, plan_task"
+    ros.add(SceneGraphServer(context=ros.context))
+    ros.add(SimSkillServer(context=ros.context))
+    fewer = monitor.wait(ros, name, lambda s: s.values["missing servers"] == "plan_task", "the servers found")
+    assert fewer.level is Level.WARN and "no server for plan_task" in fewer.message
+    transcript = write_transcript(tmp_path / "t.json", say("plan", plan=GOOD_PLAN))
+    ros.add(
+        PlannerNode(context=ros.context, parameter_overrides=[Parameter("replay_transcript", value=str(transcript))])
+    )
+    every = monitor.wait(ros, name, lambda s: s.level is Level.OK, "every server found")
+    assert every.values["missing servers"] == "none"
