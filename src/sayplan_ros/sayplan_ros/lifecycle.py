@@ -206,8 +206,9 @@ class ManagedNode(LifecycleNode):
             work()
         except Exception as exc:
             self.transition_exception = exc
-            self.transition_error = f"{self.get_name()}: cannot {name}: {describe_error(exc)}"
-            self.get_logger().error(self.transition_error)
+            reason = f"cannot {name}: {describe_error(exc)}"
+            self.transition_error = f"{self.get_name()}: {reason}"
+            self.get_logger().error(reason)  # the logger names the node
             if undo is not None:
                 self._best_effort(f"undo the failed {name}", undo)
             return TransitionCallbackReturn.ERROR if fatal else TransitionCallbackReturn.FAILURE
