@@ -59,7 +59,7 @@ def msg_to_status(msg: DiagnosticStatus, prefix: str = "") -> Status:
     """Back from the wire (tests, tools); `prefix: ` is taken off the name when given. An unknown level is STALE."""
     raw = msg.level if isinstance(msg.level, int) else int.from_bytes(bytes(msg.level), "little")
     name = msg.name.removeprefix(f"{prefix}: ") if prefix else msg.name
-    level = Level(raw) if raw in Level._value2member_map_ else Level.STALE
+    level = Level(raw) if raw in {int(known) for known in Level} else Level.STALE
     return Status(name, level, msg.message, {kv.key: kv.value for kv in msg.values}, msg.hardware_id)
 
 
