@@ -28,6 +28,7 @@ from rclpy.parameter import Parameter
 
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.srv import ApplyGraphUpdate
+from sayplan_ros.demo import bundled_transcript
 from sayplan_ros.stack import create_nodes
 
 
@@ -66,7 +67,8 @@ def main() -> int:
         overrides = {
             "scene_graph_server": [Parameter("journal_dir", value=journal)],
             "sim_skill_server": [Parameter("skill_delay_s", value=0.0)],
-            "planner": [Parameter("replay_transcript", value=str(Path(journal) / "unused.json"))],
+            # never asked (no task is planned), but the planner activates only with an LLM that answers
+            "planner": [Parameter("replay_transcript", value=str(bundled_transcript()))],
         }
         nodes = create_nodes(context, "sim", overrides)
         operator = rclpy.create_node("soak_operator", context=context)

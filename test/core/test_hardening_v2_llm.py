@@ -38,10 +38,10 @@ class HeaderTrickler:
     (closing the connection) after `max_s` per connection, so the old code fails in bounded time.
     """
 
-    def __init__(self, max_s: float = 12.0) -> None:
+    def __init__(self, max_s: float = 12.0, port: int = 0) -> None:
         self.max_s = max_s
         self.connections = 0
-        self._server = socket.create_server(("127.0.0.1", 0))
+        self._server = socket.create_server(("127.0.0.1", port))
         self.port = self._server.getsockname()[1]
         self._stop = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
@@ -246,14 +246,14 @@ class KeepAliveServer:
     A stalled request is held for at most `hold_s`, then the connection is closed (so old code fails in bounded time).
     """
 
-    def __init__(self, body: bytes, hold_s: float = 12.0) -> None:
+    def __init__(self, body: bytes, hold_s: float = 12.0, port: int = 0) -> None:
         self.body, self.hold_s = body, hold_s
         self.connections = 0
         self.requests = 0
         self.stalled = 0
         self.stall = threading.Event()
         self._stop = threading.Event()
-        self._server = socket.create_server(("127.0.0.1", 0))
+        self._server = socket.create_server(("127.0.0.1", port))
         self.port = self._server.getsockname()[1]
         threading.Thread(target=self._serve, daemon=True).start()
 

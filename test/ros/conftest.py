@@ -50,6 +50,19 @@ class RosHarness:
             node.bring_up()
         return node
 
+    def wait_active(self, name: str, timeout: float = 60.0) -> None:
+        """Until the managed node `name` (in another process, say) reports ACTIVE on its lifecycle get_state: its
+        servers exist from configure and refuse until it is activated."""
+        from lifecycle_msgs.msg import State
+        from lifecycle_msgs.srv import GetState
+
+        state = self.node(f"state_{len(self._nodes)}").create_client(GetState, f"/{name}/get_state")
+        self.wait_for(
+            lambda: self.call(state, GetState.Request(), 30.0).current_state.id == State.PRIMARY_STATE_ACTIVE,
+            timeout=timeout,
+            what=f"{name} to activate",
+        )
+
     def node(self, name: str) -> Any:
         return self.add(rclpy.create_node(name, context=self.context))
 

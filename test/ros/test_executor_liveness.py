@@ -47,10 +47,23 @@ def start_planner(ros: Any, *params: str) -> subprocess.Popen[str]:
     assert PLANNER is not None
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id), "FASTRTPS_DEFAULT_PROFILES_FILE": str(LIVENESS_PROFILE)}
     env["SAYPLAN_TEST_KEY"] = "sk-test"
-    args = [PLANNER, "--ros-args", "-p", "api_key_env:=SAYPLAN_TEST_KEY"]
+    args = [PLANNER, "--ros-args", "-p", "api_key_env:=SAYPLAN_TEST_KEY", "-p", "autostart:=true"]  # alone
     for param in params:
         args += ["-p", param]
     return subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def answer_probe(listener: socket.socket) -> None:
+    """Answer the planner's activation probe (GET /v1/models) on the otherwise silent endpoint."""
+    listener.settimeout(60.0)
+    probe, _ = listener.accept()
+    with probe:
+        probe.settimeout(10.0)
+        request = probe.recv(65536)
+        assert request.startswith(b"GET ") and b"/models" in request.split(b"\r\n", 1)[0], request[:200]
+        body = b'{"data": []}'
+        head = f"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+        probe.sendall(head.encode() + b"Connection: close\r\n\r\n" + body)
 
 
 def send_task(ros: Any, client: ActionClient) -> Any:
@@ -74,6 +87,7 @@ def test_a_planner_killed_mid_plan_ends_the_task_and_the_next_task_runs(
 
     planner = start_planner(ros, "llm:=openai", f"base_url:=http://127.0.0.1:{port}/v1", "timeout_s:=600.0")
     try:
+        answer_probe(listener)  # the planner activates only with an LLM that answers
         result = send_task(ros, client)
         listener.settimeout(60.0)
         held, _ = listener.accept()  # the planner is inside its LLM call: mid-plan
@@ -97,6 +111,7 @@ def test_a_planner_killed_mid_plan_ends_the_task_and_the_next_task_runs(
     )
     planner = start_planner(ros, f"replay_transcript:={transcript}")
     try:
+        ros.wait_active("planner")  # its plan_task server exists from configure, and refuses until activated
         result = send_task(ros, client)
         ros.wait_for(result.done, timeout=60.0, what="the next task's result")
     finally:

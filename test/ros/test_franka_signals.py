@@ -69,6 +69,7 @@ def drive_then_signal(ros: Any, proc: subprocess.Popen[str], moving: Any, signum
     if not client.wait_for_server(timeout_sec=30.0):
         proc.kill()
         raise AssertionError(f"the skill server process never served execute_skill:\n{proc.communicate()[0]}")
+    ros.wait_active("franka_omron_skill_server")  # serving from configure, refusing until activated (autostart)
     future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
     ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
     assert future.result().accepted

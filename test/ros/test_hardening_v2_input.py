@@ -7,7 +7,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+import threading
 import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -88,8 +90,29 @@ def test_connect_with_a_weight_that_is_not_finite_is_refused(ros: Any, weight: f
     assert server.version == 1
 
 
-def start_planner(ros: Any, port: int, timeout_s: float) -> Any:
+class _Models(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server's GET /v1/models, for the planner's activation probe."""
+
+    def do_GET(self) -> None:
+        body = json.dumps({"data": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def start_planner(ros: Any, timeout_s: float) -> int:
+    """A planner activated against a server that answers its probe, on a port the test's misbehaving fake LLM then
+    takes over (its first connection is then the planner's first goal); returns the port."""
     ros.add(SceneGraphServer(context=ros.context))
+    models = ThreadingHTTPServer(("127.0.0.1", 0), _Models)
+    serving = threading.Thread(target=models.serve_forever, daemon=True)
+    serving.start()
+    port = int(models.server_address[1])
     params = [
         Parameter("llm", value="openai"),
         Parameter("base_url", value=f"http://127.0.0.1:{port}/v1"),
@@ -98,9 +121,14 @@ def start_planner(ros: Any, port: int, timeout_s: float) -> Any:
         Parameter("timeout_s", value=timeout_s),
         Parameter("retries", value=2),
     ]
-    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    try:
+        planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    finally:
+        models.shutdown()
+        models.server_close()
+        serving.join(timeout=5.0)
     ros.wait_for(lambda: planner.graph_version > 0, what="the graph")
-    return planner
+    return port
 
 
 def send_goal(ros: Any) -> tuple[Any, Any]:
@@ -114,9 +142,9 @@ def send_goal(ros: Any) -> tuple[Any, Any]:
 
 
 def test_a_goal_against_trickled_headers_ends_by_its_llm_deadline(ros: Any) -> None:
-    trickler = HeaderTrickler()
+    port = start_planner(ros, 2.0)
+    trickler = HeaderTrickler(port=port)
     try:
-        start_planner(ros, trickler.port, 2.0)
         started = time.monotonic()
         _, result = send_goal(ros)
         ros.wait_for(result.done, timeout=60.0, what="the result")
@@ -129,9 +157,9 @@ def test_a_goal_against_trickled_headers_ends_by_its_llm_deadline(ros: Any) -> N
 
 
 def test_cancel_ends_a_goal_blocked_on_trickled_headers_within_a_second(ros: Any) -> None:
-    trickler = HeaderTrickler(max_s=60.0)
+    port = start_planner(ros, 60.0)
+    trickler = HeaderTrickler(max_s=60.0, port=port)
     try:
-        start_planner(ros, trickler.port, 60.0)
         handle, result = send_goal(ros)
         ros.wait_for(lambda: trickler.connections > 0, what="the LLM request")
         time.sleep(1.0)  # the headers are trickling
@@ -147,9 +175,9 @@ def test_cancel_ends_a_goal_blocked_on_trickled_headers_within_a_second(ros: Any
 
 def test_cancel_ends_a_later_goal_on_a_keep_alive_connection_an_earlier_goal_opened(ros: Any) -> None:
     answer = _LLM.completion('{"plan": "not a plan"}')  # a bad answer: the first goal ends after its retries
-    server = KeepAliveServer(json.dumps(answer).encode(), hold_s=20.0)
+    port = start_planner(ros, 60.0)
+    server = KeepAliveServer(json.dumps(answer).encode(), hold_s=20.0, port=port)
     try:
-        start_planner(ros, server.port, 60.0)
         _, first = send_goal(ros)
         ros.wait_for(first.done, timeout=30.0, what="the first result")
         server.stall.set()  # from now on the server holds every request
@@ -169,7 +197,7 @@ def test_cancel_ends_a_later_goal_on_a_keep_alive_connection_an_earlier_goal_ope
 
 
 def test_an_oversized_instruction_is_refused(ros: Any) -> None:
-    start_planner(ros, 9, 2.0)
+    start_planner(ros, 2.0)
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     assert client.wait_for_server(timeout_sec=10.0)
     future = client.send_goal_async(PlanTask.Goal(instruction="x" * 20_000))

@@ -199,7 +199,7 @@ def test_every_config_parameter_is_declared(ros: Any) -> None:
     nodes = {
         "scene_graph_server": start_server(ros),
         "path_planner": ros.add(PathPlannerNode(context=ros.context)),
-        "planner": ros.add(PlannerNode(context=ros.context)),
+        "planner": ros.add(PlannerNode(context=ros.context), bring_up=False),  # declared before configure
         "executor": ros.add(ExecutorNode(context=ros.context)),
         "sim_skill_server": ros.add(SimSkillServer(context=ros.context)),
     }

@@ -50,6 +50,7 @@ def start_leg(ros: Any, proc: subprocess.Popen[str], nav2: Any) -> None:
     if not client.wait_for_server(timeout_sec=30.0):
         proc.kill()
         raise AssertionError(f"the sim_skill_server process never served execute_skill:\n{proc.communicate()[0]}")
+    ros.wait_active("sim_skill_server")  # serving from configure, refusing until activated (its autostart)
     client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
     ros.wait_for(lambda: bool(nav2.goals), timeout=15.0, what="the leg to reach the navigator")
 

@@ -95,17 +95,10 @@ def start_node(ros: Any, spot: FakeSpot, tmp_path: Path) -> subprocess.Popen[str
 
 def ask_stand_up(ros: Any) -> None:
     """Once the node is active (its autostart), send the operator's ~/stand_up without waiting for the answer."""
-    from lifecycle_msgs.msg import State
-    from lifecycle_msgs.srv import GetState
     from std_srvs.srv import Trigger
 
+    ros.wait_active("spot_skill_server", timeout=40.0)
     operator = ros.node(f"operator_{len(ros._nodes)}")
-    state = operator.create_client(GetState, "/spot_skill_server/get_state")
-    wait_until(
-        lambda: ros.call(state, GetState.Request(), 30.0).current_state.id == State.PRIMARY_STATE_ACTIVE,
-        timeout=40.0,
-        what="the node to activate",
-    )
     stand = operator.create_client(Trigger, "/spot_skill_server/stand_up")
     assert stand.wait_for_service(timeout_sec=10.0)
     stand.call_async(Trigger.Request())
