@@ -27,12 +27,12 @@ from transcripts import GOOD_PLAN, say, write_transcript
 
 from sayplan_core.diagnostics import Level, Status
 from sayplan_core.envs import load_env
-from sayplan_core.llm.selection import LlmConfig, probe_llm
+from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
 from sayplan_core.outcomes import SkillCode
 from sayplan_interfaces.msg import GraphUpdate
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import node_to_msg
-from sayplan_ros.diagnostics import BackgroundProbe, DiagnosticsPublisher, msg_to_status
+from sayplan_ros.diagnostics import BackgroundProbe, DiagnosticsPublisher, LlmWatch, msg_to_status
 from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.sim_skill_server import SimSkillServer
@@ -189,15 +189,17 @@ def test_planner_reports_an_unreachable_llm_with_the_probes_words(ros: Any, moni
     assert waiting.level is Level.WARN and waiting.values["state"] == "unconfigured"
     assert monitor.last("planner: LLM backend") is None  # nothing to probe before configure
     planner.trigger_configure()
+    before = monitor.wait(ros, "planner: LLM backend", lambda s: True, "the configured planner's LLM status")
+    assert before.level is Level.STALE and before.message == "not probed yet"  # the first probe is activate's
     expected = probe_llm(LlmConfig(backend="ollama", base_url=f"http://127.0.0.1:{port}"), 5.0)  # the oracle
     assert not expected.ok
+    planner.trigger_activate()  # refused: no LLM answers
+    refused = monitor.wait(ros, "planner: lifecycle", lambda s: s.level is Level.ERROR, "the refused activation")
+    assert refused.values["state"] == "inactive" and "cannot activate" in refused.message, refused
     status = monitor.wait(ros, "planner: LLM backend", lambda s: s.level is not Level.STALE, "the LLM probe")
     assert status.level is Level.ERROR, status
     assert expected.detail in status.message and f"127.0.0.1:{port}" in status.message
     assert status.values["backend"] == "ollama" and status.values["reachable"] == "false"
-    planner.trigger_activate()  # refused: no LLM answers
-    refused = monitor.wait(ros, "planner: lifecycle", lambda s: s.level is Level.ERROR, "the refused activation")
-    assert refused.values["state"] == "inactive" and "cannot activate" in refused.message, refused
 
 
 def test_planner_reports_the_replay_backend_ok(ros: Any, monitor: Monitor, tmp_path: Path) -> None:
@@ -309,3 +311,20 @@ def test_the_executor_names_the_servers_it_cannot_see(ros: Any, monitor: Monitor
     )
     every = monitor.wait(ros, name, lambda s: s.level is Level.OK, "every server found")
     assert every.values["missing servers"] == "none"
+
+
+def test_the_llm_watch_probes_on_its_own_after_the_first_period() -> None:
+    """After activation's probe, the watch probes again every period on its own thread: an LLM that goes away
+    while the planner runs is reported without a goal."""
+    port = closed_port()
+    watch = LlmWatch(LlmConfig(backend="ollama", base_url=f"http://127.0.0.1:{port}"), period_s=0.2)
+    try:
+        watch.record(LlmProbe(True, "ollama", "answered at activation"))
+        assert watch.status().level is Level.OK
+        deadline = time.monotonic() + 10.0
+        while watch.status().level is Level.OK and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = watch.status()
+        assert status.level is Level.ERROR and f"127.0.0.1:{port}" in status.message, status
+    finally:
+        watch.stop()

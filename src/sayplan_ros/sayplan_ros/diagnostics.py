@@ -122,12 +122,21 @@ class DiagnosticsPublisher:
 
 class BackgroundProbe(Generic[T]):
     """Runs a slow check (`probe()`, blocking, bounded by its own timeout) on its own daemon thread every `period_s`
-    and keeps the last result with the steady time it ended. `latest()` never waits."""
+    (the first after `first_after_s`) and keeps the last result with the steady time it ended; a result found
+    elsewhere can be `record`ed. `latest()` never waits."""
 
-    def __init__(self, name: str, probe: Callable[[], T], period_s: float, failed: Callable[[Exception], T]) -> None:
+    def __init__(
+        self,
+        name: str,
+        probe: Callable[[], T],
+        period_s: float,
+        failed: Callable[[Exception], T],
+        first_after_s: float = 0.0,
+    ) -> None:
         self._probe = probe
         self._failed = failed  # what a probe that raised found (a bug in it must not end the probing)
         self._period = period_s
+        self._first_after = first_after_s
         self._lock = threading.Lock()
         self._result: T | None = None
         self._at: float | None = None
@@ -142,18 +151,21 @@ class BackgroundProbe(Generic[T]):
             result, at = self._result, self._at
         return result, None if at is None else time.monotonic() - at
 
-    def probe_now(self) -> None:
-        """Probe again without waiting for the period (e.g. when a node activates)."""
-        self._wake.set()
+    def record(self, result: T) -> None:
+        """A result found elsewhere (the same check made by someone else), as if probed now."""
+        with self._lock:
+            self._result, self._at = result, time.monotonic()
 
     def _run(self) -> None:
+        if self._first_after > 0:
+            self._wake.wait(self._first_after)
+            self._wake.clear()
         while not self._stop.is_set():
             try:
                 result = self._probe()
             except Exception as exc:
                 result = self._failed(exc)
-            with self._lock:
-                self._result, self._at = result, time.monotonic()
+            self.record(result)
             self._wake.wait(self._period)  # a plain thread of its own, never an executor callback
             self._wake.clear()
 
@@ -166,16 +178,23 @@ class BackgroundProbe(Generic[T]):
 
 class LlmWatch:
     """The planner's LLM reachability: `probe_llm` (no tokens spent) on its own thread every LLM_PROBE_PERIOD_S,
-    reported as the `LLM backend` status; STALE when the last probe is older than two periods and a timeout."""
+    reported as the `LLM backend` status; STALE when the last probe is older than two periods and a timeout.
 
-    def __init__(self, config: LlmConfig, period_s: float = LLM_PROBE_PERIOD_S) -> None:
+    The first probe is the planner's own at activation (`record`ed here), so an LLM server sees one probe when the
+    planner comes up, not two at once; the watch's own start one period after configure (or `first_after_s`)."""
+
+    def __init__(self, config: LlmConfig, period_s: float = LLM_PROBE_PERIOD_S, first_after_s: float = -1.0) -> None:
         self._stale_after = 2 * period_s + LLM_PROBE_TIMEOUT_S
         self._probe = BackgroundProbe(
             "llm",
             lambda: probe_llm(config, LLM_PROBE_TIMEOUT_S),
             period_s,
             lambda exc: LlmProbe(False, config.backend, f"the probe failed: {exc!r}"),
+            period_s if first_after_s < 0 else first_after_s,
         )
+
+    def record(self, probe: LlmProbe) -> None:
+        self._probe.record(probe)
 
     @staticmethod
     def statuses(watch: LlmWatch | None) -> list[Status]:
