@@ -15,11 +15,13 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from rclpy.node import Node
 from rclpy.task import Future
 
+from sayplan_core.diagnostics import Level, Status, age_text, link_status
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.arcl import (
     END_OF_COMMANDS,
@@ -223,7 +225,49 @@ class ArclLink:
                 self._on_closed(self.error)
 
 
-class ArclBase:
+# ---------------------------------------------------------------------------------------------- diagnostics
+class ArclHealth:
+    """What ArclBase reports on /diagnostics (sayplan_core.diagnostics), from state the link already holds: no I/O.
+    `_heard` is fed every line from the base (executor side)."""
+
+    _link: ArclLink
+    _tracker: GotoTracker | None
+    _line_at: float | None = None
+    _motors = ""  # the last e-stop or motors line (a broadcast, or an answer to queryMotors)
+    _motors_at: float | None = None
+
+    def _heard(self, line: str) -> None:
+        self._line_at = time.monotonic()
+        if classify(line).kind in (LineKind.MOTORS, LineKind.ESTOP):
+            self._motors, self._motors_at = line.strip(), self._line_at
+
+    def health(self, hardware_id: str = "") -> list[Status]:
+        """The ARCL link (OK logged in; ERROR lost, saying why; WARN not connected yet: it connects at the first
+        drive or check) with the age of the last line heard; the e-stop and motors as last heard (ERROR when that
+        line said the base cannot drive)."""
+        now = time.monotonic()
+        link = self._link
+        heard = age_text(None if self._line_at is None else now - self._line_at)
+        values = {"address": link.where, "last line": heard, "drive under way": str(self._tracker is not None).lower()}
+        if link.ready:
+            base = link_status("base link", True, f"logged in to ARCL at {link.where}; last line {heard}", values)
+        elif link.error:
+            base = link_status("base link", False, f"ARCL link to {link.where} lost: {link.error}", values)
+        else:
+            base = link_status("base link", False, f"not connected to {link.where} yet", values, down_level=Level.WARN)
+        if not self._motors or self._motors_at is None:
+            motors = Status("base motors", Level.OK, "no e-stop or motors line heard yet", {"last seen": "never"})
+        else:
+            reader = MotorsReader()
+            reader.feed(self._motors)
+            problem = reader.problem()
+            seen = {"last seen": f"'{self._motors}' {age_text(now - self._motors_at)}"}
+            text = problem.message if problem is not None else f"the base said '{self._motors}'"
+            motors = Status("base motors", Level.OK if problem is None else Level.ERROR, text, seen)
+        return [replace(base, hardware_id=hardware_id), replace(motors, hardware_id=hardware_id)]
+
+
+class ArclBase(ArclHealth):
     """Drives the Omron base through ARCL: `goto <goal>` for nodes bound to a map goal, else `doTask gotoPoint`.
 
     A drive ends on the first line that says how it ended (sayplan_core.robots.arcl.GotoTracker), on its own
@@ -491,6 +535,7 @@ class ArclBase:
 
     # ------------------------------------------------------------------ lines from the link (executor)
     def _on_line(self, line: str) -> None:
+        self._heard(line)
         watch = self._watch
         if watch is not None:
             watch.heard(time.monotonic())

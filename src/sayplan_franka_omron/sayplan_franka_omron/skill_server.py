@@ -35,6 +35,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from sayplan_core.diagnostics import Status, link_status
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
@@ -94,6 +95,7 @@ class Base(Protocol):
     def cancel(self) -> None: ...
     def stop_and_wait(self, timeout_s: float) -> bool: ...
     def destroy(self) -> None: ...
+    def health(self) -> list[Status]: ...
 
 
 class Nav2Base:
@@ -159,6 +161,10 @@ class Nav2Base:
 
     async def motors_problem(self) -> Outcome | None:
         return None  # a Nav2 base reports its state through the navigator's results
+
+    def health(self) -> list[Status]:
+        ready = self._client.server_ready()
+        return [link_status("base link", ready, f"Nav2's {self._action} server is {'up' if ready else 'not there'}")]
 
     def cancel(self) -> None:
         self._client.cancel()
@@ -477,6 +483,16 @@ class FrankaOmronSkillServer(SkillServer):
         ):
             if missing:
                 self.get_logger().warning(f"the {what} names nodes the scene graph lacks: {', '.join(missing[:10])}")
+
+    def robot_health(self) -> list[Status]:
+        """/diagnostics: the base (ARCL link and motors, or the Nav2 server) and the arm's action servers."""
+        base, arm = self._base, self._arm  # None before configure and after cleanup
+        statuses = [] if base is None else base.health()
+        if arm is not None:
+            missing = arm.servers_ready()
+            found = f"no action server on {', '.join(missing)}" if missing else "every arm and gripper server is up"
+            statuses.append(link_status("arm", not missing, found))
+        return statuses
 
     def on_cancel(self) -> None:
         self._canceling = True

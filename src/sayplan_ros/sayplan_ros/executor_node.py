@@ -29,6 +29,8 @@ from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.task import Future
 
+from sayplan_core.diagnostics import Status as DiagnosticStatus
+from sayplan_core.diagnostics import executor_status
 from sayplan_core.execution.closed_loop import PlanOutcome, StepReport, run_closed_loop
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.outcomes import Stage, Status, TaskCode
@@ -45,6 +47,7 @@ from sayplan_ros.conversions import (
     step_report_to_event,
     steps_to_msgs,
 )
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
@@ -176,6 +179,7 @@ class ExecutorNode(Node):
         self.graph_epoch = 0  # the scene_graph_server start graph_version counts in
         self.stopping = threading.Event()  # set on SIGINT/SIGTERM (stop_for_shutdown): the task ends CANCELED
         self._graph_client = self.create_client(GetSceneGraph, "get_scene_graph", callback_group=group)
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
         self._server = ActionServer(
             self,
             ExecuteTask,
@@ -423,6 +427,16 @@ class ExecutorNode(Node):
             executed=steps_to_msgs(outcome.executed),
             replans=outcome.replans,
         )
+
+    def _diagnostics(self) -> list[DiagnosticStatus]:
+        run = self._run
+        servers = {
+            "plan_task": self._plan_client.server_is_ready(),
+            "execute_skill": self._skill_client.server_is_ready(),
+            "apply_graph_update": self._update_client.service_is_ready(),
+            "describe_skills": self._describe_client.service_is_ready(),
+        }
+        return [executor_status(run.instruction if run else "", [name for name, up in servers.items() if not up])]
 
     def destroy_node(self) -> None:
         self._server.destroy()

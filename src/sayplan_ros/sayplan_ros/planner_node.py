@@ -36,6 +36,7 @@ from sayplan_core.settings import PLANNER_SETTINGS, llm_config, planner_options
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import PlanOutcome, PlanReport
 from sayplan_ros.conversions import plan_failure_to_msg, plan_result_to_msg, progress_to_msg
+from sayplan_ros.diagnostics import DiagnosticsPublisher, LlmWatch
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
 from sayplan_ros.parameters import current
@@ -60,6 +61,8 @@ class PlannerNode(ManagedNode):
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         self._group = ReentrantCallbackGroup()
         self.follower = GraphFollower(self, self._group)
+        self._llm_watch: LlmWatch | None = None  # from configure to cleanup
+        self.diagnostics_publisher = DiagnosticsPublisher(self, lambda: LlmWatch.statuses(self._llm_watch))
         self._single = SingleGoal(self.get_logger(), "plan_task")
         self._server: ActionServer | None = None
 
@@ -69,6 +72,7 @@ class PlannerNode(ManagedNode):
         config = llm_config(values)
         config.validate()
         self._llm_config, self._record_dir = config, str(values["record_transcript"])
+        self._llm_watch = LlmWatch(config)
         self._server = ActionServer(
             self,
             PlanTask,
@@ -82,6 +86,8 @@ class PlannerNode(ManagedNode):
     def activate(self) -> None:
         """Only with an LLM that answers: a stack that cannot plan does not come up."""
         probe = probe_llm(self._llm_config, min(self._llm_config.timeout_s, PROBE_TIMEOUT_S))
+        if self._llm_watch is not None:
+            self._llm_watch.record(probe)  # /diagnostics reports it from now on
         if not probe.ok:
             raise RuntimeError(probe.detail)
         self.get_logger().info(f"LLM: {probe.detail}")
@@ -90,6 +96,9 @@ class PlannerNode(ManagedNode):
         self._abort.abort()  # a plan under way ends now instead of after its LLM call
 
     def cleanup(self) -> None:
+        if self._llm_watch is not None:
+            self._llm_watch.stop()
+            self._llm_watch = None
         if self._server is not None:
             self._server.destroy()
             self._server = None

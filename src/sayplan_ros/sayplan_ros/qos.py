@@ -33,3 +33,11 @@ GRAPH_UPDATES_QOS = QoSProfile(
     reliability=ReliabilityPolicy.RELIABLE,
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
+
+#: /diagnostics as diagnostic_updater publishes it: depth 1, reliable, volatile (the aggregator's subscription).
+DIAGNOSTICS_QOS = QoSProfile(
+    depth=1,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.VOLATILE,
+)

@@ -27,6 +27,7 @@ from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
+from sayplan_core.diagnostics import Status, graph_status, journal_status
 from sayplan_core.envs import load_env
 from sayplan_core.graph import limits
 from sayplan_core.graph.journal import GraphJournal, JournalError
@@ -42,6 +43,7 @@ from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
 from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_settings
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
@@ -99,6 +101,8 @@ class SceneGraphServer(Node):
             ApplyGraphUpdate, "apply_graph_update", guarded_service(self, self._on_update, ApplyGraphUpdate.Response)
         )
         self.create_service(VerifyPlan, "verify_plan", guarded_service(self, self._on_verify, VerifyPlan.Response))
+        self._journal_problem = ""  # why the last snapshot failed, for /diagnostics
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
         self._publish_full()
         self.get_logger().info(
             f"serving '{self._graph.name}' ({len(self._graph)} nodes) from {env} as version {self._version}{resumed}; "
@@ -243,8 +247,16 @@ class SceneGraphServer(Node):
             return
         try:
             self._journal.snapshot(self._graph, self._version, self._origin)
+            self._journal_problem = ""
         except JournalError as exc:  # the update is journaled already; the journal only grows until this works
-            self.get_logger().error(f"{exc}; the journal keeps growing until a snapshot can be written")
+            self._journal_problem = f"{exc}; the journal keeps growing until a snapshot can be written"
+            self.get_logger().error(self._journal_problem)
+
+    def _diagnostics(self) -> list[Status]:
+        with self._lock:
+            version, nodes = self._version, len(self._graph)
+        folder = str(self._journal.folder) if self._journal is not None else ""
+        return [graph_status(version, self.epoch, nodes, folder), journal_status(folder, self._journal_problem)]
 
     def destroy_node(self) -> None:
         if self._journal is not None:

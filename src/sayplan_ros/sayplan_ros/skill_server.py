@@ -45,6 +45,7 @@ from rclpy.service import Service
 from rclpy.task import Future
 from std_srvs.srv import Trigger
 
+from sayplan_core.diagnostics import Status, fault_latch_status
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.outcomes import SkillCode
@@ -55,6 +56,7 @@ from sayplan_interfaces.msg import ActionSetInfo
 from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.clocks import steady_timer, warn_without_clock
 from sayplan_ros.conversions import skill_result_to_msg
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
 from sayplan_ros.runner import RESULT_GRACE_S, SHUTDOWN_STOP_S
@@ -132,6 +134,7 @@ class SkillServer(ManagedNode):
         self.clear_fault_service = f"{self.get_fully_qualified_name()}/clear_fault"
         self.fault_latch = FaultLatch(f"ros2 service call {self.clear_fault_service} std_srvs/srv/Trigger")
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault, callback_group=self._group)
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self.diagnostics)
         warn_without_clock(self)
 
     def serve(self, catalog: SkillCatalog, result_timeout_s: float = 10.0) -> None:
@@ -188,6 +191,14 @@ class SkillServer(ManagedNode):
         to move (e-stop released, motors and lease as needed, nothing unexpected in the gripper). Never moves,
         powers or stands the robot. The simulated robot has nothing to check."""
         return Check(True, "nothing to check on this robot")
+
+    def diagnostics(self) -> list[Status]:
+        """What this skill server reports on /diagnostics: its fault latch, then the backend's `robot_health`."""
+        return [fault_latch_status(self.fault_latch), *self.robot_health()]
+
+    def robot_health(self) -> list[Status]:
+        """The backend's statuses (robot link, lease, e-stop, ...) from state it holds: never waits on the robot."""
+        return []
 
     def stop_motion(self, timeout_s: float) -> bool:
         """Stop whatever the robot may still be doing and wait (at most `timeout_s`) for the robot to confirm;

@@ -20,7 +20,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import bosdyn.client
@@ -55,6 +55,7 @@ from bosdyn.client.robot_state import RobotStateClient
 from bosdyn.client.time_sync import TimeSyncError
 from bosdyn.client.world_object import WorldObjectClient
 
+from sayplan_core.diagnostics import Level, Status, age_text, link_status
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots import spot_failures as sf
 from sayplan_core.robots.spot import (
@@ -179,6 +180,39 @@ def _name(enum: Any, value: int) -> str:
     return str(enum.Name(value))
 
 
+# ---------------------------------------------------------------------------------------------- diagnostics
+class SpotSeen:
+    """What the robot last said of its e-stop, motors and gripper, with the steady time: read by `health` (for
+    /diagnostics), which must not ask the robot (every call here blocks)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._seen: dict[str, tuple[bool, float]] = {}
+        self._check_in: tuple[str, float] | None = None
+
+    def note(self, what: str, value: bool) -> bool:
+        with self._lock:
+            self._seen[what] = (value, time.monotonic())
+        return value
+
+    def check_in_failed(self, why: str) -> None:
+        """A lease check-in did not reach the robot (the keep-alive retries): the link may be down."""
+        with self._lock:
+            self._check_in = (why, time.monotonic())
+
+    def check_in_failure(self) -> tuple[str, float] | None:
+        """(why, age in seconds) of the last failed lease check-in, or None."""
+        with self._lock:
+            failed = self._check_in
+        return None if failed is None else (failed[0], time.monotonic() - failed[1])
+
+    def get(self, what: str) -> tuple[bool, float] | None:
+        """(value, age in seconds), or None when never seen."""
+        with self._lock:
+            seen = self._seen.get(what)
+        return None if seen is None else (seen[0], time.monotonic() - seen[1])
+
+
 class SpotRobot:
     def __init__(self, config: SpotConfig, info: Callable[[str], None], warn: Callable[[str], None]) -> None:
         self.config = config
@@ -201,11 +235,55 @@ class SpotRobot:
         self.shutting_down = threading.Event()
         self._stand_gate = threading.Lock()  # held from the last shutting_down check until the stand is sent
         self._stood = False  # this node sent a stand that completed (else there is nothing to sit down from)
+        self.seen = SpotSeen()  # what the robot last said of its e-stop, motors and gripper (for diagnostics)
 
     # ------------------------------------------------------------------ session
     @property
     def connected(self) -> bool:
         return self.robot is not None
+
+    def health(self, hardware_id: str = "") -> list[Status]:
+        """Spot's session (connected, time-synced), the body lease, and the e-stop, motors and gripper as last seen;
+        from state the session already holds (no RPC: the robot may not answer, and this runs in a timer)."""
+        sdk_robot = self.robot
+        statuses: list[Status] = []
+        where = self.config.hostname
+        if sdk_robot is None:
+            statuses.append(link_status("robot link", False, f"no session with Spot at {where}", {"host": where}))
+        else:
+            try:
+                synced = bool(sdk_robot.time_sync.has_established_time_sync)
+            except Exception:  # the SDK's time-sync thread is gone
+                synced = False
+            values = {"host": where, "serial": self.serial, "time sync": "established" if synced else "not established"}
+            detail = f"session with Spot {self.serial} at {where}" + ("" if synced else ": time sync not established")
+            failed = self.seen.check_in_failure()
+            # the keep-alive checks in every lease_check_in_s: a failure within three of them is a link that is down
+            recent = failed is not None and failed[1] < 3 * self.config.lease_check_in_s + self.config.rpc_timeout_s
+            if failed is not None and recent:
+                detail = f"lease check-ins do not reach Spot at {where} ({failed[0]}, {age_text(failed[1])})"
+            statuses.append(link_status("robot link", synced and not recent, detail, values))
+        with self._lock:
+            problem = self._lease_problem
+        held = sdk_robot is not None and self._keepalive is not None and not problem
+        if problem:  # lost: another client took it, or it was revoked
+            statuses.append(link_status("lease", False, problem, {"held": "false"}))
+        else:  # not held before activation: WARN only
+            lease = "held by this node" if held else "not held (the node takes it when activated)"
+            statuses.append(link_status("lease", held, lease, {"held": str(held).lower()}, down_level=Level.WARN))
+        for what, name, if_true, if_false, error_if in (
+            ("estopped", "e-stop", "pressed: release it, then clear the fault", "released", True),
+            ("powered", "motors", "on", "off (skills never power them on)", False),
+            ("holding", "gripper", "holding something", "empty", None),  # reported, judged by the skill server
+        ):
+            seen = self.seen.get(what)
+            if seen is None:
+                statuses.append(Status(name, Level.OK, "not read yet", {"last read": "never"}))
+                continue
+            value, age = seen
+            level = Level.ERROR if value is error_if else Level.OK
+            statuses.append(Status(name, level, if_true if value else if_false, {"last read": age_text(age)}))
+        return [replace(s, hardware_id=hardware_id) for s in statuses]
 
     def connect(self, limits: Limits, stand: bool = False, lease: bool = True) -> None:
         """Log in, time-sync, acquire (or with take_lease, take) the lease, check the e-stop; with `stand` (the
@@ -239,7 +317,7 @@ class SpotRobot:
                 self.refresh_map()
                 self._info(f"connected to Spot {self.serial} at {cfg.hostname}: session only (no lease)")
                 return
-            if robot.is_estopped(timeout=rpc):
+            if self.seen.note("estopped", robot.is_estopped(timeout=rpc)):
                 raise SpotError(SkillCode.ESTOPPED, f"{doing}: the robot is e-stopped; release the e-stop first")
             lease_client = self._client(LeaseClient)
             if cfg.take_lease and not self._lease_held:
@@ -309,6 +387,7 @@ class SpotRobot:
             with self._lock:
                 self._lease_problem = fault_from(exc, "keeping the lease").message
         else:
+            self.seen.check_in_failed(type(exc).__name__)
             self._warn(f"lease check-in failed ({type(exc).__name__}); retrying")
 
     def _client(self, kind: Any) -> Any:
@@ -364,6 +443,7 @@ class SpotRobot:
         if not sent:
             return "the node is stopping: powered on, but not stood up"
         self._stood = True
+        self.seen.note("powered", True)
         return ""
 
     def ready(self, limits: Limits) -> None:
@@ -374,9 +454,10 @@ class SpotRobot:
         the operator's step (`power_hint`)."""
         self._reconnect_if_lease_lost(limits)
         try:
-            if self.robot.is_estopped(timeout=self.config.rpc_timeout_s):
+            if self.seen.note("estopped", self.robot.is_estopped(timeout=self.config.rpc_timeout_s)):
                 raise SpotError(SkillCode.ESTOPPED, "the robot is e-stopped; release the e-stop, then retry")
             state = self.robot_state()
+            self.seen.note("powered", state.power_state.motor_power_state == state.power_state.STATE_ON)
             faults = _behaviour_faults(state)
             if faults:
                 raise SpotError(SkillCode.ROBOT_FAULT, faults)
@@ -428,7 +509,7 @@ class SpotRobot:
             return False, [f"cannot connect: {exc.message}"], None
         ok = True
         try:
-            if self.robot.is_estopped(timeout=self.config.rpc_timeout_s):
+            if self.seen.note("estopped", self.robot.is_estopped(timeout=self.config.rpc_timeout_s)):
                 ok = False
                 found.append("e-stop: pressed (release it)")
             else:
@@ -440,9 +521,9 @@ class SpotRobot:
             faults = _behaviour_faults(state)
             ok = ok and not faults
             found.append(f"behaviour faults: {faults}" if faults else "behaviour faults: none")
-            powered = state.power_state.motor_power_state == state.power_state.STATE_ON
+            powered = self.seen.note("powered", state.power_state.motor_power_state == state.power_state.STATE_ON)
             found.append("motors: on" if powered else f"motors: off (skills will not power them on{self.power_hint})")
-            holding = bool(state.manipulator_state.is_gripper_holding_item)
+            holding = self.seen.note("holding", bool(state.manipulator_state.is_gripper_holding_item))
             found.append(f"gripper: {'holding something' if holding else 'empty'}")
         except Exception as exc:
             return False, [*found, f"the robot did not answer: {fault_from(exc, 'checking').message}"], None
@@ -450,7 +531,9 @@ class SpotRobot:
 
     def estopped(self) -> bool:
         try:
-            return bool(self.robot is not None and self.robot.is_estopped(timeout=self.config.rpc_timeout_s))
+            if self.robot is None:
+                return False
+            return self.seen.note("estopped", bool(self.robot.is_estopped(timeout=self.config.rpc_timeout_s)))
         except Exception:
             return False
 
@@ -477,7 +560,9 @@ class SpotRobot:
     def powered(self) -> bool:
         """The motors are on (True when the robot does not answer: no evidence they are off)."""
         try:
-            return self.robot is None or bool(self.robot.is_powered_on(timeout=self.config.rpc_timeout_s))
+            if self.robot is None:
+                return True
+            return self.seen.note("powered", bool(self.robot.is_powered_on(timeout=self.config.rpc_timeout_s)))
         except Exception:
             return True
 
@@ -620,7 +705,7 @@ class SpotRobot:
         return RobotPose(seed_tform_body.x, seed_tform_body.y, yaw, seed_tform_body.z, loc.waypoint_id)
 
     def holding(self) -> bool:
-        return bool(self.robot_state().manipulator_state.is_gripper_holding_item)
+        return self.seen.note("holding", bool(self.robot_state().manipulator_state.is_gripper_holding_item))
 
     def frames(self) -> tuple[Any, Any, Any]:
         """(odom_tform_seed, vision_tform_seed, seed_tform_body) from one localization and the kinematics taken

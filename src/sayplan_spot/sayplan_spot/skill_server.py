@@ -35,6 +35,7 @@ from typing import Any
 
 from std_srvs.srv import Trigger
 
+from sayplan_core.diagnostics import Status
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
@@ -421,6 +422,11 @@ class SpotSkillServer(SkillServer):
         while not job.done():
             await timer_sleep(self, self._group, 0.02)
         return job.result()
+
+    def robot_health(self) -> list[Status]:
+        """/diagnostics: the session, lease, e-stop, motors and gripper as the robot last told (no RPC)."""
+        robot = self.robot  # None before configure
+        return [] if robot is None else list(robot.health())
 
     async def check_robot(self) -> Check:
         """For the operator's clear_fault: e-stop, lease, behaviour faults, motors, and whether the gripper holds
