@@ -178,19 +178,19 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         nodes.append(operator)
         for node in nodes:
             executor.add_node(node)
-        spinner = _Spinner(executor, interrupt)
+        spinner = Spinner(executor, interrupt)
         printer = EventPrinter()
         reports: list[PlanReport] = []
         operator.create_subscription(ExecutionEvent, "execution_events", printer, EVENTS_QOS)
         operator.create_subscription(PlanReport, "plan_results", reports.append, EVENTS_QOS)
         graph_server = next(n for n in nodes if isinstance(n, SceneGraphServer))
-        _wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
+        wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
         started = time.perf_counter()
-        handle = _send(task.instruction, operator, spinner)
+        handle = send_task(task.instruction, operator, spinner)
         try:
             result = spinner.wait(handle.get_result_async(), "task result", args.timeout).result
         except SignaledError:
-            result = _cancel(handle, spinner)
+            result = cancel_task(handle, spinner)
         if interrupt.signal is not None and not stop_robots(nodes, ROBOT_STOP_S):
             print("sayplan_demo: the robot's stop was not confirmed", file=sys.stderr)
         spinner.settle(printer, 1.0 if interrupt.signal else 5.0)
@@ -265,7 +265,7 @@ class Interrupt:
         self.wake.set()
 
 
-class _Spinner:
+class Spinner:
     """Spins the executor in a thread; a dead executor is reported instead of leaving the demo waiting, and a
     signal ends the wait at once."""
 
@@ -309,7 +309,7 @@ class _Spinner:
 STARTUP_TIMEOUT_S = 120.0
 
 
-def _wait_for_startup(manager: LifecycleManager, spinner: _Spinner) -> None:
+def wait_for_startup(manager: LifecycleManager, spinner: Spinner) -> None:
     """The stack's managed nodes are active, or the demo ends with the manager's line (the LLM unreachable...)."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
     while not manager.started.wait(0.5):  # the main thread only; wakes to notice a dead executor
@@ -326,7 +326,7 @@ def _ended(printer: EventPrinter) -> bool:
     return bool(printer.events) and printer.events[-1].stage in (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 
 
-def _send(instruction: str, operator: Node, spinner: _Spinner) -> Any:
+def send_task(instruction: str, operator: Node, spinner: Spinner) -> Any:
     """Send the task; its goal handle."""
     client = ActionClient(operator, ExecuteTask, "execute_task")
     if not client.wait_for_server(timeout_sec=15.0):
@@ -340,7 +340,7 @@ def _send(instruction: str, operator: Node, spinner: _Spinner) -> Any:
     return handle
 
 
-def _cancel(handle: Any, spinner: _Spinner) -> Any:
+def cancel_task(handle: Any, spinner: Spinner) -> Any:
     """Cancel the task as an operator does and wait (bounded) for its CANCELED result; None if none came."""
     _say("task", f"{spinner.interrupt.signal}: canceling the task")
     result = handle.get_result_async()

@@ -50,7 +50,8 @@ from sayplan_core.outcomes import Stage, Status
 from sayplan_interfaces.msg import ExecutionEvent
 from sayplan_ros.bag import BagRecorder, read_messages
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
-from sayplan_ros.demo import _execute, _Spinner
+from sayplan_ros.demo import Interrupt, Spinner, send_task, wait_for_startup
+from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.stack import create_nodes
 
@@ -168,8 +169,10 @@ def replay(recorded: RecordedRun, args: argparse.Namespace, context: Context) ->
         operator.create_subscription(ExecutionEvent, "execution_events", events.append, EVENTS_QOS)
         for node in nodes:
             executor.add_node(node)
-        spinner = _Spinner(executor)
-        _execute(recorded.summary.instruction, operator, spinner, args.timeout)
+        spinner = Spinner(executor, Interrupt())  # signals: this program's own handlers (KeyboardInterrupt)
+        wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
+        handle = send_task(recorded.summary.instruction, operator, spinner)
+        spinner.wait(handle.get_result_async(), "task result", args.timeout)
         deadline = time.monotonic() + 5.0  # the last events and graph update on their way to the recorder
         while time.monotonic() < deadline and not any(e.stage in _ENDED for e in events):
             time.sleep(0.05)
