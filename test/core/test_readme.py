@@ -54,6 +54,7 @@ class NotHere:
     reason: str
 
 
+DOCKER = "no Docker engine on this machine; hadolint checks the Dockerfiles in test/core/test_packaging.py"
 ROS_CLI = "the ros2 command line (ros2cli) is not in the PyPI wheels this machine runs"
 COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     # quick start
@@ -74,11 +75,42 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     ),
     # a ROS 2 install
     "source /opt/ros/jazzy/setup.bash": NotHere("no /opt/ros on this machine: ROS 2 comes from PyPI wheels"),
-    "pip install bpe-openai openai ollama rosbags": NotHere(
-        "would change the shared venv; scripts/bootstrap_venv.sh installs the same packages (requirements/)"
+    "sudo -E scripts/install_deps.sh all planners": NotHere(
+        "needs /opt/ros, rosdep and root; test/core/test_packaging.py runs its check-keys, check-pip and pip steps"
     ),
-    "rosdep install --from-paths src --ignore-src -y": NotHere(
-        "no rosdep database here; every package.xml is parsed and checked against the format-3 schema in make test"
+    "sayplan --version": Elsewhere("test/core/test_packaging.py", "sayplan --help"),
+    "sayplan --help": Elsewhere("test/core/test_packaging.py", "sayplan --help"),
+    "colcon build --symlink-install": Elsewhere("scripts/colcon_build.sh", "--symlink-install"),
+    "source install/setup.bash": Elsewhere("test/core/test_packaging.py", "install/setup.bash"),
+    "ros2 launch sayplan_ros sayplan.launch.py robot:=sim": Elsewhere("test/ros/test_shutdown.py", "sayplan.launch.py"),
+    "docker build -f docker/Dockerfile -t sayplan:jazzy .": NotHere(DOCKER),
+    "docker build -f docker/spot.Dockerfile -t sayplan-spot:jazzy .": NotHere(DOCKER),
+    "docker compose -f docker/compose.spot-jetson.yaml up": NotHere(DOCKER),
+    "docker build -f docker/Dockerfile --build-arg ROS_DISTRO=humble --build-arg EXTRAS= -t sayplan:humble .": NotHere(
+        DOCKER
+    ),
+    # the LLM's reachability
+    "OLLAMA_HOST=10.0.0.5:11434 sayplan llm check --llm ollama": Elsewhere(
+        "test/core/test_llm_probe.py", "sayplan llm check --llm ollama"
+    ),
+    "sayplan llm check --llm openai --model gpt-4o-mini --probe-timeout 3": NotHere(
+        "needs an OpenAI key; test/core/test_llm_probe.py probes an OpenAI-compatible local server the same way"
+    ),
+    # diagnostics
+    "ros2 topic echo /diagnostics diagnostic_msgs/msg/DiagnosticArray": NotHere(
+        ROS_CLI + "; test/ros/test_diagnostics.py subscribes to /diagnostics through rclpy"
+    ),
+    "ros2 run rqt_robot_monitor rqt_robot_monitor": NotHere("rqt is a GUI that is not in the PyPI wheels"),
+    # replay
+    "scripts/ws_env.sh sayplan_replay runs/demo_20261125_034854": Elsewhere("test/ros/test_replay.py", "sayplan_replay"),
+    "scripts/ws_env.sh python -m sayplan_ros.bag_player runs/demo_20261125_034854/bag --rate 1.0 --linger 30": Elsewhere(
+        "test/ros/test_bag.py", "sayplan_ros.bag_player"
+    ),
+    "ros2 bag play runs/demo_20261125_034854/bag --clock": NotHere(
+        "rosbag2 is not in the PyPI wheels; test/ros/test_bag.py plays the bag with sayplan_ros.bag_player"
+    ),
+    "ros2 launch sayplan_ros sayplan.launch.py robot:=sim use_sim_time:=true": Elsewhere(
+        "test/ros/test_sim_time.py", "use_sim_time"
     ),
     "colcon build --symlink-install && source install/setup.bash": Elsewhere(
         "scripts/colcon_build.sh", "--symlink-install"
