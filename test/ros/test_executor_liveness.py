@@ -88,6 +88,7 @@ def test_a_planner_killed_mid_plan_ends_the_task_and_the_next_task_runs(
     planner = start_planner(ros, "llm:=openai", f"base_url:=http://127.0.0.1:{port}/v1", "timeout_s:=600.0")
     try:
         answer_probe(listener)  # the planner activates only with an LLM that answers
+        ros.wait_active("planner")
         result = send_task(ros, client)
         listener.settimeout(60.0)
         held, _ = listener.accept()  # the planner is inside its LLM call: mid-plan
