@@ -102,7 +102,9 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     ),
     "ros2 run rqt_robot_monitor rqt_robot_monitor": NotHere("rqt is a GUI that is not in the PyPI wheels"),
     # replay
-    "scripts/ws_env.sh sayplan_replay runs/demo_20261125_034854": Elsewhere("test/ros/test_replay.py", "sayplan_replay"),
+    "scripts/ws_env.sh sayplan_replay runs/demo_20261125_034854": Elsewhere(
+        "test/ros/test_replay.py", "sayplan_replay"
+    ),
     "scripts/ws_env.sh python -m sayplan_ros.bag_player runs/demo_20261125_034854/bag --rate 1.0 --linger 30": Elsewhere(
         "test/ros/test_bag.py", "sayplan_ros.bag_player"
     ),
