@@ -64,8 +64,8 @@ def needs_franka_package() -> None:
     try:
         get_package_prefix("sayplan_franka_omron")
     except PackageNotFoundError:
-        pytest.skip("sayplan_franka_omron is not in the ament index after colcon build (its package.xml is not valid "
-                    "XML: issue 25, item 1, fixed on another branch): ros2 launch cannot find it")  # fmt: skip
+        pytest.fail("sayplan_franka_omron is not in the ament index after colcon build: ros2 launch cannot find it "
+                    "(test/core/test_packaging.py says why)")  # fmt: skip
 
 
 def params_file(folder: Path, sections: dict[str, dict[str, Any]]) -> str:
