@@ -337,6 +337,32 @@ def test_a_second_ctrl_c_exits_130_without_a_traceback(
     assert not left_behind(entry.proc.pid, entry.seen)
 
 
+@needs_install
+def test_the_demo_ends_within_5_s_of_ctrl_c_while_its_llm_probe_waits(
+    ros: Any, tmp_path: Path, entry_points: list[EntryPoint]
+) -> None:
+    """A server that accepts and never answers holds the planner's activation probe (up to 10 s): Ctrl-C then
+    must still end the demo within 5 s, 130, without a traceback (it waited for the probe: 8 s, exit 2)."""
+    import socket
+
+    silent = socket.create_server(("127.0.0.1", 0))
+    port = silent.getsockname()[1]
+    command = [str(WS_ENV), str(BIN / "sayplan_demo"), "--out", str(tmp_path / "runs"), "--llm", "openai", "--base-url", f"http://127.0.0.1:{port}/v1", "--namespace", f"shutdown_probe_{os.getpid()}"]  # fmt: skip
+    entry = start(command, ros.domain_id, tmp_path, "demo_probe")
+    entry_points.append(entry)
+    try:
+        silent.settimeout(60.0)
+        held, _ = silent.accept()  # the probe's connection: it now waits for an answer that never comes
+        sent = entry.signal(signal.SIGINT)
+        code = entry.wait(EXIT_BOUND_S - (time.monotonic() - sent))
+        held.close()
+    finally:
+        silent.close()
+    assert code == 130, entry.output()
+    assert "Traceback" not in entry.stderr() and "never retrieved" not in entry.stderr(), entry.output()
+    check_nothing_left(entry, sent, "SIGINT")
+
+
 # ---------------------------------------------------------------------------------------------- ros2 launch
 LAUNCH_SCRIPT = """
 import sys

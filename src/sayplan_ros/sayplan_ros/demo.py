@@ -312,7 +312,9 @@ STARTUP_TIMEOUT_S = 120.0
 def wait_for_startup(manager: LifecycleManager, spinner: Spinner) -> None:
     """The stack's managed nodes are active, or the demo ends with the manager's line (the LLM unreachable...)."""
     deadline = time.monotonic() + STARTUP_TIMEOUT_S
-    while not manager.started.wait(0.5):  # the main thread only; wakes to notice a dead executor
+    while not manager.started.wait(0.1):  # the main thread only; wakes to notice a dead executor or a signal
+        if spinner.interrupt.signal is not None:  # Ctrl-C while a slow LLM probe holds the start-up
+            raise SignaledError("the start-up")
         if spinner.failure is not None:
             raise RuntimeError(f"the ROS executor stopped while the stack came up: {spinner.failure!r}")
         if time.monotonic() > deadline:
@@ -379,4 +381,8 @@ def main(argv: list[str] | None = None) -> None:
     finally:
         context.try_shutdown()
         interrupt.restore()
+    if code == EXIT_INTERRUPTED:  # an executor thread may still sit in the LLM probe: the interpreter would join it
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
     sys.exit(code)
