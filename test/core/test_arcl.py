@@ -14,7 +14,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.arcl import (
+from sayplan_core.robots.binding import Target
+from sayplan_core.robots.navigation import TargetError
+from sayplan_core.robots.primitives import Outcome
+from sayplan_franka_omron.arcl import (
     ERROR_OUTCOMES,
     GoalList,
     GotoCommand,
@@ -30,9 +33,6 @@ from sayplan_core.robots.arcl import (
     parse_location,
     to_arcl_point,
 )
-from sayplan_core.robots.binding import Target
-from sayplan_core.robots.navigation import TargetError
-from sayplan_core.robots.primitives import Outcome
 
 
 @pytest.mark.parametrize(

@@ -18,8 +18,8 @@ from sayplan_core.envs import load_env
 from sayplan_core.graph.importers import import_graph
 from sayplan_core.llm.replay import ReplayBackend
 from sayplan_core.robots.binding import SiteBinding
-from sayplan_core.robots.franka import TaughtMotions
 from sayplan_core.sim.action_set import load_action_set
+from sayplan_franka_omron.motions import TaughtMotions
 
 LOADERS: dict[str, tuple[Callable[[str], Any], str]] = {
     "environment": (load_env, ".json"),

@@ -15,7 +15,11 @@ from sayplan_core.envs import load_env
 from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.belief import location_update, reconcile_hand, success_update
-from sayplan_core.robots.franka import (
+from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
+from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_franka_omron.motions import (
     MOTION_NAMES,
     MotionError,
     TaughtMotions,
@@ -24,8 +28,7 @@ from sayplan_core.robots.franka import (
     hand_holds,
     trajectory_outcome,
 )
-from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
-from sayplan_core.robots.programs import (
+from sayplan_franka_omron.programs import (
     SKILL_MOTIONS,
     TRAVEL,
     GripperSettings,
@@ -37,9 +40,6 @@ from sayplan_core.robots.programs import (
     plan_skill,
     release_owed,
 )
-from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS
-from sayplan_core.sim.action_set import load_action_set
-from sayplan_core.sim.plan import PlanStep
 
 ROOT = Path(__file__).resolve().parents[2]
 MOTIONS_FILE = ROOT / "src" / "sayplan_franka_omron" / "examples" / "office_motions.yaml"

@@ -1,5 +1,5 @@
 """Spot's robot-independent logic: the site file, skill -> primitive programs, geometry, and the scene-graph
-update a finished skill reports (sayplan_core.robots.spot; no SDK needed)."""
+update a finished skill reports (sayplan_spot.programs; no SDK needed)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,11 @@ from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.spot import (
+from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
+from sayplan_core.sim import check_goals, goal_from_dict
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_spot.programs import (
     GRIPPER_ATTRIBUTE,
     SKILL_KINDS,
     Approach,
@@ -38,10 +42,6 @@ from sayplan_core.robots.spot import (
     resolve_waypoint,
     skill_update,
 )
-from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
-from sayplan_core.sim import check_goals, goal_from_dict
-from sayplan_core.sim.action_set import load_action_set
-from sayplan_core.sim.plan import PlanStep
 
 ROOT = Path(__file__).resolve().parents[2]
 OFFICE = load_env("office")

@@ -1,4 +1,4 @@
-"""Spot's statuses -> typed outcomes (sayplan_core.robots.spot_failures): the split the planner relies on, and
+"""Spot's statuses -> typed outcomes (sayplan_spot.failures): the split the planner relies on, and
 every table checked against the enums of the installed Spot API (skipped, with the reason, without the SDK)."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots import spot_failures as sf
+from sayplan_spot import failures as sf
 
 HAVE_SDK = importlib.util.find_spec("bosdyn") is not None and importlib.util.find_spec("bosdyn.api") is not None
 needs_sdk = pytest.mark.skipif(

@@ -23,7 +23,10 @@ from rclpy.task import Future
 
 from sayplan_core.diagnostics import Level, Status, age_text, link_status
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.arcl import (
+from sayplan_core.robots.binding import Target
+from sayplan_core.robots.navigation import Pose2D
+from sayplan_core.robots.primitives import DriveLimits, Outcome
+from sayplan_franka_omron.arcl import (
     END_OF_COMMANDS,
     GET_GOALS,
     MAX_LINE_BYTES,
@@ -41,9 +44,6 @@ from sayplan_core.robots.arcl import (
     error_outcome,
     goto_command,
 )
-from sayplan_core.robots.binding import Target
-from sayplan_core.robots.navigation import Pose2D
-from sayplan_core.robots.primitives import DriveLimits, Outcome
 from sayplan_ros.navigation.action_call import wait_for
 
 Feedback = Callable[[str, float], None]
@@ -270,7 +270,7 @@ class ArclHealth:
 class ArclBase(ArclHealth):
     """Drives the Omron base through ARCL: `goto <goal>` for nodes bound to a map goal, else `doTask gotoPoint`.
 
-    A drive ends on the first line that says how it ended (sayplan_core.robots.arcl.GotoTracker), on its own
+    A drive ends on the first line that says how it ended (sayplan_franka_omron.arcl.GotoTracker), on its own
     deadline (`drive_s`: the base is stopped, timeout), or by its watchdog: a `status` query every
     `status_period_s`; a reply that shows the base e-stopped, without motors or lost ends it with that outcome, and
     a base that sends nothing for `silence_s` ends it as a robot fault (it may still be moving: the skill server

@@ -4,7 +4,7 @@ franka_gripper Grasp / Move / Homing actions, all on configurable action names.
 Every call has its own deadline (a taught motion: its duration plus `arm_timeout_s`; a gripper command:
 `gripper_timeout_s`): past it the goal is canceled and the primitive ends `timeout` (a robot fault when the server
 never confirms the cancel). What the hand holds is read back from franka_gripper's `~/joint_states` (the finger
-width; see sayplan_core.robots.franka); `~/stop` (std_srvs/Trigger) stops the fingers on shutdown.
+width; see sayplan_franka_omron.motions); `~/stop` (std_srvs/Trigger) stops the fingers on shutdown.
 
 The message packages are imported when the arm is made, so the rest of the stack never
 needs them; their absence is one clear error naming the package.
@@ -25,8 +25,8 @@ from sensor_msgs.msg import JointState
 from std_srvs.srv import Trigger
 
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.franka import gripper_outcome, gripper_width, trajectory_outcome
 from sayplan_core.robots.primitives import Grasp, Outcome, Trajectory
+from sayplan_franka_omron.motions import gripper_outcome, gripper_width, trajectory_outcome
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, STATUS_CANCELED, ActionCall, LatestGoal, wait_for
 

@@ -1,6 +1,6 @@
 """franka_omron_skill_server: SayPlan's skills on a Franka arm mounted on an Omron LD base.
 
-Each execute_skill goal becomes a program of primitives (sayplan_core.robots.programs),
+Each execute_skill goal becomes a program of primitives (sayplan_franka_omron.programs),
 checked against the robot's live scene graph, the site file and the taught motions
 before anything moves. The base is driven over ARCL (`navigation_backend: arcl`) or
 through Nav2 (`nav2`); the arm replays taught motions on a FollowJointTrajectory
@@ -43,7 +43,6 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.belief import location_update, reconcile_hand, success_update
 from sayplan_core.robots.binding import SiteBinding, Target
 from sayplan_core.robots.fault_latch import Check
-from sayplan_core.robots.franka import TaughtMotions, hand_holds
 from sayplan_core.robots.navigation import Pose2D, TargetError, base_target, nearest_place, pose_of
 from sayplan_core.robots.primitives import (
     Arm,
@@ -55,7 +54,13 @@ from sayplan_core.robots.primitives import (
     Outcome,
     Primitive,
 )
-from sayplan_core.robots.programs import (
+from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS as SETTINGS
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_franka_omron.arcl_link import ArclBase
+from sayplan_franka_omron.arm import FrankaArm
+from sayplan_franka_omron.motions import TaughtMotions, hand_holds
+from sayplan_franka_omron.programs import (
     EMPTY_HAND_SKILLS,
     GripperSettings,
     ProgramError,
@@ -65,11 +70,6 @@ from sayplan_core.robots.programs import (
     plan_skill,
     release_owed,
 )
-from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS as SETTINGS
-from sayplan_core.sim.action_set import load_action_set
-from sayplan_core.sim.plan import PlanStep
-from sayplan_franka_omron.arcl_link import ArclBase
-from sayplan_franka_omron.arm import FrankaArm
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.navigation.action_call import sleep

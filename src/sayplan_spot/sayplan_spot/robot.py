@@ -1,10 +1,10 @@
-"""Spot through bosdyn-client: the session and the primitives of sayplan_core.robots.spot.
+"""Spot through bosdyn-client: the session and the primitives of sayplan_spot.programs.
 
 Session: log in (credentials from the environment, never logged), time sync, acquire the body lease and keep
 it alive, check the e-stop, power the motors on, stand; at the end sit, power off and return the lease.
 Primitives: GraphNav navigate_to, body trajectories, grasps through the Manipulation API (ray in world),
 placing with the arm, handle pulls by constrained manipulation, camera images. Every status the robot
-reports is translated by sayplan_core.robots.spot_failures; a failure raises SpotError with the typed code
+reports is translated by sayplan_spot.failures; a failure raises SpotError with the typed code
 and the robot's own words.
 
 Everything here blocks: the skill server runs it on one worker thread and polls it from its coroutine, so
@@ -57,8 +57,8 @@ from bosdyn.client.world_object import WorldObjectClient
 
 from sayplan_core.diagnostics import Level, Status, age_text, link_status
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots import spot_failures as sf
-from sayplan_core.robots.spot import (
+from sayplan_spot import failures as sf
+from sayplan_spot.programs import (
     Approach,
     Articulate,
     Capture,

@@ -1,7 +1,7 @@
 """spot_skill_server: the skill server of robot `spot`, a Boston Dynamics Spot with an arm, through bosdyn-client.
 
 It serves the same `execute_skill` action and `describe_skills` service as the simulated robot (SkillServer).
-A request becomes a program of robot primitives (sayplan_core.robots.spot, checked against the live scene
+A request becomes a program of robot primitives (sayplan_spot.programs, checked against the live scene
 graph and the site file before the robot moves); the program runs on one worker thread that owns every
 blocking SDK call, while the skill's coroutine waits on the ROS timer (`context.sleep`) and relays progress,
 so no executor thread ever blocks on the robot. Cancel sends a stop command at once and wakes the worker through
@@ -44,7 +44,14 @@ from sayplan_core.llm.types import LlmError
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.perception.vlm import VlmAugmenter
 from sayplan_core.robots.fault_latch import Check
-from sayplan_core.robots.spot import (
+from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
+from sayplan_core.sim.action_set import load_action_set
+from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.parameters import current
+from sayplan_ros.runner import run_nodes
+from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
+from sayplan_spot.programs import (
     GRASPING_KINDS,
     Articulate,
     Capture,
@@ -60,13 +67,6 @@ from sayplan_core.robots.spot import (
     hand_refusal,
     skill_update,
 )
-from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
-from sayplan_core.sim.action_set import load_action_set
-from sayplan_core.sim.plan import PlanStep
-from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.parameters import current
-from sayplan_ros.runner import run_nodes
-from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
 
 #: How long stopping the node waits for the worker (a connection under way, then sitting and powering off), on top
 #: of connect_timeout_s (the bound of the power-off's own wait), seconds.

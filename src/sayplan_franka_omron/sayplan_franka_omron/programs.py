@@ -28,9 +28,9 @@ from dataclasses import dataclass
 
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph
 from sayplan_core.outcomes import SkillCode
-from sayplan_core.robots.franka import MAX_GRIPPER_WIDTH_M, MotionError, TaughtMotions
 from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
 from sayplan_core.sim.plan import PlanStep
+from sayplan_franka_omron.motions import MAX_GRIPPER_WIDTH_M, MotionError, TaughtMotions
 
 #: Motions a skill needs at its node; a skill none of the taught nodes supports is left out of the catalog.
 SKILL_MOTIONS: dict[str, tuple[str, ...]] = {
@@ -81,7 +81,7 @@ class RobotState:
     arm_at: str | None = None  # "node/motion" of the last motion finished, or "travel"
     gripper_homed: bool = False
     #: The width the last finished opening sent the fingers to (None: a grasp came since, or it failed): fingers
-    #: found anywhere else stopped on something (sayplan_core.robots.franka.hand_holds).
+    #: found anywhere else stopped on something (sayplan_franka_omron.motions.hand_holds).
     fingers_sent_to: float | None = None
 
     def after(self, primitive: Primitive, ok: bool) -> None:
