@@ -15,6 +15,7 @@ from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.navigation import TargetError
 from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
 from sayplan_core.sim import check_goals, goal_from_dict
 from sayplan_core.sim.action_set import load_action_set
@@ -32,7 +33,6 @@ from sayplan_spot.programs import (
     SpotBelief,
     SpotOptions,
     SpotSite,
-    TargetError,
     Walk,
     WorldObjectRef,
     approach_pose,

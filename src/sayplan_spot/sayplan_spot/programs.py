@@ -38,6 +38,7 @@ from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.binding import SiteBinding, finite_number, read_site_file
+from sayplan_core.robots.navigation import TargetError
 from sayplan_core.sim.action_set import ActionSet
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.predicates import EFFECTS
@@ -87,11 +88,6 @@ def gripper_words(held: bool, graph_holds: str | None, kind: str, target: str) -
 
 #: Default travel of a handle when the site file gives none: degrees for a hinge, metres for a drawer.
 DEFAULT_OPENING = {"hinge": 90.0, "drawer": 0.3}
-
-
-class TargetError(ValueError):
-    """The step cannot be turned into robot motion here (no such node, no position, no handle): refused before
-    the robot moves."""
 
 
 # ----------------------------------------------------------------------------- the site file

@@ -57,6 +57,7 @@ from bosdyn.client.world_object import WorldObjectClient
 
 from sayplan_core.diagnostics import Level, Status, age_text, link_status
 from sayplan_core.outcomes import SkillCode
+from sayplan_core.robots.navigation import TargetError
 from sayplan_spot import failures as sf
 from sayplan_spot.programs import (
     Approach,
@@ -68,7 +69,6 @@ from sayplan_spot.programs import (
     Place,
     Primitive,
     RobotPose,
-    TargetError,
     Walk,
     WorldObjectRef,
     approach_pose,

@@ -44,6 +44,7 @@ from sayplan_core.llm.types import LlmError
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.perception.vlm import VlmAugmenter
 from sayplan_core.robots.fault_latch import Check
+from sayplan_core.robots.navigation import TargetError
 from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -61,7 +62,6 @@ from sayplan_spot.programs import (
     SpotOptions,
     SpotProgram,
     SpotSite,
-    TargetError,
     compile_skill,
     describe,
     hand_refusal,

@@ -43,7 +43,8 @@ def nearest_place(graph: SceneGraph, binding: SiteBinding, x: float, y: float) -
 
 
 class TargetError(ValueError):
-    """A node the base cannot be sent to (no site-file entry where one is needed, or the wrong kind of entry)."""
+    """A step that cannot be turned into robot motion (no such node, no position, no site-file entry where one is
+    needed or the wrong kind, no handle, no program): refused before the robot moves. Every robot raises this one."""
 
 
 def base_target(graph: SceneGraph, binding: SiteBinding, node_id: str) -> Target:
