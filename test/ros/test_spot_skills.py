@@ -699,7 +699,7 @@ def test_a_world_objects_frames_are_the_ones_its_properties_name() -> None:
     """world_object.proto: the frames of an object are named in its properties, best first."""
     from bosdyn.api import world_object_pb2
 
-    from sayplan_spot.robot import _object_frames
+    from sayplan_spot.robot.manipulation import object_frames as _object_frames
 
     tag = world_object_pb2.WorldObject(name="world_obj_apriltag_5")
     tag.apriltag_properties.frame_name_fiducial = "fiducial_5"
