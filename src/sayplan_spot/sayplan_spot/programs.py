@@ -1,6 +1,6 @@
 """Spot's skills as short programs of robot primitives, and what a finished program tells the scene graph.
 
-Nothing here imports the Spot SDK: `sayplan_spot` runs these programs through bosdyn-client. A skill request
+Nothing here imports the Spot SDK: `sayplan_spot.robot` runs these programs through bosdyn-client. A skill request
 (`goto(kitchen)`, `pickup(coffee_mug)`) becomes primitives such as "GraphNav navigate_to the waypoint bound to
 the node", "walk (body trajectory) to a map pose", "grasp at a point (Manipulation API, ray in world)", "pull a
 handle (constrained manipulation)" or "capture the gripper camera image". Every position is in the site's map
