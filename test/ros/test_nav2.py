@@ -75,7 +75,7 @@ def test_messages_are_field_checked() -> None:
 
 def start_sim(ros: Any, **params: Any) -> tuple[SimSkillServer, FakeNav2]:
     nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
-    values: dict[str, Any] = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "server_wait_s": 2.0, **params}
+    values: dict[str, Any] = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "driver_wait_s": 2.0, **params}
     sim = ros.add(
         SimSkillServer(context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
     )
@@ -204,7 +204,7 @@ def test_cancel_mid_navigation_cancels_the_nav2_goal(ros: Any) -> None:
 
 
 def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
-    sim, nav2 = start_sim(ros, server_wait_s=0.3)
+    sim, nav2 = start_sim(ros, driver_wait_s=0.3)
     nav2.active = False
     _, outcome = run(ros, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg

@@ -16,6 +16,7 @@ from sayplan_core.sim.simulator import verify_plan
 
 class LlmAsPlanner(Planner):
     name = "llm_as_planner"
+    summary = "open loop: the whole graph in, a full plan with navigation out (the SayPlan paper's baseline)"
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()

@@ -18,6 +18,7 @@ simulator.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
@@ -35,8 +36,9 @@ from sayplan_core.ltl import (
     parse_prefix,
     require_tools,
 )
-from sayplan_core.ltl.domain import ATOM_TYPES, DomainError
+from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
 from sayplan_core.ltl.semantics import show_trace
+from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
 from sayplan_core.planners.base import PlanJob, Planner, Progress
@@ -107,12 +109,29 @@ def trace_violation(formula: Formula, path: LtlPath) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class LtlOptions:
+    """How the LTL planner grounds its propositions in the graph."""
+
+    reach_distance: float = option(
+        DEFAULT_REACH_DISTANCE,
+        "an object's proposition holds within this distance of it (horizontal), metres",
+        minimum=0.05,
+        maximum=100.0,
+        per_goal=True,
+        flag="--reach-distance",
+    )
+
+
 class LtlPlanner(Planner):
     name = "ltl"
+    summary = "LTL (Dai et al.): the instruction as a formula, an optimal plan from a product-automaton search"
+    Options = LtlOptions
+    config: LtlOptions
 
     @property
     def reach_distance(self) -> float:
-        return self.options.reach_distance
+        return self.config.reach_distance
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
