@@ -99,7 +99,17 @@ def test_a_broken_plugin_is_left_out_with_the_reason_and_the_others_still_work(t
 
 def test_a_bench_row_records_every_option_and_a_resume_with_one_changed_is_refused(site: Path, tmp_path: Path) -> None:
     out = tmp_path / "bench"
-    bench = ["bench", "--planners", "dummy,ltl", "--ids", "office-lh-05", "--out", str(out), "--replay", str(TRANSCRIPT)]
+    bench = [
+        "bench",
+        "--planners",
+        "dummy,ltl",
+        "--ids",
+        "office-lh-05",
+        "--out",
+        str(out),
+        "--replay",
+        str(TRANSCRIPT),
+    ]
     done = sayplan(site, *bench, "--destination", "mail_room")
     assert done.returncode in (0, 3), done.stderr  # ltl asks the LLM: its transcript is another task's
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -108,7 +118,10 @@ def test_a_bench_row_records_every_option_and_a_resume_with_one_changed_is_refus
         assert name in settings, name
     assert settings["dummy.destination"] == "mail_room" and settings["dummy.laps"] == 1
     assert settings["ltl.reach_distance"] == 1.0  # once missing: 0.5 m and 5 m runs looked alike
-    for changed in (["--destination", "mail_room", "--laps", "2"], ["--destination", "mail_room", "--reach-distance", "5"]):
+    for changed in (
+        ["--destination", "mail_room", "--laps", "2"],
+        ["--destination", "mail_room", "--reach-distance", "5"],
+    ):
         again = sayplan(site, *bench, *changed)
         assert again.returncode == 2, again.stderr
         assert "made with other settings" in again.stderr, again.stderr

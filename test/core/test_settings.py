@@ -80,7 +80,7 @@ def test_strings_outside_the_choices_are_refused() -> None:
         method.check("bfs")
     embedder = NODE_SETTINGS["planner"]["embodiedrag.embedder"]
     assert embedder.check("ollama:nomic-embed-text") == "ollama:nomic-embed-text"
-    with pytest.raises(ValueError, match="embodiedrag.embedder must be one of"):
+    with pytest.raises(ValueError, match=r"embodiedrag\.embedder must be one of"):
         embedder.check("word2vec")
 
 

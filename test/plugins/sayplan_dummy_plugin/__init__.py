@@ -42,7 +42,7 @@ class DummyPlanner(Planner):
         actions = load_action_set(self.action_set)
         home = graph.agent_location() or ""
         plan = [PlanStep("goto", self.config.destination), PlanStep("goto", home)] * self.config.laps
-        plan = plan[:-1] + [PlanStep("done")]
+        plan = [*plan[:-1], PlanStep("done")]
         result.plan = plan
         result.full_plan = PathPlanner(graph).expand_plan(plan)
         check = verify_plan(graph, result.full_plan, actions)
