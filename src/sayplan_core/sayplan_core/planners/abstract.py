@@ -21,7 +21,7 @@ from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import verify_high_level
 from sayplan_core.retrieval import make_embedder
 from sayplan_core.retrieval.embedders import embedder_option
@@ -191,8 +191,10 @@ class AbstractCommandPlanner(Planner):
                 return
             feedback = problem or (check.feedback if check else "")
             result.feedback_history.append(f"candidate {i + 1}: {feedback}")
-        result.message = "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history)
-        result.failure = PlanCode.NOT_EXECUTABLE
+        raise PlanFailedError(
+            PlanCode.NOT_EXECUTABLE,
+            "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history),
+        )
 
     @staticmethod
     def _parse(graph: SceneGraph, data: dict[str, Any]) -> list[list[MoveStep]]:

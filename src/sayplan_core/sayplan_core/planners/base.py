@@ -16,6 +16,15 @@ from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.sim.plan import PlanStep, format_plan
 
 
+class PlanFailedError(Exception):
+    """A planner ends its run with a typed code: `Planner.plan` turns it (like every failure) into the result's
+    `failure` and `message`, the one place where planner failures become outcome codes."""
+
+    def __init__(self, code: PlanCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 @dataclass
 class Progress:
     stage: PlanStage
@@ -236,6 +245,8 @@ class Planner(ABC):
             result.success, result.message, result.failure = False, f"LLM backend error: {exc}", PlanCode.BACKEND_ERROR
         except EmbeddingError as exc:
             result.success, result.message, result.failure = False, f"embedding error: {exc}", PlanCode.BACKEND_ERROR
+        except PlanFailedError as exc:
+            result.success, result.message, result.failure = False, str(exc), exc.code
         if not result.success and result.failure is PlanCode.NONE:
             result.failure = PlanCode.REPLANS_EXHAUSTED if result.feedback_history else PlanCode.SEARCH_FAILED
         result.calls = list(session.calls)
