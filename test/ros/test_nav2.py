@@ -166,7 +166,9 @@ def test_each_leg_starts_with_no_known_pose(ros: Any) -> None:
 
     def leg(x: float) -> Any:
         task = ros.executor.create_task(
-            client.drive((x, 0.0, 0.0), f"x={x}", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+            client.drive(
+                (x, 0.0, 0.0), f"x={x}", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 2.0
+            )
         )
         ros.wait_for(task.done, what="the leg")
         return task.result()
@@ -351,7 +353,9 @@ def client_and_leg(ros: Any, nav2: Any) -> tuple[Any, Any]:
     node = ros.node(f"nav2_user_{len(ros._nodes)}")
     client = Nav2Client(node, "navigate_to_pose", "map")
     task = ros.executor.create_task(
-        client.drive((35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+        client.drive(
+            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 2.0
+        )
     )
     ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
     return client, task
@@ -377,7 +381,7 @@ def test_stop_and_wait_cancels_the_leg_and_waits_for_nav2(ros: Any) -> None:
     stuck_client = Nav2Client(node, "stuck_navigate_to_pose", "map")
     leg = ros.executor.create_task(
         stuck_client.drive(
-            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, cancel_timeout_s=30.0
+            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 30.0
         )
     )
     ros.wait_for(lambda: bool(stuck.goals), what="the stuck leg to start")
