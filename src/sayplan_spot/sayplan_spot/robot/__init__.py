@@ -2,7 +2,7 @@
 
 `session` logs in, syncs time, keeps the lease, checks the e-stop and powers the robot (and sends the stop a cancel
 needs); `navigation` moves the body (GraphNav, walks); `manipulation` drives the arm and gripper; `imaging` takes
-camera images; `commands` follows a robot command to its end; `errors` turns what the SDK raises into SpotError
+camera images; `commands` reads a robot command's feedback; `errors` turns what the SDK raises into SpotError
 with the typed code (tables: sayplan_spot.failures) and the robot's own words; `health` is the part for
 /diagnostics. SpotRobot puts them together for the skill server.
 

@@ -1,5 +1,6 @@
-"""Following a robot command to its end: one loop for every command of the session (stand, sit), the arm and the
-gripper, reading the feedback the command's kind gives and waiting between reads on the stop event."""
+"""Reading a robot command's feedback (`finished`, with the reader of the command's own part) and waiting between
+reads on the stop event: what every command the session follows (stand, sit, the arm, the gripper) and every walk
+share."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from bosdyn.api.basic_command_pb2 import RobotCommandFeedbackStatus
 
 from sayplan_core.outcomes import SkillCode
 from sayplan_spot import failures as sf
-from sayplan_spot.robot.errors import SpotError, enum_name, fault_from
+from sayplan_spot.robot.errors import SpotError, enum_name
 
 
 @dataclass(frozen=True)
@@ -66,38 +67,6 @@ def command_status(feedback: Any) -> tuple[str, SkillCode | None]:
 def read(table: sf.Feedback, enum: Any, value: int) -> Reading:
     name = enum_name(enum, value)
     return sf.verdict(table, name), name
-
-
-def follow(
-    client: Any,
-    rpc_timeout_s: float,
-    command: Any,
-    doing: str,
-    limits: Limits,
-    stop: threading.Event,
-    timeout_s: float,
-    done: Callable[[Any], Reading],
-    gate: threading.Lock | None = None,
-) -> bool:
-    """Issue a robot command (RobotCommandClient `client`) and follow its feedback until `done` says NONE (or a
-    failure). With `gate`, the command is sent under that lock, and not at all when `stop` is set by then (returns
-    False)."""
-    try:
-        if gate is None:
-            command_id = client.robot_command(command, end_time_secs=None, timeout=rpc_timeout_s)
-        else:
-            with gate:
-                if stop.is_set():
-                    return False
-                command_id = client.robot_command(command, end_time_secs=None, timeout=rpc_timeout_s)
-    except Exception as exc:
-        raise fault_from(exc, doing) from None
-    deadline = time.monotonic() + timeout_s
-    while True:
-        response = client.robot_command_feedback(command_id, timeout=rpc_timeout_s)
-        if finished(response.feedback, done, stop, doing):
-            return True
-        wait(stop, limits, deadline, doing)
 
 
 def finished(feedback: Any, done: Callable[[Any], Reading], stop: threading.Event, doing: str) -> bool:

@@ -34,7 +34,7 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.navigation import TargetError
 from sayplan_spot import failures as sf
 from sayplan_spot.programs import RobotPose, resolve_waypoint
-from sayplan_spot.robot.commands import Limits, Reading, follow, read
+from sayplan_spot.robot.commands import Limits, Reading, finished, read, wait
 from sayplan_spot.robot.errors import SpotError, behaviour_faults, fault_from
 from sayplan_spot.robot.health import SpotSeen
 
@@ -216,9 +216,26 @@ class Session:
         done: Callable[[Any], Reading],
         gate: threading.Lock | None = None,
     ) -> bool:
-        """A robot command followed to its end (sayplan_spot.robot.commands.follow)."""
-        return follow(self.client(RobotCommandClient), self.config.rpc_timeout_s, command, doing, limits, stop,
-                      timeout_s, done, gate)  # fmt: skip
+        """Issue a robot command and follow its feedback until `done` says NONE (or a failure). With `gate`, the
+        command is sent under that lock, and not at all when `stop` is set by then (returns False)."""
+        client = self.client(RobotCommandClient)
+        rpc = self.config.rpc_timeout_s
+        try:
+            if gate is None:
+                command_id = client.robot_command(command, end_time_secs=None, timeout=rpc)
+            else:
+                with gate:
+                    if stop.is_set():
+                        return False
+                    command_id = client.robot_command(command, end_time_secs=None, timeout=rpc)
+        except Exception as exc:
+            raise fault_from(exc, doing) from None
+        deadline = time.monotonic() + timeout_s
+        while True:
+            response = client.robot_command_feedback(command_id, timeout=rpc)
+            if finished(response.feedback, done, stop, doing):
+                return True
+            wait(stop, limits, deadline, doing)
 
     def refresh_map(self) -> None:
         graph = self.client(GraphNavClient).download_graph(timeout=self.config.rpc_timeout_s)
