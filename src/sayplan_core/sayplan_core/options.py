@@ -136,7 +136,9 @@ class Setting:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
         listed = bool(self.choices) or self.accepts is not None
         if listed and value not in self.choices and not (self.accepts is not None and self.accepts(value)):
-            allowed = ", ".join([*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])])
+            allowed = ", ".join(
+                [*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])]
+            )
             raise ValueError(f"{self.name} must be one of {allowed}, got '{str(value)[:200]}'")
         return value
 
