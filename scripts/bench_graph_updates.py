@@ -30,7 +30,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
 from sayplan_core.graph.updates import GraphUpdate, apply_update
 from sayplan_core.nav.path_planner import PathPlanner
-from sayplan_core.settings import SCENE_GRAPH_SERVER_SETTINGS
+from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_ros.conversions import graph_to_msg, msg_to_graph, msg_to_update, update_to_msg
@@ -97,7 +97,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
-    full_every = int(SCENE_GRAPH_SERVER_SETTINGS["full_graph_every"].default)
+    full_every = SceneGraphServerOptions().full_graph_every
     print(f"per executed skill, one follower; full graph every {full_every} updates; medians of {args.repeats} runs\n")
     print("| office + distractors | nodes | skills | bytes before | bytes after | follower CPU before | after |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
