@@ -24,8 +24,7 @@ from sayplan_core.graph.model import GraphError
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.sim.action_set import ActionSet, ActionSpec
 from sayplan_core.sim.plan import PlanStep
-from sayplan_core.sim.predicates import EFFECTS
-from sayplan_core.sim.simulator import StepOutcome, apply_step
+from sayplan_core.sim.simulator import StepOutcome, apply_effects, apply_step
 from sayplan_core.sim.world_state import WorldState
 
 Point = tuple[float, float, float]
@@ -92,9 +91,8 @@ def step_update(
     """
     seen = observed or Observed()
     spec = actions.actions.get(step.action)
-    trusted = spec is not None and not check and step.target in state.graph.nodes
     done = succeeded
-    if trusted and spec is not None:
+    if spec is not None and not check and step.target in state.graph.nodes:  # the robot's word counts
         if not done and seen.held is not None:
             done = _hand_shows_done(spec, seen.held, state.holding is not None)
         if done and state.holding is None and _releases_target(spec):
@@ -201,8 +199,7 @@ def gripper_words(held: bool, graph_holds: str | None, step: PlanStep) -> str:
 def _apply_effects(state: WorldState, step: PlanStep, spec: ActionSpec) -> StepOutcome:
     """The step's effects without its preconditions (the robot did it); a graph that cannot take one stops there."""
     try:
-        for clause in spec.effects:
-            EFFECTS[clause.name](state, step.target, clause.arg)
+        apply_effects(state, step, spec)
     except (AssertionError, GraphError, KeyError) as exc:
         return StepOutcome(False, f"the scene graph cannot take {step}'s effects ({exc!r:.200})", "effect")
     return StepOutcome(True)
