@@ -274,3 +274,15 @@ def test_random_valid_steps_give_the_same_update_through_every_robot(set_name: s
         steps = feasible_steps(robots.franka, actions, robots.accessed)
         assert steps, "the office always has a feasible step (goto)"
         check_step_everywhere(robots, steps[pick % len(steps)])
+
+
+@pytest.mark.parametrize("text", ["done(agent)", "pickup(agent)", "open(agent)"])
+def test_a_step_naming_the_agent_reports_it_once(text: str) -> None:
+    """A step that names the agent node (done takes an optional argument; a wrong one is refused) reports the agent
+    once, where it is: an update listing it twice is refused whole by the graph (before issue 26 it was)."""
+    graph = load_env("office")
+    action, target = text.rstrip(")").split("(")
+    assert target == graph.agent_id
+    update = SimulatedWorld(graph, "sayplan").execute(action, target).update
+    assert [u.node.id for u in update.upsert].count(target) == 1
+    assert apply_update(graph, update).agent_location() == graph.agent_location()
