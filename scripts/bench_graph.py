@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Scene-graph benchmarks: token tables for the bundled envs and operation times at scale.
 
-    make bench            # or: scripts/ws_env.sh python scripts/bench_graph.py [--sizes 1000 10000]
+    make bench    # scripts/ws_env.sh python scripts/bench_graph.py --write docs/measured/graph.md
+    scripts/ws_env.sh python scripts/bench_graph.py [--sizes 1000 10000] [--repeat 15] [--json]
 
 Prints Markdown tables; `--write docs/measured/graph.md` also writes them there (the docs link to that file instead
 of copying its figures). Times are medians over --repeat runs.
