@@ -5,9 +5,9 @@
 
 The node list is `sayplan_ros.stack.stack_specs(robot)`, the same list `sayplan_stack`, `sayplan_demo` and the tests
 compose in one process. Parameters come, in order (later wins), from config/sayplan.yaml,
-config/robots/<robot>.yaml, config/planners/<planner>.yaml, `params_file`, and the launch arguments
-(env, llm, use_sim_time). Every file is keyed by node name; the sections are applied to the nodes whatever their
-namespace.
+config/robots/<robot>.yaml, config/planners/<planner>.yaml (each if there is one), `params_file`, and the launch
+arguments (env, llm, use_sim_time). Every file is keyed by node name; the sections are applied to the nodes
+whatever their namespace.
 """
 
 from __future__ import annotations
@@ -45,17 +45,28 @@ def node_sections(path: str, node: str) -> dict[str, Any]:
     for key in ("/**", node, f"/{node}"):
         body = data.get(key)
         if isinstance(body, dict):
-            out.update(body.get("ros__parameters") or {})
+            out.update(flat(body.get("ros__parameters") or {}))
+    return out
+
+
+def flat(parameters: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """Nested sections as the dotted names ROS gives them (`embodiedrag: {retrieval_top_k: 3}` is
+    `embodiedrag.retrieval_top_k`), so a later file overrides one option of a plugin, not its whole section."""
+    out: dict[str, Any] = {}
+    for key, value in parameters.items():
+        if isinstance(value, dict):
+            out.update(flat(value, f"{prefix}{key}."))
+        else:
+            out[f"{prefix}{key}"] = value
     return out
 
 
 def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, Any]]:
     """Each node's parameters for these launch argument values: the files in order, then the arguments."""
-    files = [
-        os.path.join(config, "sayplan.yaml"),
-        os.path.join(config, "robots", f"{value['robot']}.yaml"),
-        os.path.join(config, "planners", f"{value['planner']}.yaml"),
-    ]
+    # a plugin installed from another package may bring no file of its own here
+    layered = [os.path.join(config, "robots", f"{value['robot']}.yaml")]
+    layered.append(os.path.join(config, "planners", f"{value['planner']}.yaml"))
+    files = [os.path.join(config, "sayplan.yaml"), *(path for path in layered if os.path.isfile(path))]
     if value["params_file"]:
         files.append(value["params_file"])
     sim_time = value["use_sim_time"].lower() in ("true", "1", "yes")

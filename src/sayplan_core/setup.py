@@ -37,5 +37,20 @@ setup(
     maintainer_email="maintainers@sayplan-ros.dev",
     description="ROS-free core of the SayPlan stack: 3D scene graphs, simulator, path planning, LLM planners.",
     license="Apache-2.0",
-    entry_points={"console_scripts": ["sayplan = sayplan_core.cli:main"]},
+    entry_points={
+        "console_scripts": ["sayplan = sayplan_core.cli:main"],
+        # the bundled planners and the simulated robot, registered as a third-party plugin is (sayplan_core/plugins.py)
+        "sayplan.planners": [
+            "sayplan = sayplan_core.planners.sayplan:SayPlanPlanner",
+            "sayplan_lite = sayplan_core.planners.sayplan_lite:SayPlanLitePlanner",
+            "llm_p = sayplan_core.planners.sayplan:LlmPPlanner",
+            "llm_as_planner = sayplan_core.planners.llm_as_planner:LlmAsPlanner",
+            "lookplangraph = sayplan_core.planners.lookplangraph:LookPlanGraphPlanner",
+            "embodiedrag = sayplan_core.planners.embodiedrag:EmbodiedRagPlanner",
+            "embodiedrag_strict = sayplan_core.planners.embodiedrag:EmbodiedRagStrictPlanner",
+            "abstract = sayplan_core.planners.abstract:AbstractCommandPlanner",
+            "ltl = sayplan_core.planners.ltl:LtlPlanner",
+        ],
+        "sayplan.robots": ["sim = sayplan_core.robots.sim_robot:SIM_ROBOT"],
+    },
 )

@@ -26,5 +26,6 @@ setup(
         "console_scripts": [
             "franka_omron_skill_server = sayplan_franka_omron.skill_server:main",
         ],
+        "sayplan.robots": ["franka_omron = sayplan_franka_omron.plugin:FRANKA_OMRON"],
     },
 )

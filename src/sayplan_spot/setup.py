@@ -19,5 +19,8 @@ setup(
     maintainer_email="maintainers@sayplan-ros.dev",
     description="Skill server of robot spot: Boston Dynamics Spot through bosdyn-client.",
     license="Apache-2.0",
-    entry_points={"console_scripts": ["spot_skill_server = sayplan_spot.skill_server:main"]},
+    entry_points={
+        "console_scripts": ["spot_skill_server = sayplan_spot.skill_server:main"],
+        "sayplan.robots": ["spot = sayplan_spot.plugin:SPOT"],
+    },
 )

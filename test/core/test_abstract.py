@@ -10,7 +10,7 @@ from transcripts import FAST, transcript
 from sayplan_core.envs import load_env
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
-from sayplan_core.planners.abstract import MoveStep, compile_moves, workspace_dictionary
+from sayplan_core.planners.abstract import AbstractOptions, MoveStep, compile_moves, workspace_dictionary
 from sayplan_core.sim import verify_plan
 
 COMMAND = "Put all the fruit together in one place."
@@ -31,7 +31,8 @@ OFF_TOPIC_PLAN = [("move the stapler to the kitchen bench", "stapler", "kitchen_
 
 
 def run(*answers: str, **options: Any) -> Any:
-    planner = make_planner("abstract", transcript(*answers), PlannerOptions(budget=FAST, **options))
+    config = AbstractOptions(**options)  # the planner's own options (step_threshold, ...)
+    planner = make_planner("abstract", transcript(*answers), PlannerOptions(budget=FAST), config)
     return planner.plan(load_env("office"), COMMAND)
 
 

@@ -14,6 +14,7 @@ from sayplan_core.graph.tokens import count_tokens
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
+from sayplan_core.planners.embodiedrag import RetrievalOptions
 from sayplan_core.sim import check_goals, verify_plan
 
 
@@ -120,8 +121,9 @@ def test_bad_pre_retrieval_answers_are_fed_back() -> None:
 
 def test_embedding_endpoint_down_fails_the_task_with_a_clear_message(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens on the discard port
-    options = PlannerOptions(budget=FAST, embedder="openai:text-embedding-3-small")
-    result = make_planner("embodiedrag", transcript(entities("mug")), options).plan(load_env("office"), INSTRUCTION)
+    config = RetrievalOptions(embedder="openai:text-embedding-3-small")
+    planner = make_planner("embodiedrag", transcript(entities("mug")), PlannerOptions(budget=FAST), config)
+    result = planner.plan(load_env("office"), INSTRUCTION)
     assert not result.success and result.failure is PlanCode.BACKEND_ERROR
     assert result.message.startswith("embedding error: openai:text-embedding-3-small: embedding request failed")
 

@@ -37,7 +37,7 @@ from sayplan_core.robots.programs import (
     plan_skill,
     release_owed,
 )
-from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS
+from sayplan_core.settings import robot_settings
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 
@@ -539,7 +539,8 @@ def test_location_updates() -> None:
 def test_the_robot_config_file_is_declared_and_valid() -> None:
     config = yaml.safe_load((ROOT / "config" / "robots" / "franka_omron.yaml").read_text())
     values = config["franka_omron_skill_server"]["ros__parameters"]
-    checked = FRANKA_OMRON_SKILL_SERVER_SETTINGS.check(values)
+    table = robot_settings("franka_omron")
+    checked = table.check(values)
     assert checked["navigation_backend"] == "arcl" and checked["arcl_port"] == 7171
-    assert all(s.description for s in FRANKA_OMRON_SKILL_SERVER_SETTINGS)
+    assert all(s.description for s in table)
     assert set(MOTION_NAMES) >= {m for motions in SKILL_MOTIONS.values() for m in motions}

@@ -25,7 +25,7 @@ from sayplan_core.ltl import (
 )
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
-from sayplan_core.planners.ltl import grounding_catalogue, trace_violation
+from sayplan_core.planners.ltl import LtlOptions, grounding_catalogue, trace_violation
 from sayplan_core.sim import verify_plan
 
 if shutil.which("mona") is None:
@@ -219,8 +219,8 @@ def test_a_mission_no_path_satisfies_is_reported_with_the_reason() -> None:
 def test_a_reach_distance_out_of_range_is_refused_before_planning() -> None:
     # the settings say 0.05..100 m; make_planner once took 0 (and the options their own (0, 100])
     for bad in (0.0, 0.01, 150.0):
-        with pytest.raises(ValueError, match=r"reach_distance must be in 0\.05\.\.100 m"):
-            make_planner("ltl", transcript(), PlannerOptions(reach_distance=bad))
+        with pytest.raises(ValueError, match=r"reach_distance must be (>= 0\.05|<= 100), got"):
+            make_planner("ltl", transcript(), PlannerOptions(), LtlOptions(reach_distance=bad))
 
 
 def test_an_automaton_too_large_to_read_is_refused_with_the_reason() -> None:

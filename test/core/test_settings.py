@@ -11,18 +11,27 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sayplan_core.settings import NODE_SETTINGS, PER_GOAL, STARTUP, Setting, markdown_table
+from sayplan_core.settings import PER_GOAL, STARTUP, Setting, markdown_table, node_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
+NODE_SETTINGS = node_settings()
 ALL = [(node, s) for node, table in NODE_SETTINGS.items() for s in table]
+
+
+def flat(section: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A YAML section's parameters by their ROS names (nested sections are dotted, as rclpy reads them)."""
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
 
 
 @pytest.mark.parametrize("path", CONFIG_FILES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_config_files_hold_only_declared_settings_with_valid_values(path: Path) -> None:
     for node, body in (yaml.safe_load(path.read_text()) or {}).items():
         table = NODE_SETTINGS[node]
-        for name, value in body["ros__parameters"].items():
+        for name, value in flat(body["ros__parameters"]).items():
             assert name in table, f"{path.name}: {node} has no setting '{name}'"
             table[name].check(value)
 
@@ -69,19 +78,54 @@ def test_strings_outside_the_choices_are_refused() -> None:
     method = NODE_SETTINGS["path_planner"]["method"]
     with pytest.raises(ValueError, match="method must be one of dijkstra, astar, got 'bfs'"):
         method.check("bfs")
-    embedder = NODE_SETTINGS["planner"]["embedder"]
+    embedder = NODE_SETTINGS["planner"]["embodiedrag.embedder"]
     assert embedder.check("ollama:nomic-embed-text") == "ollama:nomic-embed-text"
-    with pytest.raises(ValueError, match="embedder must be one of"):
+    with pytest.raises(ValueError, match=r"embodiedrag\.embedder must be one of"):
         embedder.check("word2vec")
 
 
 def test_cli_flags_are_the_planner_settings() -> None:
+    """Every flagged planner-node setting is a flag of `sayplan plan` with the setting's default, and every
+    planner's own option is reachable from the CLI (a flag of its own, or one it shares with an equal option)."""
     from sayplan_core.cli import build_parser
-    from sayplan_core.settings import PLANNER_SETTINGS
+    from sayplan_core.planner_flags import planner_flags
+    from sayplan_core.planners import PLANNERS
+    from sayplan_core.settings import planner_settings
 
     parser = build_parser()
     plan = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["plan"]
-    flags = {a.dest: (a.option_strings[0], a.default) for a in plan._actions if a.option_strings}
-    for setting in PLANNER_SETTINGS:
-        if setting.flag:
-            assert flags[setting.name] == (setting.flag, setting.default), setting.name
+    flags = {a.option_strings[0]: (a.dest, a.default) for a in plan._actions if a.option_strings}
+    table = planner_settings()
+    targets: set[str] = set()
+    for flag, f in planner_flags().items():
+        assert flags[flag] == (f.dest, table[f.targets[0]].default), flag
+        for target in f.targets:
+            assert table[target].default == table[f.targets[0]].default, (flag, target)
+        targets.update(f.targets)
+    own = {s.name for s in table if "." in s.name}
+    assert own == {f"{name}.{s.name}" for name in PLANNERS for s in node_option_rows(PLANNERS[name].Options)}
+    assert own <= targets, sorted(own - targets)
+
+
+def node_option_rows(cls: type) -> list[Setting]:
+    from sayplan_core.options import table
+
+    return table(cls)
+
+
+def test_planner_options_validate_by_the_same_table() -> None:
+    """The drift the table was meant to end: an option the planner node refuses is refused by the core too."""
+    from dataclasses import replace
+
+    from sayplan_core.planners import PLANNERS, PlannerOptions, make_planner
+    from sayplan_core.planners.embodiedrag import RetrievalOptions
+
+    with pytest.raises(ValueError, match="max_replans must be <= 50"):
+        PlannerOptions(max_replans=100).validate()
+    table = node_settings()["planner"]
+    with pytest.raises(ValueError, match="retrieval_top_k must be <= 100"):
+        make_planner("embodiedrag", object(), None, RetrievalOptions(retrieval_top_k=1000))  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="embodiedrag planner takes RetrievalOptions"):
+        make_planner("embodiedrag", object(), None, PLANNERS["abstract"].Options())  # type: ignore[arg-type]
+    assert table["embodiedrag.retrieval_top_k"].maximum == 100
+    assert replace(PlannerOptions(), max_replans=50).validate() is None

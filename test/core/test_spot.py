@@ -38,7 +38,7 @@ from sayplan_core.robots.spot import (
     resolve_waypoint,
     skill_update,
 )
-from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
+from sayplan_core.settings import robot_settings
 from sayplan_core.sim import check_goals, goal_from_dict
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -62,6 +62,8 @@ SITE = SpotSite.from_dict(
         },
     }
 )
+
+SPOT_SETTINGS = robot_settings("spot")
 
 
 def step(action: str, target: str = "") -> PlanStep:
@@ -128,8 +130,8 @@ def test_config_files_set_only_declared_spot_settings_with_valid_values() -> Non
         body = (yaml.safe_load(path.read_text()) or {}).get("spot_skill_server")
         if body is not None:
             values = body["ros__parameters"]
-            found[path.stem] = SPOT_SKILL_SERVER_SETTINGS.check(values)  # unknown keys and bad values raise
-            assert all(SPOT_SKILL_SERVER_SETTINGS[key].description for key in values)
+            found[path.stem] = SPOT_SETTINGS.check(values)  # unknown keys and bad values raise
+            assert all(SPOT_SETTINGS[key].description for key in values)
             assert not {"username", "password"} & set(values)
     assert found["spot"]["action_set"] == "spot" and found["lookplangraph"]["action_set"] == "spot_lookplangraph"
 
@@ -415,7 +417,7 @@ def test_the_readme_spot_parameter_table_states_the_declared_defaults() -> None:
         else:
             continue
         for name in names:
-            assert str(SPOT_SKILL_SERVER_SETTINGS[name].default) == expected, f"README: {name} defaults to {expected!r}"
+            assert str(SPOT_SETTINGS[name].default) == expected, f"README: {name} defaults to {expected!r}"
             checked += 1
     assert checked >= 8
 

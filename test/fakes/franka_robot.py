@@ -62,7 +62,7 @@ def robot_parameters(backend: str, fakes: dict[str, Any], **overrides: Any) -> l
         "navigation_backend": backend,
         "site_file": str(SITE),
         "motions_file": str(MOTIONS),
-        "server_wait_s": 3.0,
+        "driver_wait_s": 3.0,
         "arcl_timeout_s": 3.0,
     }
     if "arcl" in fakes:

@@ -54,7 +54,7 @@ def processes() -> Iterator[list[subprocess.Popen[str]]]:
 def start_server(ros: Any, fakes: dict[str, Any], backend: str, started: list[subprocess.Popen[str]]) -> None:
     args = [str(ROOT / "scripts" / "ws_env.sh"), str(EXECUTABLE), "--ros-args", "-p", "autostart:=true"]  # alone
     # discovery across processes on a loaded machine can take seconds: the waits are generous, never the bound
-    for parameter in robot_parameters(backend, fakes, server_wait_s=20.0, graph_wait_s=20.0):
+    for parameter in robot_parameters(backend, fakes, driver_wait_s=20.0, graph_wait_s=20.0):
         args += ["-p", f"{parameter.name}:={parameter.value}"]
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
     if "arcl" in fakes:

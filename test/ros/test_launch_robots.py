@@ -127,7 +127,7 @@ def test_franka_omron_with_the_fake_arcl_base_launches_serves_and_stops_on_ctrl_
 
     fakes = start_fakes(ros, "arcl")
     try:
-        values = {p.name: p.value for p in robot_parameters("arcl", fakes, server_wait_s=20.0, graph_wait_s=20.0)}
+        values = {p.name: p.value for p in robot_parameters("arcl", fakes, driver_wait_s=20.0, graph_wait_s=20.0)}
         command = launch_command(
             tmp_path, robot="franka_omron", log_level="warn",
             params_file=params_file(tmp_path, {"franka_omron_skill_server": values, **REPLAYED_LLM}),

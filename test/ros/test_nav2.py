@@ -75,7 +75,7 @@ def test_messages_are_field_checked() -> None:
 
 def start_sim(ros: Any, **params: Any) -> tuple[SimSkillServer, FakeNav2]:
     nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))
-    values: dict[str, Any] = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "server_wait_s": 2.0, **params}
+    values: dict[str, Any] = {"navigation_backend": "nav2", "skill_delay_s": 0.0, "driver_wait_s": 2.0, **params}
     sim = ros.add(
         SimSkillServer(context=ros.context, parameter_overrides=[Parameter(k, value=v) for k, v in values.items()])
     )
@@ -166,7 +166,9 @@ def test_each_leg_starts_with_no_known_pose(ros: Any) -> None:
 
     def leg(x: float) -> Any:
         task = ros.executor.create_task(
-            client.drive((x, 0.0, 0.0), f"x={x}", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+            client.drive(
+                (x, 0.0, 0.0), f"x={x}", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 2.0
+            )
         )
         ros.wait_for(task.done, what="the leg")
         return task.result()
@@ -204,7 +206,7 @@ def test_cancel_mid_navigation_cancels_the_nav2_goal(ros: Any) -> None:
 
 
 def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
-    sim, nav2 = start_sim(ros, server_wait_s=0.3)
+    sim, nav2 = start_sim(ros, driver_wait_s=0.3)
     nav2.active = False
     _, outcome = run(ros, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg
@@ -351,7 +353,9 @@ def client_and_leg(ros: Any, nav2: Any) -> tuple[Any, Any]:
     node = ros.node(f"nav2_user_{len(ros._nodes)}")
     client = Nav2Client(node, "navigate_to_pose", "map")
     task = ros.executor.create_task(
-        client.drive((35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _text, _progress: None)
+        client.drive(
+            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 2.0
+        )
     )
     ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
     return client, task
@@ -377,7 +381,7 @@ def test_stop_and_wait_cancels_the_leg_and_waits_for_nav2(ros: Any) -> None:
     stuck_client = Nav2Client(node, "stuck_navigate_to_pose", "map")
     leg = ros.executor.create_task(
         stuck_client.drive(
-            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, cancel_timeout_s=30.0
+            (35.0, 0.0, 0.0), "x=35", 2.0, lambda s: sleep(node, s), lambda _t, _p: None, lambda: False, 100.0, 30.0
         )
     )
     ros.wait_for(lambda: bool(stuck.goals), what="the stuck leg to start")

@@ -117,7 +117,7 @@ def test_nothing_moves_while_a_fault_is_latched(
         "navigation_backend": "nav2",
         "nav2_action": NAV2_ACTION,
         "skill_delay_s": 0.0,
-        "server_wait_s": 10.0,  # a goal Nav2 accepts after this would reach it during a later step: not this test
+        "driver_wait_s": 10.0,  # a goal Nav2 accepts after this would reach it during a later step: not this test
         "failures": injected,
     }
     sim = ros.add(

@@ -36,10 +36,8 @@ from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm, resol
 from sayplan_core.llm.types import LlmError
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
-from sayplan_core.planners import PLANNERS, PlannerOptions, Progress, make_planner
-from sayplan_core.settings import PLANNER_SETTINGS
-from sayplan_core.settings import llm_config as settings_llm_config
-from sayplan_core.settings import planner_options as settings_planner_options
+from sayplan_core.planner_flags import PlannerChoice, add_planner_arguments, planner_choice
+from sayplan_core.planners import PLANNERS, Progress, make_planner
 from sayplan_core.sim.action_set import ActionSetError, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
@@ -267,54 +265,25 @@ def cmd_path(args: argparse.Namespace) -> int:
     return 0
 
 
-def add_llm_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> None:
-    """The planner and LLM flags, generated from the planner node's settings (sayplan_core/settings.py)."""
-    g = p.add_argument_group("LLM and planner options (the planner node's parameters of the same meaning)")
-    for setting in PLANNER_SETTINGS:
-        if not setting.flag:
-            continue
-        default = default_llm if setting.name == "llm" else setting.default
-        extra = f" [{setting.range_text()}]" if setting.range_text() and not setting.choices else ""
-        kwargs: dict[str, Any] = {"dest": setting.name, "default": default, "help": f"{setting.description}{extra}"}
-        if setting.type is not str:
-            kwargs["type"] = setting.type
-        elif setting.choices and setting.name != "embedder":
-            kwargs["choices"] = setting.choices
-        g.add_argument(setting.flag, **kwargs)
-
-
-def _settings(args: argparse.Namespace) -> dict[str, Any]:
-    """The flags' values checked by the settings' own rules; errors name the flag the user typed."""
-    values = {s.name: getattr(args, s.name) for s in PLANNER_SETTINGS if s.flag}
-    try:
-        return PLANNER_SETTINGS.check(values)
-    except ValueError as exc:
-        message = str(exc)
-        for setting in PLANNER_SETTINGS:
-            if setting.flag and message.startswith(f"{setting.name} "):
-                message = setting.flag + message[len(setting.name) :]
-        raise CliError(message) from None
-
-
 def llm_config(args: argparse.Namespace) -> LlmConfig:
-    return settings_llm_config(_settings(args))
+    choice = _choice(args)
+    return choice.node.llm_config(choice.options.temperature)
 
 
-def planner_options(args: argparse.Namespace) -> PlannerOptions:
-    options = settings_planner_options(_settings(args))
+def _choice(args: argparse.Namespace) -> PlannerChoice:
+    """The planner flags, checked by the options' own rules (errors name the flag the user typed)."""
     try:
-        options.validate()
+        return planner_choice(args)
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    return options
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
     graph = _load(args.env)
-    options = planner_options(args)  # checked before any backend is contacted
-    backend, note = make_backend(llm_config(args))
+    choice = _choice(args)  # checked before any backend is contacted
+    backend, note = make_backend(choice.node.llm_config(choice.options.temperature))
     recorder = RecordingBackend(backend) if args.record_transcript else None
-    planner = make_planner(args.planner, recorder or backend, options)
+    planner = make_planner(args.planner, recorder or backend, choice.options, choice.config(args.planner))
     out = sys.stderr if args.json else sys.stdout
     print(note, file=out, flush=True)
 
@@ -372,7 +341,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks = tasks[: args.limit]
     if not tasks:
         raise CliError("no tasks selected")
-    options = planner_options(args)
+    choice = _choice(args)
+    options, configs = choice.options, {name: choice.config(name) for name in planners}
     replay_dir = Path(args.replay_dir) if args.replay_dir else None
     if replay_dir is not None and not replay_dir.is_dir():
         raise CliError(f"--replay-dir {replay_dir} is not a folder")
@@ -395,11 +365,12 @@ def cmd_bench(args: argparse.Namespace) -> int:
     settings["base_url"] = args.base_url
     if replay_dir is not None:
         settings["replay_dir"] = str(replay_dir.resolve())
-    settings.update(options_settings(options))
+    settings.update(options_settings(options, configs))
     config = BenchConfig(
         planners=planners,
         out_dir=out,
         options=options,
+        configs=configs,
         record_dir=Path(args.record_dir) if args.record_dir else None,
         replay_dir=replay_dir,
         resume=not args.fresh,
@@ -417,6 +388,30 @@ def cmd_bench(args: argparse.Namespace) -> int:
     if errors:
         print(f"sayplan: {errors} run(s) raised; see the errors column and {paths['report']}", file=sys.stderr)
         return EXIT_RUN_ERRORS
+    return 0
+
+
+def cmd_plugins(args: argparse.Namespace) -> int:
+    """The planners and robots installed (entry points), each with its options; the ones left out, and why."""
+    from sayplan_core.options import table
+    from sayplan_core.plugins import ROBOT_REGISTRY, problems
+
+    def options(cls: type) -> list[dict[str, Any]]:
+        return [
+            {"name": s.name, "default": s.default, "range": s.range_text(), "read": s.when, "meaning": s.description}
+            for s in table(cls)
+        ]
+
+    planners = [{"id": n, "summary": c.summary, "options": options(c.Options)} for n, c in PLANNERS.items()]
+    robots = [
+        {"id": n, "summary": r.summary, "node": r.node_name, "package": r.package, "options": options(r.Options)}
+        for n, r in ROBOT_REGISTRY.items()
+    ]
+    left_out = problems()
+    lines = ["planners:"] + [f"  {p['id']:<20} {p['summary']}" for p in planners]
+    lines += ["robots:"] + [f"  {r['id']:<20} {r['summary']} (node {r['node']})" for r in robots]
+    lines += [f"left out: {p}" for p in left_out]
+    _emit(args, {"planners": planners, "robots": robots, "left_out": left_out}, "\n".join(lines))
     return 0
 
 
@@ -443,7 +438,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     if args.llm == "replay" and not args.replay_transcript:
         return run_demo(env=args.env, task_id=args.task)
-    options = planner_options(args)
+    options = _choice(args).options
     backend, note = make_backend(llm_config(args))
     print(note, flush=True)
     return run_llm_demo(backend, options, env=args.env, task_id=args.task)
@@ -539,7 +534,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--env", required=True)
     p.add_argument("--instruction", required=True)
     p.add_argument("--planner", default="sayplan", choices=sorted(PLANNERS))
-    add_llm_arguments(p)
+    add_planner_arguments(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("bench", help="run a task set with several planners; Markdown + CSV report and plots")
@@ -553,22 +548,25 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--record-dir", default="", help="save each run's transcript here")
     p.add_argument("--replay-dir", default="", help="answer each run from <planner>__<task>.json here")
     p.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
-    add_llm_arguments(p)
+    add_planner_arguments(p)
     p.set_defaults(func=cmd_bench)
 
     p = sub.add_parser("demo", help="the main job end to end on the bundled office")
     p.add_argument("--env", default="office")
     p.add_argument("--task", default="office-lh-05", help="task id from the bundled task set")
-    add_llm_arguments(p, default_llm="replay")
+    add_planner_arguments(p, default_llm="replay")
     p.set_defaults(func=cmd_demo)
+
+    p = sub.add_parser("plugins", help="the planners and robots installed, with their options")
+    p.set_defaults(func=cmd_plugins)
 
     llm = _commands(sub.add_parser("llm", help="LLM backend helpers"), "llm_cmd")
     p = llm.add_parser("which", help="which backend --llm auto picks here, and why")
-    add_llm_arguments(p)
+    add_planner_arguments(p)
     p.set_defaults(func=cmd_llm_which)
     p = llm.add_parser("check", help="would the LLM answer? lists models, never asks one (exit 0 yes, 1 no)")
     p.add_argument("--probe-timeout", type=float, default=5.0, help="give up after this many seconds [0 - 600]")
-    add_llm_arguments(p)
+    add_planner_arguments(p)
     p.set_defaults(func=cmd_llm_check)
     return parser
 

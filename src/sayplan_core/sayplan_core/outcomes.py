@@ -93,6 +93,7 @@ class PlanCode(IntEnum):
     CANCELED = 9
     INTERNAL_ERROR = 10
     NOT_ACTIVE = 11  # the planner is not active (lifecycle): nothing was planned
+    UNKNOWN_PLANNER = 12  # the goal names a planner the node does not offer
 
     @property
     def label(self) -> str:

@@ -65,15 +65,15 @@ from sayplan_core.robots.programs import (
     plan_skill,
     release_owed,
 )
-from sayplan_core.settings import FRANKA_OMRON_SKILL_SERVER_SETTINGS as SETTINGS
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_franka_omron.arcl_link import ArclBase
 from sayplan_franka_omron.arm import FrankaArm
+from sayplan_franka_omron.plugin import FrankaOmronOptions
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.navigation.action_call import sleep
-from sayplan_ros.parameters import current
+from sayplan_ros.parameters import current_options
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
@@ -122,7 +122,8 @@ class Nav2Base:
         limits: DriveLimits | None = None,
     ) -> Outcome:
         limits = limits or DriveLimits()
-        wait = float(self._server.get_parameter("server_wait_s").value)
+        options = self._server.options
+        wait = options.driver_wait_s
         expired: list[bool] = []
 
         def expire() -> None:
@@ -135,7 +136,14 @@ class Nav2Base:
         self._idle.clear()
         try:
             outcome = await self._client.drive(
-                pose_of(target), target.node, wait, self._server.sleep, feedback, cancel_requested
+                pose_of(target),
+                target.node,
+                wait,
+                self._server.sleep,
+                feedback,
+                cancel_requested,
+                options.nav2_leg_timeout_s,
+                options.nav2_cancel_timeout_s,
             )
         finally:
             self._server.destroy_timer(timer)
@@ -190,7 +198,7 @@ class FrankaOmronSkillServer(SkillServer):
 
     def __init__(self, node_name: str = "franka_omron_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare(SETTINGS)
+        self.declare_options(FrankaOmronOptions)
         self._state = RobotState()
         self._canceling = False
         self._gripper_at_shutdown = False
@@ -200,34 +208,34 @@ class FrankaOmronSkillServer(SkillServer):
         self._graph = GraphFollower(self, self.callback_group)
 
     def configure(self) -> None:
-        settings = self.read_settings(SETTINGS)
-        site_file, motions_file = str(settings["site_file"]), str(settings["motions_file"])
+        options = self.read_options(FrankaOmronOptions)
+        site_file, motions_file = options.site_file, options.motions_file
         self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
         self._motions = TaughtMotions.load(motions_file) if motions_file else TaughtMotions()
         self._actions = load_action_set("sayplan")
         self._state = RobotState()
         self._checked_graph = False
-        self._base = self._make_base(settings)
+        self._base = self._make_base(options)
         if isinstance(self._base, ArclBase):  # configure connects: a base that is not there stops the start-up here
-            problem = self._base.connect_now(float(settings["arcl_timeout_s"]) + 1.0)
+            problem = self._base.connect_now(options.arcl_timeout_s + 1.0)
             if problem:
                 raise RuntimeError(f"the Omron base: {problem}")
         if self._motions.nodes:
             self._arm = FrankaArm(
                 self,
-                str(settings["arm_action"]),
-                str(settings["gripper_grasp_action"]),
-                str(settings["gripper_move_action"]),
-                str(settings["gripper_homing_action"]),
+                options.arm_action,
+                options.gripper_grasp_action,
+                options.gripper_move_action,
+                options.gripper_homing_action,
                 self.callback_group,
-                str(settings["gripper_state_topic"]),
-                str(settings["gripper_stop_service"]),
+                options.gripper_state_topic,
+                options.gripper_stop_service,
             )
-            self._arm.cancel_timeout_s = float(settings["arm_cancel_timeout_s"])
+            self._arm.cancel_timeout_s = options.arm_cancel_timeout_s
         skills = available_skills(self._motions)
         self.serve(SkillCatalog.of(ROBOT, [self._actions], skills))
         self.get_logger().info(
-            f"{ROBOT}: base through {settings['navigation_backend']}, skills {', '.join(skills)}"
+            f"{ROBOT}: base through {options.navigation_backend}, skills {', '.join(skills)}"
             + ("" if self._arm else " (no motions_file: the arm is not used)")
         )
 
@@ -241,6 +249,11 @@ class FrankaOmronSkillServer(SkillServer):
         super().cleanup()
 
     @property
+    def options(self) -> FrankaOmronOptions:
+        """The options now (per-goal ones may have changed since configure; every change was checked)."""
+        return current_options(self, FrankaOmronOptions)
+
+    @property
     def base(self) -> Base:
         assert self._base is not None, "configured: the base exists from configure to cleanup"
         return self._base
@@ -252,22 +265,22 @@ class FrankaOmronSkillServer(SkillServer):
     async def sleep(self, seconds: float) -> None:
         await sleep(self, seconds, self._group)
 
-    def _make_base(self, settings: dict[str, Any]) -> Base:
-        if settings["navigation_backend"] == "nav2":
-            return Nav2Base(self, str(settings["nav2_action"]), self._site.frame, str(settings["nav2_behavior_tree"]))
-        host = str(settings["arcl_host"]).strip()
+    def _make_base(self, options: FrankaOmronOptions) -> Base:
+        if options.navigation_backend == "nav2":
+            return Nav2Base(self, options.nav2_action, self._site.frame, options.nav2_behavior_tree)
+        host = options.arcl_host.strip()
         if not host:
             raise ValueError("arcl_host must name the Omron base when navigation_backend is arcl")
-        env = str(settings["arcl_password_env"])
+        env = options.arcl_password_env
         password = os.environ.get(env)
         if password is None:
             raise ValueError(f"the ARCL password is read from the environment variable {env}, which is not set")
         return ArclBase(
             self,
             host,
-            int(settings["arcl_port"]),
+            options.arcl_port,
             password,
-            float(settings["arcl_timeout_s"]),
+            options.arcl_timeout_s,
             self._group,
             lambda code, cause: self.fault_latch.latch(code, cause, "between skills"),
         )
@@ -280,20 +293,20 @@ class FrankaOmronSkillServer(SkillServer):
         return await self._run_program(step, context)
 
     async def _run_program(self, step: PlanStep, context: SkillContext) -> SkillResult:
-        values = current(self, SETTINGS)
-        graph = await self.graph_for_step(self._graph, context, float(values["graph_wait_s"]))
+        options = self.options
+        graph = await self.graph_for_step(self._graph, context, options.graph_wait_s)
         if isinstance(graph, SkillResult):
             return graph
         self._check_files(graph)
         gripper = GripperSettings(
-            grasp_width=float(values["grasp_width"]),
-            grasp_force=float(values["grasp_force"]),
-            grasp_speed=float(values["grasp_speed"]),
-            epsilon_inner=float(values["grasp_epsilon"]),
-            epsilon_outer=float(values["grasp_epsilon"]),
-            open_width=float(values["open_width"]),
-            speed=float(values["gripper_speed"]),
-            home_first=bool(values["home_gripper"]),
+            grasp_width=options.grasp_width,
+            grasp_force=options.grasp_force,
+            grasp_speed=options.grasp_speed,
+            epsilon_inner=options.grasp_epsilon,
+            epsilon_outer=options.grasp_epsilon,
+            open_width=options.open_width,
+            speed=options.gripper_speed,
+            home_first=options.home_gripper,
         )
         try:
             program = plan_skill(step, graph, self._motions, gripper, self._state)
@@ -309,13 +322,13 @@ class FrankaOmronSkillServer(SkillServer):
             if stopped is not None:
                 return SkillResult(False, stopped.code, f"{step} refused before the robot moved: {stopped.message}")
         if step.action in EMPTY_HAND_SKILLS and self._arm is not None:
-            refusal = await self._hand_must_be_empty(step, values)
+            refusal = await self._hand_must_be_empty(step, options)
             if refusal is not None:
                 return refusal
-        result = await self._run_primitives(step, program, targets, graph, values, context)
+        result = await self._run_primitives(step, program, targets, graph, options, context)
         if self._arm is None or step.action == "done":  # a goto too: a held object may slip on the way
             return result
-        return await self._read_hand_back(step, graph, result, values)
+        return await self._read_hand_back(step, graph, result, options)
 
     async def _run_primitives(
         self,
@@ -323,34 +336,34 @@ class FrankaOmronSkillServer(SkillServer):
         program: list[Primitive],
         targets: dict[str, Target],
         graph: SceneGraph,
-        values: dict[str, Any],
+        options: FrankaOmronOptions,
         context: SkillContext,
     ) -> SkillResult:
         for index, primitive in enumerate(program):
             if self._canceled(context):
                 canceled = Outcome(SkillCode.CANCELED, f"canceled before {primitive.describe()}")
-                return await self._stopped(step, program, index, False, canceled, graph, values)
+                return await self._stopped(step, program, index, False, canceled, graph, options)
             context.feedback(f"{step}: {primitive.describe()}", index / max(len(program), 1))
-            outcome = await self._run_primitive(primitive, targets, values, context)
+            outcome = await self._run_primitive(primitive, targets, options, context)
             self._state.after(primitive, outcome.ok)
             if not outcome.ok:
-                return await self._stopped(step, program, index, True, outcome, graph, values)
+                return await self._stopped(step, program, index, True, outcome, graph, options)
         location = step.target if step.action == "goto" else graph.agent_location()
         return SkillResult(True, SkillCode.NONE, f"{step} done", self._effect_update(step, graph, location))
 
-    async def _hand(self, values: dict[str, Any]) -> tuple[bool, float] | str:
+    async def _hand(self, options: FrankaOmronOptions) -> tuple[bool, float] | str:
         """(holding, width) from a gripper state that arrived from now on, or why the hand cannot be read."""
         assert self._arm is not None
-        wait = float(values["hand_readback_s"])
+        wait = options.hand_readback_s
         width = await self._arm.width_after(time.monotonic(), wait)
         if width is None:
             return f"no gripper state on {self._arm.state_topic} within {wait:g} s: what the hand holds is unknown"
-        return hand_holds(width, self._state.fingers_sent_to, float(values["gripper_width_tolerance"])), width
+        return hand_holds(width, self._state.fingers_sent_to, options.gripper_width_tolerance), width
 
-    async def _hand_must_be_empty(self, step: PlanStep, values: dict[str, Any]) -> SkillResult | None:
+    async def _hand_must_be_empty(self, step: PlanStep, options: FrankaOmronOptions) -> SkillResult | None:
         """A skill that closes the fingers is refused before anything moves when they already hold something (the
         graph's held object is refused by the program itself; this is what the graph does not know of)."""
-        hand = await self._hand(values)
+        hand = await self._hand(options)
         if isinstance(hand, str):
             return SkillResult(False, SkillCode.ROBOT_FAULT, f"{step} refused before the robot moved: {hand}")
         holding, width = hand
@@ -364,10 +377,10 @@ class FrankaOmronSkillServer(SkillServer):
         return None
 
     async def _read_hand_back(
-        self, step: PlanStep, graph: SceneGraph, result: SkillResult, values: dict[str, Any]
+        self, step: PlanStep, graph: SceneGraph, result: SkillResult, options: FrankaOmronOptions
     ) -> SkillResult:
         """The hand after the skill: the update must say what the fingers really hold (see belief.reconcile_hand)."""
-        hand = await self._hand(values)
+        hand = await self._hand(options)
         if isinstance(hand, str):
             return SkillResult(False, SkillCode.ROBOT_FAULT, f"{result.message}; then {hand}", result.update)
         holding, width = hand
@@ -393,13 +406,13 @@ class FrankaOmronSkillServer(SkillServer):
         ran: bool,
         outcome: Outcome,
         graph: SceneGraph,
-        values: dict[str, Any],
+        options: FrankaOmronOptions,
     ) -> SkillResult:
         """The skill stopped at primitive `index` (it failed, or with `ran` False a cancel came before it): let go
         of a handle, and report where the agent is, plus the skill's change to the world when it already happened
         (a pickup whose retreat was blocked holds the object: the update says so)."""
         primitive = program[index]
-        outcome = await self._let_go_if_owed(step, program, index, ran, outcome, values)
+        outcome = await self._let_go_if_owed(step, program, index, ran, outcome, options)
         location = graph.agent_location()
         if ran and isinstance(primitive, Drive):
             location = await self._where(graph) or location
@@ -415,14 +428,14 @@ class FrankaOmronSkillServer(SkillServer):
         index: int,
         ran: bool,
         outcome: Outcome,
-        values: dict[str, Any],
+        options: FrankaOmronOptions,
     ) -> Outcome:
         """After a failure or cancel with a handle in the fingers, open them (a cancel cannot stop this); if they
         will not open, the robot is stuck to the furniture: a fault the planner cannot fix."""
         owed = release_owed(step, program, index, ran)
         if owed is None:
             return outcome
-        released = await self._run_primitive(owed, {}, values, None)
+        released = await self._run_primitive(owed, {}, options, None)
         self._state.after(owed, released.ok)
         if released.ok:
             return outcome
@@ -433,28 +446,32 @@ class FrankaOmronSkillServer(SkillServer):
         )
 
     async def _run_primitive(
-        self, primitive: Primitive, targets: dict[str, Target], values: dict[str, Any], context: SkillContext | None
+        self,
+        primitive: Primitive,
+        targets: dict[str, Target],
+        options: FrankaOmronOptions,
+        context: SkillContext | None,
     ) -> Outcome:
         """Run one primitive; with no context (a clean-up owed after a failure) it cannot be canceled."""
         canceled = (lambda: False) if context is None else (lambda: self._canceled(context))
         feedback = (lambda _text, _progress: None) if context is None else context.feedback
-        wait = float(values["server_wait_s"])
+        wait = options.driver_wait_s
         if isinstance(primitive, Drive):
             limits = DriveLimits(
-                float(values["drive_timeout_s"]),
-                float(values["stop_timeout_s"]),
-                float(values["arcl_status_period_s"]),
-                float(values["arcl_silence_s"]),
+                options.drive_timeout_s,
+                options.stop_timeout_s,
+                options.arcl_status_period_s,
+                options.arcl_silence_s,
             )
             return await self.base.drive(targets[primitive.node], feedback, canceled, limits)
         arm = self._arm
         if arm is None:  # programs only use the arm when motions were taught, which creates it
             return Outcome(SkillCode.INTERNAL_ERROR, f"{primitive.describe()}: no arm configured")
-        gripper_s = float(values["gripper_timeout_s"])
-        arm.cancel_timeout_s = float(values["arm_cancel_timeout_s"])
+        gripper_s = options.gripper_timeout_s
+        arm.cancel_timeout_s = options.arm_cancel_timeout_s
         if isinstance(primitive, Arm):
-            tolerance = float(values["arm_time_tolerance_s"])
-            arm_s = float(values["arm_timeout_s"])
+            tolerance = options.arm_time_tolerance_s
+            arm_s = options.arm_timeout_s
             return await arm.follow(primitive.trajectory, tolerance, wait, self.sleep, canceled, arm_s)
         if isinstance(primitive, Grasp):
             return await arm.grasp(primitive, wait, self.sleep, canceled, gripper_s)
@@ -508,7 +525,7 @@ class FrankaOmronSkillServer(SkillServer):
         ok = True
         graph, _version = self._graph.latest()
         if self._arm is not None:
-            hand = await self._hand(current(self, SETTINGS))
+            hand = await self._hand(self.options)
             held = graph.held_object() if graph is not None else None
             if isinstance(hand, str):
                 ok, text = False, f"hand: {hand}"

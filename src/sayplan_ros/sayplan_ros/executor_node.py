@@ -33,8 +33,8 @@ from sayplan_core.diagnostics import Status as DiagnosticStatus
 from sayplan_core.diagnostics import executor_status
 from sayplan_core.execution.closed_loop import PlanOutcome, StepReport, run_closed_loop
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
+from sayplan_core.node_options import ExecutorOptions
 from sayplan_core.outcomes import Stage, Status, TaskCode
-from sayplan_core.settings import EXECUTOR_SETTINGS
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
 from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanProgress, SkillReport
@@ -49,7 +49,7 @@ from sayplan_ros.conversions import (
 )
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.names import absolute_name
-from sayplan_ros.parameters import declare_settings
+from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import RESULT_GRACE_S, run_nodes
 from sayplan_ros.single_goal import SingleGoal
@@ -61,7 +61,7 @@ class WaitError(RuntimeError):
     def __init__(self, code: TaskCode, message: str) -> None:
         super().__init__(message)
         self.code = code
-        self.late: Any = None  # after a timeout: the canceled goal's wrapped result, if it came in server_wait_s
+        self.late: Any = None  # after a timeout: the canceled goal's wrapped result, if it came in action_server_wait_s
 
 
 def wait_future(future: Future, timeout: float, what: str, watch: ServerWatch | None = None) -> Any:
@@ -164,7 +164,7 @@ class _TaskRun:
 class ExecutorNode(Node):
     def __init__(self, node_name: str = "executor", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.settings = declare_settings(self, EXECUTOR_SETTINGS)
+        declare_options(self, ExecutorOptions)
         group = self._group = ReentrantCallbackGroup()
         self._plan_client = ActionClient(self, PlanTask, "plan_task", callback_group=group)
         self._skill_client = ActionClient(self, ExecuteSkill, "execute_skill", callback_group=group)
@@ -218,8 +218,10 @@ class ExecutorNode(Node):
         return ended
 
     # ------------------------------------------------------------------ helpers
-    def _setting(self, name: str) -> Any:
-        return self.get_parameter(name).value
+    @property
+    def options(self) -> ExecutorOptions:
+        """The options now (every one is read per goal)."""
+        return current_options(self, ExecutorOptions)
 
     def publish_plan(self, instruction: str, action_set: str, steps: list[Any], current: int) -> None:
         msg = Plan(instruction=instruction, action_set=action_set, steps=steps, current_step=current)
@@ -229,7 +231,7 @@ class ExecutorNode(Node):
 
     def _send(self, run: _TaskRun, client: ActionClient, name: str, goal: Any, timeout: float, feedback: Any) -> Any:
         """Send a child goal, keep it cancellable, and wait for its wrapped result (status + result)."""
-        wait = float(self._setting("server_wait_s"))
+        wait = self.options.action_server_wait_s
         if not client.wait_for_server(timeout_sec=wait):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"action server '{name}' is not available")
         handle = wait_future(client.send_goal_async(goal, feedback_callback=feedback), wait, f"'{name}' (goal)")
@@ -257,7 +259,7 @@ class ExecutorNode(Node):
                 run.child = None
 
     def _call(self, client: Any, request: Any, what: str) -> Any:
-        wait = float(self._setting("server_wait_s"))
+        wait = self.options.action_server_wait_s
         if not client.wait_for_service(timeout_sec=wait):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"service '{what}' is not available")
         return wait_future(client.call_async(request), wait, f"'{what}'")
@@ -267,7 +269,7 @@ class ExecutorNode(Node):
         stage = Stage.REPLANNING if context else Stage.PLANNING
         goal = PlanTask.Goal(
             instruction=run.instruction,
-            planner=run.handle.request.planner or str(self._setting("planner")),
+            planner=run.handle.request.planner or self.options.planner,
             action_set=catalog.default,
             context=context,
             graph_version=run.graph_version,
@@ -284,7 +286,7 @@ class ExecutorNode(Node):
             self._plan_client,
             "plan_task",
             goal,
-            float(self._setting("plan_timeout_s")),
+            self.options.plan_timeout_s,
             lambda msg: forward(msg.feedback.progress),
         )
         outcome = wrapped.result.outcome
@@ -301,9 +303,7 @@ class ExecutorNode(Node):
             skill=step.action, target=step.target, action_set=action_set, graph_version=run.graph_version
         )
         try:
-            wrapped = self._send(
-                run, self._skill_client, "execute_skill", goal, float(self._setting("skill_timeout_s")), None
-            )
+            wrapped = self._send(run, self._skill_client, "execute_skill", goal, self.options.skill_timeout_s, None)
         except WaitError as exc:
             if exc.late is not None:  # timed out, then stopped: what it did still goes into the graph
                 try:
@@ -411,7 +411,7 @@ class ExecutorNode(Node):
                 lambda step, action_set: guarded(self._run_skill, run, step, action_set),
                 run.emit,
                 run.cancelled,
-                int(self._setting("max_replans")),
+                self.options.max_execution_replans,
                 check_plan=lambda plan: catalog.check_plan((s.action for s in plan.full_plan), plan.action_set),
             )
         except _StopError:

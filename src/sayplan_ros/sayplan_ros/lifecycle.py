@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import ChangeState
@@ -40,10 +40,12 @@ from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackRet
 from rclpy.timer import Timer
 from std_srvs.srv import Trigger
 
-from sayplan_core.settings import Settings
+from sayplan_core.options import Settings, build, settings_of
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.parameters import current, declare_settings
 from sayplan_ros.runner import describe_error
+
+T = TypeVar("T")
 
 RCLError = _rclpy.RCLError
 
@@ -124,6 +126,14 @@ class ManagedNode(LifecycleNode):
     def read_settings(self, settings: Settings) -> dict[str, Any]:
         """The table's values now, checked (ValueError naming the bad one): for `configure`."""
         return settings.check(current(self, settings))
+
+    def declare_options(self, options: type) -> None:
+        """Declare an options dataclass's parameters now; they are read and checked at configure."""
+        self.declare(settings_of(options, self.get_name()))
+
+    def read_options(self, options: type[T]) -> T:
+        """The options now, typed and checked (ValueError naming the bad one): for `configure`."""
+        return build(options, self.read_settings(settings_of(options, self.get_name())))
 
     @property
     def is_active(self) -> bool:

@@ -1,4 +1,4 @@
-"""ROS parameters generated from a sayplan_core settings table.
+"""ROS parameters generated from a sayplan_core settings table or options dataclass.
 
 Each setting becomes a declared parameter with its description, its range in the
 descriptor, and `read_only` when it is read at start-up (files always). A change at
@@ -10,13 +10,15 @@ starts.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
-from sayplan_core.settings import Setting, Settings
+from sayplan_core.options import Setting, Settings, build, settings_of
+
+T = TypeVar("T")
 
 
 def descriptor(setting: Setting) -> ParameterDescriptor:
@@ -67,3 +69,13 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
 def current(node: Node, settings: Settings) -> dict[str, Any]:
     """Every setting's value now (per-goal ones may have changed since start-up)."""
     return {s.name: node.get_parameter(s.name).value for s in settings}
+
+
+def declare_options(node: Node, options: type[T]) -> T:
+    """Declare an options dataclass's parameters on `node`; returns the start-up values, typed and checked."""
+    return build(options, declare_settings(node, settings_of(options, node.get_name())))
+
+
+def current_options(node: Node, options: type[T]) -> T:
+    """The options now, typed (per-goal ones may have changed since start-up; every change was checked)."""
+    return build(options, current(node, settings_of(options, node.get_name())))

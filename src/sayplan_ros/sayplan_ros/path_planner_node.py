@@ -14,17 +14,17 @@ from rclpy.node import Node
 
 from sayplan_core.graph.model import GraphError
 from sayplan_core.nav.path_planner import PathPlanner
-from sayplan_core.settings import PATH_PLANNER_SETTINGS
+from sayplan_core.node_options import PathPlannerOptions
 from sayplan_interfaces.srv import PlanPath
 from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.parameters import declare_settings
+from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.runner import run_nodes
 
 
 class PathPlannerNode(Node):
     def __init__(self, node_name: str = "path_planner", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        declare_settings(self, PATH_PLANNER_SETTINGS)
+        declare_options(self, PathPlannerOptions)
         self.follower = GraphFollower(self)
         self.create_service(PlanPath, "plan_path", self._on_plan_path)
 
@@ -46,7 +46,9 @@ class PathPlannerNode(Node):
             response.success, response.message = False, "no start given and the agent has no location"
             return response
         try:
-            result = PathPlanner(graph).shortest_path(start, request.goal, str(self.get_parameter("method").value))
+            result = PathPlanner(graph).shortest_path(
+                start, request.goal, current_options(self, PathPlannerOptions).method
+            )
         except GraphError as exc:
             response.success, response.message = False, str(exc)
             return response

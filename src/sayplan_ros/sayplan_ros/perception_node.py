@@ -25,16 +25,16 @@ from std_srvs.srv import Trigger
 from sayplan_core import files
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
+from sayplan_core.node_options import PerceptionOptions
 from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, ObjectMap
 from sayplan_core.perception.geometry import CameraIntrinsics
 from sayplan_core.perception.structure import SceneGraphMapper, StructureConfig
-from sayplan_core.settings import PERCEPTION_SETTINGS
 from sayplan_interfaces.msg import DetectionArray
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import update_to_msg
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.guard import guarded, guarded_service
-from sayplan_ros.parameters import declare_settings
+from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
 from sayplan_ros.runner import run_nodes
 
@@ -74,9 +74,9 @@ def stamp_ns(header: Any) -> int:
 class PerceptionNode(Node):
     def __init__(self, node_name: str = "perception", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        settings = declare_settings(self, PERCEPTION_SETTINGS)
+        options = declare_options(self, PerceptionOptions)
         regions: dict[str, Any] = {}
-        regions_file = str(settings["room_regions_file"])
+        regions_file = options.room_regions_file
         if regions_file:
             try:
                 raw = yaml.safe_load(files.read_text(regions_file, MAX_REGIONS_FILE_BYTES, "room_regions_file")) or {}
@@ -93,14 +93,14 @@ class PerceptionNode(Node):
                 AttributeError,
             ) as exc:
                 raise ValueError(f"room_regions_file {regions_file}: {exc}") from exc
-        labels = {k: frozenset(x.strip() for x in str(settings[k]).split(",") if x.strip())
-                  for k in ("asset_labels", "container_labels")}  # fmt: skip
+
+        def labels(text: str) -> frozenset[str]:
+            return frozenset(x.strip() for x in text.split(",") if x.strip())
+
         fusion = FusionConfig(
-            voxel=float(settings["voxel"]),
-            threshold=float(settings["match_threshold"]),
-            min_detections=int(settings["min_detections"]),
+            voxel=options.voxel, threshold=options.match_threshold, min_detections=options.min_detections
         )
-        structure = StructureConfig(labels["asset_labels"], labels["container_labels"], regions)
+        structure = StructureConfig(labels(options.asset_labels), labels(options.container_labels), regions)
         self.mapper = SceneGraphMapper(ObjectMap(fusion), structure)
         self._lock = threading.Lock()
         self._depth: OrderedDict[int, Image] = OrderedDict()

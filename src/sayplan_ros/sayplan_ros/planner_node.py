@@ -9,9 +9,11 @@ PROBE_TIMEOUT_S) and refuses to activate, with the probe's one line, when it doe
 unreachable does not come up; a goal while the node is not active ends NOT_ACTIVE. The backend itself is built
 on the first goal; a backend that fails later aborts that goal with its message.
 
-A goal names the action set the robot speaks; a planner that cannot write plans in it says so
-(UNSUPPORTED_ACTION_SET) instead of producing a plan the robot cannot run. With `record_transcript` set (a
-folder), every goal's LLM exchange is written to its own file there.
+The node hosts the planners it is configured to offer (`planners`; every installed one by default), each with
+its own options as `<planner>.<field>` parameters (sayplan_core.settings.planner_settings); a goal names one, and
+a planner that is not offered ends the goal UNKNOWN_PLANNER. A goal names the action set the robot speaks; a
+planner that cannot write plans in it says so (UNSUPPORTED_ACTION_SET) instead of producing a plan the robot
+cannot run. With `record_transcript` set (a folder), every goal's LLM exchange is written to its own file there.
 """
 
 from __future__ import annotations
@@ -30,9 +32,11 @@ from sayplan_core.llm.http import CallAbort, abortable
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm
 from sayplan_core.llm.types import LlmBackend, LlmError
+from sayplan_core.node_options import PlannerNodeOptions
+from sayplan_core.options import build
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PLANNERS, Progress, make_planner
-from sayplan_core.settings import PLANNER_SETTINGS, llm_config, planner_options
+from sayplan_core.settings import planner_config, planner_options, planner_settings
 from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import PlanOutcome, PlanReport
 from sayplan_ros.conversions import plan_failure_to_msg, plan_result_to_msg, progress_to_msg
@@ -51,8 +55,10 @@ PROBE_TIMEOUT_S = 10.0
 class PlannerNode(ManagedNode):
     def __init__(self, node_name: str = "planner", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare(PLANNER_SETTINGS)
+        self._settings = planner_settings()  # every installed planner's options, namespaced
+        self.declare(self._settings)
         self._llm_config = LlmConfig()
+        self._offered: tuple[str, ...] = ()
         self._record_dir = ""
         self._backend: LlmBackend | None = None
         self._backend_lock = threading.Lock()
@@ -68,10 +74,17 @@ class PlannerNode(ManagedNode):
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
-        values = self.read_settings(PLANNER_SETTINGS)
-        config = llm_config(values)
+        values = self.read_settings(self._settings)
+        node = build(PlannerNodeOptions, values)
+        config = node.llm_config(planner_options(values).temperature)
         config.validate()
-        self._llm_config, self._record_dir = config, str(values["record_transcript"])
+        offered = node.offered()
+        missing = [name for name in offered if name not in PLANNERS]
+        if missing:
+            raise ValueError(f"planners names {', '.join(missing)}, not installed (installed: {', '.join(PLANNERS)})")
+        if node.planner not in offered:
+            raise ValueError(f"the default planner '{node.planner}' is not among planners ({', '.join(offered)})")
+        self._llm_config, self._record_dir, self._offered = config, node.record_transcript, offered
         self._llm_watch = LlmWatch(config)
         self._server = ActionServer(
             self,
@@ -123,8 +136,6 @@ class PlannerNode(ManagedNode):
             return f"the instruction is {len(goal.instruction)} characters long, over {limits.MAX_INSTRUCTION_CHARS}"
         if len(goal.context) > limits.MAX_CONTEXT_CHARS:
             return f"the context is {len(goal.context)} characters long, over {limits.MAX_CONTEXT_CHARS}"
-        if goal.planner and goal.planner not in PLANNERS:
-            return f"unknown planner '{goal.planner[:80]}' (available: {', '.join(PLANNERS)})"
         return None
 
     def _get_backend(self) -> LlmBackend:
@@ -137,7 +148,7 @@ class PlannerNode(ManagedNode):
 
     def _execute(self, handle: ServerGoalHandle) -> PlanTask.Result:
         goal: PlanTask.Goal = handle.request
-        planner_name = goal.planner or str(self.get_parameter("planner").value)
+        planner_name = goal.planner or build(PlannerNodeOptions, current(self, self._settings)).planner
         self._abort = CallAbort()
         try:
             if not self.is_active:
@@ -175,8 +186,15 @@ class PlannerNode(ManagedNode):
 
     def _plan(self, handle: ServerGoalHandle, planner_name: str) -> PlanOutcome:
         goal: PlanTask.Goal = handle.request
-        values = current(self, PLANNER_SETTINGS)
-        wait_s = float(values["graph_wait_s"])
+        if planner_name not in self._offered:
+            return plan_failure_to_msg(
+                planner_name[:80],
+                goal.action_set,
+                PlanCode.UNKNOWN_PLANNER,
+                f"unknown planner '{planner_name[:80]}' (this node offers: {', '.join(self._offered)})",
+            )
+        values = current(self, self._settings)
+        wait_s = build(PlannerNodeOptions, values).graph_wait_s
         graph, version = self.follower.wait_for_version(
             int(goal.graph_version), wait_s, lambda: bool(handle.is_cancel_requested)
         )
@@ -211,7 +229,8 @@ class PlannerNode(ManagedNode):
             self.get_logger().error(message)
             return plan_failure_to_msg(planner_name, goal.action_set, PlanCode.BACKEND_ERROR, message)
         recorder = RecordingBackend(backend) if self._record_dir else None
-        planner = make_planner(planner_name, recorder or backend, planner_options(values, goal.action_set.strip()))
+        options, config = planner_options(values, goal.action_set.strip()), planner_config(planner_name, values)
+        planner = make_planner(planner_name, recorder or backend, options, config)
         self.get_logger().info(f"planning '{goal.instruction}' with {planner.name} on graph version {version}")
         sequence = [0]
 

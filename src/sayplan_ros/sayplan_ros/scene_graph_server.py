@@ -34,7 +34,7 @@ from sayplan_core.graph.journal import GraphJournal, JournalError
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.graph.views import GraphView as CoreView
-from sayplan_core.settings import SCENE_GRAPH_SERVER_SETTINGS
+from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
 from sayplan_core.sim.simulator import verify_plan
 from sayplan_core.viz.markers import remaining_path
@@ -45,7 +45,7 @@ from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, V
 from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.guard import guarded, guarded_service
-from sayplan_ros.parameters import declare_settings
+from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import run_nodes
 
@@ -55,14 +55,14 @@ class SceneGraphServer(Node):
 
     def __init__(self, node_name: str = "scene_graph_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        settings = declare_settings(self, SCENE_GRAPH_SERVER_SETTINGS)
-        env = str(settings["env"])
-        self._frame_id = str(settings["frame_id"])
-        self._full_every = int(settings["full_graph_every"])
-        files = [f.strip() for f in str(settings["action_set_files"]).split(",") if f.strip()]
+        options = declare_options(self, SceneGraphServerOptions)
+        env = options.env
+        self._frame_id = options.frame_id
+        self._full_every = options.full_graph_every
+        files = [f.strip() for f in options.action_set_files.split(",") if f.strip()]
         self._action_sets = self._register_action_sets(files)
         self._lock = threading.Lock()
-        allow_no_agent = bool(settings["allow_no_agent"])
+        allow_no_agent = options.allow_no_agent
         self._graph: SceneGraph = load_env(env, require_agent=not allow_no_agent)
         if self._graph.agent_id is None and not allow_no_agent:
             raise GraphError(
@@ -72,10 +72,10 @@ class SceneGraphServer(Node):
         self._version = 1
         self._origin = env
         self._journal: GraphJournal | None = None
-        journal_dir = str(settings["journal_dir"])
+        journal_dir = options.journal_dir
         resumed = ""
         if journal_dir:
-            self._journal = GraphJournal(journal_dir, int(settings["journal_compact_every"]))
+            self._journal = GraphJournal(journal_dir, options.journal_compact_every)
             recovered = self._journal.recover(env, require_agent=not allow_no_agent)
             if recovered is not None:
                 self._graph, self._version, replayed = recovered
@@ -86,7 +86,7 @@ class SceneGraphServer(Node):
         #: new at every start: a follower holding a copy from an earlier start refetches instead of patching it
         self.epoch = secrets.randbits(62) + 1
         self._publisher = self.create_publisher(SceneGraphMsg, "scene_graph", LATCHED_STATE_QOS)
-        updates_qos = QoSProfile(depth=int(settings["update_history"]))
+        updates_qos = QoSProfile(depth=options.update_history)
         for policy in ("history", "reliability", "durability"):
             setattr(updates_qos, policy, getattr(GRAPH_UPDATES_QOS, policy))
         self._updates = self.create_publisher(GraphUpdateMsg, "scene_graph_updates", updates_qos)

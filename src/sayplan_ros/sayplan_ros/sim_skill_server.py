@@ -33,10 +33,11 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.binding import SiteBinding
 from sayplan_core.robots.fault_latch import Check
 from sayplan_core.robots.navigation import TargetError, base_target, pose_of
-from sayplan_core.settings import SIM_SKILL_SERVER_SETTINGS
+from sayplan_core.robots.sim_robot import SimRobotOptions
 from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.navigation.action_call import DISCOVERY_POLL_S, sleep
+from sayplan_ros.parameters import current_options
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 
@@ -57,14 +58,14 @@ class SimSkillServer(SkillServer):
 
     def __init__(self, node_name: str = "sim_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare(SIM_SKILL_SERVER_SETTINGS)
+        self.declare_options(SimRobotOptions)
         self._lock = threading.Lock()
         self._nav: Any = None
 
     def configure(self) -> None:
-        settings = self.read_settings(SIM_SKILL_SERVER_SETTINGS)
-        truth = load_env(str(settings["env"]))
-        changes_file = str(settings["world_changes_file"])
+        options = self.read_options(SimRobotOptions)
+        truth = load_env(options.env)
+        changes_file = options.world_changes_file
         if changes_file:
             try:
                 changes = yaml.safe_load(files.read_text(changes_file, MAX_CHANGES_FILE_BYTES, "world_changes_file"))
@@ -76,28 +77,26 @@ class SimSkillServer(SkillServer):
             if not isinstance(changes, list):
                 raise ValueError(f"world_changes_file {changes_file} must hold a list of changes")
             truth = apply_world_changes(truth, changes)
-        failures = parse_failures(str(settings["failures"]))
-        self._delay = float(settings["skill_delay_s"])
+        failures = parse_failures(options.failures)
+        self._delay = options.skill_delay_s
         self._wake_phase: Any = None  # ends the running phase wait early (see _phase)
-        action_set = str(settings["action_set"])
+        action_set = options.action_set
         self.world = SimulatedWorld(truth, action_set, failures)
-        skills = [name.strip() for name in str(settings["skills"]).split(",") if name.strip()] or None
+        skills = [name.strip() for name in options.skills.split(",") if name.strip()] or None
         unknown = sorted(set(skills or ()) - set(self.world.actions.names()))
         if unknown:
             raise ValueError(f"skills: {', '.join(unknown)} not in action set '{self.world.actions.name}'")
-        if settings["navigation_backend"] == "nav2":
+        if options.navigation_backend == "nav2":
             from sayplan_ros.navigation.nav2_client import Nav2Client
 
-            site_file = str(settings["site_file"])
+            site_file = options.site_file
             self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
-            self._nav = Nav2Client(
-                self, str(settings["nav2_action"]), self._site.frame, str(settings["nav2_behavior_tree"]), self._group
-            )
+            self._nav = Nav2Client(self, options.nav2_action, self._site.frame, options.nav2_behavior_tree, self._group)
             moves = [n for n, a in self.world.actions.actions.items() if any(c.name == "move_agent" for c in a.effects)]
             self._moves = frozenset(moves)
-        self.serve(SkillCatalog.of("sim", [self.world.actions], skills), float(settings["result_timeout_s"]))
+        self.serve(SkillCatalog.of("sim", [self.world.actions], skills), options.result_timeout_s)
         note = f", {len(failures)} injected failure(s)" if failures else ""
-        self.get_logger().info(f"simulated world from '{settings['env']}' ({action_set}){note}")
+        self.get_logger().info(f"simulated world from '{options.env}' ({action_set}){note}")
 
     def cleanup(self) -> None:
         if self._nav is not None:
@@ -114,9 +113,16 @@ class SimSkillServer(SkillServer):
                 pose = pose_of(base_target(self.world.state.graph, self._site, step.target))
             except TargetError as exc:
                 return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
-            wait = float(self.get_parameter("server_wait_s").value)
+            options = current_options(self, SimRobotOptions)
             leg = await self._nav.drive(
-                pose, step.target, wait, context.sleep, context.feedback, context.cancel_requested
+                pose,
+                step.target,
+                options.driver_wait_s,
+                context.sleep,
+                context.feedback,
+                context.cancel_requested,
+                options.nav2_leg_timeout_s,
+                options.nav2_cancel_timeout_s,
             )
             if not leg.ok:  # a fault under a cancel (a stop Nav2 never confirmed) is latched by the base too
                 return SkillResult(False, leg.code, leg.message)
@@ -164,7 +170,7 @@ class SimSkillServer(SkillServer):
 
     async def check_robot(self) -> Check:
         """The simulated world has nothing to re-check; with Nav2, its navigator must answer (waited for up to
-        server_wait_s) and no NavigateToPose goal of ours may still be under way. Nothing is moved."""
+        driver_wait_s) and no NavigateToPose goal of ours may still be under way. Nothing is moved."""
         if self._nav is None:
             return Check(True, "the simulated robot has nothing to check (navigation_backend sim)")
         if self._nav.moving:
@@ -173,7 +179,7 @@ class SimSkillServer(SkillServer):
                 f"a NavigateToPose goal on '{self._nav.action_name}' whose end Nav2 never confirmed may still be "
                 "driving the base: stop it on the navigator (or the robot), then clear again",
             )
-        wait = float(self.get_parameter("server_wait_s").value)
+        wait = current_options(self, SimRobotOptions).driver_wait_s
         waited = 0.0
         while not self._nav.server_ready():
             if waited >= wait:

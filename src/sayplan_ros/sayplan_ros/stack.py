@@ -14,7 +14,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +23,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.utilities import remove_ros_args
 
+from sayplan_core.plugins import ROBOT_REGISTRY
 from sayplan_ros.runner import run_nodes
 
 
@@ -50,12 +51,23 @@ CORE_NODES: tuple[NodeSpec, ...] = (
     NodeSpec("executor", "sayplan_ros", "executor", "sayplan_ros.executor_node:ExecutorNode"),
 )  # fmt: skip
 
-#: Each robot's skill server (serving `execute_skill` and `describe_skills`).
-ROBOTS: dict[str, NodeSpec] = {
-    "sim": NodeSpec("sim_skill_server", "sayplan_ros", "sim_skill_server", "sayplan_ros.sim_skill_server:SimSkillServer", True),
-    "spot": NodeSpec("spot_skill_server", "sayplan_spot", "spot_skill_server", "sayplan_spot.skill_server:SpotSkillServer", True),
-    "franka_omron": NodeSpec("franka_omron_skill_server", "sayplan_franka_omron", "franka_omron_skill_server", "sayplan_franka_omron.skill_server:FrankaOmronSkillServer", True),
-}  # fmt: skip
+
+class _Robots(Mapping[str, NodeSpec]):
+    """Each installed robot's skill server (serving `execute_skill` and `describe_skills`), by robot id: a view
+    of the robot plugins (sayplan_core.plugins), so a robot package adds itself without an edit here."""
+
+    def __getitem__(self, name: str) -> NodeSpec:
+        plugin = ROBOT_REGISTRY[name]
+        return NodeSpec(plugin.node_name, plugin.package, plugin.executable, plugin.node_class, managed=True)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(ROBOT_REGISTRY)
+
+    def __len__(self) -> int:
+        return len(ROBOT_REGISTRY)
+
+
+ROBOTS: Mapping[str, NodeSpec] = _Robots()
 
 #: Brings the managed nodes up (last in the list: every node it manages exists before it starts).
 MANAGER = NodeSpec(

@@ -60,13 +60,13 @@ from sayplan_core.robots.spot import (
     hand_refusal,
     skill_update,
 )
-from sayplan_core.settings import SPOT_SKILL_SERVER_SETTINGS
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_ros.graph_follower import GraphFollower
-from sayplan_ros.parameters import current
+from sayplan_ros.parameters import current_options
 from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
+from sayplan_spot.plugin import SpotRobotOptions
 
 #: How long stopping the node waits for the worker (a connection under way, then sitting and powering off), on top
 #: of connect_timeout_s (the bound of the power-off's own wait), seconds.
@@ -114,7 +114,7 @@ class SpotSkillServer(SkillServer):
 
     def __init__(self, node_name: str = "spot_skill_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        self.declare(SPOT_SKILL_SERVER_SETTINGS)
+        self.declare_options(SpotRobotOptions)
         self.stand_up_service = f"{self.get_fully_qualified_name()}/stand_up"
         self.robot: Any = None
         self._running: ThreadFuture[_Outcome] | None = None  # the program on the worker, while a skill runs
@@ -129,7 +129,7 @@ class SpotSkillServer(SkillServer):
 
     # ------------------------------------------------------------------ lifecycle
     def configure(self) -> None:
-        settings = self.read_settings(SPOT_SKILL_SERVER_SETTINGS)
+        opts = self.read_options(SpotRobotOptions)
         try:
             from sayplan_spot.robot import Limits, SpotConfig, SpotRobot, waypoint_nodes
         except ImportError as exc:
@@ -137,25 +137,25 @@ class SpotSkillServer(SkillServer):
                 f"robot spot needs the Spot SDK (pip install -r requirements/spot.txt: bosdyn-client 5.2.0): {exc}"
             ) from None
         self._limits_class, self._waypoint_nodes = Limits, waypoint_nodes
-        user_env, password_env = str(settings["username_env"]), str(settings["password_env"])
+        user_env, password_env = opts.username_env, opts.password_env
         username, password = os.environ.get(user_env, ""), os.environ.get(password_env, "")
         if not username or not password:
             raise ValueError(f"set {user_env} and {password_env} to the robot's login (they are never logged)")
-        site_file = str(settings["site_file"])
+        site_file = opts.site_file
         self.site = SpotSite.load(site_file) if site_file else SpotSite()
-        self.actions = load_action_set(str(settings["action_set"]))
+        self.actions = load_action_set(opts.action_set)
         self.belief = SpotBelief()
-        self.vlm = self._vlm(settings)
+        self.vlm = self._vlm(opts)
         config = SpotConfig(
-            hostname=str(settings["hostname"]),
-            port=int(settings["port"]),
-            ca_cert_file=str(settings["ca_cert_file"]),
+            hostname=opts.hostname,
+            port=opts.port,
+            ca_cert_file=opts.ca_cert_file,
             username=username,
             password=password,
-            take_lease=bool(settings["take_lease"]),
-            lease_check_in_s=float(settings["lease_check_in_s"]),
-            connect_timeout_s=float(settings["connect_timeout_s"]),
-            rpc_timeout_s=float(settings["rpc_timeout_s"]),
+            take_lease=opts.take_lease,
+            lease_check_in_s=opts.lease_check_in_s,
+            connect_timeout_s=opts.connect_timeout_s,
+            rpc_timeout_s=opts.rpc_timeout_s,
         )
         log = self.get_logger()
         self.robot = SpotRobot(config, log.info, log.warning)
@@ -163,7 +163,7 @@ class SpotSkillServer(SkillServer):
             f"; an operator powers it on: clear the fault ({self.fault_latch.clear_hint}), then "
             f"ros2 service call {self.stand_up_service} std_srvs/srv/Trigger"
         )
-        self._power_off = bool(settings["power_off_on_exit"])
+        self._power_off = opts.power_off_on_exit
         self._destroyed = False
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot")
         self._vlm_pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="spot-vlm")
@@ -226,16 +226,16 @@ class SpotSkillServer(SkillServer):
             self.get_logger().error(f"shutting Spot down failed: {exc}")
 
     # ------------------------------------------------------------------ setup
-    def _vlm(self, settings: dict[str, Any]) -> VlmAugmenter | None:
-        backend_name = str(settings["vlm_llm"])
-        replay = str(settings["vlm_replay_transcript"])
+    def _vlm(self, opts: SpotRobotOptions) -> VlmAugmenter | None:
+        backend_name = opts.vlm_llm
+        replay = opts.vlm_replay_transcript
         if not backend_name and not replay:
             return None
         config = LlmConfig(
             backend="replay" if replay else backend_name,
-            model=str(settings["vlm_model"]),
-            base_url=str(settings["vlm_base_url"]),
-            api_key_env=str(settings["vlm_api_key_env"]),
+            model=opts.vlm_model,
+            base_url=opts.vlm_base_url,
+            api_key_env=opts.vlm_api_key_env,
             replay_path=replay,
         )
         try:
@@ -246,13 +246,13 @@ class SpotSkillServer(SkillServer):
         return VlmAugmenter(backend)
 
     def _limits(self) -> Any:
-        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
+        opts = current_options(self, SpotRobotOptions)
         return self._limits_class(
-            feedback_period_s=float(values["feedback_period_s"]),
-            navigate_timeout_s=float(values["navigate_timeout_s"]),
-            arm_timeout_s=float(values["arm_timeout_s"]),
-            max_walk_m=float(values["max_walk_m"]),
-            handle_pull_s=float(values["handle_pull_s"]),
+            feedback_period_s=opts.feedback_period_s,
+            navigate_timeout_s=opts.navigate_timeout_s,
+            arm_timeout_s=opts.arm_timeout_s,
+            max_walk_m=opts.max_walk_m,
+            handle_pull_s=opts.handle_pull_s,
         )
 
     def _bind_waypoints(self) -> None:
@@ -266,8 +266,8 @@ class SpotSkillServer(SkillServer):
 
     # ------------------------------------------------------------------ skills
     async def run_skill(self, step: PlanStep, context: SkillContext) -> SkillResult:
-        values = current(self, SPOT_SKILL_SERVER_SETTINGS)
-        graph = await self.graph_for_step(self._follower, context, float(values["graph_wait_s"]))
+        opts = current_options(self, SpotRobotOptions)
+        graph = await self.graph_for_step(self._follower, context, opts.graph_wait_s)
         if isinstance(graph, SkillResult):
             return graph
         if not self._checked_site:
@@ -275,9 +275,9 @@ class SpotSkillServer(SkillServer):
             for node in self.site.check_against(graph):
                 self.get_logger().warning(f"site file names '{node}', which is not in the scene graph")
         options = SpotOptions(
-            standoff_m=float(values["standoff_m"]),
-            place_height_m=float(values["place_height_m"]),
-            image_source=str(values["image_source"]),
+            standoff_m=opts.standoff_m,
+            place_height_m=opts.place_height_m,
+            image_source=opts.image_source,
         )
         try:
             program = compile_skill(step, graph, self.site, self.belief.accessed, options)

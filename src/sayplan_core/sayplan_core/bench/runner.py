@@ -25,6 +25,7 @@ from sayplan_core.graph import native_format
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.types import LlmBackend
+from sayplan_core.options import values_of
 from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.goals import changed_nodes, score_against_goal_graph, score_against_goals
@@ -42,6 +43,8 @@ class BenchConfig:
     planners: list[str]
     out_dir: Path
     options: PlannerOptions
+    #: each planner's own options (its `Options`); a planner missing here runs with its defaults
+    configs: Mapping[str, Any] = field(default_factory=dict)
     record_dir: Path | None = None
     replay_dir: Path | None = None
     resume: bool = True
@@ -49,22 +52,15 @@ class BenchConfig:
     settings: Mapping[str, Any] = field(default_factory=dict)
 
 
-def options_settings(options: PlannerOptions) -> dict[str, Any]:
-    """The planner options that change results, as plain data for a row."""
+def options_settings(options: PlannerOptions, configs: Mapping[str, Any]) -> dict[str, Any]:
+    """Every option a run reads, as plain data for a row: the common ones, the budget, and each planner's own
+    (`<planner>.<field>`). Derived from the option fields, so a new option is recorded without an edit here."""
     budget = options.budget
-    return {
-        "max_replans": options.max_replans,
-        "max_calls": budget.max_calls,
-        "max_tokens": budget.max_tokens,
-        "max_answer_tokens": options.max_answer_tokens,
-        "temperature": options.temperature,
-        "embedder": options.embedder,
-        "retrieval_top_k": options.retrieval_top_k,
-        "retrieval_threshold": options.retrieval_threshold,
-        "vector_store": options.vector_store,
-        "candidate_plans": options.candidate_plans,
-        "step_threshold": options.step_threshold,
-    }
+    row = values_of(options)
+    row.update(max_calls=budget.max_calls, max_tokens=budget.max_tokens, retries=budget.max_transient_retries)
+    for name in sorted(configs):
+        row.update(values_of(configs[name], f"{name}."))
+    return row
 
 
 def transcript_name(planner: str, task_id: str) -> str:
@@ -329,7 +325,7 @@ def _run_one(
     else:
         backend = make_backend()
     recorder = RecordingBackend(backend) if config.record_dir else None
-    planner = make_planner(planner_name, recorder or backend, config.options)
+    planner = make_planner(planner_name, recorder or backend, config.options, config.configs.get(planner_name))
     result = planner.plan(graph, task.instruction)
     if recorder is not None and config.record_dir is not None:
         recorder.save(config.record_dir / transcript_name(planner_name, task.id))

@@ -1,38 +1,37 @@
-"""LLM planners over 3D scene graphs, selectable by name; all return a PlanResult."""
+"""LLM planners over 3D scene graphs, selectable by id; all return a PlanResult.
+
+The planners installed are plugins (`sayplan_core.plugins`, entry-point group `sayplan.planners`);
+`PLANNERS` is a read-only view of them, loaded on first use.
+"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from sayplan_core.llm.types import LlmBackend
-from sayplan_core.planners.abstract import AbstractCommandPlanner
 from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
-from sayplan_core.planners.embodiedrag import EmbodiedRagPlanner, EmbodiedRagStrictPlanner
-from sayplan_core.planners.llm_as_planner import LlmAsPlanner
-from sayplan_core.planners.lookplangraph import LookPlanGraphPlanner
-from sayplan_core.planners.ltl import LtlPlanner
-from sayplan_core.planners.sayplan import LlmPPlanner, SayPlanPlanner
-from sayplan_core.planners.sayplan_lite import SayPlanLitePlanner
+from sayplan_core.plugins import PLANNER_REGISTRY
 
-PLANNERS: dict[str, type[Planner]] = {
-    "sayplan": SayPlanPlanner,
-    "sayplan_lite": SayPlanLitePlanner,
-    "llm_p": LlmPPlanner,
-    "llm_as_planner": LlmAsPlanner,
-    "lookplangraph": LookPlanGraphPlanner,
-    "embodiedrag": EmbodiedRagPlanner,
-    "embodiedrag_strict": EmbodiedRagStrictPlanner,
-    "abstract": AbstractCommandPlanner,
-    "ltl": LtlPlanner,
-}
+PLANNERS = PLANNER_REGISTRY
 
 
-def make_planner(name: str, backend: LlmBackend, options: PlannerOptions | None = None) -> Planner:
+def make_planner(name: str, backend: LlmBackend, options: PlannerOptions | None = None, config: Any = None) -> Planner:
+    """The planner `name` with the common options and its own `config` (its `Options`; None: defaults).
+
+    ValueError names an unknown planner or the first option out of range, before anything runs."""
+    from sayplan_core.options import check
+
     try:
         cls = PLANNERS[name]
     except KeyError:
-        raise ValueError(f"unknown planner '{name}' (available: {', '.join(PLANNERS)})") from None
+        raise ValueError(f"unknown planner '{name[:80]}' (available: {', '.join(PLANNERS)})") from None
     if options is not None:
-        options.validate()  # ValueError naming the option, before anything runs
-    return cls(backend, options)
+        options.validate()
+    if config is not None:
+        if not isinstance(config, cls.Options):
+            raise ValueError(f"the {name} planner takes {cls.Options.__name__} options, not {type(config).__name__}")
+        check(config)
+    return cls(backend, options, config)
 
 
 __all__ = ["PLANNERS", "PlanResult", "Planner", "PlannerOptions", "Progress", "make_planner"]

@@ -18,11 +18,13 @@ from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import BadAnswerError
+from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import verify_high_level
 from sayplan_core.retrieval import make_embedder
+from sayplan_core.retrieval.embedders import embedder_option
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step
@@ -106,12 +108,35 @@ def compile_moves(graph: SceneGraph, moves: list[MoveStep]) -> tuple[list[PlanSt
     return plan, ""
 
 
+@dataclass(frozen=True)
+class AbstractOptions:
+    """Candidate plans and the step relevance cut-off (Kwon et al.)."""
+
+    embedder: str = embedder_option()
+    candidate_plans: int = option(
+        3, "candidate plans asked of the LLM", minimum=1, maximum=10, per_goal=True, flag="--candidate-plans"
+    )
+    step_threshold: float = option(
+        0.5,
+        "steps less relevant to the command than this are dropped",
+        minimum=-1.0,
+        maximum=1.0,
+        per_goal=True,
+        flag="--step-threshold",
+    )
+
+
 class AbstractCommandPlanner(Planner):
     name = "abstract"
+    summary = (
+        "abstract commands (Kwon et al.): candidate plans, steps scored against the command, compiled and verified"
+    )
+    Options = AbstractOptions
+    config: AbstractOptions
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
-        options = self.options
+        options = self.config
         objects = graph.ids_of_type("object")
         workspaces = graph.ids_of_type(*WORKSPACE_TYPES)
         step = _obj(
@@ -166,8 +191,10 @@ class AbstractCommandPlanner(Planner):
                 return
             feedback = problem or (check.feedback if check else "")
             result.feedback_history.append(f"candidate {i + 1}: {feedback}")
-        result.message = "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history)
-        result.failure = PlanCode.NOT_EXECUTABLE
+        raise PlanFailedError(
+            PlanCode.NOT_EXECUTABLE,
+            "no candidate plan compiled into a verified plan: " + "; ".join(result.feedback_history),
+        )
 
     @staticmethod
     def _parse(graph: SceneGraph, data: dict[str, Any]) -> list[list[MoveStep]]:

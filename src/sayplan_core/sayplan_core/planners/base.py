@@ -11,9 +11,18 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.session import Budget, CallStats, LlmSession
 from sayplan_core.llm.types import LlmBackend
-from sayplan_core.ltl.domain import DEFAULT_REACH_DISTANCE
+from sayplan_core.options import NoOptions, check, option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.sim.plan import PlanStep, format_plan
+
+
+class PlanFailedError(Exception):
+    """A planner ends its run with a typed code: `Planner.plan` turns it (like every failure) into the result's
+    `failure` and `message`, the one place where planner failures become outcome codes."""
+
+    def __init__(self, code: PlanCode, message: str) -> None:
+        super().__init__(message)
+        self.code = code
 
 
 @dataclass
@@ -31,47 +40,36 @@ ProgressCallback = Callable[[Progress], None]
 
 @dataclass
 class PlannerOptions:
-    max_replans: int = 5  # SayPlan's limit
-    max_search_steps: int = 30
-    action_set: str = ""  # the robot's action set; empty = the planner's own default
-    budget: Budget = field(default_factory=Budget)
-    temperature: float = 0.0
-    max_answer_tokens: int = 1024
-    # embodiedrag / abstract: sentence embeddings (local MiniLM by default) and retrieval
-    embedder: str = "local"
-    retrieval_top_k: int = 3
-    retrieval_threshold: float = 0.45
-    vector_store: str = "faiss"
-    # abstract: candidate plans per command and the step relevance cut-off (Kwon et al.)
-    candidate_plans: int = 3
-    step_threshold: float = 0.5
-    # ltl: how close (m, horizontally) the robot must come to an object for its proposition to hold
-    reach_distance: float = DEFAULT_REACH_DISTANCE
+    """What every planner reads; each planner's own options are its `Options` class (see `Planner`)."""
+
+    max_replans: int = option(
+        5,
+        "replanning rounds after a plan fails verification (SayPlan: 5)",
+        minimum=0,
+        maximum=50,
+        per_goal=True,
+        flag="--max-replans",
+    )
+    max_search_steps: int = option(
+        30,
+        "semantic-search steps (expand/contract) before a planner gives up",
+        minimum=1,
+        maximum=1000,
+        per_goal=True,
+        flag="--max-search-steps",
+    )
+    temperature: float = option(
+        0.0, "sampling temperature", minimum=0.0, maximum=2.0, per_goal=True, flag="--temperature"
+    )
+    max_answer_tokens: int = option(
+        1024, "completion tokens per LLM answer", minimum=16, maximum=100_000, per_goal=True, flag="--max-answer-tokens"
+    )
+    action_set: str = ""  # the robot's action set (from the goal); empty = the planner's own default
+    budget: Budget = field(default_factory=Budget)  # from the node's max_calls, max_tokens and retries
 
     def validate(self) -> None:
         """Raise ValueError naming the first option out of range."""
-        checks = [
-            (self.max_replans >= 0, f"max_replans must be >= 0, got {self.max_replans}"),
-            (self.retrieval_top_k >= 1, f"retrieval_top_k must be >= 1, got {self.retrieval_top_k}"),
-            (
-                -1.0 <= self.retrieval_threshold <= 1.0,
-                f"retrieval_threshold must be in -1..1, got {self.retrieval_threshold}",
-            ),
-            (
-                self.vector_store in ("faiss", "numpy"),
-                f"vector_store must be faiss or numpy, got '{self.vector_store}'",
-            ),
-            (1 <= self.candidate_plans <= 10, f"candidate_plans must be in 1..10, got {self.candidate_plans}"),
-            (-1.0 <= self.step_threshold <= 1.0, f"step_threshold must be in -1..1, got {self.step_threshold}"),
-            (0.05 <= self.reach_distance <= 100.0, f"reach_distance must be in 0.05..100 m, got {self.reach_distance}"),
-            (
-                self.embedder == "local" or self.embedder.partition(":")[0] in ("local", "openai", "ollama"),
-                f"embedder must be local, openai:<model> or ollama:<model>, got '{self.embedder}'",
-            ),
-        ]
-        for ok, message in checks:
-            if not ok:
-                raise ValueError(message)
+        check(self)
 
 
 @dataclass
@@ -157,13 +155,25 @@ class PlanJob:
 
 
 class Planner(ABC):
+    """A planner plugin: registered under its `name` in the `sayplan.planners` entry-point group.
+
+    `Options` is the planner's own options dataclass (`sayplan_core.options.option` fields); the planner node
+    declares them as `<name>.<field>` parameters, the CLI as flags, the bench records them in every row.
+    """
+
     name = "planner"
+    #: One line that says what the planner does (the reference docs and `sayplan plugins` show it).
+    summary = ""
+    Options: type = NoOptions
     #: The action sets this planner can write plans in; a request for another is refused, not ignored.
     action_sets: tuple[str, ...] = ("sayplan",)
 
-    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None) -> None:
+    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None, config: Any = None) -> None:
         self.backend = backend
         self.options = options or PlannerOptions()
+        self.config: Any = self.Options() if config is None else config
+        if not isinstance(self.config, self.Options):
+            raise TypeError(f"the {self.name} planner takes {self.Options.__name__}, not {type(self.config).__name__}")
 
     def supports(self, action_set: str) -> bool:
         """True for the planner's own sets and for bundled sets that are subsets of one (a robot that lacks
@@ -235,6 +245,8 @@ class Planner(ABC):
             result.success, result.message, result.failure = False, f"LLM backend error: {exc}", PlanCode.BACKEND_ERROR
         except EmbeddingError as exc:
             result.success, result.message, result.failure = False, f"embedding error: {exc}", PlanCode.BACKEND_ERROR
+        except PlanFailedError as exc:
+            result.success, result.message, result.failure = False, str(exc), exc.code
         if not result.success and result.failure is PlanCode.NONE:
             result.failure = PlanCode.REPLANS_EXHAUSTED if result.feedback_history else PlanCode.SEARCH_FAILED
         result.calls = list(session.calls)

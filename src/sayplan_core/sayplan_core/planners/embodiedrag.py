@@ -23,12 +23,14 @@ from typing import Any
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.llm.session import BadAnswerError, LlmSession
+from sayplan_core.options import option
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import prompts
 from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, PlanResult, Progress
 from sayplan_core.planners.sayplan import verify_high_level
 from sayplan_core.retrieval import EntityIndex, make_embedder
+from sayplan_core.retrieval.embedders import embedder_option
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step
@@ -148,8 +150,30 @@ def parse_entities(data: dict[str, Any], limit: int) -> list[EntityQuery]:
     return out
 
 
+@dataclass(frozen=True)
+class RetrievalOptions:
+    """Retrieval of scene-graph entities by sentence embeddings (EmbodiedRAG)."""
+
+    embedder: str = embedder_option()
+    retrieval_top_k: int = option(
+        3, "entities retrieved per query", minimum=1, maximum=100, per_goal=True, flag="--top-k"
+    )
+    retrieval_threshold: float = option(
+        0.45,
+        "minimum cosine similarity of a retrieved entity",
+        minimum=-1.0,
+        maximum=1.0,
+        per_goal=True,
+        flag="--retrieval-threshold",
+    )
+    vector_store: str = option("faiss", "vector search, both exact", choices=("faiss", "numpy"), flag="--vector-store")
+
+
 class EmbodiedRagPlanner(Planner):
     name = "embodiedrag"
+    summary = "EmbodiedRAG-feedback: pre-retrieval, ReAct on the retrieved subgraph, self-query from each thought"
+    Options = RetrievalOptions
+    config: RetrievalOptions
     self_query = True
     max_retries = 5  # consecutive infeasible actions before giving up
 
@@ -157,7 +181,7 @@ class EmbodiedRagPlanner(Planner):
         truth, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.action_set)
         result.stepwise = True
-        options = self.options
+        options = self.config
         index = EntityIndex(make_embedder(options.embedder), options.vector_store)
         state = WorldState.from_graph(truth)
         index.sync(truth)
@@ -267,4 +291,5 @@ class EmbodiedRagStrictPlanner(EmbodiedRagPlanner):
     """EmbodiedRAG-strict: retrieval from the pre-retrieved entities only, no self-query."""
 
     name = "embodiedrag_strict"
+    summary = "EmbodiedRAG-strict: retrieval from the pre-retrieved entities only, never the full graph"
     self_query = False

@@ -9,13 +9,14 @@ from __future__ import annotations
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners import answers, prompts
-from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.simulator import verify_plan
 
 
 class LlmAsPlanner(Planner):
     name = "llm_as_planner"
+    summary = "open loop: the whole graph in, a full plan with navigation out (the SayPlan paper's baseline)"
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
@@ -32,10 +33,8 @@ class LlmAsPlanner(Planner):
         result.explored_nodes = graph.ids_of_type("room")
         result.observed_nodes = sorted(graph.nodes)
         progress(Progress(PlanStage.VERIFY, 0, "", 0, session.tokens_used, check.feedback))
-        result.verified = result.success = check.success
-        if check.success:
-            result.message = "plan verified"
-        else:
+        if not check.success:
             result.feedback_history.append(check.feedback)
-            result.message = f"open-loop plan is not executable: {check.feedback}"
-            result.failure = PlanCode.NOT_EXECUTABLE
+            raise PlanFailedError(PlanCode.NOT_EXECUTABLE, f"open-loop plan is not executable: {check.feedback}")
+        result.verified = result.success = True
+        result.message = "plan verified"

@@ -87,6 +87,7 @@ def state_text(state: WorldState, ids: list[str]) -> str:
 
 class LookPlanGraphPlanner(Planner):
     name = "lookplangraph"
+    summary = "LookPlanGraph: one action at a time on a memory graph that grows by looking"
     action_sets = ("lookplangraph",)
     max_retries = 5  # infeasible proposals per step (the paper's limit)
 

@@ -18,6 +18,7 @@ simulator.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
@@ -35,11 +36,12 @@ from sayplan_core.ltl import (
     parse_prefix,
     require_tools,
 )
-from sayplan_core.ltl.domain import ATOM_TYPES, DomainError
+from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
 from sayplan_core.ltl.semantics import show_trace
+from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanJob, Planner, Progress
+from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
 from sayplan_core.sim.simulator import verify_plan
 
 GROUNDABLE = ("floor", "room", "pose", "asset", "object", "workspace")
@@ -107,12 +109,29 @@ def trace_violation(formula: Formula, path: LtlPath) -> str | None:
     )
 
 
+@dataclass(frozen=True)
+class LtlOptions:
+    """How the LTL planner grounds its propositions in the graph."""
+
+    reach_distance: float = option(
+        DEFAULT_REACH_DISTANCE,
+        "an object's proposition holds within this distance of it (horizontal), metres",
+        minimum=0.05,
+        maximum=100.0,
+        per_goal=True,
+        flag="--reach-distance",
+    )
+
+
 class LtlPlanner(Planner):
     name = "ltl"
+    summary = "LTL (Dai et al.): the instruction as a formula, an optimal plan from a product-automaton search"
+    Options = LtlOptions
+    config: LtlOptions
 
     @property
     def reach_distance(self) -> float:
-        return self.options.reach_distance
+        return self.config.reach_distance
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
@@ -164,19 +183,18 @@ class LtlPlanner(Planner):
             return
         violation = trace_violation(formula, path)
         if violation is not None:
-            result.message, result.failure = violation, PlanCode.INTERNAL_ERROR
-            return
+            raise PlanFailedError(PlanCode.INTERNAL_ERROR, violation)
         result.plan = list(path.steps)
         result.full_plan = list(result.plan)
         check = verify_plan(graph, result.full_plan, "sayplan", strict_navigation=True)
-        result.success = result.verified = check.success
         if not check.success:
-            result.failure = PlanCode.INTERNAL_ERROR
+            raise PlanFailedError(
+                PlanCode.INTERNAL_ERROR, f"internal error: the path fails in the simulator: {check.feedback}"
+            )
+        result.success = result.verified = True
         result.message = (
             f"optimal path for {formula.prefix()}: cost {path.cost:.1f} over {len(path.nodes) - 1} moves "
             f"({path.expansions} A* expansions, {path.elapsed_s * 1000:.1f} ms); the trace satisfies the formula"
-            if check.success
-            else f"internal error: the path fails in the simulator: {check.feedback}"
         )
         progress(Progress(PlanStage.DONE, 2, "", 0, session.tokens_used, result.message))
 

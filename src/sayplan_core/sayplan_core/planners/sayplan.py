@@ -10,6 +10,7 @@ rounds of replanning. Each call sees only the current graph, memory and feedback
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from typing import Any
 
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.views import GraphView, collapse
@@ -44,6 +45,7 @@ def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionS
 
 class SayPlanPlanner(Planner):
     name = "sayplan"
+    summary = "SayPlan: one dialogue that searches the collapsed graph (expand/contract), plans and replans"
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
@@ -128,6 +130,7 @@ class LlmPPlanner(SayPlanPlanner):
     """SayPlan without iterative replanning (the paper's LLM+P ablation)."""
 
     name = "llm_p"
+    summary = "SayPlan without iterative replanning (the paper's LLM+P ablation)"
 
-    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None) -> None:
-        super().__init__(backend, replace(options or PlannerOptions(), max_replans=0))
+    def __init__(self, backend: LlmBackend, options: PlannerOptions | None = None, config: Any = None) -> None:
+        super().__init__(backend, replace(options or PlannerOptions(), max_replans=0), config)

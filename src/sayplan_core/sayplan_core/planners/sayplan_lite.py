@@ -16,6 +16,7 @@ from sayplan_core.sim.action_set import load_action_set
 
 class SayPlanLitePlanner(Planner):
     name = "sayplan_lite"
+    summary = "SayPlan Lite (LookPlanGraph): search and planning in two dialogues, better for small models"
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()

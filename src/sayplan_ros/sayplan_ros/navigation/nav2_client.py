@@ -7,7 +7,7 @@ codes (sayplan_core.robots.nav2), and a cancel of the skill cancels the Nav2 goa
 `nav2_msgs` is imported only when a Nav2 client is made, so a stack without Nav2 never
 needs it.
 
-Every call has its own deadline: `server_wait_s` for the navigator to appear and accept
+Every call has its own deadline: `driver_wait_s` for the navigator to appear and accept
 the goal, `nav2_leg_timeout_s` for the leg (then it is canceled: TIMEOUT), and
 `nav2_cancel_timeout_s` for Nav2 to confirm a cancel (else a robot fault, which the skill
 server latches: the base may still be moving). The two Nav2 deadlines are read from the
@@ -37,7 +37,6 @@ from sayplan_core.robots.nav2 import (
 )
 from sayplan_core.robots.navigation import Pose2D
 from sayplan_core.robots.primitives import Outcome
-from sayplan_core.settings import NAV2_CANCEL_TIMEOUT_S, NAV2_LEG_TIMEOUT_S
 from sayplan_ros.navigation.action_call import ActionCall, LatestGoal
 
 Feedback = Callable[[str, float], None]
@@ -78,16 +77,14 @@ class Nav2Client:
         server_wait_s: float,
         sleep: Sleep,
         feedback: Feedback,
-        cancel_requested: Callable[[], bool] = lambda: False,
-        leg_timeout_s: float | None = None,
-        cancel_timeout_s: float | None = None,
+        cancel_requested: Callable[[], bool],
+        leg_s: float,
+        cancel_s: float,
     ) -> Outcome:
         """One leg to `pose` (map frame of the site file); the outcome says how it ended.
         `cancel_requested` closes the gap between a cancel and this leg's start. `last_pose` is forgotten first:
         after a leg that sent no feedback it is None (unknown), never where an earlier leg left the robot.
-        The deadlines default to the node's `nav2_leg_timeout_s` / `nav2_cancel_timeout_s` (see the module)."""
-        leg_s = leg_timeout_s if leg_timeout_s is not None else self._setting(NAV2_LEG_TIMEOUT_S.name)
-        cancel_s = cancel_timeout_s if cancel_timeout_s is not None else self._setting(NAV2_CANCEL_TIMEOUT_S.name)
+        The deadlines are the robot's `nav2_leg_timeout_s` (`leg_s`) and `nav2_cancel_timeout_s` (`cancel_s`)."""
         self.last_pose = None
         x, y, yaw = pose
         goal = self._type.Goal()
@@ -126,7 +123,7 @@ class Nav2Client:
             return Outcome(
                 SkillCode.ROBOT_FAULT,
                 f"driving to {where}: Nav2 did not confirm the cancel within {cancel_s:g} s "
-                f"({NAV2_CANCEL_TIMEOUT_S.name}): the base may still be moving",
+                "(nav2_cancel_timeout_s): the base may still be moving",
             )
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
@@ -134,16 +131,11 @@ class Nav2Client:
         if ended.timed_out and ended.status == STATUS_CANCELED:
             return Outcome(
                 SkillCode.TIMEOUT,
-                f"driving to {where} took longer than {leg_s:g} s ({NAV2_LEG_TIMEOUT_S.name}); Nav2 canceled the leg",
+                f"driving to {where} took longer than {leg_s:g} s (nav2_leg_timeout_s); Nav2 canceled the leg",
             )
         result = ended.result  # Humble's result has neither field: every failure then reads as code 0
         error_code, error_msg = getattr(result, "error_code", 0), getattr(result, "error_msg", "")
         return nav2_outcome(ended.status, int(error_code), str(error_msg), where)
-
-    def _setting(self, name: str) -> float:
-        if self._node.has_parameter(name):
-            return float(self._node.get_parameter(name).value)
-        return float(NAV2_LEG_TIMEOUT_S.default if name == NAV2_LEG_TIMEOUT_S.name else NAV2_CANCEL_TIMEOUT_S.default)
 
     def cancel(self) -> None:
         """Cancel the running leg (from the skill server's cancel callback); never waits."""

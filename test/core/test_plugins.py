@@ -1,0 +1,129 @@
+"""Planners and robots are plugins: a package adds one through entry points alone, with its own typed options.
+
+The test plugin package (test/plugins) is installed into a temporary folder as pip would install it, and the
+`sayplan` CLI runs in a subprocess with that folder on PYTHONPATH: nothing of the stack is edited, and this
+process's registry never sees the plugin. The oracle for a plan is the scene-graph simulator's own replay of it
+and the graph's room list, not the planner's word.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from plugin_install import env_with, install
+
+from sayplan_core.envs import load_env
+from sayplan_core.sim.plan import parse_step
+from sayplan_core.sim.simulator import verify_plan
+
+ROOT = Path(__file__).resolve().parents[2]
+TRANSCRIPT = ROOT / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"  # a valid file: never asked
+INSTRUCTION = "Make Niko a coffee and place the mug on his desk."  # the transcript's (a replay checks it)
+
+
+def sayplan(site: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "sayplan_core.cli", *args]
+    return subprocess.run(command, env=env_with(site), capture_output=True, text=True, timeout=300, cwd=cwd)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return install(tmp_path_factory.mktemp("dummy"))
+
+
+def test_an_installed_plugin_is_listed_with_its_options(site: Path) -> None:
+    done = sayplan(site, "plugins", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    planners = {p["id"]: p for p in listed["planners"]}
+    robots = {r["id"]: r for r in listed["robots"]}
+    assert {"sayplan", "ltl", "dummy"} <= set(planners) and {"sim", "spot", "franka_omron", "dummy"} <= set(robots)
+    assert [(o["name"], o["default"], o["range"]) for o in planners["dummy"]["options"]] == [
+        ("destination", "kitchen", ""),
+        ("laps", 1, "1..3"),
+    ]
+    assert robots["dummy"]["node"] == "dummy_skill_server" and listed["left_out"] == []
+    assert [o["name"] for o in robots["dummy"]["options"]] == ["env", "greeting"]
+
+
+def test_without_the_plugin_installed_it_is_not_there(tmp_path: Path) -> None:
+    done = sayplan(tmp_path, "plugins", "--json")  # an empty folder on PYTHONPATH
+    assert done.returncode == 0, done.stderr
+    assert "dummy" not in {p["id"] for p in json.loads(done.stdout)["planners"]}
+
+
+@pytest.mark.parametrize(("room", "laps"), [("kitchen", 1), ("mail_room", 2), ("cafeteria", 3)])
+def test_a_goal_runs_through_the_plugin_planner_with_its_options_from_the_cli(site: Path, room: str, laps: int) -> None:
+    args = ["plan", "--env", "office", "--instruction", INSTRUCTION, "--planner", "dummy", "--replay", str(TRANSCRIPT)]
+    done = sayplan(site, *args, "--destination", room, "--laps", str(laps), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["planner"] == "dummy" and result["success"] and result["calls"] == []
+    office = load_env("office")
+    steps = [parse_step(s) for s in (_step(text) for text in result["full_plan"])]
+    replay = verify_plan(office, steps)  # the simulator's own replay, not the planner's word
+    assert replay.success, replay.feedback
+    visits = [s.target for s in steps if s.action == "goto"].count(room)
+    assert visits == laps and room in office.ids_of_type("room")
+
+
+def _step(text: str) -> dict[str, Any]:
+    action, _, rest = text.partition("(")
+    return {"action": action, "target": rest.rstrip(")")}
+
+
+def test_a_plugin_option_out_of_its_range_is_refused_naming_the_flag(site: Path) -> None:
+    args = ["plan", "--env", "office", "--instruction", INSTRUCTION, "--planner", "dummy", "--replay", str(TRANSCRIPT)]
+    done = sayplan(site, *args, "--laps", "4")
+    assert done.returncode == 2 and "--laps must be <= 3, got 4" in done.stderr, done.stderr
+
+
+def test_a_broken_plugin_is_left_out_with_the_reason_and_the_others_still_work(tmp_path: Path) -> None:
+    broken = "[sayplan.planners]\nghost = no_such_module:Ghost\nsayplan = sayplan_dummy_plugin:DummyPlanner\n"
+    site = install(tmp_path, broken)
+    done = sayplan(site, "plugins", "--json")
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    left_out = " | ".join(listed["left_out"])
+    assert "'ghost' (no_such_module:Ghost): cannot be loaded: ModuleNotFoundError" in left_out
+    # a third party cannot take a built-in id: the bundled sayplan planner stays
+    assert "'sayplan' (sayplan_dummy_plugin:DummyPlanner): a plugin of this id is already registered" in left_out
+    assert {p["id"]: p["summary"] for p in listed["planners"]}["sayplan"].startswith("SayPlan:")
+    assert "ghost" not in {p["id"] for p in listed["planners"]}
+
+
+def test_a_bench_row_records_every_option_and_a_resume_with_one_changed_is_refused(site: Path, tmp_path: Path) -> None:
+    out = tmp_path / "bench"
+    bench = [
+        "bench",
+        "--planners",
+        "dummy,ltl",
+        "--ids",
+        "office-lh-05",
+        "--out",
+        str(out),
+        "--replay",
+        str(TRANSCRIPT),
+    ]
+    done = sayplan(site, *bench, "--destination", "mail_room")
+    assert done.returncode in (0, 3), done.stderr  # ltl asks the LLM: its transcript is another task's
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    settings = rows[0]["settings"]
+    for name in ("max_replans", "max_search_steps", "temperature", "max_answer_tokens", "max_calls", "max_tokens"):
+        assert name in settings, name
+    assert settings["dummy.destination"] == "mail_room" and settings["dummy.laps"] == 1
+    assert settings["ltl.reach_distance"] == 1.0  # once missing: 0.5 m and 5 m runs looked alike
+    for changed in (
+        ["--destination", "mail_room", "--laps", "2"],
+        ["--destination", "mail_room", "--reach-distance", "5"],
+    ):
+        again = sayplan(site, *bench, *changed)
+        assert again.returncode == 2, again.stderr
+        assert "made with other settings" in again.stderr, again.stderr
+    same = sayplan(site, *bench, "--destination", "mail_room")
+    assert same.returncode in (0, 3) and "made with other settings" not in same.stderr, same.stderr

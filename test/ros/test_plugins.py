@@ -1,0 +1,96 @@
+"""A planner and a robot from another package run a task over DDS, installed through entry points alone.
+
+`sayplan_stack --robot dummy` runs as a subprocess with the test plugin package (test/plugins) on PYTHONPATH:
+the stack composes the dummy robot's skill server, the planner node declares the dummy planner's options as
+`dummy.<field>` parameters, and an `execute_task` goal naming the planner runs through both. No file of the
+stack knows the plugin. The oracle is the simulator's replay of the executed steps on the bundled office.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from plugin_install import env_with, install
+from rclpy.action import ActionClient
+
+from sayplan_core.envs import load_env
+from sayplan_core.outcomes import TaskCode
+from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.simulator import verify_plan
+from sayplan_interfaces.action import ExecuteTask
+
+pytestmark = pytest.mark.ros
+ROOT = Path(__file__).resolve().parents[2]
+WS_ENV = ROOT / "scripts" / "ws_env.sh"
+BIN = ROOT / "install" / "sayplan_ros" / "lib" / "sayplan_ros"
+TRANSCRIPT = ROOT / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
+INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
+
+
+@pytest.fixture
+def stack(ros: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    if not (BIN / "sayplan_stack").exists():
+        pytest.skip(f"{BIN}/sayplan_stack is not built: run scripts/colcon_build.sh")
+    site = install(tmp_path)
+    params = tmp_path / "params.yaml"
+    planner = {"replay_transcript": str(TRANSCRIPT), "dummy": {"destination": "mail_room", "laps": 2}}
+    params.write_text(yaml.safe_dump({"planner": {"ros__parameters": planner}}))
+    command = [str(WS_ENV), str(BIN / "sayplan_stack"), "--robot", "dummy", "--ros-args"]
+    command += ["--params-file", str(ROOT / "config" / "sayplan.yaml"), "--params-file", str(params)]
+    env = {**env_with(site), "ROS_DOMAIN_ID": str(ros.domain_id), "PYTHONUNBUFFERED": "1"}
+    log = (tmp_path / "stack.log").open("wb")
+    proc = subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    proc.log_path = tmp_path / "stack.log"  # type: ignore[attr-defined]
+    try:
+        yield proc
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGINT)
+            try:
+                proc.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        log.close()
+
+
+def run_task(ros: Any, proc: Any, planner: str) -> Any:
+    node = ros.node(f"plugin_operator_{planner}")
+    client = ActionClient(node, ExecuteTask, "/execute_task")
+    log = Path(proc.log_path)
+    assert client.wait_for_server(timeout_sec=90.0), log.read_text(errors="replace")
+    ros.wait_active("dummy_skill_server")
+    sent = client.send_goal_async(ExecuteTask.Goal(instruction=INSTRUCTION, planner=planner))
+    ros.wait_for(sent.done, timeout=30.0, what="the task's acceptance")
+    assert sent.result().accepted, log.read_text(errors="replace")
+    result = sent.result().get_result_async()
+    ros.wait_for(result.done, timeout=120.0, what="the task's result")
+    return result.result().result
+
+
+def test_a_task_runs_through_a_plugin_planner_and_a_plugin_robot(ros: Any, stack: Any) -> None:
+    result = run_task(ros, stack, "dummy")
+    log = Path(stack.log_path).read_text(errors="replace")
+    assert result.success and result.error_code == TaskCode.NONE, f"{result.error_msg}\n{log}"
+    executed = [PlanStep(s.action, s.target) for s in result.executed]
+    office = load_env("office")
+    assert verify_plan(office, executed).success  # the simulator's replay of what the robot did
+    # the planner's namespaced option from the params file reached the plugin: two laps to the mail room
+    assert [s.target for s in executed if s.action == "goto"].count("mail_room") == 2
+    assert "dummy robot says hello" in log  # the plugin robot's own option, read at configure
+
+
+def test_a_planner_the_node_does_not_offer_ends_the_task_with_the_typed_code(ros: Any, stack: Any) -> None:
+    result = run_task(ros, stack, "not_installed")
+    assert not result.success and result.error_code == TaskCode.PLANNING_FAILED
+    assert "unknown planner 'not_installed'" in result.error_msg and "dummy" in result.error_msg, result.error_msg
