@@ -4,7 +4,8 @@
     scripts/ws_env.sh python scripts/gen_reference.py           # rewrite the pages
     scripts/ws_env.sh python scripts/gen_reference.py --check   # exit 1 naming every stale page
 
-Parameters come from `sayplan_core.settings.markdown_table()`, outcome codes from `sayplan_core.outcomes`, the CLI
+Parameters come from `sayplan_core.settings.markdown_table()`, the installed planners and robots from the plugin
+registry (`sayplan_core.plugins`), outcome codes from `sayplan_core.outcomes`, the CLI
 from the argparse parser of `sayplan_core.cli`, action sets from the bundled YAML files. test/core/test_reference.py
 fails while any page differs from what this script writes.
 """
@@ -20,6 +21,7 @@ from pathlib import Path
 
 from sayplan_core import outcomes
 from sayplan_core.cli import build_parser
+from sayplan_core.plugins import PLANNER_GROUP, PLANNER_REGISTRY, ROBOT_GROUP, ROBOT_REGISTRY
 from sayplan_core.settings import markdown_table
 from sayplan_core.sim.action_set import ActionSpec, Clause, builtin_action_sets, load_action_set
 
@@ -104,6 +106,38 @@ def outcomes_page() -> str:
     )
 
 
+def _cell(text: str) -> str:
+    return " ".join(text.split()).replace("|", "\\|")
+
+
+def plugins_page() -> str:
+    lines = [
+        "# Planners and robots",
+        "",
+        GENERATED,
+        "",
+        f"What the plugin registry holds: planners registered in the `{PLANNER_GROUP}` entry-point group and robots in",
+        f"`{ROBOT_GROUP}` (`sayplan_core.plugins`). Each one's options are its namespaced parameters in",
+        "[parameters.md](parameters.md). What the planners do: [concepts/planners.md](../concepts/planners.md).",
+        "",
+        "## Planners",
+        "",
+        "| id | summary | action sets | options |",
+        "| --- | --- | --- | --- |",
+    ]
+    for name, planner in PLANNER_REGISTRY.items():
+        sets = ", ".join(f"`{s}`" for s in planner.action_sets)
+        lines.append(f"| `{name}` | {_cell(planner.summary)} | {sets} | `{planner.Options.__name__}` |")
+    lines += ["", "## Robots", "", "| id | summary | skill server node | executable | options |"]
+    lines.append("| --- | --- | --- | --- | --- |")
+    for name, robot in ROBOT_REGISTRY.items():
+        run = f"`ros2 run {robot.package} {robot.executable}`"
+        options = f"`{robot.Options.__name__}`"
+        lines.append(f"| `{name}` | {_cell(robot.summary)} | `{robot.node_name}` | {run} | {options} |")
+    lines.append("")
+    return "\n".join(lines)
+
+
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
     """The parser and every subcommand's, depth first, in the order they were added."""
     yield parser
@@ -176,6 +210,7 @@ def pages() -> dict[str, str]:
     """File name under docs/reference/ -> its text."""
     return {
         "parameters.md": parameters_page(),
+        "plugins.md": plugins_page(),
         "outcomes.md": outcomes_page(),
         "cli.md": cli_page(),
         "action_sets.md": action_sets_page(),
