@@ -31,36 +31,31 @@ def graph_wait_option() -> Any:
     )
 
 
-def site_file_option(doc: str = "") -> Any:
-    return option(
+@dataclass(frozen=True)
+class NavigationOptions:
+    """What every robot that drives its base to graph nodes (through Nav2 or its own link) reads; a robot's
+    options extend it, so each table lists these fields first and alike."""
+
+    site_file: str = option(
         "",
-        doc
-        or "site bindings (YAML): node -> robot goal name and/or map pose; unbound rooms and poses use their graph "
+        "site bindings (YAML): node -> robot goal name and/or map pose; unbound rooms and poses use their graph "
         "position",
         names_file=True,
     )
-
-
-def nav2_action_option() -> Any:
-    return option("navigate_to_pose", "Nav2 NavigateToPose action the base drives through (navigation_backend nav2)")
-
-
-def nav2_behavior_tree_option() -> Any:
-    return option("", "behavior tree file for NavigateToPose goals (empty: the navigator's default)", names_file=True)
-
-
-def driver_wait_option() -> Any:
-    return option(
+    nav2_action: str = option(
+        "navigate_to_pose", "Nav2 NavigateToPose action the base drives through (navigation_backend nav2)"
+    )
+    nav2_behavior_tree: str = option(
+        "", "behavior tree file for NavigateToPose goals (empty: the navigator's default)", names_file=True
+    )
+    driver_wait_s: float = option(
         5.0,
         "how long to wait for a robot driver's action server (Nav2, arm, gripper) to appear or answer, seconds",
         minimum=0.1,
         maximum=600.0,
         per_goal=True,
     )
-
-
-def nav2_leg_timeout_option() -> Any:
-    return option(
+    nav2_leg_timeout_s: float = option(
         100.0,
         "longest one NavigateToPose leg may take; then it is canceled and the skill ends timeout (keep it under "
         "the executor's skill_timeout_s), seconds",
@@ -68,10 +63,7 @@ def nav2_leg_timeout_option() -> Any:
         maximum=3600.0,
         per_goal=True,
     )
-
-
-def nav2_cancel_timeout_option() -> Any:
-    return option(
+    nav2_cancel_timeout_s: float = option(
         2.0,
         "how long Nav2 may take to confirm a cancel; after that the skill ends a latched robot_fault (the base may "
         "still move), seconds",

@@ -134,14 +134,17 @@ class Setting:
             raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
-        if self.choices and value not in self.choices and not (self.accepts is not None and self.accepts(value)):
-            allowed = ", ".join(self.choices) + (f", {self.accepts_text}" if self.accepts_text else "")
+        listed = bool(self.choices) or self.accepts is not None
+        if listed and value not in self.choices and not (self.accepts is not None and self.accepts(value)):
+            allowed = ", ".join(
+                [*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])]
+            )
             raise ValueError(f"{self.name} must be one of {allowed}, got '{str(value)[:200]}'")
         return value
 
     def range_text(self) -> str:
-        if self.choices:
-            return ", ".join(c or '""' for c in self.choices) + (f", {self.accepts_text}" if self.accepts_text else "")
+        if self.choices or self.accepts_text:
+            return ", ".join([*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])])
         if self.minimum is not None or self.maximum is not None:
             return f"{_number_text(self.minimum)}..{_number_text(self.maximum)}"
         return ""

@@ -7,33 +7,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sayplan_core.node_options import (
-    driver_wait_option,
-    graph_wait_option,
-    nav2_action_option,
-    nav2_behavior_tree_option,
-    nav2_cancel_timeout_option,
-    nav2_leg_timeout_option,
-    site_file_option,
-)
+from sayplan_core.node_options import NavigationOptions, graph_wait_option
 from sayplan_core.options import option
 from sayplan_core.plugins import RobotPlugin
 
 
 # fmt: off
 @dataclass(frozen=True)
-class FrankaOmronOptions:
+class FrankaOmronOptions(NavigationOptions):
     navigation_backend: str = option("arcl", "how the base is driven: arcl (Omron LD over ARCL, TCP) or nav2 (NavigateToPose)", choices=("arcl", "nav2"))
-    site_file: str = site_file_option()
     motions_file: str = option("", "taught arm motions per asset (YAML); empty: the robot offers only goto and done", names_file=True)
     arcl_host: str = option("", "address of the Omron base's ARCL server (navigation_backend arcl)")
     arcl_port: int = option(7171, "ARCL TCP port", minimum=1, maximum=65535)
     arcl_password_env: str = option("SAYPLAN_ARCL_PASSWORD", "environment variable holding the ARCL password (never logged)")
     arcl_timeout_s: float = option(10.0, "how long to wait for the base to connect, log in or answer a query, seconds", minimum=0.1, maximum=600.0)
-    nav2_action: str = nav2_action_option()
-    nav2_behavior_tree: str = nav2_behavior_tree_option()
-    nav2_leg_timeout_s: float = nav2_leg_timeout_option()
-    nav2_cancel_timeout_s: float = nav2_cancel_timeout_option()
     arm_action: str = option("/fr3_arm_controller/follow_joint_trajectory", "FollowJointTrajectory action of the arm's trajectory controller")
     gripper_grasp_action: str = option("/franka_gripper/grasp", "franka_gripper Grasp action")
     gripper_move_action: str = option("/franka_gripper/move", "franka_gripper Move action")
@@ -57,7 +44,6 @@ class FrankaOmronOptions:
     arm_cancel_timeout_s: float = option(5.0, "how long the arm's or gripper's server may take to confirm a cancel before that is a latched fault, seconds", minimum=0.1, maximum=60.0, per_goal=True)
     arcl_status_period_s: float = option(0.5, "seconds between the watchdog's ARCL status queries while the base drives", minimum=0.05, maximum=10.0, per_goal=True)
     arcl_silence_s: float = option(3.0, "a base that sends nothing this long while it drives (no answer to status) ends the drive as a latched robot fault, seconds", minimum=0.2, maximum=60.0, per_goal=True)
-    driver_wait_s: float = driver_wait_option()
     graph_wait_s: float = graph_wait_option()
 # fmt: on
 

@@ -7,21 +7,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from sayplan_core.node_options import (
-    driver_wait_option,
-    nav2_action_option,
-    nav2_behavior_tree_option,
-    nav2_cancel_timeout_option,
-    nav2_leg_timeout_option,
-    site_file_option,
-)
+from sayplan_core.node_options import NavigationOptions
 from sayplan_core.options import option
 from sayplan_core.plugins import RobotPlugin
 
 
 # fmt: off
 @dataclass(frozen=True)
-class SimRobotOptions:
+class SimRobotOptions(NavigationOptions):
     env: str = option("office", "environment the simulated world starts from (office, home or a graph file)", names_file=True)
     world_changes_file: str = option("", "YAML list of changes that make the truth differ from the robot's graph", names_file=True)
     failures: str = option("", "injected failures, comma-separated skill:target:code[:times] (codes: SkillOutcome names)")
@@ -30,12 +23,6 @@ class SimRobotOptions:
     skills: str = option("", "comma-separated skills the simulated robot has (empty: every skill of the action set)")
     result_timeout_s: float = option(10.0, "how long a finished skill's result is kept for its client, seconds", minimum=0.1, maximum=3600.0)
     navigation_backend: str = option("sim", "sim: gotos only change the simulated world; nav2: each goto first drives the leg through Nav2", choices=("sim", "nav2"))
-    site_file: str = site_file_option()
-    nav2_action: str = nav2_action_option()
-    nav2_behavior_tree: str = nav2_behavior_tree_option()
-    driver_wait_s: float = driver_wait_option()
-    nav2_leg_timeout_s: float = nav2_leg_timeout_option()
-    nav2_cancel_timeout_s: float = nav2_cancel_timeout_option()
 # fmt: on
 
 
