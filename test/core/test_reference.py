@@ -37,6 +37,7 @@ def test_the_check_finds_a_stale_page(tmp_path: Path) -> None:
 def test_the_pages_hold_what_the_code_defines() -> None:
     """An independent look at a few facts, so an empty or wrong generator cannot pass the comparison."""
     from sayplan_core.outcomes import PlanCode, SkillCode, TaskCode
+    from sayplan_core.plugins import PLANNER_REGISTRY, ROBOT_REGISTRY
     from sayplan_core.settings import node_settings
     from sayplan_core.sim.action_set import builtin_action_sets, load_action_set
 
@@ -44,16 +45,14 @@ def test_the_pages_hold_what_the_code_defines() -> None:
     for enum in (SkillCode, PlanCode, TaskCode):
         for member in enum:
             assert f"| {member.value} | `{member.name}` |" in pages["outcomes.md"]
-    for node, settings in node_settings().items():
+    for node, settings in node_settings(bundled_only=True).items():
         assert f"| `{node}` |" in pages["parameters.md"]
         for setting in settings:
             assert f"| `{setting.name}` |" in pages["parameters.md"]
     for name in builtin_action_sets():
         for action in load_action_set(name).actions:
             assert f"| `{action}` |" in pages["action_sets.md"]
-    from sayplan_core.plugins import PLANNER_REGISTRY, ROBOT_REGISTRY
-
-    for name in [*PLANNER_REGISTRY, *ROBOT_REGISTRY]:
+    for name in [*PLANNER_REGISTRY.bundled(), *ROBOT_REGISTRY.bundled()]:
         assert f"| `{name}` |" in pages["plugins.md"]
     for command in ("env import", "verify", "path", "plan", "bench", "llm check"):
         assert f"## `sayplan {command}`" in pages["cli.md"]
