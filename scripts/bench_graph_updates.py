@@ -32,7 +32,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
 from sayplan_core.graph.updates import GraphUpdate, apply_update
 from sayplan_core.nav.path_planner import PathPlanner
-from sayplan_core.settings import SCENE_GRAPH_SERVER_SETTINGS
+from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_ros.conversions import graph_to_msg, msg_to_graph, msg_to_update, update_to_msg
@@ -100,7 +100,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--write", type=Path, help="also write the table to this Markdown file (docs/measured/)")
     args = parser.parse_args()
-    full_every = int(SCENE_GRAPH_SERVER_SETTINGS["full_graph_every"].default)
+    full_every = SceneGraphServerOptions().full_graph_every
     lines = [
         f"Per executed skill, one follower; full graph every {full_every} updates; medians of {args.repeats} runs.",
         "",

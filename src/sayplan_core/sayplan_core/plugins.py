@@ -47,8 +47,6 @@ class RobotPlugin:
     executable: str
     node_class: str
     Options: type = NoOptions
-    #: a parameters file layered on the stack's, relative to the package's share folder (empty: none)
-    params_file: str = ""
 
 
 class Registry(Mapping[str, T], Generic[T]):
