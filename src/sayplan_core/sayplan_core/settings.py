@@ -18,7 +18,10 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sayplan_core.node_options import (
+    BagRecorderOptions,
     ExecutorOptions,
+    LifecycleManagerOptions,
+    ManagedNodeOptions,
     PathPlannerOptions,
     PerceptionOptions,
     PlannerNodeOptions,
@@ -64,13 +67,20 @@ def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
     nodes = {
         "scene_graph_server": settings_of(SceneGraphServerOptions, "scene_graph_server"),
         "path_planner": settings_of(PathPlannerOptions, "path_planner"),
-        "planner": planner_settings(PLANNERS.bundled() if bundled_only else None),
+        "planner": _managed(planner_settings(PLANNERS.bundled() if bundled_only else None)),
         "executor": settings_of(ExecutorOptions, "executor"),
         "perception": settings_of(PerceptionOptions, "perception"),
     }
     for name in ROBOT_REGISTRY.bundled() if bundled_only else ROBOT_REGISTRY:
-        nodes[ROBOT_REGISTRY[name].node_name] = robot_settings(name)
+        nodes[ROBOT_REGISTRY[name].node_name] = _managed(robot_settings(name))
+    nodes["lifecycle_manager"] = settings_of(LifecycleManagerOptions, "lifecycle_manager")
+    nodes["bag_recorder"] = settings_of(BagRecorderOptions, "bag_recorder")
     return nodes
+
+
+def _managed(settings: Settings) -> Settings:
+    """A managed node's table: its own settings, then what every managed node reads (sayplan_ros.lifecycle)."""
+    return Settings(settings.component, [*settings, *table(ManagedNodeOptions)])
 
 
 def planner_options(values: Mapping[str, Any], action_set: str = "") -> PlannerOptions:
