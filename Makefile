@@ -58,7 +58,7 @@ pytest: build test-overlay
 test: lint typecheck pytest
 
 bench: build
-	$(WS) python scripts/bench_graph.py
+	$(WS) python scripts/bench_graph.py --write docs/measured/graph.md
 
 clean:
 	rm -rf build install log test_overlay

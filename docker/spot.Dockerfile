@@ -6,7 +6,7 @@
 #   docker build -f docker/spot.Dockerfile -t sayplan-spot:jazzy .
 # Jetson AGX Orin on Spot (JetPack 6; arm64 images build natively on the Jetson). The stack needs no GPU (Ollama
 # has it, in its own container), so the image is Jazzy (Ubuntu 24.04) like the workstation's, whatever the host's
-# Ubuntu; a Humble base (ROS_DISTRO=humble, EXTRAS=) works without the embodiedrag planner (docs/install.md):
+# Ubuntu; a Humble base (ROS_DISTRO=humble, EXTRAS=) works without the embodiedrag planner (docs/howto/install.md):
 #   docker build -f docker/Dockerfile -t sayplan:jazzy .
 #   docker build -f docker/spot.Dockerfile -t sayplan-spot:jazzy .
 #   docker compose -f docker/compose.spot-jetson.yaml up      # with Ollama on the Jetson's GPU

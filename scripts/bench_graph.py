@@ -1,9 +1,11 @@
 #!/usr/bin/env python3
 """Scene-graph benchmarks: token tables for the bundled envs and operation times at scale.
 
-    make bench            # or: scripts/ws_env.sh python scripts/bench_graph.py [--sizes 1000 10000]
+    make bench    # scripts/ws_env.sh python scripts/bench_graph.py --write docs/measured/graph.md
+    scripts/ws_env.sh python scripts/bench_graph.py [--sizes 1000 10000] [--repeat 15] [--json]
 
-Prints Markdown tables (the README quotes them). Times are medians over --repeat runs.
+Prints Markdown tables; `--write docs/measured/graph.md` also writes them there (the docs link to that file instead
+of copying its figures). Times are medians over --repeat runs.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import statistics
 import sys
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
+
+import measured_doc
 
 from sayplan_core.cli import token_table
 from sayplan_core.envs import load_env
@@ -25,6 +30,9 @@ from sayplan_core.graph.views import collapse
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import verify_plan
+
+#: SayPlan's own token counts (Rana et al. 2023): full graph -> collapsed graph, GPT-4 tokenizer.
+SAYPLAN_PAPER_TOKENS = {"office": (6731, 878), "home": (6598, 1817)}
 
 
 def median_ms(fn: Callable[[], Any], repeat: int) -> float:
@@ -93,11 +101,53 @@ def scale_row(size: int, repeat: int) -> dict[str, Any]:
     }
 
 
+def markdown(tables: dict[str, dict[str, Any]], rows: list[dict[str, Any]], repeat: int) -> list[str]:
+    """The tables as Markdown lines: tokens of the bundled envs (and SayPlan's own), operation times at scale."""
+    out = ["## Tokens: full vs collapsed graph", ""]
+    out.append(
+        "| env | tokenizer | rooms | poses | assets | objects | full graph | collapsed | reduction "
+        "| collapsed with poses | reduction with poses |"
+    )
+    out.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    for key, t in tables.items():
+        env, enc = key.split("/")
+        g = t["groups"]
+        out.append(
+            f"| {env} | {enc} | {g['room']['count']} | {g['pose']['count']} | {g['asset']['count']} "
+            f"| {g['object']['count']} | {t['full_tokens']} | {t['collapsed_tokens']} | {t['reduction_percent']}% "
+            f"| {t['collapsed_with_poses_tokens']} | {t['reduction_with_poses_percent']}% |"
+        )
+    paper = ", ".join(
+        f"{env} {full} -> {collapsed} ({(1 - collapsed / full) * 100:.1f}%)"
+        for env, (full, collapsed) in SAYPLAN_PAPER_TOKENS.items()
+    )
+    out += ["", f"SayPlan (paper, its own graphs, GPT-4 tokenizer): {paper}.", ""]
+    out += [f"## Scene-graph operations on generated buildings (median of {repeat} runs, ms)", ""]
+    out.append(
+        "| nodes | load JSON | collapse | expand room | verify 50-step plan | Dijkstra far rooms | A* far rooms |"
+    )
+    out.append("|---|---|---|---|---|---|---|")
+    for r in rows:
+        out.append(
+            f"| {r['nodes']} | {r['load_ms']:.1f} | {r['collapse_ms']:.2f} | {r['expand_ms']:.2f} "
+            f"| {r['verify50_ms']:.2f} | {r['dijkstra_ms']:.2f} | {r['astar_ms']:.2f} |"
+        )
+    if len(rows) >= 2:
+        first, last = rows[0], rows[-1]
+        growth = last["nodes"] / first["nodes"]
+        out += ["", f"Growth from {first['nodes']} to {last['nodes']} nodes ({growth:.0f}x):", ""]
+        for key in ("load_ms", "collapse_ms", "expand_ms", "verify50_ms", "dijkstra_ms", "astar_ms"):
+            ratio = last[key] / first[key] if first[key] else float("inf")
+            out.append(f"- {key[:-3]}: {ratio:.1f}x")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--repeat", type=int, default=15)
     parser.add_argument("--json", action="store_true", help="print JSON instead of Markdown")
+    parser.add_argument("--write", type=Path, help="also write the tables to this Markdown file")
     args = parser.parse_args(argv)
 
     tables = {
@@ -112,37 +162,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({"tokens": tables, "scale": rows}, indent=1))
         return 0
-
-    print("## Tokens: full vs collapsed graph\n")
-    print(
-        "| env | tokenizer | rooms | poses | assets | objects | full graph | collapsed | reduction "
-        "| collapsed with poses | reduction with poses |"
-    )
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
-    for key, t in tables.items():
-        env, enc = key.split("/")
-        g = t["groups"]
-        print(
-            f"| {env} | {enc} | {g['room']['count']} | {g['pose']['count']} | {g['asset']['count']} "
-            f"| {g['object']['count']} | {t['full_tokens']} | {t['collapsed_tokens']} | {t['reduction_percent']}% "
-            f"| {t['collapsed_with_poses_tokens']} | {t['reduction_with_poses_percent']}% |"
-        )
-    print("\nSayPlan (paper, GPT-4 tokenizer): office 6731 -> 878 (82.1%), home 6598 -> 1817 (60.4%).\n")
-    print(f"## Scene-graph operations on generated buildings (median of {args.repeat} runs, ms)\n")
-    print("| nodes | load JSON | collapse | expand room | verify 50-step plan | Dijkstra far rooms | A* far rooms |")
-    print("|---|---|---|---|---|---|---|")
-    for r in rows:
-        print(
-            f"| {r['nodes']} | {r['load_ms']:.1f} | {r['collapse_ms']:.2f} | {r['expand_ms']:.2f} "
-            f"| {r['verify50_ms']:.2f} | {r['dijkstra_ms']:.2f} | {r['astar_ms']:.2f} |"
-        )
-    if len(rows) >= 2:
-        first, last = rows[0], rows[-1]
-        growth = last["nodes"] / first["nodes"]
-        print(f"\nGrowth from {first['nodes']} to {last['nodes']} nodes ({growth:.0f}x):")
-        for key in ("load_ms", "collapse_ms", "expand_ms", "verify50_ms", "dijkstra_ms", "astar_ms"):
-            ratio = last[key] / first[key] if first[key] else float("inf")
-            print(f"- {key[:-3]}: {ratio:.1f}x")
+    text = "\n".join(markdown(tables, rows, args.repeat))
+    print(text)
+    if args.write:
+        measured_doc.write(args.write, "Scene-graph figures", text)
     return 0
 
 

@@ -1,6 +1,6 @@
 """Bytes on the wire and follower CPU per executed skill: full graph per skill (before) vs incremental updates.
 
-    scripts/ws_env.sh python scripts/bench_graph_updates.py [--repeats 5]
+    scripts/ws_env.sh python scripts/bench_graph_updates.py [--repeats 5] [--write docs/measured/graph_updates.md]
 
 The demo task (office-lh-05, its reference plan, run by the simulated robot) produces
 one GraphUpdate per skill. For the office with 0 and 1000 distractor objects, side by
@@ -19,7 +19,9 @@ import argparse
 import statistics
 import time
 from collections.abc import Callable
+from pathlib import Path
 
+import measured_doc
 from rclpy.serialization import deserialize_message, serialize_message
 
 from sayplan_core.envs import load_env
@@ -30,7 +32,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
 from sayplan_core.graph.updates import GraphUpdate, apply_update
 from sayplan_core.nav.path_planner import PathPlanner
-from sayplan_core.settings import SCENE_GRAPH_SERVER_SETTINGS
+from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_ros.conversions import graph_to_msg, msg_to_graph, msg_to_update, update_to_msg
@@ -96,21 +98,33 @@ def run(graph: SceneGraph, updates: list[GraphUpdate], full_every: int) -> dict[
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--write", type=Path, help="also write the table to this Markdown file (docs/measured/)")
     args = parser.parse_args()
-    full_every = int(SCENE_GRAPH_SERVER_SETTINGS["full_graph_every"].default)
-    print(f"per executed skill, one follower; full graph every {full_every} updates; medians of {args.repeats} runs\n")
-    print("| office + distractors | nodes | skills | bytes before | bytes after | follower CPU before | after |")
-    print("| --- | --- | --- | --- | --- | --- | --- |")
+    full_every = SceneGraphServerOptions().full_graph_every
+    lines = [
+        f"Per executed skill, one follower; full graph every {full_every} updates; medians of {args.repeats} runs.",
+        "",
+        "| office + distractors | nodes | skills | bytes before | bytes after | follower CPU before | after |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    print("\n".join(lines))
     for count in (0, 1000):
         graph = add_distractors(load_env("office"), count, seed=1) if count else load_env("office")
         updates = skill_updates(graph)
         rows = [run(graph, updates, full_every) for _ in range(args.repeats)]
         med = {k: statistics.median(r[k] for r in rows) for k in rows[0]}
-        print(
+        lines.append(
             f"| {count} | {len(graph)} | {len(updates)} | {med['before_bytes']:,.0f} | {med['after_bytes']:,.0f} "
             f"({med['before_bytes'] / med['after_bytes']:.0f}x less) | {med['before_cpu_ms']:.2f} ms "
             f"| {med['after_cpu_ms']:.2f} ms ({med['before_cpu_ms'] / med['after_cpu_ms']:.0f}x less) |"
         )
+        print(lines[-1])
+    if args.write:
+        note = (
+            "\n\nBefore: the whole graph published after every skill and rebuilt by each follower through the loader; "
+            "after: the update with its version, patched into the follower's copy (see the script's docstring)."
+        )
+        measured_doc.write(args.write, "Scene-graph updates: bytes and follower CPU per skill", "\n".join(lines) + note)
 
 
 if __name__ == "__main__":

@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
 """Embedded-model costs: prompt reading, KV-cache reuse, and constrained vs free decoding.
 
-    make local-llm && scripts/ws_env.sh python scripts/bench_local_llm.py
+    make local-llm && scripts/ws_env.sh python scripts/bench_local_llm.py [--write docs/measured/local_llm.md]
 
 Uses a real SayPlan prompt (the office, kitchen expanded) and its answer schema.
 """
 
 from __future__ import annotations
 
+import argparse
 import sys
 import time
+from pathlib import Path
+
+import measured_doc
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph.views import collapse
@@ -26,6 +30,9 @@ def timed(backend: LocalBackend, request: LlmRequest) -> tuple[float, int, int]:
 
 
 def main() -> int:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--write", type=Path, help="also write the figures to this Markdown file (docs/measured/)")
+    args = parser.parse_args()
     if not local_runtime_available():
         print("the embedded LLM runtime is not installed: run `make local-llm` first", file=sys.stderr)
         return 2
@@ -42,11 +49,16 @@ def main() -> int:
     warm, _, _ = timed(backend, LlmRequest(messages, None, max_tokens=1))
     free_s, _, free_tokens = timed(backend, LlmRequest(messages, None, max_tokens=160))
     json_s, _, json_tokens = timed(backend, LlmRequest(messages, schema, max_tokens=160))
-    print(f"## Embedded model ({backend.info.model})\n")
-    print(f"- prompt of {prompt_tokens} tokens, read cold: {cold:.2f} s ({prompt_tokens / cold:.0f} tokens/s)")
-    print(f"- the same prompt again (KV cache reused): {warm:.2f} s")
-    print(f"- free decoding: {free_tokens / free_s:.1f} tokens/s")
-    print(f"- JSON-schema-constrained decoding: {json_tokens / json_s:.1f} tokens/s")
+    lines = [
+        f"- prompt of {prompt_tokens} tokens, read cold: {cold:.2f} s ({prompt_tokens / cold:.0f} tokens/s)",
+        f"- the same prompt again (KV cache reused): {warm:.2f} s",
+        f"- free decoding: {free_tokens / free_s:.1f} tokens/s",
+        f"- JSON-schema-constrained decoding: {json_tokens / json_s:.1f} tokens/s",
+    ]
+    title = f"Embedded model ({backend.info.model})"
+    print(f"## {title}\n\n" + "\n".join(lines))
+    if args.write:
+        measured_doc.write(args.write, title, "\n".join(lines))
     return 0
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Perception benchmark: fusion speed and map memory (the detector is excluded).
 
-    scripts/ws_env.sh python scripts/bench_perception.py [--objects 1000] [--frames 30]
+    scripts/ws_env.sh python scripts/bench_perception.py [--objects 1000] [--frames 30] \
+        [--write docs/measured/perception.md]
 
 Frames are 640x480 renders of the synthetic scene with 20 detections each (its
 real objects plus boxes over the rest of the image), fused into a map that already
@@ -16,7 +17,9 @@ import sys
 import time
 import tracemalloc
 from collections import Counter
+from pathlib import Path
 
+import measured_doc
 import numpy as np
 
 from sayplan_core.perception.fusion import Detection, Frame, MapObject, ObjectMap
@@ -57,6 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--objects", type=int, default=1000)
     parser.add_argument("--frames", type=int, default=30)
+    parser.add_argument("--write", type=Path, help="also write the figures to this Markdown file (docs/measured/)")
     args = parser.parse_args(argv)
     rng = np.random.default_rng(0)
     print(f"rendering {args.frames} frames at 640x480 ...", file=sys.stderr, flush=True)
@@ -80,21 +84,24 @@ def main(argv: list[str] | None = None) -> int:
     steady = times[2:] or times
     steady_cpu = cpu[2:] or cpu
     per_frame = statistics.median(steady)
-    print("## Perception fusion (detector excluded)\n")
-    print(f"- frames: {len(stream)} at 640x480, 20 detections each, {args.objects} objects mapped beforehand")
-    print(f"- median time per frame: {per_frame * 1000:.1f} ms -> {1 / per_frame:.1f} frames/s (target >= 15)")
+    lines: list[str] = []
+    lines.append(f"- frames: {len(stream)} at 640x480, 20 detections each, {args.objects} objects mapped beforehand")
+    lines.append(f"- median time per frame: {per_frame * 1000:.1f} ms -> {1 / per_frame:.1f} frames/s (target >= 15)")
     mean = statistics.fmean(steady)
-    print(f"- mean time per frame: {mean * 1000:.1f} ms -> {1 / mean:.1f} frames/s")
-    print(f"- 90th percentile: {np.percentile(steady, 90) * 1000:.1f} ms")
-    print(
+    lines.append(f"- mean time per frame: {mean * 1000:.1f} ms -> {1 / mean:.1f} frames/s")
+    lines.append(f"- 90th percentile: {np.percentile(steady, 90) * 1000:.1f} ms")
+    lines.append(
         f"- median CPU time per frame: {statistics.median(steady_cpu) * 1000:.1f} ms (less sensitive than wall time "
         "to other load on a shared machine)"
     )
-    print(
+    lines.append(
         f"- map memory: {point_bytes / 1e6 / args.objects * 1000:.1f} MB of points per 1000 objects "
         f"({peak_before / 1e6:.1f} MB traced to build {args.objects} objects)"
     )
-    print(f"- objects after the run: {len(fmap.objects)}")
+    lines.append(f"- objects after the run: {len(fmap.objects)}")
+    print("## Perception fusion (detector excluded)\n\n" + "\n".join(lines))
+    if args.write:
+        measured_doc.write(args.write, "Perception fusion (detector excluded)", "\n".join(lines))
     return 0
 
 

@@ -1,6 +1,6 @@
 """Figures for the planner table that need no LLM: retrieval sizes, vector search, LTL optimality and speed.
 
-    scripts/ws_env.sh python scripts/bench_planners.py [--out docs/bench_planners.md] [--quick]
+    scripts/ws_env.sh python scripts/bench_planners.py [--out docs/measured/planners.md] [--quick]
 
 1. Context size (cl100k tokens of the scene-graph part of each prompt) on the bundled planning tasks, with 0, 300
    and 1000 distractor objects, for Full-Mem (whole graph every step), SayPlan (collapsed graph, the goal rooms

@@ -9,7 +9,7 @@
 #   with shared/ beside it), else beside the main clone of a git worktree, holds the Jazzy launch wheels and the
 #   composition_interfaces source, they are installed into test_overlay/python and test_overlay/install, so the
 #   launch test runs sayplan.launch.py for real. Without that folder the launch test skips and says why.
-#   (They are not copied into this repository: the project commits no third-party builds; see docs/install.md.)
+#   (They are not copied into this repository: the project commits no third-party builds; see docs/howto/install.md.)
 #
 # Usage: scripts/build_test_overlay.sh   (run by `make test`; a stamp makes a second run instant)
 set -euo pipefail

@@ -53,7 +53,9 @@ def wait(future: Any, timeout: float, what: str) -> Any:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--skills", type=int, default=1000, help="how many skills (at least 200)")
-    parser.add_argument("--write", default="", help="also write the figures to this Markdown file (docs/soak.md)")
+    parser.add_argument(
+        "--write", default="", help="also write the figures to this Markdown file (docs/measured/soak.md)"
+    )
     parser.add_argument(
         "--domain", type=int, default=0, help="ROS domain (0: one from 1..100 by the process id; tests use 101..232)"
     )
@@ -123,7 +125,7 @@ def main() -> int:
     if args.write:
         when = time.strftime("%Y-%m-%d")
         text = (
-            "# Soak\n\nWritten by `scripts/ws_env.sh python scripts/soak.py --write docs/soak.md` on "
+            "# Soak\n\nWritten by `scripts/ws_env.sh python scripts/soak.py --write docs/measured/soak.md` on "
             f"{when} ({os.cpu_count()} cores): {args.skills} skills through the whole sim stack, the journal on.\n\n"
             "```text\n" + "\n".join(lines) + "\n```\n"
         )

@@ -43,7 +43,7 @@ Loc = Any  # a navigation node id, or ("stop", object id)
 
 
 class Oracle:
-    """The planning domain from its definition (docs/planners.md, "The ltl planner"), as a networkx graph."""
+    """The planning domain from its definition (docs/concepts/planners.md, "The ltl planner"), as a networkx graph."""
 
     def __init__(self, graph: SceneGraph, atoms: set[str], reach: float) -> None:
         self.graph, self.reach = graph, reach

@@ -25,7 +25,7 @@ MANIFESTS = sorted((ROOT / "src").glob("*/package.xml"))
 PYTHON_PACKAGES = sorted(path.parent for path in (ROOT / "src").glob("*/setup.py"))
 ROS_RUNTIME_MODULES = {"rclpy", "launch", "launch_ros", "ament_index_python"}
 OURS = {path.parent.name for path in MANIFESTS}
-# The official schema is not in the repository (see docs/install.md): a folder holding package_format3.xsd and the
+# The official schema is not in the repository (see docs/howto/install.md): a folder holding package_format3.xsd and the
 # package_common.xsd it includes, from ros-infrastructure/rep (xsd/), named by SAYPLAN_PACKAGE_XSD_DIR or found
 # beside the clone.
 XSD_DIRS = [Path(os.environ["SAYPLAN_PACKAGE_XSD_DIR"])] if os.environ.get("SAYPLAN_PACKAGE_XSD_DIR") else []

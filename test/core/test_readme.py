@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
 SHELL_BLOCKS = {"bash", "sh", "shell", "console"}
 FENCE = re.compile(r"^\s*```(\S*)\s*$")
 TIMEOUT_S = 300
@@ -153,10 +153,10 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     ),
     "scripts/ws_env.sh sayplan bench --llm local --ids office-ss-02,office-sp-01,office-sp-12 --planners "
     "sayplan,sayplan_lite,llm_p,llm_as_planner --max-calls 6 --max-answer-tokens 300 --out bench_out": NotHere(
-        "34 minutes with the embedded model (make local-llm); its figures are in docs/bench_gemma3_270m/"
+        "34 minutes with the embedded model (make local-llm); its figures are in docs/measured/gemma3_270m/"
     ),
-    "scripts/ws_env.sh python scripts/bench_planners.py --out docs/bench_planners.md": NotHere(
-        "a 2.5-minute benchmark that rewrites docs/bench_planners.md; run by hand when the planners change"
+    "scripts/ws_env.sh python scripts/bench_planners.py --out docs/measured/planners.md": NotHere(
+        "a 2.5-minute benchmark that rewrites docs/measured/planners.md; run by hand when the planners change"
     ),
     # Spot's payload network
     "sudo nmcli con add type ethernet ifname eth0 con-name spot-payload ipv4.method manual ipv4.addresses "

@@ -1,4 +1,4 @@
-"""Every setting declared once: the config files and the README agree with the tables, and the checks hold."""
+"""Every setting declared once: config files and the parameter reference agree with the tables; the checks hold."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sayplan_core.settings import PER_GOAL, STARTUP, Setting, markdown_table, node_settings
+from sayplan_core.settings import PER_GOAL, STARTUP, Setting, node_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
@@ -36,11 +36,11 @@ def test_config_files_hold_only_declared_settings_with_valid_values(path: Path) 
             table[name].check(value)
 
 
-def test_the_readme_table_is_the_generated_one() -> None:
-    text = (ROOT / "README.md").read_text()
-    begin = text.index("<!-- settings:begin")
-    block = text[text.index("\n", begin) + 1 : text.index("<!-- settings:end -->")].strip()
-    assert block == markdown_table(), "regenerate the README table: sayplan_core.settings.markdown_table()"
+def test_the_reference_table_is_the_generated_one() -> None:
+    from sayplan_core.reference import parameters_page
+
+    text = (ROOT / "docs" / "reference" / "parameters.md").read_text()
+    assert text == parameters_page(), "stale docs/reference/parameters.md: run scripts/gen_reference.py"
 
 
 @pytest.mark.parametrize(("node", "setting"), ALL, ids=[f"{n}.{s.name}" for n, s in ALL])

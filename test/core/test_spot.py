@@ -401,9 +401,9 @@ def test_a_robot_fault_only_reports_the_robot() -> None:
 
 
 def test_the_readme_spot_parameter_table_states_the_declared_defaults() -> None:
-    """Rows of the Spot manual's parameter table (docs/spot.md) whose default is "empty" or one `value` hold for
+    """Rows of the Spot manual's parameter table (docs/howto/spot.md) whose default is "empty" or one `value` hold for
     every parameter the row names (the full table is generated; this one is written by hand)."""
-    text = (ROOT / "docs" / "spot.md").read_text()
+    text = (ROOT / "docs" / "howto" / "spot.md").read_text()
     section = text[text.index("Parameters (`config/robots/spot.yaml`") :]
     rows = [line for line in section[: section.index("\n\n", section.index("| parameter"))].splitlines()[3:]]
     checked = 0

@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from sayplan_core.cli import token_table
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError
 from sayplan_core.graph.text import to_prompt_text
-from sayplan_core.graph.tokens import count_tokens, encoding_for_model
+from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens, encoding_for_model
 from sayplan_core.graph.views import collapse
 
 
@@ -115,3 +117,48 @@ def test_remaining_plan_path_for_rviz() -> None:
     specs = graph_markers(graph, remaining_path(graph, steps, 0))
     assert layer_counts(specs) == {"rooms": 37, "poses": 25, "assets": 86, "objects": 88, "agents": 1}
     assert len(next(s for s in specs if s.ns == "plan").points) == 4
+
+
+# ----------------------------------------------------------------------------- counting text of any size
+_TEXT_CHARS = "abcXYZéß日本 0123456789\n\t\",:;{}[]()<>='.-_!?"
+
+
+@settings(max_examples=300, derandomize=True, deadline=None)
+@given(
+    st.text(alphabet=_TEXT_CHARS, min_size=0, max_size=400),
+    st.integers(min_value=4, max_value=60),
+    st.sampled_from(SUPPORTED_ENCODINGS),
+)
+def test_counting_in_pieces_equals_counting_at_once_wherever_a_cut_is_safe(
+    text: str, chunk: int, encoding: str
+) -> None:
+    """The oracle is the tokenizer itself on the whole text: every piece cut where no token spans adds up to
+    its count exactly. A cut that found no safe place (possible only in text without one) is reported."""
+    from sayplan_core.graph import tokens
+
+    original = tokens.CHUNK_CHARS
+    tokens.CHUNK_CHARS = chunk
+    try:
+        pieces = tokens._pieces(text)
+        chunked = tokens.count_tokens(text, encoding)
+    finally:
+        tokens.CHUNK_CHARS = original
+    assert "".join(pieces) == text and all(len(p) <= chunk for p in pieces[:-1])
+    cuts = [sum(len(p) for p in pieces[:i]) for i in range(1, len(pieces))]
+    if all(tokens.safe_cut(text, at) for at in cuts):
+        assert chunked == len(tokens._encoding(encoding).encode(text)), (text, cuts)
+
+
+def test_a_thousand_room_building_is_counted_though_the_tokenizer_refuses_it_whole() -> None:
+    """`sayplan env tokens` once failed on a 1,000-room building ("exceeds chunk limit 200000")."""
+    from sayplan_core.envs.generator import BuildingSpec, generate_building
+    from sayplan_core.graph import tokens
+
+    text = to_prompt_text(generate_building(BuildingSpec(floors=10, rooms_per_floor=100)))
+    total = tokens.count_tokens(text)
+    assert total > 200_000
+    pieces = tokens._pieces(text)
+    # every cut where no token spans (so the property above makes the total exact)
+    assert len(pieces) > 1 and all(
+        tokens.safe_cut(text, sum(len(p) for p in pieces[:i])) for i in range(1, len(pieces))
+    )

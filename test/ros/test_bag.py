@@ -254,7 +254,7 @@ def test_without_recorded_qos_the_late_joiner_gets_nothing(demo_run: Path, ros: 
 
 
 def test_the_player_program_latches_the_graph_for_a_late_joiner(demo_run: Path, ros: Any) -> None:
-    """The player as a program of its own (docs/replay.md), on the test's domain: it plays, says so, lingers."""
+    """The player as a program of its own (docs/howto/replay.md), on the test's domain: it plays, says so, lingers."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "sayplan_ros.bag_player", str(demo_run / "bag"), "--rate", "0", "--linger", "20"],
         env={**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)},

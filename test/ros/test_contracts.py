@@ -113,8 +113,8 @@ def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: A
 
 
 def test_an_accepted_cancel_ends_canceled_even_when_the_skill_finishes_anyway(ros: Any) -> None:
-    """README: "An accepted cancel always ends as CANCELED". A robot whose skill runs to the end after the cancel
-    was accepted reports CANCELED, and its result still carries what the skill changed."""
+    """docs/concepts/contracts.md: "An accepted cancel always ends as CANCELED". A robot whose skill runs to the end
+    after the cancel was accepted reports CANCELED, and its result still carries what the skill changed."""
     from sayplan_core.execution.skills import SkillResult
     from sayplan_core.graph.updates import GraphUpdate
 

@@ -94,3 +94,38 @@ def test_a_planner_the_node_does_not_offer_ends_the_task_with_the_typed_code(ros
     result = run_task(ros, stack, "not_installed")
     assert not result.success and result.error_code == TaskCode.PLANNING_FAILED
     assert "unknown planner 'not_installed'" in result.error_msg and "dummy" in result.error_msg, result.error_msg
+
+
+def test_each_planner_s_options_are_parameters_under_its_id_with_their_declared_ranges(ros: Any) -> None:
+    """nav2-style namespacing: `<planner>.<field>`, described and range-checked from the planner's own Options, so
+    two planners with a field of the same name keep their own values."""
+    from rcl_interfaces.srv import DescribeParameters, SetParameters
+    from rclpy.parameter import Parameter
+
+    from sayplan_core.options import table
+    from sayplan_core.planners import PLANNERS
+    from sayplan_ros.planner_node import PlannerNode
+
+    planner = ros.add(PlannerNode(context=ros.context), bring_up=False)
+    client = ros.node("param_peer")
+    names = [f"{name}.{s.name}" for name in PLANNERS for s in table(PLANNERS[name].Options)]
+    assert {"embodiedrag.retrieval_top_k", "embodiedrag_strict.retrieval_top_k", "ltl.reach_distance"} <= set(names)
+    describe = client.create_client(DescribeParameters, "/planner/describe_parameters")
+    described = ros.call(describe, DescribeParameters.Request(names=names)).descriptors
+    assert [d.name for d in described] == names
+    top_k = described[names.index("embodiedrag.retrieval_top_k")]
+    assert (top_k.integer_range[0].from_value, top_k.integer_range[0].to_value) == (1, 100) and not top_k.read_only
+
+    setter = client.create_client(SetParameters, "/planner/set_parameters")
+
+    def set_one(name: str, value: Any) -> Any:
+        request = SetParameters.Request(parameters=[Parameter(name, value=value).to_parameter_msg()])
+        return ros.call(setter, request).results[0]
+
+    refused = set_one("embodiedrag.retrieval_top_k", 1000)  # the descriptor's range, checked by rclpy
+    assert not refused.successful and "embodiedrag.retrieval_top_k out of range" in refused.reason, refused.reason
+    unknown = set_one("planner", "not_installed")  # the option's own check: an installed planner
+    assert not unknown.successful and "an installed planner" in unknown.reason, unknown.reason
+    assert set_one("embodiedrag.retrieval_top_k", 7).successful
+    assert planner.get_parameter("embodiedrag.retrieval_top_k").value == 7
+    assert planner.get_parameter("embodiedrag_strict.retrieval_top_k").value == 3  # its own, untouched

@@ -1,4 +1,4 @@
-"""The soak script the README shows runs (on 200 skills here; the README's figures come from 1,000)."""
+"""The soak script docs/howto/testing.md shows runs (on 200 skills here; docs/measured/soak.md comes from 1,000)."""
 
 from __future__ import annotations
 

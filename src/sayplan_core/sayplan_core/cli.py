@@ -361,8 +361,9 @@ def cmd_bench(args: argparse.Namespace) -> int:
             backends.append(made)
         return backends[0]
 
-    settings: dict[str, Any] = {"llm": "replay" if replay_dir else args.llm, "model": args.model}
-    settings["base_url"] = args.base_url
+    node = choice.node
+    settings: dict[str, Any] = {"llm": "replay" if replay_dir else node.llm, "model": node.model}
+    settings["base_url"] = node.base_url
     if replay_dir is not None:
         settings["replay_dir"] = str(replay_dir.resolve())
     settings.update(options_settings(options, configs))

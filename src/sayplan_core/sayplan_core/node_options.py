@@ -257,3 +257,31 @@ class PerceptionOptions:
         1.1, "geometric overlap + semantic similarity needed to merge a detection", minimum=0.0, maximum=2.0
     )
     min_detections: int = option(2, "objects seen fewer times are dropped at finalize", minimum=1, maximum=1000)
+
+
+# ----------------------------------------------------------------------------- lifecycle and recording
+@dataclass(frozen=True)
+class ManagedNodeOptions:
+    """What every managed node reads besides its own options (sayplan_ros.lifecycle)."""
+
+    autostart: bool = option(
+        False, "configure and activate at start-up, without a lifecycle manager (a node run alone)"
+    )
+
+
+@dataclass(frozen=True)
+class LifecycleManagerOptions:
+    node_names: tuple[str, ...] = option((), "the managed nodes, in start-up order (empty: the sim stack's)")
+    autostart: bool = option(True, "configure and activate every node at start-up")
+    node_wait_s: float = option(
+        30.0, "how long to wait for a node's lifecycle services to appear, seconds", minimum=0.1, maximum=3600.0
+    )
+    transition_timeout_s: float = option(
+        120.0, "how long one node may take for one transition, seconds", minimum=0.1, maximum=3600.0
+    )
+
+
+@dataclass(frozen=True)
+class BagRecorderOptions:
+    output: str = option("", "bag folder to create (must not exist)", names_file=True)
+    storage: str = option("mcap", "rosbag2 storage plugin", choices=("mcap", "sqlite3"))

@@ -40,7 +40,7 @@ class OptionSpec:
 
 
 def option(
-    default: bool | int | float | str,
+    default: bool | int | float | str | tuple[str, ...],
     doc: str,
     *,
     minimum: float | None = None,
@@ -93,7 +93,7 @@ class Setting:
     """One row of a settings table: a ROS parameter, a CLI flag, a line of the reference docs."""
 
     name: str
-    default: bool | int | float | str
+    default: bool | int | float | str | tuple[str, ...]  # a tuple: a list of strings (a STRING_ARRAY parameter)
     description: str
     when: str = STARTUP
     minimum: float | None = None
@@ -119,6 +119,10 @@ class Setting:
     def coerce(self, value: Any) -> Any:
         """The value as this setting's type (an int is a valid float); ValueError naming the setting if not."""
         kind = self.type
+        if kind is tuple:
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                raise ValueError(f"{self.name} must be a list of strings, got {str(value)[:200]}")
+            return tuple(value)
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
@@ -134,14 +138,17 @@ class Setting:
             raise ValueError(f"{self.name} must be >= {self.minimum:g}, got {value}")
         if self.maximum is not None and value > self.maximum:
             raise ValueError(f"{self.name} must be <= {self.maximum:g}, got {value}")
-        if self.choices and value not in self.choices and not (self.accepts is not None and self.accepts(value)):
-            allowed = ", ".join(self.choices) + (f", {self.accepts_text}" if self.accepts_text else "")
+        listed = bool(self.choices) or self.accepts is not None
+        if listed and value not in self.choices and not (self.accepts is not None and self.accepts(value)):
+            allowed = ", ".join(
+                [*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])]
+            )
             raise ValueError(f"{self.name} must be one of {allowed}, got '{str(value)[:200]}'")
         return value
 
     def range_text(self) -> str:
-        if self.choices:
-            return ", ".join(c or '""' for c in self.choices) + (f", {self.accepts_text}" if self.accepts_text else "")
+        if self.choices or self.accepts_text:
+            return ", ".join([*(c or '""' for c in self.choices), *([self.accepts_text] if self.accepts_text else [])])
         if self.minimum is not None or self.maximum is not None:
             return f"{_number_text(self.minimum)}..{_number_text(self.maximum)}"
         return ""
@@ -149,6 +156,8 @@ class Setting:
     def default_text(self) -> str:
         if isinstance(self.default, bool):
             return str(self.default).lower()
+        if isinstance(self.default, tuple):
+            return ", ".join(self.default)
         return str(self.default)
 
 

@@ -47,8 +47,6 @@ class RobotPlugin:
     executable: str
     node_class: str
     Options: type = NoOptions
-    #: a parameters file layered on the stack's, relative to the package's share folder (empty: none)
-    params_file: str = ""
 
 
 class Registry(Mapping[str, T], Generic[T]):
@@ -59,6 +57,7 @@ class Registry(Mapping[str, T], Generic[T]):
         self._accept = accept  # "" if the loaded object is a valid plugin of this id, else why not
         self._lock = threading.Lock()
         self._items: dict[str, T] | None = None
+        self._dists: dict[str, str] = {}
         self._problems: list[str] = []
 
     def _load(self) -> dict[str, T]:
@@ -85,7 +84,13 @@ class Registry(Mapping[str, T], Generic[T]):
         problem = self._accept(point.name, plugin)
         if not problem:
             items[point.name] = plugin
+            self._dists[point.name] = _dist(point)
         return problem
+
+    def bundled(self) -> list[str]:
+        """The ids our own packages register (the ones the docs describe), in registry order."""
+        self._load()
+        return [name for name in self if self._dists.get(name, "").startswith("sayplan_")]
 
     def problems(self) -> list[str]:
         self._load()
@@ -109,10 +114,14 @@ class Registry(Mapping[str, T], Generic[T]):
         return f"Registry({self.group}: {', '.join(self)})"
 
 
+def _dist(point: EntryPoint) -> str:
+    return (point.dist.name if point.dist is not None else "").replace("-", "_")
+
+
 def _order(point: EntryPoint) -> tuple[int, str]:
     """The core's plugins first, then our robot packages', then third parties' (so none can shadow a built-in
     id), each by name."""
-    dist = (point.dist.name if point.dist is not None else "").replace("-", "_")
+    dist = _dist(point)
     return (0 if dist == "sayplan_core" else 1 if dist.startswith("sayplan_") else 2, point.name)
 
 

@@ -14,11 +14,14 @@ namespaces its plugins' parameters.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sayplan_core.node_options import (
+    BagRecorderOptions,
     ExecutorOptions,
+    LifecycleManagerOptions,
+    ManagedNodeOptions,
     PathPlannerOptions,
     PerceptionOptions,
     PlannerNodeOptions,
@@ -43,11 +46,12 @@ __all__ = [
 ]
 
 
-def planner_settings() -> Settings:
-    """The planner node's parameters: its own, the planners' common ones, then `<planner>.<field>` for each."""
+def planner_settings(planners: Iterable[str] | None = None) -> Settings:
+    """The planner node's parameters: its own, the planners' common ones, then `<planner>.<field>` for each
+    installed planner (or each of `planners`)."""
     rows = table(PlannerNodeOptions) + table(PlannerOptions)
-    for name, planner in PLANNERS.items():
-        rows += table(planner.Options, f"{name}.")
+    for name in PLANNERS if planners is None else planners:
+        rows += table(PLANNERS[name].Options, f"{name}.")
     return Settings("planner", rows)
 
 
@@ -57,18 +61,26 @@ def robot_settings(robot: str) -> Settings:
     return settings_of(plugin.Options, plugin.node_name)
 
 
-def node_settings() -> dict[str, Settings]:
-    """Every node's settings, by node name (the keys of the config files); robots as installed."""
+def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
+    """Every node's settings, by node name (the keys of the config files); plugins as installed, or only our
+    own packages' with `bundled_only` (what the reference docs describe)."""
     nodes = {
         "scene_graph_server": settings_of(SceneGraphServerOptions, "scene_graph_server"),
         "path_planner": settings_of(PathPlannerOptions, "path_planner"),
-        "planner": planner_settings(),
+        "planner": _managed(planner_settings(PLANNERS.bundled() if bundled_only else None)),
         "executor": settings_of(ExecutorOptions, "executor"),
         "perception": settings_of(PerceptionOptions, "perception"),
     }
-    for name in ROBOT_REGISTRY:
-        nodes[ROBOT_REGISTRY[name].node_name] = robot_settings(name)
+    for name in ROBOT_REGISTRY.bundled() if bundled_only else ROBOT_REGISTRY:
+        nodes[ROBOT_REGISTRY[name].node_name] = _managed(robot_settings(name))
+    nodes["lifecycle_manager"] = settings_of(LifecycleManagerOptions, "lifecycle_manager")
+    nodes["bag_recorder"] = settings_of(BagRecorderOptions, "bag_recorder")
     return nodes
+
+
+def _managed(settings: Settings) -> Settings:
+    """A managed node's table: its own settings, then what every managed node reads (sayplan_ros.lifecycle)."""
+    return Settings(settings.component, [*settings, *table(ManagedNodeOptions)])
 
 
 def planner_options(values: Mapping[str, Any], action_set: str = "") -> PlannerOptions:

@@ -33,7 +33,6 @@ from typing import Any
 
 import yaml
 from ament_index_python.packages import get_package_share_directory
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
@@ -43,7 +42,9 @@ from rosbags.rosbag2.metadata import parse_qos
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sayplan_core.node_options import BagRecorderOptions
 from sayplan_interfaces.msg import ExecutionEvent, GraphUpdate, Plan, PlanReport, SceneGraph, SkillReport
+from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import EVENTS_QOS, GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
 #: topic -> (message class, QoS); recorded under these names whatever namespace the stack runs in.
@@ -151,17 +152,10 @@ class BagRecorder(Node):
 
     def __init__(self, node_name: str = "bag_recorder", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
-        read_only = ParameterDescriptor(read_only=True)
-        self.declare_parameter(
-            "output", "", ParameterDescriptor(description="bag folder to create (must not exist)", read_only=True)
-        )
-        self.declare_parameter("storage", "mcap", read_only)
-        output = str(self.get_parameter("output").value)
-        storage = str(self.get_parameter("storage").value)
+        options = declare_options(self, BagRecorderOptions)  # a bad storage is refused naming the choices
+        output, storage = options.output, options.storage
         if not output:
             raise ValueError("parameter 'output' must name the bag folder to write")
-        if storage not in STORAGES:
-            raise ValueError(f"parameter 'storage' must be mcap or sqlite3, got '{storage}'")
         if Path(output).exists():
             raise ValueError(f"bag folder {output} already exists; choose a new one")
         self.path = Path(output)

@@ -33,16 +33,16 @@ from typing import Any, TypeVar
 
 from lifecycle_msgs.msg import State
 from lifecycle_msgs.srv import ChangeState
-from rcl_interfaces.msg import ParameterDescriptor
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
 from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
 from rclpy.lifecycle import LifecycleNode, LifecycleState, TransitionCallbackReturn
 from rclpy.timer import Timer
 from std_srvs.srv import Trigger
 
+from sayplan_core.node_options import ManagedNodeOptions
 from sayplan_core.options import Settings, build, settings_of
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.parameters import current, declare_settings
+from sayplan_ros.parameters import current, declare_options, declare_settings
 from sayplan_ros.runner import describe_error
 
 T = TypeVar("T")
@@ -71,19 +71,11 @@ class ManagedNode(LifecycleNode):
         self.exit_reason: str | None = None
         self._error_group = MutuallyExclusiveCallbackGroup()
         self.create_service(Trigger, "~/transition_error", self._on_transition_error, callback_group=self._error_group)
-        self.declare_parameter(
-            "autostart",
-            False,
-            ParameterDescriptor(
-                description="configure and activate at start-up, without a lifecycle manager (a node run alone) "
-                "(read at start-up)",
-                read_only=True,
-            ),
-        )
+        managed = declare_options(self, ManagedNodeOptions)
         self._transition_lock = threading.Lock()  # one transition at a time, whoever asks for it
         self._guard_change_state()
         self._autostart_timer: Timer | None = None
-        if bool(self.get_parameter("autostart").value):
+        if managed.autostart:
             self._autostart_timer = steady_timer(self, AUTOSTART_DELAY_S, self._autostart)
 
     def _guard_change_state(self) -> None:

@@ -24,16 +24,17 @@ from typing import Any
 
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.client import Client
 from rclpy.node import Node
 from rclpy.timer import Timer
 from std_srvs.srv import Trigger
 
+from sayplan_core.node_options import LifecycleManagerOptions
 from sayplan_interfaces.srv import ManageLifecycleNodes
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.lifecycle import AUTOSTART_DELAY_S
+from sayplan_ros.parameters import declare_options
 from sayplan_ros.runner import run_nodes
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
@@ -80,38 +81,12 @@ class LifecycleManager(Node):
         super().__init__(node_name, **kwargs)
         from sayplan_ros.stack import managed_names  # the stack imports this module's name only, lazily
 
-        self.declare_parameter(
-            "node_names",
-            managed_names("sim"),
-            ParameterDescriptor(
-                description="the managed nodes, in start-up order (default: the sim stack's) (read at start-up)",
-                read_only=True,
-            ),
-        )
-        self.declare_parameter(
-            "autostart",
-            True,
-            ParameterDescriptor(description="configure and activate every node at start-up (read at start-up)",
-                                read_only=True),
-        )  # fmt: skip
-        for name, default, text in (
-            ("node_wait_s", 30.0, "how long to wait for a node's lifecycle services to appear, seconds"),
-            ("transition_timeout_s", 120.0, "how long one node may take for one transition, seconds"),
-        ):
-            self.declare_parameter(
-                name,
-                default,
-                ParameterDescriptor(
-                    description=f"{text} [0.1 to 3600] (read at start-up)",
-                    read_only=True,
-                    floating_point_range=[FloatingPointRange(from_value=0.1, to_value=3600.0, step=0.0)],
-                ),
-            )
-        names = [str(n) for n in self.get_parameter("node_names").value if str(n).strip()]
+        options = declare_options(self, LifecycleManagerOptions)
+        names = [n for n in options.node_names if n.strip()] or managed_names("sim")
         if len(set(names)) != len(names):
             raise ValueError(f"node_names lists a node twice: {', '.join(names)}")
-        self._node_wait = float(self.get_parameter("node_wait_s").value)
-        self._transition_timeout = float(self.get_parameter("transition_timeout_s").value)
+        self._node_wait = options.node_wait_s
+        self._transition_timeout = options.transition_timeout_s
         self._group = ReentrantCallbackGroup()
         self._nodes = [
             _Client(
@@ -135,7 +110,7 @@ class LifecycleManager(Node):
         self.create_service(ManageLifecycleNodes, "~/manage_nodes", self._on_manage, callback_group=self._group)
         self.create_service(Trigger, "~/is_active", self._on_is_active, callback_group=self._group)
         self._autostart_timer: Timer | None = None
-        if bool(self.get_parameter("autostart").value):  # once this node spins (every node of its program exists)
+        if options.autostart:  # once this node spins (every node of its program exists)
             self._autostart_timer = steady_timer(self, AUTOSTART_DELAY_S, self._queue_autostart, self._group)
         else:
             self.startup_result = (False, "autostart is false: call ~/manage_nodes with STARTUP")

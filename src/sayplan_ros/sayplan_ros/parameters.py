@@ -12,7 +12,13 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from rcl_interfaces.msg import FloatingPointRange, IntegerRange, ParameterDescriptor, SetParametersResult
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    IntegerRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 
@@ -28,6 +34,8 @@ def descriptor(setting: Setting) -> ParameterDescriptor:
     if setting.read_only:
         text = f"{text} (read at start-up)"
     desc = ParameterDescriptor(description=text, read_only=setting.read_only)
+    if setting.type is tuple:
+        desc.type = ParameterType.PARAMETER_STRING_ARRAY
     if setting.type is int and (setting.minimum is not None or setting.maximum is not None):
         desc.integer_range = [
             IntegerRange(
@@ -47,8 +55,11 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
     """Declare every setting of the table on `node`; returns the start-up values, checked (ValueError if bad).
     With `check` False they are returned as given: a managed node checks them at configure."""
     for setting in settings:
-        node.declare_parameter(setting.name, setting.default, descriptor(setting))
-    values = {s.name: node.get_parameter(s.name).value for s in settings}
+        default: Any = setting.default
+        if isinstance(default, tuple):  # an empty list has no type of its own: declared as a string array
+            default = list(default) if default else Parameter.Type.STRING_ARRAY
+        node.declare_parameter(setting.name, default, descriptor(setting))
+    values = current(node, settings)
     checked = settings.check(values) if check else values
 
     def on_set(parameters: list[Parameter]) -> SetParametersResult:
@@ -67,8 +78,16 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
 
 
 def current(node: Node, settings: Settings) -> dict[str, Any]:
-    """Every setting's value now (per-goal ones may have changed since start-up)."""
-    return {s.name: node.get_parameter(s.name).value for s in settings}
+    """Every setting's value now (per-goal ones may have changed since start-up); an empty list that nothing set
+    is its default."""
+    values = {}
+    for s in settings:
+        if isinstance(s.default, tuple):
+            unset = Parameter(s.name, Parameter.Type.STRING_ARRAY, list(s.default))
+            values[s.name] = tuple(node.get_parameter_or(s.name, unset).value)
+        else:
+            values[s.name] = node.get_parameter(s.name).value
+    return values
 
 
 def declare_options(node: Node, options: type[T]) -> T:

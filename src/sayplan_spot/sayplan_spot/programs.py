@@ -27,7 +27,6 @@ only an arm needs:
 
 from __future__ import annotations
 
-import copy
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -35,13 +34,14 @@ from pathlib import Path
 from typing import Any
 
 from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph
-from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.binding import SiteBinding, finite_number, read_site_file
 from sayplan_core.robots.navigation import TargetError
 from sayplan_core.sim.action_set import ActionSet
+from sayplan_core.sim.effects import GRIPPER_ATTRIBUTE as GRIPPER_ATTRIBUTE
+from sayplan_core.sim.effects import Observed, step_update
 from sayplan_core.sim.plan import PlanStep
-from sayplan_core.sim.predicates import EFFECTS
 from sayplan_core.sim.world_state import WorldState
 
 Point = tuple[float, float, float]
@@ -60,9 +60,6 @@ SKILL_KINDS: dict[str, str] = {
 HANDLE_KINDS = ("hinge", "drawer")
 #: Skills that close the claw on something: refused before any motion unless the hand is empty.
 GRASPING_KINDS = frozenset({"pickup", "pick_up", "open", "close"})
-#: The agent attribute every update of a skill that read the gripper carries: what the gripper holds.
-GRIPPER_ATTRIBUTE = "gripper"
-GRIPPER_EMPTY = "empty"
 
 
 def hand_refusal(step: PlanStep, graph: SceneGraph) -> str:
@@ -72,18 +69,6 @@ def hand_refusal(step: PlanStep, graph: SceneGraph) -> str:
     if SKILL_KINDS.get(step.action) not in GRASPING_KINDS or held is None:
         return ""
     return f"{step} refused before the robot moved: the hand already holds {held} (scene graph); put it down first"
-
-
-def gripper_words(held: bool, graph_holds: str | None, kind: str, target: str) -> str:
-    """What the gripper holds, for the agent's `gripper` attribute: empty, the held object's id, the handle a
-    claw stuck on, or something the scene graph does not hold."""
-    if not held:
-        return GRIPPER_EMPTY
-    if graph_holds is not None:
-        return graph_holds
-    if kind in ("open", "close") and target:
-        return f"the handle of {target}"
-    return "something the scene graph does not hold"
 
 
 #: Default travel of a handle when the site file gives none: degrees for a hinge, metres for a drawer.
@@ -483,76 +468,41 @@ def skill_update(
     reports the object in the hand; a put-down whose gripper opened (then the stow failed or was canceled)
     reports the object at the place. An object the graph still has in the hand when the gripper is empty (it
     slipped out on the way) is reported in the robot's room, near the robot. Whenever the gripper was read, the
-    agent's `gripper` attribute says what it holds (`gripper_words`), so graph and gripper never disagree.
+    agent's `gripper` attribute says what it holds (`effects.gripper_words`), so graph and gripper never disagree.
     `missing` says the robot looked where the object should be and found nothing there: only then is a
     pickup's `not_found` a reason to remove the object (one the robot merely does not see right now is kept).
     """
-    waypoint_nodes = waypoint_nodes or {}
     state = WorldState.from_graph(graph)
     state.accessed = belief.accessed if belief.accessed in graph.nodes else None
-    touched: list[str] = []
-    remove: list[str] = []
     kind = SKILL_KINDS.get(step.action, "")
-    done = code is SkillCode.NONE
-    if not done and held is not None and step.target in graph.nodes:
-        grasped = held and kind in ("pickup", "pick_up") and state.holding is None
-        let_go = not held and (kind == "release" or (kind == "put" and state.holding is not None))
-        done = grasped or let_go  # the hand changed before the skill stopped: report what the gripper says
-    if done and kind == "release" and state.holding is None and step.target in graph.nodes:
-        state.holding = step.target  # the robot let go of it, whatever the graph said it held
-    held_before = state.holding
-    if done and step.action in actions.actions:
-        try:
-            for clause in actions.actions[step.action].effects:
-                EFFECTS[clause.name](state, step.target, clause.arg)
-        except (AssertionError, GraphError, KeyError):
-            pass  # the graph disagrees with what the robot did: report the robot's place only
-        touched = [n for n in (step.target, held_before, state.holding) if n and n in graph.nodes]
-        belief.accessed = state.accessed
-    else:
-        if kind not in ("pickup", "release"):  # the robot may have walked away from what it had accessed
-            belief.accessed = None
-        gone = missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up") and step.target in graph.nodes
-        if gone and graph.nodes[step.target].type == "object" and not graph.children(step.target):
-            remove.append(step.target)
-    dropped: str | None = None
-    if held is False and state.holding is not None:  # the gripper is empty: the graph's held object is not there
-        room = state.agent_room()
-        if room is not None:
-            dropped = state.holding
-            state.move(dropped, room, "in")
-            state.holding = None
-            touched.append(dropped)
-    location = state.location
+    location: str | None = None
     if kind == "goto" and code is SkillCode.NONE:
         location = step.target
     elif moved_off_course and pose is not None:
-        bound = waypoint_nodes.get(pose.waypoint)
-        if bound is None or bound not in graph.nodes or graph.nodes[bound].type not in NAV_TYPES:
-            bound = nearest_place(graph, pose.x, pose.y)
-        location = bound or location
-    upserts: list[NodeUpsert] = []
-    for node_id in dict.fromkeys(touched):
-        if node_id in remove or graph.nodes[node_id].type == "agent":
-            continue
-        node = copy.deepcopy(graph.nodes[node_id])
-        node.states = list(state.states(node_id))
-        if placed_at is not None and node_id == held_before and state.holding != node_id:
-            node.position = placed_at
-        elif node_id == dropped and pose is not None:
-            node.position = (pose.x, pose.y, 0.0)
-        upserts.append(NodeUpsert(node, state.parent(node_id), state.relation(node_id) or "in"))
-    agent_id = graph.agent_id
-    if agent_id is not None:
-        agent = copy.deepcopy(graph.nodes[agent_id])
-        if location is not None:
-            agent.attributes["location"] = location
-        if held is not None:
-            agent.attributes[GRIPPER_ATTRIBUTE] = gripper_words(held, state.holding, kind, step.target)
-        if pose is not None:
-            agent.position = (pose.x, pose.y, pose.z)
-            agent.attributes["heading_deg"] = round(math.degrees(pose.yaw), 1)
-            if pose.waypoint:
-                agent.attributes["waypoint"] = pose.waypoint
-        upserts.append(NodeUpsert(agent))
-    return GraphUpdate(upsert=upserts, remove=remove, source=source)
+        location = waypoint_nodes.get(pose.waypoint) if waypoint_nodes else None
+        if location is None or location not in graph.nodes or graph.nodes[location].type not in NAV_TYPES:
+            location = nearest_place(graph, pose.x, pose.y)
+    observed = Observed(
+        held=held,
+        location=location,
+        placed_at=placed_at,
+        robot_at=None if pose is None else (pose.x, pose.y, 0.0),
+        agent_position=None if pose is None else (pose.x, pose.y, pose.z),
+        agent_attributes={} if pose is None else _pose_attributes(pose),
+        missing=missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up"),
+        seen=(),  # what a look_ skill saw comes from the camera, not the graph
+        report_agent=True,
+    )
+    effect = step_update(state, step, actions, code is SkillCode.NONE, observed, check=False, source=source)
+    if effect.applied:
+        belief.accessed = state.accessed
+    elif kind not in ("pickup", "release"):  # the robot may have walked away from what it had accessed
+        belief.accessed = None
+    return effect.update
+
+
+def _pose_attributes(pose: RobotPose) -> dict[str, Any]:
+    attributes: dict[str, Any] = {"heading_deg": round(math.degrees(pose.yaw), 1)}
+    if pose.waypoint:
+        attributes["waypoint"] = pose.waypoint
+    return attributes

@@ -28,12 +28,6 @@ class BuildingSpec:
     objects_per_asset: int = 2
     seed: int = 0
 
-    @property
-    def approx_nodes(self) -> int:
-        rooms = self.floors * self.rooms_per_floor
-        per_room = 1 + self.assets_per_room * (1 + self.objects_per_asset)
-        return self.floors + rooms * per_room + rooms // 2 + self.floors + 1
-
 
 def spec_for_size(total_nodes: int, seed: int = 0) -> BuildingSpec:
     """A spec whose graph has about `total_nodes` nodes (rooms of 3 assets x 2 objects)."""

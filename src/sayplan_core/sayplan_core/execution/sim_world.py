@@ -16,12 +16,16 @@ from typing import Any
 
 from sayplan_core.execution.skills import SkillResult
 from sayplan_core.graph.model import GraphError, SceneGraph, with_state
-from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim.action_set import ActionSet, load_action_set
+from sayplan_core.sim.effects import report, step_update
 from sayplan_core.sim.plan import PlanStep
-from sayplan_core.sim.simulator import apply_step, check_step
+from sayplan_core.sim.simulator import check_step
 from sayplan_core.sim.world_state import WorldState
+
+#: The source of every update the simulated world reports.
+SOURCE = "sim_skill_server"
 
 #: Which failed precondition a robot would report as which outcome.
 FAILURE_CODES: dict[str, SkillCode] = {
@@ -115,24 +119,17 @@ class SimulatedWorld:
                 failure.times -= 1
                 message = failure.message or f"{step} failed: {failure.code.label.replace('_', ' ')} (injected)"
                 return SkillResult(False, failure.code, message, self.observe([target]))
-        held_before = self.state.holding
-        outcome = apply_step(self.state, step, self.actions)
+        effect = step_update(self.state, step, self.actions, source=SOURCE)
+        outcome = effect.outcome
         if not outcome.ok:
             code = FAILURE_CODES.get(outcome.failed, SkillCode.SKILL_FAILED)
             if outcome.failed == "unknown_node":  # gone from the world: the robot's graph should forget it
-                return SkillResult(
-                    False, code, outcome.feedback, GraphUpdate(remove=[target], source="sim_skill_server")
-                )
+                return SkillResult(False, code, outcome.feedback, GraphUpdate(remove=[target], source=SOURCE))
             if code is SkillCode.NOT_FOUND and self.state.node_type(target) == "object":
                 return SkillResult(False, code, outcome.feedback, self._not_found(target))
             touched = [target, *self._container_chain(target)]
             return SkillResult(False, code, outcome.feedback, self.observe(touched))
-        touched = [target]
-        # what was put down (put_on / release names the place, not the object) and what is now held
-        touched.extend(n for n in (held_before, self.state.holding) if n)
-        if skill.startswith("look_"):  # LookPlanGraph's look_on / look_inside: the robot sees what is there
-            touched.extend(self.state.graph.children(target))
-        return SkillResult(True, SkillCode.NONE, f"{step} done", self.observe(touched))
+        return SkillResult(True, SkillCode.NONE, f"{step} done", effect.update)
 
     def _not_found(self, target: str) -> GraphUpdate:
         """The object is not where the robot looked: seen elsewhere in this room, or unknown."""
@@ -149,20 +146,4 @@ class SimulatedWorld:
 
     def observe(self, node_ids: Iterable[str]) -> GraphUpdate:
         """What the robot learns: the true state and place of the touched nodes, and where it is."""
-        truth = self.state
-        upserts: list[NodeUpsert] = []
-        seen: set[str] = set()
-        for node_id in node_ids:
-            if node_id in seen or node_id not in truth.graph.nodes:
-                continue
-            seen.add(node_id)
-            node = copy.deepcopy(truth.graph.nodes[node_id])
-            node.states = list(truth.states(node_id))
-            parent = truth.parent(node_id)
-            upserts.append(NodeUpsert(node, parent, truth.relation(node_id) or "in"))
-        agent = truth.graph.agent_id
-        if agent is not None and truth.location is not None:
-            node = copy.deepcopy(truth.graph.nodes[agent])
-            node.attributes["location"] = truth.location
-            upserts.append(NodeUpsert(node))
-        return GraphUpdate(upsert=upserts, source="sim_skill_server")
+        return report(self.state, node_ids, SOURCE)

@@ -174,9 +174,6 @@ class SceneGraph:
         except KeyError:
             raise UnknownNodeError(node_id, self.nodes) from None
 
-    def require(self, node_id: str) -> Node:
-        return self.node(node_id)
-
     def ids_of_type(self, *types: str) -> list[str]:
         out: list[str] = []
         for t in types:

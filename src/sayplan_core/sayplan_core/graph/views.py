@@ -7,8 +7,6 @@ costs only that room's contents.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 
@@ -88,9 +86,6 @@ class GraphView:
             visible.add(held)
         return visible
 
-    def is_expanded(self, node_id: str) -> bool:
-        return node_id in self.expanded
-
     def expandable_ids(self) -> list[str]:
         """Visible nodes that would reveal something if expanded."""
         graph = self.graph
@@ -109,7 +104,3 @@ class GraphView:
 
 def collapse(graph: SceneGraph, top_only: bool = False, with_poses: bool = False) -> GraphView:
     return GraphView(graph, top_only=top_only, with_poses=with_poses)
-
-
-def induced_subgraph(graph: SceneGraph, node_ids: Iterable[str]) -> SceneGraph:
-    return graph.subgraph(node_ids)

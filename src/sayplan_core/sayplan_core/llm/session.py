@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 from sayplan_core.graph import limits
 from sayplan_core.graph.tokens import count_tokens
 from sayplan_core.llm import http
-from sayplan_core.llm.types import LlmBackend, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError, Message
+from sayplan_core.llm.types import LlmBackend, LlmRequest, LlmResponse, LlmTransientError, Message
 
 T = TypeVar("T")
 _FENCE = re.compile(r"^\s*```(?:json)?\s*(.*?)\s*```\s*$", re.DOTALL)
@@ -256,7 +256,3 @@ def parse_json_answer(response: LlmResponse) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise BadAnswerError(f"the answer must be a JSON object, not {type(data).__name__}")
     return data
-
-
-def describe_fatal(exc: LlmFatalError) -> str:
-    return f"LLM backend error: {exc}"

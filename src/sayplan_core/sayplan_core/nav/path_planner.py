@@ -130,7 +130,3 @@ class PathPlanner:
         dist = nx.single_source_dijkstra_path_length(self.graph.nav, a, weight=self.edge_cost)
         b = max((r for r in rooms if r in dist), key=lambda r: dist[r])
         return a, b
-
-
-def path_positions(graph: SceneGraph, nodes: Iterable[str]) -> list[tuple[float, float, float] | None]:
-    return [graph.nodes[n].position for n in nodes]

@@ -3,12 +3,12 @@ agent is after it failed.
 
 A robot without object perception knows what it did, not what it saw: after a
 successful pickup the object is in the hand because the action set says so. The
-effects are applied to the robot's copy of the graph exactly as the planner's simulator
-applies them (same rules, same observed nodes), so the graph the next plan sees is the
-one the verified plan expected. After a failure only the agent's location is reported
-(from the base's localisation), unless the skill's change was already made (the robot
-then reports the effects, e.g. the object it holds); what the failure means is left to
-the planner.
+effects are applied to the robot's copy of the graph by the function the simulator and
+Spot use (sayplan_core.sim.effects.step_update: same rules, same observed nodes), so
+the graph the next plan sees is the one the verified plan expected. After a failure only
+the agent's location is reported (from the base's localisation), unless the skill's
+change was already made (the robot then reports the effects, e.g. the object it holds);
+what the failure means is left to the planner.
 
 The gripper is read back after every manipulation skill (`reconcile_hand`): the update must say what the fingers
 really hold. Where they disagree, the hand wins: a grasp that did not hold is a failed grasp, an object that fell
@@ -21,12 +21,13 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass
 
-from sayplan_core.execution.sim_world import SimulatedWorld
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim.action_set import ActionSet
+from sayplan_core.sim.effects import step_update
 from sayplan_core.sim.plan import PlanStep
+from sayplan_core.sim.world_state import WorldState
 
 
 def success_update(
@@ -37,14 +38,13 @@ def success_update(
     `accessed` is the asset the arm works at; `location` the room or pose node the base
     is at now (reported alone when the graph was out of step with the world).
     """
-    world = SimulatedWorld(graph, actions)  # copy-on-write: `graph` is not modified
-    world.state.accessed = accessed
-    result = world.execute(step.action, step.target)
-    if not result.success:
+    state = WorldState.from_graph(graph)  # copy-on-write: `graph` is not modified
+    state.accessed = accessed
+    effect = step_update(state, step, actions, source=source)
+    if not effect.outcome.ok:
         update = location_update(graph, location, source)
-        return update, f"the scene graph did not expect {step} to succeed ({result.message})"
-    result.update.source = source
-    return result.update, ""
+        return update, f"the scene graph did not expect {step} to succeed ({effect.outcome.feedback})"
+    return effect.update, ""
 
 
 def location_update(graph: SceneGraph, location: str | None, source: str) -> GraphUpdate:

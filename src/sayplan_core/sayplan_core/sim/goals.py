@@ -81,19 +81,6 @@ def goal_from_dict(raw: Any) -> GoalPredicate:
     return goal
 
 
-def goal_to_dict(goal: GoalPredicate) -> dict[str, Any]:
-    out: dict[str, Any] = {"kind": goal.kind}
-    for key in ("node", "relation", "target", "state"):
-        value = getattr(goal, key)
-        if value:
-            out[key] = value
-    if goal.negate:
-        out["negate"] = True
-    if goal.count != 1:
-        out["count"] = goal.count
-    return out
-
-
 def _holds_one(graph: SceneGraph, goal: GoalPredicate, node: str) -> bool:
     if goal.kind in ("placed", "not_placed"):
         targets = goal.target.split("|")

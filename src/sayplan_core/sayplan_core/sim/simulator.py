@@ -125,9 +125,14 @@ def apply_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
     """Check a step and, when feasible, apply its effects to `state`."""
     outcome = check_step(state, step, actions)
     if outcome.ok and not outcome.note:
-        for clause in actions.actions[step.action].effects:
-            EFFECTS[clause.name](state, step.target, clause.arg)
+        apply_effects(state, step, actions.actions[step.action])
     return outcome
+
+
+def apply_effects(state: WorldState, step: PlanStep, spec: ActionSpec) -> None:
+    """Apply the action's effects to `state` without checking anything (apply_step checks first)."""
+    for clause in spec.effects:
+        EFFECTS[clause.name](state, step.target, clause.arg)
 
 
 def verify_plan(

@@ -15,7 +15,7 @@ node's parameters when it declares them (the shared settings), else their defaul
 Stopping: `stop_and_wait` (shutdown, from a plain thread) cancels the running goal and
 waits for Nav2 to end it; `destroy` cancels it without waiting. A NavigateToPose goal
 has no expiry of its own: a client that dies without sending its cancel leaves the base
-driving to the goal (docs/franka_omron.md, "Navigation through Nav2").
+driving to the goal (docs/howto/franka_omron.md, "Navigation through Nav2").
 """
 
 from __future__ import annotations
