@@ -24,12 +24,12 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, apply_update
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.belief import success_update
-from sayplan_core.robots.spot import RobotPose, SpotBelief, skill_update
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.effects import GRIPPER_ATTRIBUTE, Observed, step_update
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import check_step
 from sayplan_core.sim.world_state import WorldState
+from sayplan_spot.programs import RobotPose, SpotBelief, skill_update
 
 SETS = ("sayplan", "spot")
 #: The state each set_state effect replaces (the oracle's own table, not the graph model's).
