@@ -33,7 +33,7 @@ from sayplan_core.ltl import (
     ProductSearch,
     build_dfa,
     holds,
-    parse_prefix,
+    parse_formula,
     require_tools,
 )
 from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
@@ -216,10 +216,10 @@ class LtlPlanner(Planner):
     @staticmethod
     def _parse_formula(atoms: set[str], data: dict[str, Any]) -> tuple[Formula, Dfa]:
         text = data.get("formula")
-        if not isinstance(text, str):
-            raise BadAnswerError("the answer needs a 'formula' string")
+        if not isinstance(text, (str, list)):
+            raise BadAnswerError("the answer needs a 'formula' string (prefix or list notation)")
         try:
-            formula = parse_prefix(text, atoms)
+            formula = parse_formula(text, atoms)
             dfa = build_dfa(formula)
         except FormulaError as exc:
             raise BadAnswerError(f"formula '{text}': {exc}") from None
