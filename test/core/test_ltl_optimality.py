@@ -8,6 +8,7 @@ simulator; when brute force finds no path, the planner reports the mission unsat
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import shutil
@@ -23,6 +24,7 @@ from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.ltl import (
     Dfa,
+    Formula,
     FormulaError,
     NoSatisfyingPathError,
     ProductSearch,
@@ -31,6 +33,7 @@ from sayplan_core.ltl import (
     holds,
     parse_prefix,
 )
+from sayplan_core.planners.ltl import plan_formula
 from sayplan_core.sim import verify_plan
 
 if shutil.which("mona") is None:
@@ -250,3 +253,55 @@ def test_the_in_order_baseline_is_never_cheaper_on_reach_missions() -> None:
         goals = [*rng.sample(graph.ids_of_type("room"), 2), rng.choice(graph.ids_of_type("object"))]
         best = ProductSearch(graph, build_dfa(parse_prefix("& F {} & F {} F {}".format(*goals)))).search(start)
         assert best.cost <= dijkstra_to_each_goal(graph, start, goals).cost + 1e-9
+
+
+def list_notation(f: Formula, rng: random.Random) -> Any:
+    """The formula as an LLM prompt in the literature writes it: nested lists of words, reach()/enter() atoms."""
+    words = {"!": "NOT", "&": "AND", "|": "OR", "->": "IMPLY", "<->": "EQUAL", "X": "NEXT", "F": "EVENTUALLY"}
+    words |= {"G": "ALWAYS", "U": "UNTIL", "R": "RELEASE"}
+    if f.op == "atom":
+        return rng.choice([f.atom, f"reach({f.atom})", f"enter({f.atom})"])
+    if f.op in ("true", "false"):
+        return f.op
+    return [words[f.op], *(list_notation(a, rng) for a in f.args)]
+
+
+@pytest.mark.parametrize("env", ["office", "home, objects lying in their rooms", "generated seed 1"])
+def test_plan_formula_plans_a_given_formula_optimally_without_an_llm(env: str) -> None:
+    """The Python API behind `sayplan plan --formula`: no backend at all, the cost is the brute-force optimum."""
+    graph = ENVS[env]
+    rng = random.Random(f"formula-{env}")
+    planned = 0
+    for shape, template in SHAPES.items():
+        formula = parse_prefix(fill(template, graph, rng))
+        reach = rng.choice([0.5, 1.0, 2.0])
+        start = rng.choice(sorted(graph.nav.nodes))
+        given: Any = rng.choice([formula, formula.prefix(), json.dumps(list_notation(formula, rng))])
+        where = f"{env}, {shape}: {given} from {start}, reach {reach}"
+        try:
+            dfa = build_dfa(formula)
+        except FormulaError:
+            with pytest.raises(FormulaError, match="can never be satisfied"):
+                plan_formula(graph, given, reach, start)
+            continue
+        best = Oracle(graph, formula.atoms(), reach).optimum(dfa, start)
+        result = plan_formula(graph, given, reach, start)
+        assert result.calls == [] and result.planner == "ltl", where
+        if best is None:
+            assert not result.success and "no path through the navigation graph satisfies" in result.message, where
+            continue
+        assert result.success and result.verified, f"{where}: {result.message}"
+        oracle = Oracle(graph, formula.atoms(), reach)
+        locs = [start] + [
+            ("stop", s.target) if s.action == "access" else s.target for s in result.full_plan if s.action != "done"
+        ]
+        walked = sum(oracle.g.edges[a, b]["cost"] for a, b in pairwise(locs))
+        assert walked == pytest.approx(best, abs=1e-4), where
+        assert holds(formula, [oracle.labels[loc] for loc in locs]), where
+        planned += 1
+    assert planned >= len(SHAPES) // 2
+
+
+def test_plan_formula_refuses_an_unknown_id_with_the_closest_ones() -> None:
+    with pytest.raises(FormulaError, match=r"'kitchn' is not the id of .* \(did you mean kitchen"):
+        plan_formula(ENVS["office"], '["EVENTUALLY", "enter(kitchn)"]')
