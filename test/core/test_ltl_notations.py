@@ -13,10 +13,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from transcripts import FAST, transcript
 
+from sayplan_core.envs import load_env
 from sayplan_core.ltl import Formula, FormulaError, build_dfa, parse_formula, parse_list, parse_prefix
 from sayplan_core.ltl.automaton import _run_mona
 from sayplan_core.ltl.formula import BINARY, MAX_DEPTH, MAX_FORMULA_SIZE, SPELLINGS, UNARY
+from sayplan_core.planners import PlannerOptions, make_planner
 
 PROPS = ["kitchen", "lab", "apple1", "desk_2", "hall"]
 #: the words the literature's list prompts use, written out here (not taken from the parser)
@@ -167,3 +170,24 @@ def test_any_json_value_parses_or_gets_a_formula_error(value: object) -> None:
         except FormulaError:
             continue
         assert isinstance(parsed, Formula)
+
+
+@pytest.mark.skipif(shutil.which("mona") is None, reason="MONA (Debian package 'mona') is not installed")
+@pytest.mark.parametrize(
+    "answer",
+    [
+        '["AND", ["EVENTUALLY", "enter(nikos_office)"], ["ALWAYS", ["NOT", "enter(kitchen)"]]]',  # as a string
+        ["AND", ["EVENTUALLY", "enter(nikos_office)"], ["ALWAYS", ["NEGATION", "enter(kitchen)"]]],  # as JSON
+    ],
+)
+def test_the_planner_takes_an_llm_formula_in_list_notation(answer: object) -> None:
+    grounding = {
+        "mapping": [{"phrase": "Niko's office", "node": "nikos_office"}, {"phrase": "kitchen", "node": "kitchen"}]
+    }
+    planner = make_planner(
+        "ltl", transcript(json.dumps(grounding), json.dumps({"formula": answer})), PlannerOptions(budget=FAST)
+    )
+    result = planner.plan(load_env("office"), "Go to Niko's office without entering the kitchen.")
+    assert result.success, result.message
+    assert not [c for c in result.calls if c.outcome == "bad_answer"]
+    assert "& F nikos_office G ! kitchen" in result.message
