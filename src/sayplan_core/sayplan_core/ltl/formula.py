@@ -104,12 +104,16 @@ class Formula:
         return f"({parts[0]} {self.op} {parts[1]})"
 
     def as_list(self) -> list[object] | str:
-        """Canonical list notation (parses back to the same formula); json.dumps gives its text."""
+        """Canonical list notation (parses back to the same formula); json.dumps gives its text. A right-nested
+        chain of AND (or OR) is one list of all its arguments, so long conjunctions stay within MAX_DEPTH."""
         if self.op == "atom":
             return self.atom
         if self.op in CONSTANTS:
             return self.op
-        return [WORD_OF[self.op], *(a.as_list() for a in self.args)]
+        args = list(self.args)
+        while self.op in VARIADIC and args[-1].op == self.op:
+            args[-1:] = args[-1].args
+        return [WORD_OF[self.op], *(a.as_list() for a in args)]
 
 
 def tokenize(text: str) -> list[str]:
