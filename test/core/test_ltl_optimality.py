@@ -8,6 +8,7 @@ simulator; when brute force finds no path, the planner reports the mission unsat
 
 from __future__ import annotations
 
+import json
 import math
 import random
 import shutil
@@ -23,6 +24,7 @@ from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.ltl import (
     Dfa,
+    Formula,
     FormulaError,
     NoSatisfyingPathError,
     ProductSearch,
@@ -31,6 +33,7 @@ from sayplan_core.ltl import (
     holds,
     parse_prefix,
 )
+from sayplan_core.planners.ltl import plan_formula
 from sayplan_core.sim import verify_plan
 
 if shutil.which("mona") is None:
@@ -75,7 +78,7 @@ class Oracle:
                 places, self.support[o] = [support], support
             else:  # lying in the room: the robot can stand at any asset or workspace of the room within reach
                 places = [a for a in graph.descendants(room) if graph.nodes[a].type in ACCESSIBLE]
-                places = [a for a in places if self.flat(a, o) <= reach]
+                places = [a for a in places if self.apart(self.own_box(a), self.own_box(o)) <= reach]
             for place in places:
                 stop = ("stop", place)
                 if stop in self.pos:
@@ -90,10 +93,37 @@ class Oracle:
         self.g = g
         self.labels = {loc: frozenset(a for a in atoms if self.holds_at(a, loc)) for loc in g.nodes}
 
-    def flat(self, a: str, b: str) -> float:
-        pa, pb = self.graph.nodes[a].position, self.graph.nodes[b].position
-        assert pa is not None and pb is not None
-        return math.hypot(pa[0] - pb[0], pa[1] - pb[1])
+    def own_box(self, n: str) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """(x interval, y interval) of n's extent: its `bbox`, else `size` around its position, else the point."""
+        node = self.graph.nodes[n]
+        box = node.attributes.get("bbox")
+        if box is not None:
+            (ax, ay, _), (bx, by, _) = box["min"], box["max"]
+            return (ax, bx), (ay, by)
+        if node.position is None:
+            return None
+        x, y, _ = node.position
+        dx, dy, _ = node.attributes.get("size", (0.0, 0.0, 0.0))
+        return (x - dx / 2, x + dx / 2), (y - dy / 2, y + dy / 2)
+
+    def box(self, n: str) -> tuple[tuple[float, float], tuple[float, float]] | None:
+        """n's extent, else that of the first asset, workspace or object above it; None past a room."""
+        chain = [n, *self.graph.ancestors(n)]
+        for here in chain:
+            if here != n and self.graph.nodes[here].type not in REACHABLE:
+                return None
+            found = self.own_box(here)
+            if found is not None:
+                return found
+        return None
+
+    @staticmethod
+    def apart(a: Any, b: Any) -> float:
+        """Horizontal distance between two extents (or None: infinitely far)."""
+        if a is None or b is None:
+            return math.inf
+        gaps = [max(lo2 - hi1, lo1 - hi2, 0.0) for (lo1, hi1), (lo2, hi2) in zip(a, b, strict=True)]
+        return math.hypot(*gaps)
 
     @staticmethod
     def places_walked(path: list[Loc]) -> list[str]:
@@ -108,13 +138,11 @@ class Oracle:
             return self.floor[loc] == atom
         if kind == "pose":
             return loc == atom
-        o = self.graph.nodes[atom].position
-        assert o is not None
         o_floor = next((a for a in self.graph.ancestors(atom) if self.graph.nodes[a].type == "floor"), None)
-        p = self.pos[loc]
+        x, y, _ = self.pos[loc]
         if loc in (("stop", atom), ("stop", self.support.get(atom))):
             return True  # accessing an asset reaches it and what rests on or in it
-        return self.floor[loc] == o_floor and math.hypot(p[0] - o[0], p[1] - o[1]) <= self.reach
+        return self.floor[loc] == o_floor and self.apart(((x, x), (y, y)), self.box(atom)) <= self.reach
 
     def loc(self, name: str) -> Loc:
         return name if name in self.g and isinstance(name, str) and name in self.graph.nav else ("stop", name)
@@ -160,9 +188,33 @@ def lying_in_rooms(graph: SceneGraph) -> SceneGraph:
     return bare
 
 
+def with_extents(graph: SceneGraph, seed: int) -> SceneGraph:
+    """Random extents: assets and workspaces 0.5-5 m (half as `bbox`, half as `size`), objects up to 0.5 m, and
+    some objects on an asset without a position (reached through their support's extent, never their room's)."""
+    rng = random.Random(seed)
+    out = graph.copy()
+    for n in out.ids_of_type(*ACCESSIBLE, "object"):
+        node = out.nodes[n]
+        if node.position is None or n == out.held_object():
+            continue
+        x, y, z = node.position
+        big = node.type in ACCESSIBLE
+        dx, dy = (rng.uniform(0.5, 5.0), rng.uniform(0.5, 5.0)) if big else (rng.uniform(0, 0.5), rng.uniform(0, 0.5))
+        parent = out.parent(n)
+        if not big and parent is not None and out.nodes[parent].type in ACCESSIBLE and rng.random() < 0.3:
+            node.position = None
+        elif rng.random() < 0.5:
+            node.attributes["bbox"] = {"min": [x - dx / 2, y - dy / 2, z], "max": [x + dx / 2, y + dy / 2, z + 1]}
+        else:
+            node.attributes["size"] = [dx, dy, 1.0]
+    return out
+
+
 def envs() -> dict[str, SceneGraph]:
     out = {"office": load_env("office"), "home": load_env("home")}
     out["home, objects lying in their rooms"] = lying_in_rooms(out["home"])
+    out["office with extents"] = with_extents(out["office"], 3)
+    out["home with extents, objects lying in their rooms"] = with_extents(out["home, objects lying in their rooms"], 4)
     for seed in (1, 2):
         out[f"generated seed {seed}"] = generate_building(BuildingSpec(floors=2, rooms_per_floor=6, seed=seed))
     return out
@@ -250,3 +302,55 @@ def test_the_in_order_baseline_is_never_cheaper_on_reach_missions() -> None:
         goals = [*rng.sample(graph.ids_of_type("room"), 2), rng.choice(graph.ids_of_type("object"))]
         best = ProductSearch(graph, build_dfa(parse_prefix("& F {} & F {} F {}".format(*goals)))).search(start)
         assert best.cost <= dijkstra_to_each_goal(graph, start, goals).cost + 1e-9
+
+
+def list_notation(f: Formula, rng: random.Random) -> Any:
+    """The formula as an LLM prompt in the literature writes it: nested lists of words, reach()/enter() atoms."""
+    words = {"!": "NOT", "&": "AND", "|": "OR", "->": "IMPLY", "<->": "EQUAL", "X": "NEXT", "F": "EVENTUALLY"}
+    words |= {"G": "ALWAYS", "U": "UNTIL", "R": "RELEASE"}
+    if f.op == "atom":
+        return rng.choice([f.atom, f"reach({f.atom})", f"enter({f.atom})"])
+    if f.op in ("true", "false"):
+        return f.op
+    return [words[f.op], *(list_notation(a, rng) for a in f.args)]
+
+
+@pytest.mark.parametrize("env", ["office", "home, objects lying in their rooms", "generated seed 1"])
+def test_plan_formula_plans_a_given_formula_optimally_without_an_llm(env: str) -> None:
+    """The Python API behind `sayplan plan --formula`: no backend at all, the cost is the brute-force optimum."""
+    graph = ENVS[env]
+    rng = random.Random(f"formula-{env}")
+    planned = 0
+    for shape, template in SHAPES.items():
+        formula = parse_prefix(fill(template, graph, rng))
+        reach = rng.choice([0.5, 1.0, 2.0])
+        start = rng.choice(sorted(graph.nav.nodes))
+        given: Any = rng.choice([formula, formula.prefix(), json.dumps(list_notation(formula, rng))])
+        where = f"{env}, {shape}: {given} from {start}, reach {reach}"
+        try:
+            dfa = build_dfa(formula)
+        except FormulaError:
+            with pytest.raises(FormulaError, match="can never be satisfied"):
+                plan_formula(graph, given, reach, start)
+            continue
+        best = Oracle(graph, formula.atoms(), reach).optimum(dfa, start)
+        result = plan_formula(graph, given, reach, start)
+        assert result.calls == [] and result.planner == "ltl", where
+        if best is None:
+            assert not result.success and "no path through the navigation graph satisfies" in result.message, where
+            continue
+        assert result.success and result.verified, f"{where}: {result.message}"
+        oracle = Oracle(graph, formula.atoms(), reach)
+        locs = [start] + [
+            ("stop", s.target) if s.action == "access" else s.target for s in result.full_plan if s.action != "done"
+        ]
+        walked = sum(oracle.g.edges[a, b]["cost"] for a, b in pairwise(locs))
+        assert walked == pytest.approx(best, abs=1e-4), where
+        assert holds(formula, [oracle.labels[loc] for loc in locs]), where
+        planned += 1
+    assert planned >= len(SHAPES) // 2
+
+
+def test_plan_formula_refuses_an_unknown_id_with_the_closest_ones() -> None:
+    with pytest.raises(FormulaError, match=r"'kitchn' is not the id of .* \(did you mean kitchen"):
+        plan_formula(ENVS["office"], '["EVENTUALLY", "enter(kitchn)"]')

@@ -138,6 +138,10 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     'scripts/ws_env.sh sayplan verify --env office --plan "goto(kitchen) > done" --expand --strict': Run(),
     "scripts/ws_env.sh sayplan path --env home --from kitchen --to bedroom5 --method astar": Run(),
     "scripts/ws_env.sh sayplan demo --task office-lh-05": Run(),
+    # docs/ltl.md: a given formula, no LLM
+    """scripts/ws_env.sh sayplan plan --env office --formula '["AND", ["EVENTUALLY", "reach(apple1)"], """
+    """["ALWAYS", ["NOT", "enter(kitchen)"]]]'""": Run(),
+    'scripts/ws_env.sh sayplan plan --env office --formula "& F apple1 G ! kitchen" --reach-distance 1.5': Run(),
     # planners with a live LLM
     'scripts/ws_env.sh sayplan plan --env office --instruction "Make Niko a coffee and place the mug on his desk." '
     "--planner sayplan --llm auto [--model gpt-4o] [--record run.json]": NotHere(

@@ -281,9 +281,14 @@ def _choice(args: argparse.Namespace) -> PlannerChoice:
 def cmd_plan(args: argparse.Namespace) -> int:
     graph = _load(args.env)
     choice = _choice(args)  # checked before any backend is contacted
+    if args.formula is not None:
+        return _plan_formula(args, graph, choice)
+    if args.instruction is None:
+        raise CliError("give --instruction (planned with an LLM) or --formula (an LTL formula, planned without one)")
+    name = args.planner or "sayplan"
     backend, note = make_backend(choice.node.llm_config(choice.options.temperature))
     recorder = RecordingBackend(backend) if args.record_transcript else None
-    planner = make_planner(args.planner, recorder or backend, choice.options, choice.config(args.planner))
+    planner = make_planner(name, recorder or backend, choice.options, choice.config(name))
     out = sys.stderr if args.json else sys.stdout
     print(note, file=out, flush=True)
 
@@ -309,6 +314,21 @@ def cmd_plan(args: argparse.Namespace) -> int:
     if result.failure is PlanCode.BACKEND_ERROR:
         print(f"sayplan: error: {result.message}", file=sys.stderr)
         return EXIT_USAGE
+    return 0 if result.success else EXIT_FAILED
+
+
+def _plan_formula(args: argparse.Namespace, graph: SceneGraph, choice: PlannerChoice) -> int:
+    """`plan --formula`: the ltl planner's search on a given formula; no LLM backend is made or asked."""
+    from sayplan_core.ltl import AutomatonError, FormulaError
+    from sayplan_core.planners.ltl import plan_formula
+
+    if args.instruction is not None or (args.planner or "ltl") != "ltl":
+        raise CliError("--formula plans with the ltl planner and no instruction: leave out --instruction/--planner")
+    try:
+        result = plan_formula(graph, args.formula, choice.config("ltl").reach_distance)
+    except (FormulaError, AutomatonError) as exc:
+        raise CliError(f"--formula: {exc}") from None
+    print(json.dumps(result.to_dict(), indent=1) if args.json else f"{result.summary()}\n{result.message}")
     return 0 if result.success else EXIT_FAILED
 
 
@@ -531,10 +551,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--method", choices=("dijkstra", "astar"), default="dijkstra")
     p.set_defaults(func=cmd_path)
 
-    p = sub.add_parser("plan", help="plan an instruction with an LLM planner and verify it")
+    p = sub.add_parser("plan", help="plan an instruction with an LLM planner (or an LTL formula) and verify it")
     p.add_argument("--env", required=True)
-    p.add_argument("--instruction", required=True)
-    p.add_argument("--planner", default="sayplan", choices=sorted(PLANNERS))
+    p.add_argument("--instruction", default=None)
+    p.add_argument("--formula", default=None, help="an LTLf formula (prefix or list notation): ltl, no LLM")
+    p.add_argument("--planner", default=None, choices=sorted(PLANNERS), help="default: sayplan")
     add_planner_arguments(p)
     p.set_defaults(func=cmd_plan)
 

@@ -1,7 +1,7 @@
 """Optimal scene-graph planning for LTLf missions (Dai et al.): formulas, automata, product-graph A*."""
 
 from sayplan_core.ltl.automaton import AutomatonError, Dfa, build_dfa, require_tools
-from sayplan_core.ltl.formula import Formula, FormulaError, accepted_syntax, parse_prefix
+from sayplan_core.ltl.formula import Formula, FormulaError, accepted_syntax, parse_formula, parse_list, parse_prefix
 from sayplan_core.ltl.product_search import LtlPath, NoSatisfyingPathError, ProductSearch, dijkstra_to_each_goal
 from sayplan_core.ltl.semantics import holds
 
@@ -17,6 +17,8 @@ __all__ = [
     "build_dfa",
     "dijkstra_to_each_goal",
     "holds",
+    "parse_formula",
+    "parse_list",
     "parse_prefix",
     "require_tools",
 ]

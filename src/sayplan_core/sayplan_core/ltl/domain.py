@@ -24,17 +24,30 @@ Propositions, at a location l:
 - floor f: l is on floor f (its enclosing floor node);
 - pose p: l is p;
 - asset, object or workspace o (`reach(o)`): l is on o's floor and within
-  `reach_distance` of o's position, measured in the horizontal plane, or l is the
+  `reach_distance` of o's extent, measured in the horizontal plane, or l is the
   stop of o itself or of o's support (accessing an asset reaches what rests on or
-  in it, as in SayPlan). A node with no position of its own uses its nearest
-  positioned ancestor's. An object in the robot's hand holds everywhere.
+  in it, as in SayPlan). An object in the robot's hand holds everywhere.
+
+An extent (`footprint`) is the axis-aligned rectangle the graph gives: the
+attribute `bbox` ({"min": [x, y, z], "max": [x, y, z]}, as Hydra stores bounding
+boxes), else `size` ([dx, dy, dz], full side lengths centred on the position, as the
+Stanford 3D scene graph stores them), else the position itself; a malformed one
+(not finite numbers, min above max, a negative size) is ignored. So a robot 0.8 m
+from the edge of a 4 m table reaches it and what lies near that edge. A node with
+no extent of its own uses the extent of the asset, workspace or object it rests on
+or in, never a room's: a room's centre is not a place next to an object in it
+(nor is an object's support found through its room, so an unplaced object lying
+in a room is reached only by accessing it or nothing at all). `_stops_for` pairs an
+object lying in a room with the room's assets and workspaces whose extents are
+within the reach distance of its own.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -50,6 +63,61 @@ ATOM_TYPES = frozenset({"room", "pose", "floor"}) | REACH_TYPES
 
 class DomainError(ValueError):
     """A proposition that names no usable node of the scene graph."""
+
+
+@dataclass(frozen=True)
+class Footprint:
+    """A node's extent in the horizontal plane: an axis-aligned rectangle (a point when it has no size)."""
+
+    x0: float
+    y0: float
+    x1: float
+    y1: float
+
+    def gap(self, x: float, y: float) -> float:
+        """Horizontal distance from (x, y) to the rectangle (0 inside it)."""
+        return math.hypot(max(self.x0 - x, 0.0, x - self.x1), max(self.y0 - y, 0.0, y - self.y1))
+
+    def gap_to(self, other: Footprint) -> float:
+        """Horizontal distance between the two rectangles (0 when they overlap)."""
+        dx = max(other.x0 - self.x1, self.x0 - other.x1, 0.0)
+        return math.hypot(dx, max(other.y0 - self.y1, self.y0 - other.y1, 0.0))
+
+
+def _numbers(value: Any, count: int) -> list[float] | None:
+    if not isinstance(value, (list, tuple)) or len(value) < count:
+        return None
+    head = value[:count]
+    if not all(isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in head):
+        return None
+    return [float(v) for v in head]
+
+
+def own_footprint(graph: SceneGraph, node_id: str) -> Footprint | None:
+    """The extent the node's own data gives (`bbox`, else `size` around its position, else its position)."""
+    node = graph.nodes[node_id]
+    bbox = node.attributes.get("bbox")
+    if isinstance(bbox, Mapping):
+        low, high = _numbers(bbox.get("min"), 2), _numbers(bbox.get("max"), 2)
+        if low is not None and high is not None and low[0] <= high[0] and low[1] <= high[1]:
+            return Footprint(low[0], low[1], high[0], high[1])
+    if node.position is None:
+        return None
+    x, y = node.position[0], node.position[1]
+    size = _numbers(node.attributes.get("size"), 2)
+    hx, hy = (size[0] / 2, size[1] / 2) if size is not None and min(size) >= 0 else (0.0, 0.0)
+    return Footprint(x - hx, y - hy, x + hx, y + hy)
+
+
+def footprint(graph: SceneGraph, node_id: str) -> Footprint | None:
+    """The node's extent, else that of the nearest asset, workspace or object it rests on or in; never a room's."""
+    for item in [node_id, *graph.ancestors(node_id)]:
+        if item != node_id and graph.nodes[item].type not in REACH_TYPES:
+            return None
+        box = own_footprint(graph, item)
+        if box is not None:
+            return box
+    return None
 
 
 @dataclass(frozen=True)
@@ -118,14 +186,15 @@ class SearchDomain:
         support = self._support(target)
         if support is not None:
             return [support]
-        room, centre = self.graph.room_of(target), self.graph.nodes[target].position
-        if room is None or centre is None:
+        room, extent = self.graph.room_of(target), own_footprint(self.graph, target)
+        if room is None or extent is None:
             return []
         out = []
         for item in self.graph.descendants(room):
-            p = self.graph.nodes[item].position
-            near = p is not None and math.hypot(p[0] - centre[0], p[1] - centre[1]) <= self.reach_distance
-            if near and self.graph.nodes[item].type in ACCESS_TYPES:
+            if self.graph.nodes[item].type not in ACCESS_TYPES:
+                continue
+            box = own_footprint(self.graph, item)
+            if box is not None and box.gap_to(extent) <= self.reach_distance:
                 out.append(item)
         return sorted(out)
 
@@ -155,19 +224,21 @@ class SearchDomain:
         if node.type != "object" or self._support(atom) is not None:
             return f"{atom} holds at no place the robot can go to"
         room = self.graph.room_of(atom)
-        centre = self._position(atom)
+        extent = footprint(self.graph, atom)
         where = f"lies directly in {room}" if room else "is in no room"
-        if centre is None:
+        if extent is None:
             return f"{atom} {where} and has no position, so no place the robot can go to is known to reach it"
         floor = self.graph.enclosing(atom, "floor")
-        places = [(loc.name, loc.position) for loc in self.locations if loc.floor == floor]
+        spots = [
+            (extent.gap(loc.position[0], loc.position[1]), loc.name)
+            for loc in self.locations
+            if loc.floor == floor and loc.position is not None
+        ]
         if room is not None:
-            places += [
-                (d, self.graph.nodes[d].position)
-                for d in self.graph.descendants(room)
-                if self.graph.nodes[d].type in ACCESS_TYPES
-            ]
-        spots = [(math.hypot(p[0] - centre[0], p[1] - centre[1]), name) for name, p in places if p is not None]
+            for d in self.graph.descendants(room):
+                box = own_footprint(self.graph, d) if self.graph.nodes[d].type in ACCESS_TYPES else None
+                if box is not None:
+                    spots.append((box.gap_to(extent), d))
         nearest = f" (the nearest is {min(spots)[1]}, {min(spots)[0]:.1f} m away)" if spots else ""
         return (
             f"{atom} {where}, on no asset or workspace, and no room node, pose, asset or workspace the robot can go to "
@@ -208,13 +279,12 @@ class SearchDomain:
         if atom == self._held:
             return list(range(len(locations)))
         out = {self.index[s] for s in self._stops_for(atom) if s in self.index}
-        centre = self._position(atom)
-        if centre is not None:
+        extent = footprint(self.graph, atom)
+        if extent is not None:
             floor = self.graph.enclosing(atom, "floor")
-            r2 = self.reach_distance**2
             for i, loc in enumerate(locations):
                 p = loc.position
-                if p is not None and loc.floor == floor and (p[0] - centre[0]) ** 2 + (p[1] - centre[1]) ** 2 <= r2:
+                if p is not None and loc.floor == floor and extent.gap(p[0], p[1]) <= self.reach_distance:
                     out.add(i)
         return sorted(out)
 

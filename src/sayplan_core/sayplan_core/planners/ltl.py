@@ -17,7 +17,9 @@ simulator.
 
 from __future__ import annotations
 
+import difflib
 import json
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +35,7 @@ from sayplan_core.ltl import (
     ProductSearch,
     build_dfa,
     holds,
-    parse_prefix,
+    parse_formula,
     require_tools,
 )
 from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
@@ -41,7 +43,7 @@ from sayplan_core.ltl.semantics import show_trace
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
-from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
+from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, PlanResult, Progress
 from sayplan_core.sim.simulator import verify_plan
 
 GROUNDABLE = ("floor", "room", "pose", "asset", "object", "workspace")
@@ -172,31 +174,9 @@ class LtlPlanner(Planner):
             "formula",
         )
         progress(Progress(PlanStage.PLAN, 1, "", 0, session.tokens_used, f"formula: {formula.prefix()}"))
-        start = graph.agent_location()
-        if start is None:
-            result.message = "the scene graph has no agent location to start from"
-            return
-        try:
-            path = ProductSearch(graph, dfa, reach_distance=self.reach_distance).search(start)
-        except (NoSatisfyingPathError, DomainError) as exc:
-            result.message = f"{exc} ({formula.prefix()})"
-            return
-        violation = trace_violation(formula, path)
-        if violation is not None:
-            raise PlanFailedError(PlanCode.INTERNAL_ERROR, violation)
-        result.plan = list(path.steps)
-        result.full_plan = list(result.plan)
-        check = verify_plan(graph, result.full_plan, "sayplan", strict_navigation=True)
-        if not check.success:
-            raise PlanFailedError(
-                PlanCode.INTERNAL_ERROR, f"internal error: the path fails in the simulator: {check.feedback}"
-            )
-        result.success = result.verified = True
-        result.message = (
-            f"optimal path for {formula.prefix()}: cost {path.cost:.1f} over {len(path.nodes) - 1} moves "
-            f"({path.expansions} A* expansions, {path.elapsed_s * 1000:.1f} ms); the trace satisfies the formula"
-        )
-        progress(Progress(PlanStage.DONE, 2, "", 0, session.tokens_used, result.message))
+        plan_path(graph, formula, dfa, self.reach_distance, result)
+        if result.success:
+            progress(Progress(PlanStage.DONE, 2, "", 0, session.tokens_used, result.message))
 
     @staticmethod
     def _parse_mapping(graph: SceneGraph, data: dict[str, Any]) -> dict[str, str]:
@@ -216,13 +196,81 @@ class LtlPlanner(Planner):
     @staticmethod
     def _parse_formula(atoms: set[str], data: dict[str, Any]) -> tuple[Formula, Dfa]:
         text = data.get("formula")
-        if not isinstance(text, str):
-            raise BadAnswerError("the answer needs a 'formula' string")
+        if not isinstance(text, (str, list)):
+            raise BadAnswerError("the answer needs a 'formula' string (prefix or list notation)")
         try:
-            formula = parse_prefix(text, atoms)
+            formula = parse_formula(text, atoms)
             dfa = build_dfa(formula)
         except FormulaError as exc:
             raise BadAnswerError(f"formula '{text}': {exc}") from None
         except AutomatonError as exc:
             raise BadAnswerError(f"formula '{text}' could not be turned into an automaton: {exc}") from None
         return formula, dfa
+
+
+def plan_path(
+    graph: SceneGraph, formula: Formula, dfa: Dfa, reach_distance: float, result: PlanResult, start: str | None = None
+) -> None:
+    """The optimal path for `formula` from `start` (default: the agent's location), checked by the LTLf definition
+    and the simulator, written into `result`; a mission with no path leaves `result.message` saying why.
+    Raises PlanFailedError (internal error) when a check fails."""
+    start = start if start is not None else graph.agent_location()
+    if start is None or graph.agent_id is None:
+        result.message = "the scene graph has no agent location to start from"
+        return
+    try:
+        path = ProductSearch(graph, dfa, reach_distance=reach_distance).search(start)
+    except (NoSatisfyingPathError, DomainError) as exc:
+        result.message = f"{exc} ({formula.prefix()})"
+        return
+    violation = trace_violation(formula, path)
+    if violation is not None:
+        raise PlanFailedError(PlanCode.INTERNAL_ERROR, violation)
+    result.plan = list(path.steps)
+    result.full_plan = list(result.plan)
+    moved = graph
+    if start != graph.agent_location():
+        moved = graph.copy()
+        moved.nodes[graph.agent_id].attributes["location"] = start
+    check = verify_plan(moved, result.full_plan, "sayplan", strict_navigation=True)
+    if not check.success:
+        raise PlanFailedError(
+            PlanCode.INTERNAL_ERROR, f"internal error: the path fails in the simulator: {check.feedback}"
+        )
+    result.success = result.verified = True
+    result.message = (
+        f"optimal path for {formula.prefix()}: cost {path.cost:.1f} over {len(path.nodes) - 1} moves "
+        f"({path.expansions} A* expansions, {path.elapsed_s * 1000:.1f} ms); the trace satisfies the formula"
+    )
+
+
+def plan_formula(
+    graph: SceneGraph,
+    formula: Formula | str | list[Any],
+    reach_distance: float = DEFAULT_REACH_DISTANCE,
+    start: str | None = None,
+) -> PlanResult:
+    """Plan a given formula (a Formula, or prefix or list notation over node ids) with no LLM: the ltl planner's
+    search and checks without its grounding and translation. A formula that does not parse, names no node of the
+    graph, or can never be satisfied raises FormulaError (AutomatonError when MONA is missing or fails); a mission
+    with no path is a PlanResult that failed, saying why."""
+    began = time.perf_counter()
+    require_tools()
+    ids = [n for n in graph.nodes if graph.nodes[n].type in GROUNDABLE]
+    parsed = formula if isinstance(formula, Formula) else parse_formula(formula)
+    for atom in sorted(parsed.atoms() - set(ids)):
+        close = difflib.get_close_matches(atom, ids, n=3)
+        hint = f" (did you mean {', '.join(close)}?)" if close else ""
+        raise FormulaError(
+            f"'{atom}' is not the id of a {', '.join(GROUNDABLE[:-1])} or {GROUNDABLE[-1]} of the graph{hint}"
+        )
+    dfa = build_dfa(parsed)
+    result = PlanResult(LtlPlanner.name, parsed.prefix(), explored_nodes=sorted(parsed.atoms()))
+    try:
+        plan_path(graph, parsed, dfa, reach_distance, result, start)
+    except PlanFailedError as exc:
+        result.message, result.failure = str(exc), exc.code
+    if not result.success and result.failure is PlanCode.NONE:
+        result.failure = PlanCode.SEARCH_FAILED
+    result.elapsed_s = time.perf_counter() - began
+    return result
