@@ -59,7 +59,7 @@ class StopEvent(threading.Event):
     def set(self) -> None:
         with self._callbacks_lock:
             super().set()
-            callbacks = list(self._callbacks)
+            callbacks, self._callbacks = self._callbacks, []  # each is called once
         for callback in callbacks:
             callback()
 
