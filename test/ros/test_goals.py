@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from sayplan_ros.goals import StopEvent, Wakeup
 
 pytestmark = pytest.mark.ros
+#: A transcript the planner's activation probe accepts (no call of it is made here).
+TRANSCRIPT = Path(__file__).resolve().parents[2] / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
 
 
 def test_a_stop_event_calls_back_once_when_set_and_at_once_when_already_set() -> None:
@@ -64,3 +67,39 @@ def test_a_wakeup_nobody_sets_ends_at_its_timeout(ros: Any) -> None:
     waited = _await(ros, node, timeout_s=0.5, set_after_s=None)
     assert 0.45 <= waited < 5.0, waited
     assert len(list(node.guards)) == guards and len(list(node.timers)) == timers
+
+
+def test_a_cancel_ends_a_plan_goal_waiting_for_a_graph_version_at_once(ros: Any) -> None:
+    """The planner's goal thread waits for a version its copy does not hold yet; rclpy marking the goal CANCELING
+    (read on the action's own status topic) wakes it: CANCELED long before graph_wait_s, and no LLM call made."""
+    from action_msgs.msg import GoalStatus
+    from rclpy.action import ActionClient
+    from rclpy.parameter import Parameter
+
+    from sayplan_core.outcomes import PlanCode
+    from sayplan_interfaces.action import PlanTask
+    from sayplan_ros.planner_node import PlannerNode
+    from sayplan_ros.scene_graph_server import SceneGraphServer
+
+    server = ros.add(SceneGraphServer(context=ros.context))
+    params = [Parameter("replay_transcript", value=str(TRANSCRIPT)), Parameter("graph_wait_s", value=60.0)]
+    planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params))
+    ros.wait_for(lambda: planner.graph_version == server.version, what="the planner's copy of the graph")
+    client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
+    assert client.wait_for_server(timeout_sec=10.0)
+    goal = PlanTask.Goal(instruction="make coffee", graph_version=server.version + 5)
+    sent = client.send_goal_async(goal)
+    ros.wait_for(sent.done, what="acceptance")
+    handle = sent.result()
+    result = handle.get_result_async()
+    time.sleep(0.5)  # well into the wait
+    assert not result.done()
+    started = time.monotonic()
+    ros.wait_for(handle.cancel_goal_async().done, what="cancel response")
+    ros.wait_for(result.done, timeout=5.0, what="the canceled goal's result")  # graph_wait_s is 60 s
+    waited = time.monotonic() - started
+    wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_CANCELED, wrapped.result.outcome.error_msg
+    assert wrapped.result.outcome.error_code == PlanCode.CANCELED
+    assert waited < 5.0
+    assert wrapped.result.outcome.llm_calls == []  # nothing was planned

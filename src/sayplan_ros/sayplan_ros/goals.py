@@ -97,12 +97,13 @@ class Wakeup:
         self._node = node
         self._group = group
         self._future: Future = Future()
+        self._lock = threading.Lock()  # a set never triggers a guard condition that close destroyed
         self._guard: Any = node.create_guard_condition(self._fire, callback_group=group)
 
     def set(self) -> None:
-        guard = self._guard
-        if guard is not None:
-            guard.trigger()
+        with self._lock:
+            if self._guard is not None:
+                self._guard.trigger()
 
     def _fire(self) -> None:
         if not self._future.done():
@@ -128,7 +129,8 @@ class Wakeup:
 
     def close(self) -> None:
         """Destroy the guard condition (a wakeup that was never waited on, too); a later `set` does nothing."""
-        guard, self._guard = self._guard, None
+        with self._lock:
+            guard, self._guard = self._guard, None
         if guard is not None:
             self._node.destroy_guard_condition(guard)
 
