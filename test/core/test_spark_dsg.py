@@ -386,9 +386,13 @@ def test_cli_export_then_import(tmp_path: Path, capsys: pytest.CaptureFixture[st
     back = tmp_path / "office.json"
     assert run(["env", "import", str(out), str(back)], capsys)[0] == 0
     same(load_env("office"), native_format.load(back))
+    code, text, _ = run(["path", "--env", str(back), "--to", "cafeteria"], capsys)
+    office = load_env("office")
+    direct = PathPlanner(office).shortest_path(office.agent_location() or "", "cafeteria")
+    assert code == 0 and text.strip() == f"{' > '.join(direct.nodes)}  ({direct.cost:.1f} m)"
     ids = json.loads((tmp_path / "office.ids.json").read_text())["ids"]  # the import's map, source -> ours
     assert {ours: source for source, ours in ids.items()} == symbols
-    code, _, err = run(["env", "export", "office", str(tmp_path / "office.yaml")], capsys)
+    code, _, err = run(["env", "export", "office", str(tmp_path / "office.yaml")], capsys)  # not a Hydra name
     assert code == 2 and "ends in .json or .sparkdsg" in err
 
 
@@ -495,3 +499,20 @@ def test_import_options_apply_to_hydra_graphs(tmp_path: Path) -> None:
     with pytest.raises(GraphError, match="no such node"):
         import_file(source, "hydra", ImportOptions(agent_at="attic"))
     assert math.isclose(imported.graph.node("kitchen_0").position[0], 0.0)  # type: ignore[index]
+
+
+def test_a_stanford_import_writes_its_id_map_too(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from test_importers import write_stanford_npz
+
+    source = tmp_path / "3DSceneGraph_Allensville.npz"
+    write_stanford_npz(source)
+    data = np.load(source, allow_pickle=True)["output"].item()  # the oracle: the dataset's own ids
+    out = tmp_path / "allensville.json"
+    assert run(["env", "import", str(source), str(out)], capsys)[0] == 0
+    ids = json.loads((tmp_path / "allensville.ids.json").read_text())["ids"]
+    graph = native_format.load(out, require_agent=False)
+    for rid, room in data["room"].items():
+        assert graph.node(ids[f"room {rid}"]).name == room["scene_category"].replace("_", " ")
+    for oid, obj in data["object"].items():
+        our = ids[f"object {oid}"]
+        assert graph.room_of(our) == ids[f"room {obj['parent_room']}"]
