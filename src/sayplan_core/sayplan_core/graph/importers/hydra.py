@@ -164,7 +164,7 @@ class _Reader:
     # ------------------------------------------------------------------ ids and labels
     def _our_id(self, node: Any, cls: str, meta: Mapping[str, Any]) -> str:
         wanted = meta.get("id")
-        taken = set(self.b.types) | set(self.ids.values())
+        taken = self.b.types  # every id given so far (floors included)
         if isinstance(wanted, str) and wanted.strip() and wanted not in taken:
             return wanted
         base = f"{cls}_{node.id.category_id}"

@@ -52,12 +52,12 @@ def _symbols(graph: SceneGraph) -> dict[str, tuple[str, int]]:
             continue
         taken[category].add(index)
         out[node.id] = (category, index)
+    free = {category: max(used, default=-1) + 1 for category, used in taken.items()}
     for node in later:
         category = LAYERS[node.type][2]
-        used = taken.setdefault(category, set())
-        index = max(used, default=-1) + 1
-        used.add(index)
+        index = free.get(category, 0)
         out[node.id] = (category, index)
+        free[category] = index + 1
     return out
 
 
