@@ -153,7 +153,15 @@ def check_against_source(g: Any, graph: SceneGraph, id_map: dict[str, str], labe
             assert our.attributes["bounding_box"]["size"] == pytest.approx(list(box.dimensions))
             assert our.attributes["bounding_box"]["center"] == pytest.approx(list(box.world_P_center))
         room = spark_room(g, int(node.id.value))
-        assert graph.room_of(our.id) == (ours[room] if room is not None else graph.room_of(our.id))
+        if room is None:  # no place or room above it: the nearest room
+            position = np.array(node.attributes.position)
+            room = min(
+                (int(r.id.value) for r in layer_nodes(g, 4)),
+                key=lambda r: float(
+                    np.linalg.norm(np.array(g.get_node(dsg.NodeSymbol(r)).attributes.position) - position)
+                ),
+            )
+        assert graph.room_of(our.id) == ours[room]
         ours[int(node.id.value)] = our.id
     for node in layer_nodes(g, 4):
         cls = ROOM_LABELS[int(node.attributes.semantic_label)].replace(" ", "_") if labelspace else "room"
@@ -163,6 +171,14 @@ def check_against_source(g: Any, graph: SceneGraph, id_map: dict[str, str], labe
     for node in layer_nodes(g, 3):
         room = spark_room(g, int(node.id.value))
         assert graph.parent(ours[int(node.id.value)]) == (ours[room] if room is not None else None)
+    agents = [n for k in g.layer_keys if k.layer == 2 and k.partition != 0 for n in layer_nodes(g, 2, k.partition)]
+    if agents:
+        latest = max(agents, key=lambda n: (n.attributes.timestamp, n.id.category_id))
+        assert id_map[str(latest.id)] == graph.agent_id
+        where = [p for p in latest.parents() if int(p) in ours]
+        assert graph.agent_location() == (ours[int(where[0])] if where else None)
+    else:
+        assert graph.agent_id is None
     wanted = {frozenset(id_map[s] for s in pair) for pair in expected_links(g)}
     got = {frozenset(pair) for pair in graph.nav.edges}
     assert got == wanted
@@ -235,6 +251,7 @@ def test_an_object_with_no_place_goes_to_the_nearest_room_and_says_so() -> None:
     g = apartment()
     g.add_node(dsg.DsgLayers.OBJECTS, sym("O", 20), attrs(dsg.ObjectNodeAttributes, [29, 0, 0], label=5))
     imported = import_dsg(g, "<loose object>")
+    check_against_source(g, imported.graph, imported.id_map)
     assert imported.graph.parent("book_20") == "garage_3"
     assert any("put in the nearest room: book_20" in note for note in imported.notes)
 
@@ -330,15 +347,11 @@ def spark_graphs(draw: st.DrawFn) -> Any:
     return g
 
 
-@settings(max_examples=30, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(spark_graphs())
 def test_random_spark_graphs_import_faithfully_and_round_trip(g: Any) -> None:
     imported = import_dsg(g, "<random>")
-    if not expected_links(g) - {
-        frozenset({str(p.id), str(dsg.NodeSymbol(r))})
-        for p in layer_nodes(g, 3)
-        if (r := spark_room(g, int(p.id.value))) is not None
-    } and not list(g.get_layer(4).edges):
+    if not list(g.get_layer(3).edges) and not list(g.get_layer(4).edges):
         # no place or room edge at all: links are invented and said to be (checked by another test)
         assert any("no room connectivity in the data" in note for note in imported.notes)
         return

@@ -32,7 +32,7 @@ from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import MAX_FILE_BYTES, parse_json
 
 EXPECTED = "a Hydra / Spark-DSG scene graph (.json, .bson or binary .sparkdsg written by spark_dsg)"
-#: Extensions spark_dsg reads: JSON (and its binary form BSON) and its own binary encoding.
+#: Extensions spark_dsg reads: JSON (.bson is JSON text too, as spark_dsg writes it) and its binary encoding.
 SUFFIXES = (".json", ".bson", ".sparkdsg")
 #: The metadata key our exporter writes and the importer reads back.
 META_KEY = "sayplan"
@@ -72,7 +72,7 @@ def load_dsg(path: str | Path) -> Any:
         data = files.read_bytes(path, MAX_FILE_BYTES, "Hydra graph file")
     except files.FileReadError as exc:
         raise GraphError(str(exc)) from exc
-    if path.suffix == ".json":  # checked here first: nesting spark_dsg's C++ parser would recurse into
+    if path.suffix in (".json", ".bson"):  # checked here first (spark_dsg writes .bson as JSON text too)
         try:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
