@@ -449,6 +449,27 @@ def test_truncated_corrupted_and_foreign_files_give_one_line(
     assert not Path(out).exists(), "nothing is written from a bad file"
 
 
+def test_metadata_nested_to_crash_spark_dsg_is_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """spark_dsg's C++ reader overflows its stack (SIGSEGV) on JSON metadata nested 200,000 deep inside a binary
+    file: the importer reads binaries in a child process first, so this process lives and says why."""
+    g = apartment()
+    filler = dsg.ObjectNodeAttributes()
+    filler.metadata.set({"k": "x" * 400_000})
+    g.add_node(dsg.DsgLayers.OBJECTS, sym("O", 99), filler)
+    good = tmp_path / "filler.sparkdsg"
+    g.save(str(good))
+    data = good.read_bytes()
+    text = b'{"k":"' + b"x" * 400_000 + b'"}'
+    assert data.count(text) == 1
+    half = len(text) // 2
+    evil = tmp_path / "deep.sparkdsg"
+    evil.write_bytes(data.replace(text, b"[" * half + b"]" * (len(text) - half)))
+    err = one_line_error(["env", "import", str(evil), str(tmp_path / "deep.json")], capsys)
+    assert "spark_dsg's reader crashed on it: signal" in err
+
+
 def test_an_oversized_file_is_refused_before_spark_dsg_reads_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,8 @@ import importlib
 import json
 import math
 import re
+import subprocess
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ EXPECTED = "a Hydra / Spark-DSG scene graph (.json, .bson or binary .sparkdsg wr
 SUFFIXES = (".json", ".bson", ".sparkdsg")
 #: The metadata key our exporter writes and the importer reads back.
 META_KEY = "sayplan"
+#: How long the child process that reads a binary file first may take.
+PROBE_TIMEOUT_S = 600.0
 INSTALL_HINT = "reading or writing Hydra graphs needs the spark-dsg package: pip install spark-dsg==1.1.3"
 
 #: Movable classes beyond COCO's that Hydra's labelspaces (ADE20K, MP3D) name.
@@ -80,12 +84,33 @@ def load_dsg(path: str | Path) -> Any:
         if not looks_like(parse_json(text, str(path))):
             raise GraphError(f"{path}: not {EXPECTED} (no SPARK_DSG_header and no layers)")
     dsg = spark()
+    if path.suffix == ".sparkdsg":
+        _survives_reading(path)
     try:
         return dsg.DynamicSceneGraph.load(str(path))
     except MemoryError:
         raise GraphError(f"{path}: not {EXPECTED} (a size in it is too large)") from None
     except Exception as exc:  # the C++ readers raise ValueError/RuntimeError with the reason
         raise GraphError(f"{path}: not {EXPECTED} ({_reason(exc)})") from None
+
+
+def _survives_reading(path: Path) -> None:
+    """Read a binary file once in a child process first: metadata nested deeply enough makes spark_dsg's C++ JSON
+    reader overflow its stack (a segfault, not an exception), which would end this process without a word."""
+    probe = (
+        "import sys, spark_dsg\ntry:\n    spark_dsg.DynamicSceneGraph.load(sys.argv[1])\nexcept Exception:\n    pass\n"
+    )
+    try:
+        done = subprocess.run(
+            [sys.executable, "-c", probe, str(path)], capture_output=True, timeout=PROBE_TIMEOUT_S, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise GraphError(f"{path}: spark_dsg did not finish reading it in {PROBE_TIMEOUT_S:.0f} s") from None
+    except OSError as exc:
+        raise GraphError(f"{path}: cannot start a process to read it ({exc.strerror or exc})") from None
+    if done.returncode != 0:
+        why = f"signal {-done.returncode}" if done.returncode < 0 else f"exit {done.returncode}"
+        raise GraphError(f"{path}: not {EXPECTED} (spark_dsg's reader crashed on it: {why})")
 
 
 def _reason(exc: BaseException) -> str:
