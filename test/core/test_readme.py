@@ -135,7 +135,7 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "scripts/ws_env.sh sayplan env tokens office --encoding o200k_base": Run(),
     "scripts/ws_env.sh sayplan env import test/core/data/sayplan_appendix_l.json /tmp/appendix_l.json": Run(),
     "scripts/ws_env.sh sayplan env import test/core/data/grasif_node_list_tasks.json /tmp/grasif/": Run(),
-    # Hydra graphs (docs/hydra.md): export, import back and plan on it, in this order, by one test
+    # Hydra graphs (docs/howto/hydra.md): export, import back and plan on it, in this order, by one test
     "scripts/ws_env.sh sayplan env export office /tmp/office.sparkdsg": Elsewhere(
         "test/core/test_spark_dsg.py", '["env", "export", "office"'
     ),

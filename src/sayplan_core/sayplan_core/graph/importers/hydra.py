@@ -1,6 +1,6 @@
 """Hydra scene graphs (MIT SPARK, stored with `spark_dsg`): .json and binary .sparkdsg files into the native model.
 
-Layer by layer (docs/hydra.md has the whole table):
+Layer by layer (docs/howto/hydra.md has the whole table):
 - BUILDINGS (5) -> building; ROOMS (4) -> room; PLACES (3) -> pose in its room, linked to it;
 - OBJECTS (2) -> object (a movable class, affording pickup) or asset (the rest), in the room of its place;
 - the agent layer (2, a partition per robot) -> one agent, at the place of its latest pose;
