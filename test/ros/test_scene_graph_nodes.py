@@ -207,6 +207,15 @@ def test_every_config_parameter_is_declared(ros: Any) -> None:
         for name, body in yaml.safe_load(path.read_text()).items():
             if name in ("spot_skill_server", "franka_omron_skill_server"):
                 continue  # needs the Spot SDK and a robot: test/core/test_spot.py checks its file against its table
-            for key in body["ros__parameters"]:
+            for key in flat(body["ros__parameters"]):  # nested sections are dotted names (a planner's options)
                 assert nodes[name].has_parameter(key), f"{path.name}: {name} does not declare '{key}'"
                 assert nodes[name].describe_parameter(key).description, f"{name}.{key} has no description"
+
+
+def flat(section: dict[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A YAML section's parameters by their ROS names: `embodiedrag: {retrieval_top_k: 3}` is
+    `embodiedrag.retrieval_top_k`, as rclpy reads a parameters file."""
+    out: dict[str, Any] = {}
+    for key, value in section.items():
+        out.update(flat(value, f"{prefix}{key}.") if isinstance(value, dict) else {f"{prefix}{key}": value})
+    return out
