@@ -9,6 +9,7 @@ so imported files get exactly the same validation as native ones.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -114,10 +115,37 @@ class ImportOptions:
 
 def read_connectivity(path: str | Path) -> tuple[tuple[str, str, float | None], ...]:
     data = _read_option_file(path, "connectivity file")
+    return _links(data, f"connectivity file {path}")
+
+
+def read_connectivity_by_task(path: str | Path) -> dict[str, tuple[tuple[str, str, float | None], ...]] | None:
+    """A connectivity file keyed by task id (`{task-id: [links], ...}`, for a task list), or None when the file is
+    one list of links for every scene."""
+    data = _read_option_file(path, "connectivity file")
+    if not isinstance(data, Mapping) or not data or "links" in data or "edges" in data:
+        return None
+    if not all(isinstance(v, (list, Mapping)) for v in data.values()):
+        return None
+    return {str(task): _links(links, f"connectivity file {path}, task '{task}'") for task, links in data.items()}
+
+
+def read_agent_at_by_task(value: str) -> dict[str, str] | None:
+    """`--agent-at FILE`: a YAML/JSON file `{task-id: room-or-pose, ...}` (for a task list); None when `value` is
+    no such file (it is then a node id)."""
+    path = Path(value)
+    if not value or path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+        return None
+    data = _read_option_file(path, "agent-at file")
+    if not isinstance(data, Mapping) or not data or not all(isinstance(v, str) and v for v in data.values()):
+        raise GraphError(f"agent-at file {path}: expected {{task-id: room-or-pose, ...}}")
+    return {str(task): str(where) for task, where in data.items()}
+
+
+def _links(data: Any, where: str) -> tuple[tuple[str, str, float | None], ...]:
     if isinstance(data, Mapping):
         data = data.get("links", data.get("edges"))
     if not isinstance(data, list) or not data:
-        raise GraphError(f"connectivity file {path}: expected a non-empty list of links (or {{links: [...]}})")
+        raise GraphError(f"{where}: expected a non-empty list of links (or {{links: [...]}})")
     links: list[tuple[str, str, float | None]] = []
     problems: list[str] = []
     for index, raw in enumerate(data):
@@ -140,8 +168,14 @@ def read_connectivity(path: str | Path) -> tuple[tuple[str, str, float | None], 
             continue
         links.append((ends[0], ends[1], weight))
     if problems:
-        raise GraphError(_problem_text(f"connectivity file {path}", problems, MAX_PROBLEMS))
+        raise GraphError(_problem_text(where, problems, MAX_PROBLEMS))
     return tuple(links)
+
+
+def closest(name: str, known: Any, count: int = 3) -> str:
+    """' (closest: a, b)' naming the known ids most like `name`, or '' when none is alike."""
+    found = difflib.get_close_matches(name, [str(k) for k in known], n=count, cutoff=0.5)
+    return f" (closest: {', '.join(found)})" if found else ""
 
 
 def read_types(path: str | Path) -> dict[str, str]:
