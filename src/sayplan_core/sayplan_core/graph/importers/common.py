@@ -174,7 +174,7 @@ def _links(data: Any, where: str) -> tuple[tuple[str, str, float | None], ...]:
 
 def closest(name: str, known: Any, count: int = 3) -> str:
     """' (closest: a, b)' naming the known ids most like `name`, or '' when none is alike."""
-    found = difflib.get_close_matches(name, [str(k) for k in known], n=count, cutoff=0.5)
+    found = difflib.get_close_matches(name, [str(k) for k in known], n=count, cutoff=0.6)
     return f" (closest: {', '.join(found)})" if found else ""
 
 
