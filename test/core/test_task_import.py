@@ -207,3 +207,35 @@ def test_verify_hints_at_the_action_set_that_has_the_unknown_action(capsys: pyte
     assert code == 1 and "hint: no bundled action set has every action this plan uses ('teleport')" in text
     code, text, _ = run_cli(["verify", "--env", "office", "--plan", "goto(nowhere_at_all) > done"], capsys)
     assert code == 1 and "hint:" not in text
+
+
+def test_unlinked_rooms_and_unknown_nodes_are_named_with_the_closest_ids() -> None:
+    from sayplan_core.graph.importers import import_grasif
+
+    rooms = scene(rooms=("kitchen", "hall", "study"))
+    imported = import_grasif(rooms, ImportOptions(connectivity=(("kitchen-1", "hall-1", None),)))
+    assert "1 room(s) left unlinked (unreachable): study-1" in imported.summary()
+    with pytest.raises(GraphError, match=r"'kitchn-1', which does not exist \(closest: kitchen-1\)"):
+        import_grasif(scene(), ImportOptions(connectivity=(("kitchn-1", "hall-1", None),)))
+    with pytest.raises(GraphError, match=r"--agent-at kichen-1: no such node \(closest: kitchen-1\)"):
+        import_grasif(scene(), ImportOptions(agent_at="kichen-1"))
+    with pytest.raises(GraphError, match=r"--agent-at zzz: no such node \(rooms and poses: hall, hall-1, kitchen-1\)"):
+        import_grasif(scene(), ImportOptions(agent_at="zzz"))
+
+
+def test_env_show_lists_a_graph_without_an_agent(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    source = tmp_path / "scene.json"
+    source.write_text(json.dumps([n for n in scene() if n["type"] != "agent"]))
+    out = tmp_path / "scene.native.json"
+    code, _, err = run_cli(["env", "import", str(source), str(out)], capsys)
+    assert code == 0, err
+    code, text, err = run_cli(["env", "show", str(out)], capsys)
+    assert code == 0, err
+    assert "no agent: this graph cannot be planned on until it is imported again with --agent-at" in text
+    assert "(rooms and poses: hall, hall-1, kitchen-1)" in text
+    code, text, _ = run_cli(["--json", "env", "show", str(out)], capsys)
+    assert code == 0 and json.loads(text)["counts"]["agent"] == 0 and "no agent" in json.loads(text)["note"]
+    code, text, _ = run_cli(["env", "show", str(out), "--text"], capsys)
+    assert code == 0 and "kitchen-1" in text
+    with pytest.raises(GraphError, match="no agent node"):  # planning on it is still refused
+        load_env(str(out))

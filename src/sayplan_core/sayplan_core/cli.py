@@ -106,7 +106,9 @@ def cmd_env_list(args: argparse.Namespace) -> int:
 
 
 def cmd_env_show(args: argparse.Namespace) -> int:
-    graph = _load(args.env)
+    """A graph without an agent (an import not given --agent-at) is shown too, with a note: listing its room and
+    pose ids is how a newcomer finds what --agent-at can name."""
+    graph = load_env(args.env, require_agent=False, progress=_progress)
     counts = {t: graph.count(t) for t in ("floor", "room", "pose", "workspace", "asset", "object", "agent")}
     if args.collapsed:
         text = collapse(graph, with_poses=args.with_poses).text()
@@ -116,7 +118,16 @@ def cmd_env_show(args: argparse.Namespace) -> int:
         text = to_prompt_text(graph)
     payload = {"name": graph.name, "counts": counts, "nav_edges": graph.nav.number_of_edges()}
     lines = [f"{graph.name}: " + ", ".join(f"{v} {k}s" for k, v in counts.items() if v)]
-    lines.append(f"agent at {graph.agent_location()}, {graph.nav.number_of_edges()} navigation edges")
+    if graph.agent_id is None:
+        places = sorted(graph.ids_of_type("room") + graph.ids_of_type("pose"))
+        note = (
+            "no agent: this graph cannot be planned on until it is imported again with --agent-at <room|pose> "
+            f"(rooms and poses: {', '.join(places)})"
+        )
+        payload["note"] = note
+        lines.append(f"{note}; {graph.nav.number_of_edges()} navigation edges")
+    else:
+        lines.append(f"agent at {graph.agent_location()}, {graph.nav.number_of_edges()} navigation edges")
     if args.text:
         lines.append(text)
         payload["text"] = text

@@ -283,6 +283,16 @@ class Builder:
             edge["weight"] = weight
         self.edges.append(edge)
 
+    def _like(self, name: str, nav: bool = False) -> str:
+        """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first
+        room and pose ids, so a mistyped id always comes with ids there are."""
+        pool = sorted(n for n, t in self.types.items() if not nav or t in NAV_TYPES)
+        hint = closest(name, pool)
+        if hint or not nav or not pool:
+            return hint
+        shown = ", ".join(pool[:8]) + (f", ... ({len(pool)} in all)" if len(pool) > 8 else "")
+        return f" (rooms and poses: {shown})"
+
     def parents(self) -> dict[str, tuple[str, str]]:
         return {e["source"]: (e["target"], e["relation"]) for e in self.edges if e["relation"] != "connected_to"}
 
@@ -362,11 +372,11 @@ class Builder:
             what = f"link {src}<->{dst}" if rel == "connected_to" else f"'{src}' {rel} '{dst}'"
             missing = [end for end in (src, dst) if end not in self.types]
             if missing and rel == "connected_to":
-                self.problem(f"{what} refers to '{missing[0]}', which does not exist")
+                self.problem(f"{what} refers to '{missing[0]}', which does not exist{self._like(missing[0], True)}")
                 continue
             if missing:
                 if src in self.types:
-                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist")
+                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist{self._like(dst)}")
                     parents.setdefault(src, dst)
                 else:
                     self.problem(f"'{src}', placed {rel} '{dst}', does not exist")
@@ -410,7 +420,7 @@ class Builder:
             location = (agent.get("attributes") or {}).get("location")
             found = self.types.get(location) if isinstance(location, str) else None
             if location is not None and found not in NAV_TYPES:
-                why = f"a {found}, not a room or pose" if found else "which does not exist"
+                why = f"a {found}, not a room or pose" if found else f"which does not exist{self._like(location, True)}"
                 self.problem(f"the agent '{agent['id']}' is at '{location}', {why}")
             held = sorted(child for child, parent in parents.items() if parent == agent["id"])
             if len(held) > 1:
@@ -424,7 +434,10 @@ class Builder:
             linked = {e for a, b, _ in links for e in (a, b)}
             alone = [n for n, t in self.types.items() if t == "room" and n not in linked]
             note = f"{len(links)} link(s) from the connectivity file"
-            self.notes.append(note + (f"; {len(alone)} room(s) left unlinked (unreachable)" if alone else ""))
+            named = ", ".join(alone[:MAX_PROBLEMS]) + (
+                f", and {len(alone) - MAX_PROBLEMS} more" if len(alone) > MAX_PROBLEMS else ""
+            )
+            self.notes.append(note + (f"; {len(alone)} room(s) left unlinked (unreachable): {named}" if alone else ""))
             return
         if self.has_connectivity:
             return
@@ -477,7 +490,8 @@ class Builder:
             if self.types.get(where) not in NAV_TYPES:
                 found = self.types.get(where)
                 self.problem(
-                    f"--agent-at {where}: " + (f"it is a {found}, not a room or pose" if found else "no such node")
+                    f"--agent-at {where}: "
+                    + (f"it is a {found}, not a room or pose" if found else f"no such node{self._like(where, True)}")
                 )
                 return
             if agents:
