@@ -213,8 +213,10 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
         raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
     found = read_grasif_tasks(source, options, per_task)  # everything is read and checked before anything is written
     skipped = found.skipped_text(options.max_problems)
-    if not found.tasks:
-        raise CliError(f"{source}: none of its {len(skipped)} task(s) can be imported: " + " | ".join(skipped))
+    if not found.tasks:  # each task on its own line, then the one-line error
+        for line in skipped:
+            print(f"sayplan: skipped {line}", file=sys.stderr)
+        raise CliError(f"{source}: none of its {len(skipped)} task(s) can be imported (each is named above)")
     out.mkdir(exist_ok=True)
     entries: list[dict[str, Any]] = []
     notes: list[str] = list(found.notes)

@@ -397,7 +397,9 @@ def import_grasif_tasks(
     result = read_grasif_tasks(path_or_data, options, per_task)
     if result.skipped:
         source = "<dict>" if isinstance(path_or_data, (Mapping, list)) else str(path_or_data)
-        lines = result.skipped_text((options or ImportOptions()).max_problems)
+        limit = (options or ImportOptions()).max_problems
+        lines = result.skipped_text(limit)
+        lines = lines[:limit] + ([f"and {len(lines) - limit} more task(s)"] if len(lines) > limit else [])
         raise GraphError(
             f"{source}: {len(result.skipped)} of {len(result.skipped) + len(result.tasks)} task(s) "
             "cannot be imported: " + " | ".join(lines)
