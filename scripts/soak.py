@@ -27,6 +27,7 @@ from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
 
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.demo import bundled_transcript
 from sayplan_ros.stack import create_nodes
@@ -90,7 +91,7 @@ def main() -> int:
                 if index == 100:  # after the warm-up (thread pools filled, caches built): what grows from here leaks
                     before = process_state()
                 started = time.perf_counter()
-                goal = ExecuteSkill.Goal(skill="goto", target="pose8" if index % 2 == 0 else "pose7")
+                goal = ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8" if index % 2 == 0 else "pose7"))
                 goal.graph_version = version
                 handle = wait(skills.send_goal_async(goal), 20.0, f"acceptance of skill {index}")
                 outcome = wait(handle.get_result_async(), 20.0, f"result of skill {index}").result.outcome

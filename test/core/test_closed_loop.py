@@ -9,12 +9,12 @@ import pytest
 from transcripts import FAST, GOOD_PLAN, INSTRUCTION, say, transcript
 
 from sayplan_core.envs import load_env
-from sayplan_core.execution.closed_loop import PlanOutcome, SkillResult, StepReport, run_closed_loop
+from sayplan_core.execution.closed_loop import SkillResult, StepReport, run_closed_loop
 from sayplan_core.execution.sim_world import InjectedFailure, SimulatedWorld, apply_world_changes
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.outcomes import SkillCode, Stage, TaskCode
-from sayplan_core.planners import PlannerOptions, make_planner
+from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
 from sayplan_core.sim import check_goals, goal_from_dict
 from sayplan_core.sim.plan import PlanStep
 
@@ -29,9 +29,8 @@ class Harness:
         self.planner = make_planner(planner, backend, PlannerOptions(budget=FAST))
         self.reports: list[StepReport] = []
 
-    def plan(self, instruction: str, context: str) -> PlanOutcome:
-        result = self.planner.plan(self.graph, instruction, context=context)
-        return PlanOutcome(result.success, result.full_plan, result.message, result.action_set)
+    def plan(self, instruction: str, context: str) -> PlanResult:
+        return self.planner.plan(self.graph, instruction, context=context)
 
     def run_skill(self, step: PlanStep, action_set: str = "sayplan") -> SkillResult:
         outcome = self.world.execute(step.action, step.target)

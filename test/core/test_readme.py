@@ -135,6 +135,16 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "scripts/ws_env.sh sayplan env tokens office --encoding o200k_base": Run(),
     "scripts/ws_env.sh sayplan env import test/core/data/sayplan_appendix_l.json /tmp/appendix_l.json": Run(),
     "scripts/ws_env.sh sayplan env import test/core/data/grasif_node_list_tasks.json /tmp/grasif/": Run(),
+    # Hydra graphs (docs/howto/hydra.md): export, import back and plan on it, in this order, by one test
+    "scripts/ws_env.sh sayplan env export office /tmp/office.sparkdsg": Elsewhere(
+        "test/core/test_spark_dsg.py", '["env", "export", "office"'
+    ),
+    "scripts/ws_env.sh sayplan env import /tmp/office.sparkdsg /tmp/office_from_hydra.json": Elsewhere(
+        "test/core/test_spark_dsg.py", '["env", "import", str(out), str(back)]'
+    ),
+    "scripts/ws_env.sh sayplan path --env /tmp/office_from_hydra.json --to cafeteria": Elsewhere(
+        "test/core/test_spark_dsg.py", '["path", "--env", str(back), "--to", "cafeteria"]'
+    ),
     'scripts/ws_env.sh sayplan verify --env office --plan "goto(kitchen) > done" --expand --strict': Run(),
     "scripts/ws_env.sh sayplan path --env home --from kitchen --to bedroom5 --method astar": Run(),
     "scripts/ws_env.sh sayplan demo --task office-lh-05": Run(),

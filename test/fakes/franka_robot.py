@@ -14,6 +14,7 @@ from rclpy.parameter import Parameter
 from fakes.arcl_server import FakeArclServer
 from fakes.ros_robot import FakeGripper, FakeNav2, FakeTrajectoryController
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -81,7 +82,7 @@ def send_skill(
     assert robot.client.wait_for_server(timeout_sec=10.0), "execute_skill not available"
     robot.feedback.clear()
     future = robot.client.send_goal_async(
-        ExecuteSkill.Goal(skill=skill, target=target, graph_version=robot.graph_version),
+        ExecuteSkill.Goal(step=PlanStep(action=skill, target=target), graph_version=robot.graph_version),
         feedback_callback=lambda f: robot.feedback.append(f.feedback),
     )
     ros.wait_for(future.done, what="goal acceptance")

@@ -19,7 +19,7 @@ from transcripts import GOOD_PLAN, INSTRUCTION, say, write_transcript
 
 from sayplan_core.outcomes import PlanCode, PlanStage, SkillCode, Stage, Status, TaskCode
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
-from sayplan_interfaces.msg import ExecutionEvent, PlanOutcome, PlanProgress, SkillOutcome
+from sayplan_interfaces.msg import ExecutionEvent, PlanOutcome, PlanProgress, PlanStep, SkillOutcome
 from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.stack import ROBOTS, create_nodes
 
@@ -103,11 +103,13 @@ def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: A
     assert {s.name for s in describe.action_sets} == {"sayplan"}
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     before = skills.world.state.location
-    wrapped = send(ros, client, ExecuteSkill.Goal(skill="go_to", target="kitchen", action_set="lookplangraph"))
+    wrapped = send(
+        ros, client, ExecuteSkill.Goal(step=PlanStep(action="go_to", target="kitchen"), action_set="lookplangraph")
+    )
     assert wrapped.status == GoalStatus.STATUS_ABORTED
     assert wrapped.result.outcome.error_code == SkillCode.WRONG_ACTION_SET
     assert "not 'lookplangraph'" in wrapped.result.outcome.error_msg
-    wrapped = send(ros, client, ExecuteSkill.Goal(skill="fly", target="kitchen"))
+    wrapped = send(ros, client, ExecuteSkill.Goal(step=PlanStep(action="fly", target="kitchen")))
     assert wrapped.result.outcome.error_code == SkillCode.UNKNOWN_SKILL
     assert skills.world.state.location == before  # nothing moved
 
@@ -124,7 +126,7 @@ def test_an_accepted_cancel_ends_canceled_even_when_the_skill_finishes_anyway(ro
     ros.add(until_canceled(ros, "finishes_anyway", done))
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
     ros.wait_for(future.done, what="acceptance")
     handle = future.result()
     cancel = handle.cancel_goal_async()
@@ -172,7 +174,6 @@ def test_every_step_follows_the_graph_version_the_task_has_seen(ros: Any, tmp_pa
     for the first step), so a skill server whose copy lags waits instead of judging the step on the old graph.
     Oracle: with nothing else writing to the graph, that is the server's version when the skill starts."""
     from sayplan_core.execution.skills import SkillResult
-    from sayplan_core.sim.plan import PlanStep
     from sayplan_ros.planner_node import PlannerNode
     from sayplan_ros.scene_graph_server import SceneGraphServer
     from sayplan_ros.sim_skill_server import SimSkillServer

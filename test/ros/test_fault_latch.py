@@ -18,6 +18,7 @@ from transcripts import GOOD_PLAN, INSTRUCTION, say, write_transcript
 
 from sayplan_core.outcomes import SkillCode, Stage, TaskCode
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
+from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.sim_skill_server import SimSkillServer
 from sayplan_ros.stack import create_nodes
@@ -28,7 +29,7 @@ pytestmark = pytest.mark.ros
 def skill(ros: Any, name: str, target: str, timeout: float = 15.0) -> tuple[int, Any]:
     client = ActionClient(ros.node(f"operator_skill_{len(ros._nodes)}"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    sent = client.send_goal_async(ExecuteSkill.Goal(skill=name, target=target))
+    sent = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=name, target=target)))
     ros.wait_for(sent.done, what="goal acceptance")
     result = sent.result().get_result_async()
     ros.wait_for(result.done, timeout=timeout, what="execute_skill result")
@@ -107,7 +108,7 @@ def test_clear_fault_is_refused_while_a_skill_runs(ros: Any) -> None:
     sim = ros.add(SimSkillServer(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=30.0)]))
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    sent = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+    sent = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(sent.done, what="goal acceptance")
     handle = sent.result()
     sim.fault_latch.latch(SkillCode.ESTOPPED, "e-stop pressed")

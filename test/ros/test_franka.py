@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -248,10 +249,11 @@ def cancel_after(ros: Any, robot: FakeRobot, skill: str, target: str, started: C
     from rclpy.action import ActionClient
 
     from sayplan_interfaces.action import ExecuteSkill
+    from sayplan_interfaces.msg import PlanStep
 
     client = ActionClient(ros.node("canceler"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)))
     ros.wait_for(future.done, what="goal acceptance")
     handle = future.result()
     ros.wait_for(started, what="the skill to start moving the robot")
@@ -337,12 +339,13 @@ def test_a_step_waits_for_the_graph_version_it_follows(make_robot: MakeRobot, ro
     """The executor applied goto's update but this server's copy has not heard of it yet: judged on the copy, open
     found the agent elsewhere and reported no change (the cupboard stayed closed in the graph; found by review)."""
     from sayplan_interfaces.action import ExecuteSkill
+    from sayplan_interfaces.msg import PlanStep
 
     robot = make_robot()
     status, went = send_skill(ros, robot, "goto", "kitchen", apply=False)
     assert status == GoalStatus.STATUS_SUCCEEDED, went.error_msg
     server = next(n for n in ros._nodes if isinstance(n, SceneGraphServer))
-    goal = ExecuteSkill.Goal(skill="open", target="kitchen_cupboard", graph_version=server.version + 1)
+    goal = ExecuteSkill.Goal(step=PlanStep(action="open", target="kitchen_cupboard"), graph_version=server.version + 1)
     future = robot.client.send_goal_async(goal)
     ros.wait_for(future.done, what="acceptance")
     result = future.result().get_result_async()
@@ -353,6 +356,37 @@ def test_a_step_waits_for_the_graph_version_it_follows(make_robot: MakeRobot, ro
     outcome = result.result().result.outcome
     assert outcome.success, outcome.error_msg
     assert "open" in {n.id: list(n.states) for n in outcome.graph_update.upsert}["kitchen_cupboard"]
+
+
+def test_a_cancel_ends_the_wait_for_a_graph_version_at_once(make_robot: MakeRobot, ros: Any) -> None:
+    """A step waiting for a version its copy does not hold yet is woken by the goal's stop (not by a deadline or a
+    look every few milliseconds): the cancel ends it CANCELED long before graph_wait_s, and nothing moved."""
+    from rclpy.action import ActionClient
+
+    from sayplan_interfaces.action import ExecuteSkill
+    from sayplan_interfaces.msg import PlanStep
+
+    robot = make_robot(graph_wait_s=60.0)
+    server = next(n for n in ros._nodes if isinstance(n, SceneGraphServer))
+    robot.client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
+    assert robot.client.wait_for_server(timeout_sec=10.0)
+    goal = ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen"), graph_version=server.version + 5)
+    future = robot.client.send_goal_async(goal)
+    ros.wait_for(future.done, what="acceptance")
+    handle = future.result()
+    result = handle.get_result_async()
+    time.sleep(0.5)  # well into the wait: the copy is at the server's version, the step follows a later one
+    assert not result.done()
+    started = time.monotonic()
+    ros.wait_for(handle.cancel_goal_async().done, what="cancel response")
+    ros.wait_for(result.done, timeout=5.0, what="the canceled step's result")  # graph_wait_s is 60 s
+    waited = time.monotonic() - started
+    wrapped = result.result()
+    assert wrapped.status == GoalStatus.STATUS_CANCELED, wrapped.result.outcome.error_msg
+    assert wrapped.result.outcome.error_code == SkillCode.CANCELED
+    assert "waiting for the scene graph" in wrapped.result.outcome.error_msg
+    assert waited < 5.0
+    assert robot.arm.executed == [] and robot.arcl is not None and robot.arcl.drives() == []  # nothing moved
 
 
 def test_open_close_and_switches_use_their_motions(make_robot: MakeRobot, ros: Any) -> None:

@@ -194,13 +194,14 @@ def test_a_stop_the_base_does_not_confirm_is_latched(make_robot: MakeRobot, ros:
     from rclpy.action import ActionClient
 
     from sayplan_interfaces.action import ExecuteSkill
+    from sayplan_interfaces.msg import PlanStep
 
     robot = make_robot(stop_timeout_s=0.3, arcl_silence_s=30.0)
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     client = ActionClient(ros.node("canceler"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
     ros.wait_for(future.done, what="acceptance")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
     robot.arcl.silent = True  # it stops when told, but says nothing
@@ -399,13 +400,14 @@ def test_a_fault_under_a_cancel_is_latched_once(make_robot: MakeRobot, ros: Any)
     from rclpy.action import ActionClient
 
     from sayplan_interfaces.action import ExecuteSkill
+    from sayplan_interfaces.msg import PlanStep
 
     robot = make_robot(stop_timeout_s=0.3, arcl_silence_s=30.0)
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     client = ActionClient(ros.node("canceler"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
     ros.wait_for(future.done, what="acceptance")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
     robot.arcl.silent = True

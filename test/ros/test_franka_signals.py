@@ -27,6 +27,7 @@ from fakes.ros_robot import Leg  # noqa: E402
 from rclpy.action import ActionClient  # noqa: E402
 
 from sayplan_interfaces.action import ExecuteSkill  # noqa: E402
+from sayplan_interfaces.msg import PlanStep  # noqa: E402
 from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
 
 pytestmark = pytest.mark.ros
@@ -70,7 +71,7 @@ def drive_then_signal(ros: Any, proc: subprocess.Popen[str], moving: Any, signum
         proc.kill()
         raise AssertionError(f"the skill server process never served execute_skill:\n{proc.communicate()[0]}")
     ros.wait_active("franka_omron_skill_server")  # serving from configure, refusing until activated (autostart)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
     ros.wait_for(future.done, timeout=10.0, what="goal acceptance")
     assert future.result().accepted
     result = future.result().get_result_async()

@@ -28,7 +28,7 @@ from sayplan_core.nav import PathPlanner
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.sim import parse_plan
 from sayplan_interfaces.action import ExecuteSkill, PlanTask
-from sayplan_interfaces.msg import GraphUpdate
+from sayplan_interfaces.msg import GraphUpdate, PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.qos import GRAPH_UPDATES_QOS
@@ -97,7 +97,9 @@ def test_hundreds_of_skills_keep_timers_and_per_skill_time_flat(ros: Any) -> Non
     durations: list[float] = []
     for index in range(300):
         started = time.perf_counter()
-        _, result = send(ros, client, ExecuteSkill.Goal(skill="goto", target="pose8" if index % 2 else "pose7"))
+        _, result = send(
+            ros, client, ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8" if index % 2 else "pose7"))
+        )
         ros.wait_for(result.done, what=f"skill {index}")
         assert result.result().result.outcome.success
         durations.append(time.perf_counter() - started)
@@ -114,7 +116,7 @@ def test_finished_skill_goals_expire(ros: Any) -> None:
         )
     )
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
-    handle, result = send(ros, client, ExecuteSkill.Goal(skill="goto", target="pose8"))
+    handle, result = send(ros, client, ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(result.done, what="the skill")
     assert result.result().status == GoalStatus.STATUS_SUCCEEDED
     time.sleep(2.5)  # the server forgets a finished goal after result_timeout_s

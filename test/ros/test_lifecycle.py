@@ -24,6 +24,7 @@ from std_srvs.srv import Trigger
 
 from sayplan_core.outcomes import PlanCode, SkillCode
 from sayplan_interfaces.action import ExecuteSkill, PlanTask
+from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import DescribeSkills, ManageLifecycleNodes
 from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.planner_node import PlannerNode
@@ -79,7 +80,7 @@ def sim_server(ros: Any, **params: Any) -> SimSkillServer:
 
 
 def run_skill(ros: Any, client: ActionClient, skill: str, target: str, timeout: float = 15.0) -> Any:
-    sent = client.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+    sent = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)))
     ros.wait_for(sent.done, what="goal acceptance")
     handle = sent.result()
     assert handle.accepted
@@ -131,7 +132,9 @@ def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_canceled(ros: A
     skills = ActionClient(operator, ExecuteSkill, "execute_skill")
     assert skills.wait_for_server(timeout_sec=10.0)
     feedback: list[Any] = []
-    sent = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"), feedback_callback=feedback.append)
+    sent = skills.send_goal_async(
+        ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")), feedback_callback=feedback.append
+    )
     ros.wait_for(sent.done, what="goal acceptance")
     result = sent.result().get_result_async()
     ros.wait_for(lambda: bool(feedback), what="the skill to run")

@@ -30,6 +30,7 @@ from sayplan_core.envs import load_env
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.sim import check_goals
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
+from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.sim_skill_server import SimSkillServer
 from sayplan_ros.stack import create_nodes
 
@@ -88,7 +89,7 @@ def run(
     client = ActionClient(ros.node(f"operator_{len(ros._nodes)}"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
     sent = client.send_goal_async(
-        ExecuteSkill.Goal(skill=skill, target=target),
+        ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)),
         feedback_callback=(lambda f: feedback.append(f.feedback)) if feedback is not None else None,
     )
     ros.wait_for(sent.done, what="goal acceptance")
@@ -399,7 +400,7 @@ def test_a_destroyed_client_cancels_its_leg(ros: Any) -> None:
     nav2.script(Leg("hold"))
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
-    client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+    client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
     ros._nodes.remove(sim)
     ros.executor.remove_node(sim)

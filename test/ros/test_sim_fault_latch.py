@@ -33,6 +33,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import SkillCode
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.conversions import msg_to_update
 from sayplan_ros.sim_skill_server import SimSkillServer
 
@@ -84,7 +85,7 @@ class Operator:
         assert self.skills.wait_for_server(timeout_sec=20.0)
 
     def run(self, skill: str, target: str) -> Any:
-        sent = self.skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+        sent = self.skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)))
         self.ros.wait_for(sent.done, what="goal acceptance")
         result = sent.result().get_result_async()
         self.ros.wait_for(result.done, timeout=15.0, what=f"{skill}({target})")

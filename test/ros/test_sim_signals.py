@@ -24,6 +24,7 @@ from rclpy.action import ActionClient
 from test_nav2 import StuckNav2
 
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.runner import EXIT_SECOND_SIGNAL, EXIT_STOP_UNCONFIRMED, SHUTDOWN_STOP_S
 
 pytestmark = pytest.mark.ros
@@ -51,7 +52,7 @@ def start_leg(ros: Any, proc: subprocess.Popen[str], nav2: Any) -> None:
         proc.kill()
         raise AssertionError(f"the sim_skill_server process never served execute_skill:\n{proc.communicate()[0]}")
     ros.wait_active("sim_skill_server")  # serving from configure, refusing until activated (its autostart)
-    client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+    client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(lambda: bool(nav2.goals), timeout=15.0, what="the leg to reach the navigator")
 
 

@@ -16,6 +16,7 @@ from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.clocks import CLOCK_CHECK_S
 from sayplan_ros.sim_skill_server import SimSkillServer
 
@@ -30,7 +31,7 @@ def test_a_skill_server_with_sim_time_and_no_clock_still_keeps_time(
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     assert client.wait_for_server(timeout_sec=10.0)
     started = time.monotonic()
-    sent = client.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+    sent = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(sent.done, what="goal acceptance")
     result = sent.result().get_result_async()
     ros.wait_for(result.done, timeout=10.0, what="the skill to end on the steady clock")

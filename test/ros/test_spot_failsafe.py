@@ -38,6 +38,7 @@ from rclpy.action import ActionClient
 
 from sayplan_core.outcomes import SkillCode
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 
 pytestmark = pytest.mark.ros
@@ -195,7 +196,7 @@ def test_after_an_estop_is_released_no_skill_powers_on_or_stands_the_robot(
     world.speed_mps = 3.0
     with spot_skill_server(ros, spot, tmp_path) as server:
         executor = Executor(ros)
-        future = executor.skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        future = executor.skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
         wait_until(world.moving, what="walking")
         world.press_estop()
         ros.wait_for(future.done, what="acceptance")
@@ -257,7 +258,7 @@ def test_stop_motion_stops_a_walk_and_waits_for_the_robot_to_confirm(ros: Any, s
     world.speed_mps = 1.0
     site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
     with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0) as server:
-        future = Executor(ros).skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        future = Executor(ros).skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
         wait_until(world.moving, what="walking")
         stops = world.stop_count
         done: list[bool] = []
@@ -288,7 +289,7 @@ def test_a_certificate_that_does_not_match_is_named_not_reported_as_offline(
 def cancel_when(ros: Any, executor: Executor, skill: str, target: str, started: Any, what: str) -> tuple[int, Any]:
     """Send a step, cancel it once `started()` holds; (status, outcome)."""
     future = executor.skills.send_goal_async(
-        ExecuteSkill.Goal(skill=skill, target=target, graph_version=executor.version)
+        ExecuteSkill.Goal(step=PlanStep(action=skill, target=target), graph_version=executor.version)
     )
     wait_until(started, timeout=20.0, what=what)
     ros.wait_for(future.done, what="acceptance")

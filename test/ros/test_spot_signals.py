@@ -30,6 +30,7 @@ from fakes.spot.office import office, office_site, office_world
 from rclpy.action import ActionClient
 
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
@@ -82,7 +83,7 @@ def start_node(ros: Any, spot: FakeSpot, tmp_path: Path) -> subprocess.Popen[str
         wait_until(lambda: world.standing and world.motors_on, timeout=30.0, what="the node to stand the robot")
         skills = ActionClient(ros.node("executor"), ExecuteSkill, "execute_skill")
         assert skills.wait_for_server(timeout_sec=20.0)
-        skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
         wait_until(world.moving, timeout=20.0, what="the walk to start")
         time.sleep(0.3)  # walking for a while, with renewed commands
         assert world.moving()

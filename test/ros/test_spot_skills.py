@@ -40,6 +40,7 @@ from transcripts import write_transcript
 
 from sayplan_core.outcomes import SkillCode
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 
 pytestmark = pytest.mark.ros
 OFFICE = office()
@@ -193,7 +194,7 @@ def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
         assert len(spot.calls("TakeLease")) == int(take_lease)
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
         wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
         spot.world.steal_lease("tablet-operator")
         ros.wait_for(future.done, what="acceptance")
@@ -232,7 +233,7 @@ def test_a_failure_with_a_robot_fault_behind_it_is_that_fault_not_a_replan(
         started = len(spot.calls("ManipulationApi" if grasping else "NavigationFeedback"))
         skill, target = ("pickup", "coffee_mug") if grasping else ("goto", "nikos_office")
         spot.world.speed_mps = 2.0
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target))
+        future = skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)))
         wait_until(
             lambda: len(spot.calls("ManipulationApi" if grasping else "NavigationFeedback")) > started,
             what="the skill under way",
@@ -268,7 +269,7 @@ def test_an_estop_is_estopped_before_and_during_a_skill(ros: Any, spot: FakeSpot
         assert ros.clear_fault(server).success
         spot.world.speed_mps = 3.0
         skills = client(ros)
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
         wait_until(lambda: bool(spot.calls("NavigationFeedback")), what="navigation")
         spot.world.press_estop()
         ros.wait_for(future.done, what="acceptance")
@@ -406,7 +407,7 @@ def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_pat
     with spot_skill_server(ros, spot, tmp_path):
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
-        goal = ExecuteSkill.Goal(skill="goto", target="kitchen")
+        goal = ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen"))
         wrapped, took = cancel_once(ros, skills, goal, lambda: bool(spot.calls("NavigationFeedback")), "navigation")
         assert took < 2.0
         assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
@@ -429,7 +430,7 @@ def test_a_cancel_before_the_program_starts_ends_canceled_with_no_motion(
     with spot_skill_server(ros, spot, tmp_path, graph=False):
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="kitchen"))
+        future = skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="kitchen")))
         ros.wait_for(future.done, what="acceptance")
         handle = future.result()
         cancel = handle.cancel_goal_async()
@@ -460,7 +461,7 @@ def test_a_step_waits_for_the_graph_version_it_follows(ros: Any, spot: FakeSpot,
         assert status == GoalStatus.STATUS_SUCCEEDED, went.error_msg
         follows = server.version + 1  # goto's update, not applied yet: the copy lags behind the executor
         future = skills.send_goal_async(
-            ExecuteSkill.Goal(skill="open", target="kitchen_cupboard", graph_version=follows)
+            ExecuteSkill.Goal(step=PlanStep(action="open", target="kitchen_cupboard"), graph_version=follows)
         )
         ros.wait_for(future.done, what="acceptance")
         result = future.result().get_result_async()
@@ -498,7 +499,7 @@ def test_stopping_the_node_mid_walk_stops_the_robot_before_returning_the_lease(
     with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, power_off_on_exit=False) as server:
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
-        skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target="pose8"))
+        skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
         wait_until(lambda: spot.world.motion is not None, what="walking")
         stop_node(ros, server)
     assert spot.world.stop_count >= 1 and spot.world.lease_owner == ""
@@ -524,7 +525,7 @@ def test_a_walk_another_command_replaces_is_a_robot_fault_not_canceled(
         skills = client(ros)
         assert skills.wait_for_server(timeout_sec=10.0)
         target = "pose8" if walk else "kitchen"
-        future = skills.send_goal_async(ExecuteSkill.Goal(skill="goto", target=target))
+        future = skills.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target=target)))
         feedback = "RobotCommandFeedback" if walk else "NavigationFeedback"
         before = len(spot.calls(feedback))
         wait_until(lambda: len(spot.calls(feedback)) > before + 2, what="walking")
@@ -597,7 +598,7 @@ def test_cancel_mid_pickup_stops_the_grasp_and_stows_the_arm(ros: Any, spot: Fak
         def grasping() -> bool:  # the fake moves the arm out as the grasp starts
             return len(spot.calls("ManipulationApi")) > grasps and not spot.world.arm_stowed
 
-        goal = ExecuteSkill.Goal(skill="pickup", target="coffee_mug")
+        goal = ExecuteSkill.Goal(step=PlanStep(action="pickup", target="coffee_mug"))
         wrapped, _ = cancel_once(ros, skills, goal, grasping, "the grasp")
         assert wrapped.status == GoalStatus.STATUS_CANCELED and wrapped.result.outcome.error_code == SkillCode.CANCELED
     sent = [c.command for c in spot.calls("RobotCommand")]  # in the order they arrived
@@ -670,7 +671,8 @@ def test_a_pickup_bound_to_a_world_object_grasps_where_the_robot_sees_it(
 def goal_with_feedback(ros: Any, skills: ActionClient, skill: str, target: str, feedback: list[str]) -> Any:
     assert skills.wait_for_server(timeout_sec=10.0)
     future = skills.send_goal_async(
-        ExecuteSkill.Goal(skill=skill, target=target), feedback_callback=lambda m: feedback.append(m.feedback.status)
+        ExecuteSkill.Goal(step=PlanStep(action=skill, target=target)),
+        feedback_callback=lambda m: feedback.append(m.feedback.status),
     )
     ros.wait_for(future.done, what="acceptance")
     result = future.result().get_result_async()
@@ -777,7 +779,7 @@ def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
         spot.world.action_s = 1.0  # each arm and gripper move takes a second
         before = len(spot.calls("RobotCommand"))
         wanted = "cartesian" if when == "moving" else "stow"
-        goal = ExecuteSkill.Goal(skill="release", target="coffee_mug")
+        goal = ExecuteSkill.Goal(step=PlanStep(action="release", target="coffee_mug"))
         wrapped, _ = cancel_once(
             ros, skills, goal, lambda: wanted in arm_commands(spot)[before:], f"the arm {when}", timeout=15.0
         )
@@ -805,7 +807,7 @@ def test_a_pickup_canceled_after_the_grasp_held_reports_the_mug_in_the_hand(
         at_cupboard(ros, skills)
         spot.world.action_s = 0.5
         before = len(spot.calls("RobotCommand"))
-        goal = ExecuteSkill.Goal(skill="pickup", target="coffee_mug")
+        goal = ExecuteSkill.Goal(step=PlanStep(action="pickup", target="coffee_mug"))
         wrapped, _ = cancel_once(
             ros, skills, goal, lambda: "carry" in arm_commands(spot)[before:], "the carry move", timeout=15.0
         )
@@ -882,7 +884,9 @@ def test_a_cancel_during_the_vlm_call_returns_without_waiting_for_the_vlm(
         with spot_skill_server(ros, spot, tmp_path, action_set="spot_lookplangraph", **extra):
             skills = client(ros)
             assert skills.wait_for_server(timeout_sec=10.0)
-            goal = ExecuteSkill.Goal(skill="look_on", target="kitchen_bench", action_set="spot_lookplangraph")
+            goal = ExecuteSkill.Goal(
+                step=PlanStep(action="look_on", target="kitchen_bench"), action_set="spot_lookplangraph"
+            )
             wrapped, took = cancel_once(ros, skills, goal, asked.is_set, "the VLM call")
             assert took < 2.0 and not release.is_set()
             assert wrapped.status == GoalStatus.STATUS_CANCELED

@@ -28,6 +28,7 @@ from sayplan_core.graph.importers import (
     read_connectivity,
     read_connectivity_by_task,
     read_grasif_tasks,
+    read_labels,
     read_types,
 )
 from sayplan_core.graph.model import GraphError, SceneGraph
@@ -158,6 +159,7 @@ def import_options(args: argparse.Namespace, per_task: PerTask | None = None) ->
         connectivity=read_connectivity(links) if links else None,
         types=read_types(args.types) if args.types else {},
         agent_at=args.agent_at if per_task.agent_at is None else "",
+        labels=read_labels(args.types) if args.types else {},
     )
 
 
@@ -200,7 +202,36 @@ def cmd_env_import(args: argparse.Namespace) -> int:
     write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
     msg = f"imported {imported.summary()} from {source} ({imported.format}) into {out}"
     payload = {"nodes": len(imported.graph), "output": str(out), "format": imported.format, "notes": imported.notes}
+    if imported.id_map:
+        ids = id_map_path(out)
+        write_text_atomic(ids, _id_map_text(str(source), imported.format, imported.id_map))
+        payload["id_map"] = str(ids)
+        msg += f"; source ids -> ours in {ids}"
     _emit(args, payload, msg)
+    return 0
+
+
+def id_map_path(graph_file: Path) -> Path:
+    """Where the id map of a graph file goes: beside it, `office.json` -> `office.ids.json`."""
+    return graph_file.with_name(f"{graph_file.stem}.ids.json")
+
+
+def _id_map_text(source: str, fmt: str, ids: dict[str, str]) -> str:
+    return json.dumps({"source": source, "format": fmt, "ids": ids}, indent=1) + "\n"
+
+
+def cmd_env_export(args: argparse.Namespace) -> int:
+    """A graph (bundled or a file) out to a Hydra / Spark-DSG file, with our id -> spark symbol beside it."""
+    from sayplan_core.graph.importers.hydra_export import export_hydra
+
+    out = Path(args.output)
+    _writable(out, "graph file")
+    graph = load_env(args.env, require_agent=False, progress=_progress)
+    symbols = export_hydra(graph, out)
+    ids = id_map_path(out)
+    write_text_atomic(ids, _id_map_text(args.env, "native", symbols))
+    msg = f"exported {len(graph)} nodes of {args.env} to {out} (hydra); our ids -> spark_dsg symbols in {ids}"
+    _emit(args, {"nodes": len(graph), "output": str(out), "format": "hydra", "id_map": str(ids)}, msg)
     return 0
 
 
@@ -585,16 +616,27 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("env")
     p.add_argument("--encoding", choices=SUPPORTED_ENCODINGS, default="cl100k_base")
     p.set_defaults(func=cmd_env_tokens)
-    p = env.add_parser("import", help="convert SayPlan / GRASIF JSON or Stanford 3DSG .npz to native JSON")
+    p = env.add_parser(
+        "import", help="convert SayPlan / GRASIF JSON, Stanford 3DSG .npz or Hydra (spark_dsg) graphs to native JSON"
+    )
     p.add_argument("source")
     p.add_argument("output", help="native graph file; a folder for a GRASIF task list (scenes, goals, tasks.yaml)")
     p.add_argument("--format", choices=FORMATS, default="auto")
     p.add_argument(
         "--connectivity", default="", help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms"
     )
-    p.add_argument("--types", default="", help="YAML/JSON {object: [class, ...], asset: [...]}: fix a dataset's types")
+    p.add_argument(
+        "--types",
+        default="",
+        help="YAML/JSON {object: [class, ...], asset: [...], labels: {3: cup}}: fix a dataset's types (labels: "
+        "class names of Hydra's numeric labels)",
+    )
     p.add_argument("--agent-at", default="", help="room or pose node where the robot is (needed to plan on the graph)")
     p.set_defaults(func=cmd_env_import)
+    p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")
+    p.add_argument("env", help="bundled env name or graph file")
+    p.add_argument("output", help="Hydra graph file: .json or .sparkdsg (spark_dsg's binary encoding)")
+    p.set_defaults(func=cmd_env_export)
 
     p = sub.add_parser("verify", help="run the scene-graph simulator on a plan")
     p.add_argument("--env", required=True)

@@ -17,7 +17,6 @@ from geometry_msgs.msg import Point
 from std_msgs.msg import ColorRGBA
 from visualization_msgs.msg import Marker, MarkerArray
 
-from sayplan_core.execution.closed_loop import PlanOutcome as LoopPlan
 from sayplan_core.execution.closed_loop import StepReport
 from sayplan_core.execution.skills import SkillResult
 from sayplan_core.graph import limits
@@ -177,12 +176,22 @@ def update_to_msg(update: GraphUpdate) -> GraphUpdateMsg:
 
 
 # ----------------------------------------------------------------------------- plans
+def step_from_msg(msg: PlanStepMsg) -> PlanStep:
+    """The one conversion of a step from the wire (plans, skill goals, reports, events)."""
+    return PlanStep(msg.action.strip(), msg.target.strip())
+
+
+def step_to_msg(step: PlanStep) -> PlanStepMsg:
+    """The one conversion of a step to the wire."""
+    return PlanStepMsg(action=step.action, target=step.target)
+
+
 def steps_from_msgs(msgs: Iterable[PlanStepMsg]) -> list[PlanStep]:
-    return [PlanStep(m.action.strip(), m.target.strip()) for m in msgs]
+    return [step_from_msg(m) for m in msgs]
 
 
 def steps_to_msgs(steps: Iterable[PlanStep]) -> list[PlanStepMsg]:
-    return [PlanStepMsg(action=s.action, target=s.target) for s in steps]
+    return [step_to_msg(s) for s in steps]
 
 
 def call_to_msg(call: CallStats) -> LlmCallStats:
@@ -219,8 +228,33 @@ def plan_failure_to_msg(planner: str, action_set: str, code: PlanCode, message: 
     return PlanOutcome(planner=planner, action_set=action_set, error_code=int(code), error_msg=message)
 
 
-def msg_to_loop_plan(msg: PlanOutcome) -> LoopPlan:
-    return LoopPlan(bool(msg.success), steps_from_msgs(msg.full_plan), msg.error_msg, msg.action_set)
+def msg_to_plan_result(msg: PlanOutcome, instruction: str) -> PlanResult:
+    """The inverse of `plan_result_to_msg` (PlanResult is the one definition of a plan's outcome; the message is
+    its wire form). The LLM calls and the progress stay on the message: whoever needs them relays the message."""
+    try:
+        failure = PlanCode(int(msg.error_code))
+    except ValueError:  # a code this side does not know: the plan is not trusted
+        return PlanResult(
+            msg.planner,
+            instruction,
+            message=f"unknown plan outcome code {msg.error_code}: {msg.error_msg}",
+            failure=PlanCode.INTERNAL_ERROR,
+            action_set=msg.action_set,
+        )
+    return PlanResult(
+        planner=msg.planner,
+        instruction=instruction,
+        success=bool(msg.success),
+        message=msg.error_msg,
+        plan=steps_from_msgs(msg.plan),
+        full_plan=steps_from_msgs(msg.full_plan),
+        verified=bool(msg.verified),
+        replanning_rounds=int(msg.replanning_rounds),
+        feedback_history=list(msg.feedback_history),
+        explored_nodes=list(msg.explored_nodes),
+        failure=failure,
+        action_set=msg.action_set,
+    )
 
 
 def progress_to_msg(progress: Progress, sequence: int) -> PlanProgress:
@@ -263,7 +297,7 @@ def msg_to_skill_result(msg: SkillOutcomeMsg) -> SkillResult:
 
 
 def step_report_to_event(report: StepReport, instruction: str, sequence: int) -> ExecutionEvent:
-    step = steps_to_msgs([report.step])[0] if report.step is not None else PlanStepMsg()
+    step = step_to_msg(report.step) if report.step is not None else PlanStepMsg()
     return ExecutionEvent(
         sequence=sequence,
         instruction=instruction,

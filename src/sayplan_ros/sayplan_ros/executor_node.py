@@ -31,10 +31,11 @@ from rclpy.task import Future
 
 from sayplan_core.diagnostics import Status as DiagnosticStatus
 from sayplan_core.diagnostics import executor_status
-from sayplan_core.execution.closed_loop import PlanOutcome, StepReport, run_closed_loop
+from sayplan_core.execution.closed_loop import StepReport, run_closed_loop
 from sayplan_core.execution.skills import SkillCatalog, SkillResult
 from sayplan_core.node_options import ExecutorOptions
 from sayplan_core.outcomes import Stage, Status, TaskCode
+from sayplan_core.planners.base import PlanResult
 from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
 from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanProgress, SkillReport
@@ -42,12 +43,14 @@ from sayplan_interfaces.srv import ApplyGraphUpdate, DescribeSkills, GetSceneGra
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.conversions import (
     describe_progress,
-    msg_to_loop_plan,
+    msg_to_plan_result,
     msg_to_skill_result,
     step_report_to_event,
+    step_to_msg,
     steps_to_msgs,
 )
 from sayplan_ros.diagnostics import DiagnosticsPublisher
+from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
@@ -175,6 +178,8 @@ class ExecutorNode(Node):
         self._skills = self.create_publisher(SkillReport, "skill_results", EVENTS_QOS)
         self._single = SingleGoal(self.get_logger(), "execute_task")
         self._run: _TaskRun | None = None
+        self._no_run = threading.Event()  # set while no task runs: what stop_for_shutdown waits on
+        self._no_run.set()
         self.graph_version = 0  # see _TaskRun.graph_version; one task at a time writes it
         self.graph_epoch = 0  # the scene_graph_server start graph_version counts in
         self.stopping = threading.Event()  # set on SIGINT/SIGTERM (stop_for_shutdown): the task ends CANCELED
@@ -193,6 +198,7 @@ class ExecutorNode(Node):
         )
         # its own server's cancel service: on shutdown the task is canceled as an operator cancels it
         self._cancel_all = self.create_client(CancelGoal, "execute_task/_action/cancel_goal", callback_group=group)
+        self._cancel_marks = CancelMarks(self, "execute_task", group)
 
     def stop_for_shutdown(self, timeout_s: float) -> bool:
         """On SIGINT/SIGTERM (sayplan_ros.runner, a plain thread, the executor still spinning): cancel the running
@@ -208,9 +214,7 @@ class ExecutorNode(Node):
         run.cancel_child()  # at once: the DDS cancel below may arrive after the skill server stopped on its own
         if self._cancel_all.wait_for_service(timeout_sec=max(0.0, deadline - time.monotonic())):
             self._cancel_all.call_async(CancelGoal.Request())  # a zero goal id and stamp: every goal
-        while self._run is not None and time.monotonic() < deadline:
-            time.sleep(0.01)  # a plain thread (the runner's), never an executor callback
-        ended = self._run is None
+        ended = self._no_run.wait(max(0.0, deadline - time.monotonic()))  # a plain thread, never a callback
         if not ended:
             self.get_logger().error("the running task did not end before the node exits")
         self.events.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
@@ -265,7 +269,7 @@ class ExecutorNode(Node):
         return wait_future(client.call_async(request), wait, f"'{what}'")
 
     # ------------------------------------------------------------------ the loop's functions
-    def _plan(self, run: _TaskRun, catalog: SkillCatalog, context: str) -> PlanOutcome:
+    def _plan(self, run: _TaskRun, catalog: SkillCatalog, context: str) -> PlanResult:
         stage = Stage.REPLANNING if context else Stage.PLANNING
         goal = PlanTask.Goal(
             instruction=run.instruction,
@@ -292,16 +296,14 @@ class ExecutorNode(Node):
         outcome = wrapped.result.outcome
         for progress in outcome.progress[forwarded[0] :]:
             forward(progress)
-        plan = msg_to_loop_plan(outcome)
+        plan = msg_to_plan_result(outcome, run.instruction)
         run.saw(int(outcome.graph_version))
         run.plan_msgs, run.action_set = list(outcome.full_plan), plan.action_set
         self.publish_plan(run.instruction, plan.action_set, run.plan_msgs, 0 if plan.success else -1)
         return plan
 
     def _run_skill(self, run: _TaskRun, step: PlanStep, action_set: str) -> SkillResult:
-        goal = ExecuteSkill.Goal(
-            skill=step.action, target=step.target, action_set=action_set, graph_version=run.graph_version
-        )
+        goal = ExecuteSkill.Goal(step=step_to_msg(step), action_set=action_set, graph_version=run.graph_version)
         try:
             wrapped = self._send(run, self._skill_client, "execute_skill", goal, self.options.skill_timeout_s, None)
         except WaitError as exc:
@@ -315,7 +317,7 @@ class ExecutorNode(Node):
 
     def _take_result(self, run: _TaskRun, step: PlanStep, action_set: str, outcome: Any) -> SkillResult:
         """Report a skill's outcome and apply its graph update (the task ends if the graph refuses it)."""
-        report = SkillReport(step=steps_to_msgs([step])[0], action_set=action_set, outcome=outcome)
+        report = SkillReport(step=step_to_msg(step), action_set=action_set, outcome=outcome)
         report.header.stamp = self.get_clock().now().to_msg()
         self._skills.publish(report)
         update = outcome.graph_update
@@ -367,6 +369,7 @@ class ExecutorNode(Node):
     def _execute(self, handle: ServerGoalHandle) -> ExecuteTask.Result:
         run = _TaskRun(self, handle)
         self._run = run
+        self._no_run.clear()
         try:
             try:
                 result = self._loop(run)
@@ -378,18 +381,17 @@ class ExecutorNode(Node):
             finally:
                 self._single.release()
             self.publish_plan(run.instruction, run.action_set, run.plan_msgs, -1)
-            if self.stopping.is_set() and result.error_code == TaskCode.CANCELED:
-                run.cancel_seen.wait(CANCEL_ARRIVAL_S)  # the shutdown's own cancel request, on its way over DDS
-            if handle.is_cancel_requested and result.error_code == TaskCode.CANCELED:
-                handle.canceled()
-            elif result.success:
-                handle.succeed()
-            else:
-                handle.abort()
+            canceled = result.error_code == TaskCode.CANCELED
+            if canceled and (self.stopping.is_set() or run.cancel_seen.is_set()):
+                # the shutdown's own cancel request, on its way over DDS, or one whose callback ran but that rclpy
+                # has not marked CANCELING yet: wait until it is (bounded)
+                self._cancel_marks.wait(handle, CANCEL_ARRIVAL_S)
+            finish_goal(handle, result.success, canceled)
             self.get_logger().info(f"execute_task: {result.error_msg or 'done'}")
             return result
         finally:
             self._run = None  # after the goal's end state: stop_for_shutdown waits for it
+            self._no_run.set()
 
     def _loop(self, run: _TaskRun) -> ExecuteTask.Result:
         failure: list[WaitError] = []

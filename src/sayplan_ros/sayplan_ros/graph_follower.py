@@ -30,11 +30,11 @@ from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
+from sayplan_ros.goals import call_when
 from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
-STOP_CHECK_S = 0.1  # how often a blocked wait_for_version looks at its stop condition
 FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
 SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and updates a follower takes from a topic
 
@@ -45,7 +45,8 @@ class GraphFollower:
     def __init__(self, node: Node, callback_group: Any = None) -> None:
         self._node = node
         self._lock = threading.Lock()
-        self._changed = threading.Condition(self._lock)  # notified whenever the copy changes
+        self._changed = threading.Condition(self._lock)  # notified whenever the copy changes (or a waiter must look)
+        self._ready_waiters: list[tuple[int, Callable[[], None]]] = []  # (version, callback) of `when_ready`
         self._replica = GraphReplica()
         self._epoch = 0  # of the server start the copy comes from (0: none yet)
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
@@ -123,7 +124,8 @@ class GraphFollower:
                 self._replica.stats = stats  # counted over the follower's life, not one start of the server
                 self._epoch = epoch
             fetch = self._replica.take_full(graph, version)
-            self._changed.notify_all()
+            ready = self._changed_locked()
+        self._call(ready)
         if fetch:
             self._request_full()
 
@@ -150,7 +152,8 @@ class GraphFollower:
         with self._lock:
             fetch = self._replica.take_update(update, int(msg.version))
             problem = self._replica.problem
-            self._changed.notify_all()
+            ready = self._changed_locked()
+        self._call(ready)
         if fetch:
             self._node.get_logger().warning(f"{problem}; fetching the full scene graph")
             self._request_full()
@@ -226,22 +229,49 @@ class GraphFollower:
         return any(p.node_name == SERVER_NODE and p.node_namespace == namespace for p in publishers)
 
     # ------------------------------------------------------------------ for the owner
+    def _changed_locked(self) -> list[Callable[[], None]]:
+        """With the lock held, after the copy changed: wake the blocked waiters and take the `when_ready`
+        callbacks whose version the copy now holds (called by `_call` once the lock is released)."""
+        self._changed.notify_all()
+        ready = [callback for version, callback in self._ready_waiters if self._ready_for(version)]
+        self._ready_waiters = [(v, c) for v, c in self._ready_waiters if not self._ready_for(v)]
+        return ready
+
+    @staticmethod
+    def _call(callbacks: list[Callable[[], None]]) -> None:
+        for callback in callbacks:
+            callback()
+
+    def when_ready(self, version: int, callback: Callable[[], None]) -> Callable[[], None]:
+        """Call `callback` once (from the thread that took the graph) when the copy holds `version` or a newer one
+        and is in sync, at once if it does now; returns the function that unregisters it. What a coroutine awaits
+        instead of looking at the copy again and again (`sayplan_ros.goals.Wakeup`)."""
+        return call_when(
+            self._lock, self._ready_waiters, (version, callback), lambda: self._ready_for(version), callback
+        )
+
+    def wake_waiters(self) -> None:
+        """Make every blocked `wait_for_version` look at its stop condition now (its goal was canceled)."""
+        with self._changed:
+            self._changed.notify_all()
+
     def wait_for_version(
         self, version: int, timeout: float, stop: Callable[[], bool] = lambda: False
     ) -> tuple[SceneGraph | None, int]:
         """Block the calling thread (an action's execute callback, on a multi-threaded executor) until the copy
-        holds `version` or a newer one and is in sync, `timeout` passed or `stop()` holds; then `latest()`."""
+        holds `version` or a newer one and is in sync, `timeout` passed or `stop()` holds; then `latest()`. It
+        wakes when the copy changes and on `wake_waiters` (the owner calls it when `stop()` may have changed)."""
         deadline = time.monotonic() + timeout
         with self._changed:
             while not self._ready_for(version) and not stop():
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                self._changed.wait(min(left, STOP_CHECK_S))
+                self._changed.wait(left)
             return self._replica.graph, self._replica.version
 
     def graph_at(self, version: int) -> SceneGraph | None:
-        """The copy if it holds `version` or a newer one and knows of no gap, else None (what an async waiter polls)."""
+        """The copy if it holds `version` or a newer one and knows of no gap, else None."""
         with self._lock:
             return self._replica.graph if self._ready_for(version) else None
 

@@ -19,7 +19,6 @@ cannot run. With `record_transcript` set (a folder), every goal's LLM exchange i
 from __future__ import annotations
 
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +40,13 @@ from sayplan_interfaces.action import PlanTask
 from sayplan_interfaces.msg import PlanOutcome, PlanReport
 from sayplan_ros.conversions import plan_failure_to_msg, plan_result_to_msg, progress_to_msg
 from sayplan_ros.diagnostics import DiagnosticsPublisher, LlmWatch
+from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
 from sayplan_ros.parameters import current
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
+from sayplan_ros.single_goal import SingleGoal
 
 #: The longest the activation's LLM probe may take, seconds (a backend that answers at all answers sooner).
 PROBE_TIMEOUT_S = 10.0
@@ -70,6 +70,8 @@ class PlannerNode(ManagedNode):
         self._llm_watch: LlmWatch | None = None  # from configure to cleanup
         self.diagnostics_publisher = DiagnosticsPublisher(self, lambda: LlmWatch.statuses(self._llm_watch))
         self._single = SingleGoal(self.get_logger(), "plan_task")
+        # a goal marked CANCELING wakes the wait for the graph version (its stop condition) at once
+        self._cancel_marks = CancelMarks(self, "plan_task", self._group, self.follower.wake_waiters)
         self._server: ActionServer | None = None
 
     # ------------------------------------------------------------------ lifecycle
@@ -165,23 +167,18 @@ class PlannerNode(ManagedNode):
             )
         finally:
             self._single.release()
-        settle = time.monotonic() + CANCEL_SETTLE_MAX_S
-        while self._abort.aborted and not handle.is_cancel_requested and time.monotonic() < settle:
+        if self._abort.aborted and not handle.is_cancel_requested:
             # the cancel callback ended the LLM call before rclpy marked the goal CANCELING (it does once the
             # callback returned): ending now would abort a goal whose cancel was accepted. This goal's own thread.
-            time.sleep(CANCEL_SETTLE_S)
+            self._cancel_marks.wait(handle)
         report = PlanReport(instruction=goal.instruction, outcome=outcome)
         report.header.stamp = self.get_clock().now().to_msg()
         self._reports.publish(report)
         if handle.is_cancel_requested:  # an accepted cancel always ends as CANCELED
             outcome.success, outcome.error_code = False, int(PlanCode.CANCELED)
             outcome.error_msg = outcome.error_msg if outcome.error_msg == "canceled" else "canceled"
-            handle.canceled()
-        elif outcome.success:
-            handle.succeed()
-        else:
+        if finish_goal(handle, outcome.success, outcome.error_code == PlanCode.CANCELED) == "aborted":
             self.get_logger().warning(f"plan_task failed: {outcome.error_msg}")
-            handle.abort()
         return PlanTask.Result(outcome=outcome)
 
     def _plan(self, handle: ServerGoalHandle, planner_name: str) -> PlanOutcome:

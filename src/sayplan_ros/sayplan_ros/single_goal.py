@@ -13,11 +13,6 @@ from typing import Any
 
 from rclpy.action import GoalResponse
 
-#: After a cancel callback stopped the work, rclpy marks the goal CANCELING only once the callback returned: a goal
-#: whose cancel was accepted waits for that (bounded) before it ends, so it ends CANCELED and not ABORTED.
-CANCEL_SETTLE_S = 0.01  # how often it looks
-CANCEL_SETTLE_MAX_S = 1.0
-
 
 class SingleGoal:
     """Accepts a goal only when none is running; `release()` when the goal's execute callback ends."""
@@ -25,6 +20,8 @@ class SingleGoal:
     def __init__(self, logger: Any, action: str) -> None:
         self._lock = threading.Lock()
         self._busy = False
+        self._idle = threading.Event()  # set while no goal holds the slot: what a stop waits on
+        self._idle.set()
         self._logger = logger
         self._action = action
 
@@ -41,6 +38,7 @@ class SingleGoal:
                 reason = "another goal is running"
             if reason is None:
                 self._busy = True
+                self._idle.clear()
                 return GoalResponse.ACCEPT
         self._logger.warning(f"rejecting {self._action} goal: {reason}")
         return GoalResponse.REJECT
@@ -48,3 +46,9 @@ class SingleGoal:
     def release(self) -> None:
         with self._lock:
             self._busy = False
+            self._idle.set()
+
+    def wait_idle(self, timeout_s: float) -> bool:
+        """Block a plain thread (never an executor callback) until no goal holds the slot, at most `timeout_s`;
+        True when none does."""
+        return self._idle.wait(max(0.0, timeout_s))

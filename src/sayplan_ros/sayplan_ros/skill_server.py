@@ -42,7 +42,6 @@ from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
 from rclpy.node import Node
 from rclpy.service import Service
-from rclpy.task import Future
 from std_srvs.srv import Trigger
 
 from sayplan_core.diagnostics import Status, fault_latch_status
@@ -54,17 +53,16 @@ from sayplan_core.sim.plan import PlanStep
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import ActionSetInfo
 from sayplan_interfaces.srv import DescribeSkills
-from sayplan_ros.clocks import steady_timer, warn_without_clock
-from sayplan_ros.conversions import skill_result_to_msg
+from sayplan_ros.clocks import warn_without_clock
+from sayplan_ros.conversions import skill_result_to_msg, step_from_msg
 from sayplan_ros.diagnostics import DiagnosticsPublisher
+from sayplan_ros.goals import CancelMarks, StopEvent, Wakeup, finish_goal
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
 from sayplan_ros.runner import RESULT_GRACE_S, SHUTDOWN_STOP_S
-from sayplan_ros.single_goal import CANCEL_SETTLE_MAX_S, CANCEL_SETTLE_S, SingleGoal
+from sayplan_ros.single_goal import SingleGoal
 
-GRAPH_POLL_S = 0.02  # how often a skill waiting for the scene graph looks again (a timer, not a blocked thread)
-STOP_SLICE_S = 0.05  # the longest a skill's wait (SkillContext.sleep) runs on after its goal was stopped
-SHUTDOWN_POLL_S = 0.01  # how often `stop_robot` (a plain thread or a transition) looks whether the skill ended
+STOP_SLICE_S = 0.05  # what a skill's wait (SkillContext.sleep) lasts at most once its goal was stopped
 
 
 @dataclass
@@ -78,7 +76,7 @@ class SkillContext:
     action_set: str
     parameters: dict[str, str] = field(default_factory=dict)
     group: Any = None
-    stop: threading.Event = field(default_factory=threading.Event)
+    stop: StopEvent = field(default_factory=StopEvent)
     graph_version: int = 0
 
     def feedback(self, status: str, progress: float) -> None:
@@ -88,33 +86,18 @@ class SkillContext:
         return self.stop.is_set() or bool(self.handle.is_cancel_requested)
 
     async def sleep(self, seconds: float) -> None:
-        """Wait `seconds`, or less once the goal is stopped (a cancel, a deactivate, a shutdown): the skill then
-        sees `cancel_requested()` within STOP_SLICE_S instead of at the end of a long wait."""
-        end = time.monotonic() + seconds
-        left = seconds
-        while True:  # at least one wait, even when stopped: a caller looping on it never spins
-            await timer_sleep(self.node, self.group, min(left, STOP_SLICE_S))
-            left = end - time.monotonic()
-            if left <= 0 or self.cancel_requested():
-                return
-
-
-async def timer_sleep(node: Node, group: Any, seconds: float) -> None:
-    """Wait without blocking an executor thread; the one-shot timer is destroyed afterwards (no leak)."""
-    future: Future = Future()
-    holder: list[Any] = []  # the timer can fire on another executor thread before the assignment below
-
-    def fire() -> None:
-        if holder:
-            holder[0].cancel()
-        if not future.done():
-            future.set_result(True)
-
-    holder.append(steady_timer(node, max(seconds, 0.001), fire, group))
-    try:
-        await future
-    finally:
-        node.destroy_timer(holder[0])
+        """Wait `seconds` without blocking an executor thread, or less: the goal's stop (a cancel, a deactivate, a
+        shutdown) ends the wait at once. Once stopped it still waits up to STOP_SLICE_S, so a caller looping on
+        it never spins."""
+        wakeup = Wakeup(self.node, self.group)
+        if self.stop.is_set():
+            await wakeup.wait(min(seconds, STOP_SLICE_S))
+            return
+        forget = self.stop.on_set(wakeup.set)
+        try:
+            await wakeup.wait(seconds)
+        finally:
+            forget()
 
 
 class SkillServer(ManagedNode):
@@ -128,9 +111,12 @@ class SkillServer(ManagedNode):
         self._server: ActionServer | None = None
         self._describe: Service | None = None
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
-        self._goal_stop = threading.Event()
+        self._goal_stop = StopEvent()
         self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
+        self._goal_ended = threading.Event()  # this goal has its end state (what a stop waits for)
+        self._goal_ended.set()
         self._handle: ServerGoalHandle | None = None
+        self._cancel_marks = CancelMarks(self, "execute_skill", self._group)
         self.clear_fault_service = f"{self.get_fully_qualified_name()}/clear_fault"
         self.fault_latch = FaultLatch(f"ros2 service call {self.clear_fault_service} std_srvs/srv/Trigger")
         self.create_service(Trigger, "~/clear_fault", self._on_clear_fault, callback_group=self._group)
@@ -206,15 +192,16 @@ class SkillServer(ManagedNode):
         return True
 
     @property
-    def goal_stop(self) -> threading.Event:
+    def goal_stop(self) -> StopEvent:
         """The stop event of the current (or last) goal."""
         return self._goal_stop
 
     def _accept(self, goal: Any) -> GoalResponse:
         response = self._single.accept(goal)
         if response == GoalResponse.ACCEPT:
-            self._goal_stop = threading.Event()  # this goal's own: nothing an earlier goal did can clear it
+            self._goal_stop = StopEvent()  # this goal's own: nothing an earlier goal did can clear it
             self._goal_cancel = threading.Event()
+            self._goal_ended = threading.Event()
         return response
 
     def _on_cancel_request(self, _goal: Any) -> CancelResponse:
@@ -238,37 +225,33 @@ class SkillServer(ManagedNode):
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
         canceled = self._goal_cancel  # this goal's (made in _accept, before execution starts)
+        ended = self._goal_ended
         self._handle = handle  # the running goal, whose end stop_for_shutdown waits for
         try:
             try:
-                result = await self._run(handle)
-            except Exception as exc:  # a bug in a backend must not take the process down
-                self.get_logger().error(f"execute_skill failed: {exc!r}\n{traceback.format_exc()}")
-                result = SkillResult(False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}")
-            if result.code.latches:  # before the slot is free: no next goal may start ahead of the latch
-                result = self._latch(result, handle)
+                try:
+                    result = await self._run(handle)
+                except Exception as exc:  # a bug in a backend must not take the process down
+                    self.get_logger().error(f"execute_skill failed: {exc!r}\n{traceback.format_exc()}")
+                    result = SkillResult(
+                        False, SkillCode.INTERNAL_ERROR, f"internal error in the skill server: {exc!r}"
+                    )
+                if result.code.latches:  # before the slot is free: no next goal may start ahead of the latch
+                    result = self._latch(result, handle)
+            finally:
+                self._single.release()
+            if result.code is SkillCode.CANCELED and canceled.is_set() and not handle.is_cancel_requested:
+                # the cancel callback ran and the skill saw its stop event before rclpy marked the goal CANCELING
+                await self._cancel_marks.until(self, self._group, handle)
+            finish_goal(handle, result.success, result.code is SkillCode.CANCELED)
+            return ExecuteSkill.Result(outcome=skill_result_to_msg(result))
         finally:
-            self._single.release()
-        settle_until = time.monotonic() + CANCEL_SETTLE_MAX_S
-        while result.code is SkillCode.CANCELED and canceled.is_set() and not handle.is_cancel_requested:
-            # the cancel callback ran and the skill saw its stop event, but rclpy marks the goal CANCELING only
-            # once the callback returned: ending now would abort a goal whose cancel was accepted
-            if time.monotonic() >= settle_until:
-                break
-            await timer_sleep(self, self._group, CANCEL_SETTLE_S)
-        outcome = skill_result_to_msg(result)
-        if handle.is_cancel_requested and result.code is SkillCode.CANCELED:
-            handle.canceled()
-        elif result.success:
-            handle.succeed()
-        else:
-            handle.abort()
-        return ExecuteSkill.Result(outcome=outcome)
+            ended.set()
 
     def _latch(self, result: SkillResult, handle: ServerGoalHandle) -> SkillResult:
         """Latch the fault a skill ended with; its message then says so and how to clear it."""
         goal: ExecuteSkill.Goal = handle.request
-        step = str(PlanStep(goal.skill.strip(), goal.target.strip()))
+        step = str(step_from_msg(goal.step))
         self.fault_latch.latch(result.code, result.message, step)
         self.get_logger().error(f"{step} ended {result.code.label}: {result.message}; {self.fault_latch.note()}")
         return SkillResult(False, result.code, f"{result.message}; {self.fault_latch.note()}", result.update)
@@ -323,9 +306,7 @@ class SkillServer(ManagedNode):
                 self.on_cancel()
             except Exception as exc:
                 self.get_logger().error(f"stopping the robot on shutdown failed: {exc!r}")
-            while self._single.busy and time.monotonic() < deadline:
-                time.sleep(SHUTDOWN_POLL_S)  # a plain thread (the runner's), never an executor callback
-            ended = not self._single.busy
+            ended = self._single.wait_idle(deadline - time.monotonic())  # a plain thread, never a callback
         try:
             stopped = self.stop_motion(max(0.1, deadline - time.monotonic()))
         except Exception as exc:
@@ -335,14 +316,13 @@ class SkillServer(ManagedNode):
             self.get_logger().error("the robot's stop was not confirmed: check the robot")
         handle = self._handle
         if handle is not None and handle.is_active:  # the goal's end state and result must still go out
-            while handle.is_active and time.monotonic() < deadline:
-                time.sleep(SHUTDOWN_POLL_S)
+            self._goal_ended.wait(max(0.0, deadline - time.monotonic()))
             time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))
         return ended and stopped
 
     async def _run(self, handle: ServerGoalHandle) -> SkillResult:
         goal: ExecuteSkill.Goal = handle.request
-        step = PlanStep(goal.skill.strip(), goal.target.strip())
+        step = step_from_msg(goal.step)
         if not self.is_active:
             message = (
                 f"{step} refused before the robot moved: {self.get_name()} is not active (lifecycle); its "
@@ -389,7 +369,8 @@ class SkillServer(ManagedNode):
         while (graph := follower.graph_at(context.graph_version)) is None:
             if context.cancel_requested():
                 return SkillResult(False, SkillCode.CANCELED, "canceled while waiting for the scene graph")
-            if time.monotonic() >= deadline:
+            left = deadline - time.monotonic()
+            if left <= 0:
                 copy, version = follower.latest()
                 problem = follower.problem()
                 if copy is None:
@@ -400,5 +381,13 @@ class SkillServer(ManagedNode):
                     why = f"this skill server's scene graph is at version {version}"
                     why += f"; the step follows version {context.graph_version}"
                 return SkillResult(False, SkillCode.SCENE_GRAPH_OUT_OF_SYNC, f"{why} (waited {wait_s:g} s)")
-            await context.sleep(GRAPH_POLL_S)
+            # woken by the follower (the version arrived), the goal's stop, or the deadline
+            wakeup = Wakeup(self, self._group)
+            forget_version = follower.when_ready(context.graph_version, wakeup.set)
+            forget_stop = context.stop.on_set(wakeup.set)
+            try:
+                await wakeup.wait(left)
+            finally:
+                forget_version()
+                forget_stop()
         return graph

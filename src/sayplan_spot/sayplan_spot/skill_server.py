@@ -3,8 +3,9 @@
 It serves the same `execute_skill` action and `describe_skills` service as the simulated robot (SkillServer).
 A request becomes a program of robot primitives (sayplan_spot.programs, checked against the live scene
 graph and the site file before the robot moves); the program runs on one worker thread that owns every
-blocking SDK call, while the skill's coroutine waits on the ROS timer (`context.sleep`) and relays progress,
-so no executor thread ever blocks on the robot. Cancel sends a stop command at once and wakes the worker through
+blocking SDK call, while the skill's coroutine awaits the worker's end (its future wakes the executor through a
+guard condition, as each progress report does to be relayed as feedback), so no executor thread ever blocks on
+the robot and nothing polls. Cancel sends a stop command at once and wakes the worker through
 the goal's own stop event (made when the goal is accepted, never cleared), so a cancel that arrives before the
 program starts ends the goal `canceled` with no motion.
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future as ThreadFuture
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeoutError  # not the builtin before Python 3.11 (Humble)
@@ -47,10 +49,11 @@ from sayplan_core.robots.fault_latch import Check
 from sayplan_core.robots.navigation import TargetError
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
+from sayplan_ros.goals import StopEvent, Wakeup
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current_options
 from sayplan_ros.runner import run_nodes
-from sayplan_ros.skill_server import SkillContext, SkillServer, timer_sleep
+from sayplan_ros.skill_server import SkillContext, SkillServer
 from sayplan_spot.plugin import SpotRobotOptions
 from sayplan_spot.programs import (
     GRASPING_KINDS,
@@ -81,6 +84,7 @@ class _Progress:
     status: str = ""
     value: float = 0.0
     version: int = 0
+    changed: Callable[[], None] = lambda: None  # wakes the relay (a guard condition's trigger)
 
     def set(self, status: str, value: float | None = None) -> None:
         with self.lock:
@@ -88,6 +92,7 @@ class _Progress:
             if value is not None:
                 self.value = value
             self.version += 1
+        self.changed()
 
     def read(self) -> tuple[int, str, float]:
         with self.lock:
@@ -290,17 +295,28 @@ class SpotSkillServer(SkillServer):
         self.robot.stop_sent.clear()  # before the check below: a cancel after it sets it again
         if context.cancel_requested() or self._destroyed or self._worker is None:
             return SkillResult(False, SkillCode.CANCELED, f"{step} canceled before the robot moved")
-        progress = _Progress()
-        limits = self._limits()
-        job = self._worker.submit(self._run_program, program, graph, limits, progress, context.stop)
-        self._running = job
-        seen = -1
-        while not job.done():
+        seen = [-1]
+        relaying = [True]  # until the program ended: no feedback after it
+
+        def relay() -> None:  # on an executor thread, woken by the worker's progress
             version, status, value = progress.read()
-            if version != seen and status:
-                seen = version
+            if relaying[0] and version != seen[0] and status:
+                seen[0] = version
                 context.feedback(status, value)
-            await context.sleep(limits.feedback_period_s)
+
+        guard = self.create_guard_condition(relay, callback_group=self._group)
+        progress = _Progress(changed=guard.trigger)
+        limits = self._limits()
+        finished = Wakeup(self, self._group)
+        try:
+            job = self._worker.submit(self._run_program, program, graph, limits, progress, context.stop)
+            self._running = job
+            job.add_done_callback(lambda _job: finished.set())
+            await finished.wait(None)  # the worker's program is bounded by the robot's own timeouts
+        finally:
+            relaying[0] = False
+            finished.close()
+            self.destroy_guard_condition(guard)
         outcome = job.result()
         self._running = None
         places = [p.point for p in program.primitives if isinstance(p, Place)]
@@ -317,7 +333,7 @@ class SpotSkillServer(SkillServer):
         return SkillResult(outcome.code is SkillCode.NONE, outcome.code, outcome.message, update)
 
     def _run_program(
-        self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress, stop: threading.Event
+        self, program: SpotProgram, graph: SceneGraph, limits: Any, progress: _Progress, stop: StopEvent
     ) -> _Outcome:
         """On the worker: make the robot ready, run the primitives, then read where it is."""
         from sayplan_spot.robot import SpotError
@@ -347,7 +363,7 @@ class SpotSkillServer(SkillServer):
                 hand_used = hand_used or isinstance(primitive, (Grasp, Place, Articulate))
                 image = self.robot.run(primitive, stop, limits, progress.set)
                 if isinstance(primitive, Capture) and image is not None:
-                    revealed, note = self._look(graph, primitive, image, stop, limits.feedback_period_s)
+                    revealed, note = self._look(graph, primitive, image, stop)
                     message = f"{step} done: {note}"
         except SpotError as fault:
             code, message, missing = fault.code, f"{step} failed: {fault.message}", fault.missing
@@ -386,7 +402,7 @@ class SpotSkillServer(SkillServer):
             return None
 
     def _look(
-        self, graph: SceneGraph, capture: Capture, image: bytes, stop: threading.Event, period_s: float
+        self, graph: SceneGraph, capture: Capture, image: bytes, stop: StopEvent
     ) -> tuple[GraphUpdate | None, str]:
         """On the worker: hand the image to the VLM (on its own thread) and wait for the answer or the goal's stop,
         whichever comes first; a canceled look ends at once and the VLM's late answer is dropped."""
@@ -400,12 +416,16 @@ class SpotSkillServer(SkillServer):
             )
         assert self._vlm_pool is not None  # configured: a skill runs only then
         job = self._vlm_pool.submit(vlm.look, graph, capture.node, capture.relation, image)
-        while not job.done():
-            if stop.wait(period_s):
-                job.cancel()
-                raise SpotError(
-                    SkillCode.CANCELED, "canceled while the VLM described the image (its answer is dropped)"
-                )
+        woken = threading.Event()  # by the VLM's answer or the goal's stop (the VLM call is bounded itself)
+        job.add_done_callback(lambda _job: woken.set())
+        forget = stop.on_set(woken.set)
+        try:
+            woken.wait()
+        finally:
+            forget()
+        if not job.done():
+            job.cancel()
+            raise SpotError(SkillCode.CANCELED, "canceled while the VLM described the image (its answer is dropped)")
         update = job.result()
         names = ", ".join(u.node.id for u in update.upsert) or "nothing new"
         return update, f"the VLM sees {names}"
@@ -419,8 +439,9 @@ class SpotSkillServer(SkillServer):
         if self._worker is None:
             raise RuntimeError(f"{self.get_name()} is not configured")
         job = self._worker.submit(call, *args)
-        while not job.done():
-            await timer_sleep(self, self._group, 0.02)
+        finished = Wakeup(self, self._group)
+        job.add_done_callback(lambda _job: finished.set())
+        await finished.wait(None)  # every robot call is bounded by the SDK's own timeouts
         return job.result()
 
     def robot_health(self) -> list[Status]:

@@ -13,6 +13,7 @@ from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 
 from sayplan_interfaces.action import ExecuteSkill
+from sayplan_interfaces.msg import PlanStep
 
 from . import FakeSpot
 from .office import office_site
@@ -80,7 +81,7 @@ def stop_node(ros: Any, node: Any) -> None:
 def run_skill(ros: Any, client: ActionClient, skill: str, target: str = "", timeout: float = 30.0, **kw: Any) -> Any:
     """Send one execute_skill goal; returns (status, outcome)."""
     assert client.wait_for_server(timeout_sec=10.0)
-    future = client.send_goal_async(ExecuteSkill.Goal(skill=skill, target=target, **kw))
+    future = client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action=skill, target=target), **kw))
     ros.wait_for(future.done, what="goal acceptance")
     handle = future.result()
     assert handle.accepted

@@ -13,18 +13,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sayplan_core.execution.skills import SkillResult
 from sayplan_core.outcomes import SkillCode, Stage, Status, TaskCode
 from sayplan_core.sim.plan import PlanStep
 
-
-@dataclass
-class PlanOutcome:
-    success: bool
-    full_plan: list[PlanStep] = field(default_factory=list)
-    message: str = ""
-    action_set: str = "sayplan"
+if TYPE_CHECKING:  # a plan is what a planner returns; the loop never imports the planners themselves
+    from sayplan_core.planners.base import PlanResult
 
 
 @dataclass
@@ -53,7 +49,7 @@ class ExecutionResult:
         return self.code is TaskCode.CANCELED
 
 
-PlanFn = Callable[[str, str], PlanOutcome]  # (instruction, context) -> plan
+PlanFn = Callable[[str, str], "PlanResult"]  # (instruction, context) -> plan (success, message, full_plan, action_set)
 SkillFn = Callable[[PlanStep, str], SkillResult]  # (step, action set) -> result
 ReportFn = Callable[[StepReport], None]
 
@@ -76,7 +72,7 @@ def run_closed_loop(
     report: ReportFn = lambda _: None,
     cancelled: Callable[[], bool] = lambda: False,
     max_replans: int = 3,
-    check_plan: Callable[[PlanOutcome], str | None] = lambda _plan: None,
+    check_plan: Callable[[PlanResult], str | None] = lambda _plan: None,
 ) -> ExecutionResult:
     """Plan, execute, replan; `check_plan` may refuse a plan the robot cannot run before it moves."""
     result = ExecutionResult(False, "")

@@ -3,6 +3,7 @@
 - `sayplan_json`: SayPlan-style JSON (SayPlan appendix K/L).
 - `grasif`: LookPlanGraph / GRASIF JSON (grouped, node-list and task-list layouts).
 - `stanford`: Stanford 3D Scene Graph `.npz` (Gibson "tiny" buildings).
+- `hydra`: Hydra / Spark-DSG graphs (`.json`, `.sparkdsg`), read with spark_dsg (and written by `hydra_export`).
 
 Every importer produces native dicts through `common.Builder` and then goes through
 `graph_from_dict`, so imported files get exactly the same validation. The options
@@ -16,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from sayplan_core.graph import native_format
-from sayplan_core.graph.importers import grasif, sayplan_json
+from sayplan_core.graph.importers import grasif, hydra, sayplan_json
 from sayplan_core.graph.importers.common import (
     Imported,
     ImportOptions,
@@ -24,6 +25,7 @@ from sayplan_core.graph.importers.common import (
     read_agent_at_by_task,
     read_connectivity,
     read_connectivity_by_task,
+    read_labels,
     read_types,
 )
 from sayplan_core.graph.importers.grasif import (
@@ -40,10 +42,10 @@ from sayplan_core.graph.importers.stanford import import_stanford, import_stanfo
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import FORMAT_NAME
 
-FORMATS = ("auto", "native", "sayplan", "grasif", "stanford")
+FORMATS = ("auto", "native", "sayplan", "grasif", "stanford", "hydra")
 _TRIED = (
     f'native (a JSON object with "format": "{FORMAT_NAME}"), sayplan ({sayplan_json.EXPECTED}), '
-    f"grasif ({grasif.EXPECTED}); stanford is read from .npz files"
+    f"grasif ({grasif.EXPECTED}), hydra ({hydra.EXPECTED}); stanford is read from .npz files"
 )
 
 
@@ -52,9 +54,13 @@ def detect_format(path: str | Path) -> str:
     path = Path(path)
     if path.suffix == ".npz":
         return "stanford"
+    if path.suffix in (".sparkdsg", ".bson"):
+        return "hydra"
     data, source = load_json(path)
     if isinstance(data, Mapping) and data.get("format") == FORMAT_NAME:
         return "native"
+    if hydra.looks_like(data):
+        return "hydra"
     if sayplan_json.looks_like(data):
         return "sayplan"
     kind = grasif.layout(data)
@@ -68,7 +74,7 @@ def detect_format(path: str | Path) -> str:
 def is_task_list(path: str | Path) -> bool:
     """True for a GRASIF task list (scenes with init and goal), which imports into a folder, not one graph."""
     path = Path(path)
-    return path.suffix != ".npz" and grasif.layout(load_json(path)[0]) == "tasks"
+    return path.suffix not in (".npz", ".sparkdsg", ".bson") and grasif.layout(load_json(path)[0]) == "tasks"
 
 
 def import_file(path: str | Path, fmt: str = "auto", options: ImportOptions | None = None) -> Imported:
@@ -88,6 +94,8 @@ def import_file(path: str | Path, fmt: str = "auto", options: ImportOptions | No
         if path.suffix != ".npz":
             raise GraphError(f"{path}: --format stanford reads .npz files (the Stanford 3D Scene Graph dataset)")
         return import_stanford(path, options)
+    if chosen == "hydra":
+        return hydra.import_hydra(path, options)
     if path.suffix == ".npz":
         raise GraphError(f"{path}: an .npz file is a Stanford 3D Scene Graph; use --format stanford or auto")
     if chosen == "sayplan":
@@ -122,5 +130,6 @@ __all__ = [
     "read_connectivity",
     "read_connectivity_by_task",
     "read_grasif_tasks",
+    "read_labels",
     "read_types",
 ]

@@ -105,10 +105,13 @@ class ImportOptions:
         a node's class is its id without the trailing index (`cup_3` -> `cup`).
     agent_at: the room or pose where the robot is (adds an agent node, or moves the file's agent).
         A task list takes it in its init scenes only (a goal scene says where the robot must end).
+    labels: class names of numeric semantic labels, {"objects": {3: cup}, "rooms": {1: kitchen}}, for formats
+        that label nodes by number (Hydra) when the file has no labelspace; from a type list's labels/room_labels.
     """
 
     connectivity: tuple[tuple[str, str, float | None], ...] | None = None
     types: Mapping[str, str] = field(default_factory=dict)  # class -> node type
+    labels: Mapping[str, Mapping[int, str]] = field(default_factory=dict)
     agent_at: str = ""
     max_problems: int = MAX_PROBLEMS
 
@@ -184,6 +187,8 @@ def read_types(path: str | Path) -> dict[str, str]:
         raise GraphError(f"type list {path}: expected {{object: [class, ...], asset: [class, ...]}}")
     out: dict[str, str] = {}
     for node_type, classes in data.items():
+        if node_type in _LABEL_KEYS:
+            continue
         if node_type not in ("object", "asset"):
             raise GraphError(f"type list {path}: '{node_type}' is not a type that can be set (object or asset)")
         if not isinstance(classes, list) or not all(isinstance(c, str) and c for c in classes):
@@ -192,6 +197,29 @@ def read_types(path: str | Path) -> dict[str, str]:
             if out.get(cls, node_type) != node_type:
                 raise GraphError(f"type list {path}: class '{cls}' is listed as both object and asset")
             out[cls] = str(node_type)
+    return out
+
+
+#: Sections of a type list that name numeric labels (read by read_labels) rather than type classes.
+_LABEL_KEYS = {"labels": "objects", "room_labels": "rooms"}
+
+
+def read_labels(path: str | Path) -> dict[str, dict[int, str]]:
+    """The labels / room_labels sections of a type list: {number: class name}, for graphs labelled by number."""
+    data = _read_option_file(path, "type list")
+    out: dict[str, dict[int, str]] = {}
+    if not isinstance(data, Mapping):
+        return out
+    for key, which in _LABEL_KEYS.items():
+        raw = data.get(key)
+        if raw is None:
+            continue
+        ok = isinstance(raw, Mapping) and all(
+            isinstance(k, int) and not isinstance(k, bool) and isinstance(v, str) and v.strip() for k, v in raw.items()
+        )
+        if not ok:
+            raise GraphError(f"type list {path}: {key} must map label numbers to class names ({{3: cup}})")
+        out[which] = {int(k): str(v) for k, v in raw.items()}
     return out
 
 
@@ -211,6 +239,8 @@ class Imported:
     graph: SceneGraph
     notes: list[str] = field(default_factory=list)
     format: str = ""
+    #: The source's id of each imported node -> our id (written beside the graph by `sayplan env import`).
+    id_map: dict[str, str] = field(default_factory=dict)
 
     def summary(self) -> str:
         counts = ", ".join(

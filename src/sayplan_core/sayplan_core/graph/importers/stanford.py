@@ -86,12 +86,14 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     if not isinstance(rooms, Mapping) or not isinstance(objects, Mapping):
         raise GraphError(f"{path}: 'room' and 'object' must be dicts keyed by id")
     room_ids: dict[int, str] = {}
+    id_map: dict[str, str] = {f"building {bname}" if bname else "building": building_id}
     entries = [(_int(r.get("id", k)) if isinstance(r, Mapping) else None, k, r) for k, r in rooms.items()]
     for rid, _key, room in sorted((e for e in entries if e[0] is not None), key=lambda e: e[0] or 0):
         assert rid is not None
         category = str(room.get("scene_category") or "room").strip().replace(" ", "_").lower()
         room_id = f"{category}_{rid}"
         room_ids[rid] = room_id
+        id_map[f"room {rid}"] = room_id
         floor_label = str(room.get("floor_number", "A") or "A")
         if floor_label not in floors:
             floors[floor_label] = f"floor_{floor_label.lower()}"
@@ -141,10 +143,12 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         )
         if item is not None and node_type == "object":
             give_pickup(item)
+        id_map[f"object {oid}"] = f"{cls}_{oid}"
         b.child(f"{cls}_{oid}", "in", parent)
     b.notes.append(f"{movable} node(s) of movable classes typed object (affording pickup), the rest asset")
     imported = b.build(EXPECTED)
     imported.format = "stanford"
+    imported.id_map = id_map
     return imported
 
 
