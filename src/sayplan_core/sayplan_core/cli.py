@@ -623,7 +623,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="native graph file; a folder for a GRASIF task list (scenes, goals, tasks.yaml)")
     p.add_argument("--format", choices=FORMATS, default="auto")
     p.add_argument(
-        "--connectivity", default="", help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms"
+        "--connectivity",
+        default="",
+        help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms; for a task list, "
+        "one such list per task id ({task-id: [links]})",
     )
     p.add_argument(
         "--types",
@@ -631,7 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML/JSON {object: [class, ...], asset: [...], labels: {3: cup}}: fix a dataset's types (labels: "
         "class names of Hydra's numeric labels)",
     )
-    p.add_argument("--agent-at", default="", help="room or pose node where the robot is (needed to plan on the graph)")
+    p.add_argument(
+        "--agent-at",
+        default="",
+        help="room or pose node where the robot is (needed to plan on the graph); for a task list, a YAML/JSON "
+        "file {task-id: node}",
+    )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")
     p.add_argument("env", help="bundled env name or graph file")
