@@ -21,10 +21,13 @@ from sayplan_core.graph import native_format
 from sayplan_core.graph.importers import (
     FORMATS,
     ImportOptions,
+    PerTask,
     import_file,
-    import_grasif_tasks,
     is_task_list,
+    read_agent_at_by_task,
     read_connectivity,
+    read_connectivity_by_task,
+    read_grasif_tasks,
     read_labels,
     read_types,
 )
@@ -39,7 +42,7 @@ from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planner_flags import PlannerChoice, add_planner_arguments, planner_choice
 from sayplan_core.planners import PLANNERS, Progress, make_planner
-from sayplan_core.sim.action_set import ActionSetError, load_action_set
+from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
 from sayplan_core.sim.simulator import verify_plan
 
@@ -47,6 +50,8 @@ EXIT_USAGE = 2
 EXIT_FAILED = 1
 #: `sayplan bench`: every run was recorded, but some raised (error rows in the report)
 EXIT_RUN_ERRORS = 3
+#: `sayplan env import` of a task list: the good tasks were written, some bad ones skipped (each named on stderr)
+EXIT_TASKS_SKIPPED = 4
 
 
 class CliError(Exception):
@@ -102,7 +107,9 @@ def cmd_env_list(args: argparse.Namespace) -> int:
 
 
 def cmd_env_show(args: argparse.Namespace) -> int:
-    graph = _load(args.env)
+    """A graph without an agent (an import not given --agent-at) is shown too, with a note: listing its room and
+    pose ids is how a newcomer finds what --agent-at can name."""
+    graph = load_env(args.env, require_agent=False, progress=_progress)
     counts = {t: graph.count(t) for t in ("floor", "room", "pose", "workspace", "asset", "object", "agent")}
     if args.collapsed:
         text = collapse(graph, with_poses=args.with_poses).text()
@@ -112,7 +119,16 @@ def cmd_env_show(args: argparse.Namespace) -> int:
         text = to_prompt_text(graph)
     payload = {"name": graph.name, "counts": counts, "nav_edges": graph.nav.number_of_edges()}
     lines = [f"{graph.name}: " + ", ".join(f"{v} {k}s" for k, v in counts.items() if v)]
-    lines.append(f"agent at {graph.agent_location()}, {graph.nav.number_of_edges()} navigation edges")
+    if graph.agent_id is None:
+        places = sorted(graph.ids_of_type("room") + graph.ids_of_type("pose"))
+        note = (
+            "no agent: this graph cannot be planned on until it is imported again with --agent-at <room|pose> "
+            f"(rooms and poses: {', '.join(places)})"
+        )
+        payload["note"] = note
+        lines.append(f"{note}; {graph.nav.number_of_edges()} navigation edges")
+    else:
+        lines.append(f"agent at {graph.agent_location()}, {graph.nav.number_of_edges()} navigation edges")
     if args.text:
         lines.append(text)
         payload["text"] = text
@@ -135,12 +151,23 @@ def cmd_env_tokens(args: argparse.Namespace) -> int:
     return 0
 
 
-def import_options(args: argparse.Namespace) -> ImportOptions:
+def import_options(args: argparse.Namespace, per_task: PerTask | None = None) -> ImportOptions:
+    """The import flags; a --connectivity or --agent-at file keyed by task id is in `per_task` instead."""
+    per_task = per_task or PerTask()
+    links = args.connectivity if per_task.connectivity is None else ""
     return ImportOptions(
-        connectivity=read_connectivity(args.connectivity) if args.connectivity else None,
+        connectivity=read_connectivity(links) if links else None,
         types=read_types(args.types) if args.types else {},
-        agent_at=args.agent_at,
+        agent_at=args.agent_at if per_task.agent_at is None else "",
         labels=read_labels(args.types) if args.types else {},
+    )
+
+
+def per_task_options(args: argparse.Namespace) -> PerTask:
+    """--connectivity / --agent-at files keyed by task id (for a task list); empty when they are not."""
+    return PerTask(
+        connectivity=read_connectivity_by_task(args.connectivity) if args.connectivity else None,
+        agent_at=read_agent_at_by_task(args.agent_at),
     )
 
 
@@ -164,9 +191,12 @@ def write_text_atomic(path: Path, text: str) -> None:
 
 def cmd_env_import(args: argparse.Namespace) -> int:
     source, out = Path(args.source), Path(args.output)
-    options = import_options(args)  # option files are read and checked before the input
+    per_task = per_task_options(args)
+    options = import_options(args, per_task)  # option files are read and checked before the input
     if args.format in ("auto", "grasif") and is_task_list(source):
-        return _import_tasks(args, source, out, options)
+        return _import_tasks(args, source, out, options, per_task)
+    if per_task != PerTask():
+        raise CliError(f"{source} is one scene: --connectivity/--agent-at files keyed by task id are for task lists")
     _writable(out, "graph file")
     imported = import_file(source, args.format, options)
     write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
@@ -205,17 +235,23 @@ def cmd_env_export(args: argparse.Namespace) -> int:
     return 0
 
 
-def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions) -> int:
-    """A GRASIF task list: each init scene and goal scene as native graphs, plus a task file for `sayplan bench`."""
+def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions, per_task: PerTask) -> int:
+    """A GRASIF task list: each good task's init and goal scenes as native graphs, plus a task file for
+    `sayplan bench`; each bad task named on stderr with all its problems, and exit code 4 when any was skipped."""
     if out.suffix in (".json", ".yaml", ".yml") or (out.exists() and not out.is_dir()):
         raise CliError(f"{source} holds task scenes: give a folder to write them into, not {out}")
     if not out.parent.is_dir():
         raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
-    tasks = import_grasif_tasks(source, options)  # everything is read and checked before anything is written
+    found = read_grasif_tasks(source, options, per_task)  # everything is read and checked before anything is written
+    skipped = found.skipped_text(options.max_problems)
+    if not found.tasks:  # each task on its own line, then the one-line error
+        for line in skipped:
+            print(f"sayplan: skipped {line}", file=sys.stderr)
+        raise CliError(f"{source}: none of its {len(skipped)} task(s) can be imported (each is named above)")
     out.mkdir(exist_ok=True)
     entries: list[dict[str, Any]] = []
-    notes: list[str] = []
-    for task in tasks:
+    notes: list[str] = list(found.notes)
+    for task in found.tasks:
         stem = re.sub(r"[^A-Za-z0-9_.-]", "_", task.id)
         write_text_atomic(out / f"{stem}.json", native_format.dumps(task.init.graph) + "\n")
         write_text_atomic(out / f"{stem}.goal.json", native_format.dumps(task.goal.graph) + "\n")
@@ -231,9 +267,13 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
         notes.extend(n for n in task.init.notes if n not in notes)
     header = f"# Imported from {source} by `sayplan env import`; env and goal paths are relative to this file.\n"
     write_text_atomic(out / "tasks.yaml", header + yaml.safe_dump({"tasks": entries}, sort_keys=False))
-    msg = f"imported {len(tasks)} task scene(s) from {source} into {out} (tasks.yaml, scene and goal graphs)"
-    _emit(args, {"tasks": len(tasks), "output": str(out), "notes": notes}, "; ".join([msg, *notes]))
-    return 0
+    left_out = f", skipped {len(skipped)} (named on stderr)" if skipped else ""
+    msg = f"imported {len(found.tasks)} task scene(s){left_out} from {source} into {out} (tasks.yaml, scenes, goals)"
+    payload = {"tasks": len(found.tasks), "output": str(out), "notes": notes, "skipped": found.skipped}
+    _emit(args, payload, "; ".join([msg, *notes]))
+    for line in skipped:
+        print(f"sayplan: skipped {line}", file=sys.stderr)
+    return EXIT_TASKS_SKIPPED if skipped else 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
@@ -261,9 +301,29 @@ def cmd_verify(args: argparse.Namespace) -> int:
         text = f"plan verified ({len(steps)} steps): {format_plan(steps)}"
     else:
         text = f"step {result.failed_step} {result.step}: {result.feedback}"
+        hint = _action_set_hint(steps, actions)
+        if hint:
+            payload["hint"] = hint
+            text = f"{text}\nhint: {hint}"
     text = "\n".join([text, *(f"note: {n}" for n in result.notes)])
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED
+
+
+def _action_set_hint(steps: Sequence[Any], actions: ActionSet) -> str:
+    """When the plan uses actions the chosen set lacks: the bundled sets that have them (the plan is likely from
+    one of those), or '' when it uses none the set lacks."""
+    unknown = sorted({s.action for s in steps if s.action not in actions})
+    if not unknown:
+        return ""
+    names = ", ".join(f"'{a}'" for a in unknown)
+    fits = [n for n in builtin_action_sets() if n != actions.name and all(a in load_action_set(n) for a in unknown)]
+    if fits:
+        flags = " or ".join(f"--action-set {n}" for n in fits)
+        return f"{names} is not in the {actions.name} action set; the plan looks written for {flags}"
+    partly = [n for n in builtin_action_sets() if any(a in load_action_set(n) for a in unknown)]
+    where = f" (bundled sets with some of them: {', '.join(partly)})" if partly else ""
+    return f"no bundled action set has every action this plan uses ({names}){where}; pass --action-set FILE.yaml"
 
 
 def _read_plan(value: str) -> Any:
@@ -563,7 +623,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("output", help="native graph file; a folder for a GRASIF task list (scenes, goals, tasks.yaml)")
     p.add_argument("--format", choices=FORMATS, default="auto")
     p.add_argument(
-        "--connectivity", default="", help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms"
+        "--connectivity",
+        default="",
+        help="YAML/JSON list of links ('a b' or [a, b, metres]): real doors between rooms; for a task list, "
+        "one such list per task id ({task-id: [links]})",
     )
     p.add_argument(
         "--types",
@@ -571,7 +634,12 @@ def build_parser() -> argparse.ArgumentParser:
         help="YAML/JSON {object: [class, ...], asset: [...], labels: {3: cup}}: fix a dataset's types (labels: "
         "class names of Hydra's numeric labels)",
     )
-    p.add_argument("--agent-at", default="", help="room or pose node where the robot is (needed to plan on the graph)")
+    p.add_argument(
+        "--agent-at",
+        default="",
+        help="room or pose node where the robot is (needed to plan on the graph); for a task list, a YAML/JSON "
+        "file {task-id: node}",
+    )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")
     p.add_argument("env", help="bundled env name or graph file")
@@ -649,8 +717,8 @@ USER_ERRORS = (GraphError, PlanFormatError, ActionSetError, CliError, ValueError
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Every outcome is an exit code: 0 done, 1 plan not verified (`llm check`: not reachable), 2 error (one line
-    on stderr), 3 bench runs raised, 130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a
-    SIGPIPE would."""
+    on stderr), 3 bench runs raised, 4 a task list imported with some tasks skipped (each named on stderr),
+    130 interrupted; a closed output pipe (`| head`) ends quietly with 141, as a SIGPIPE would."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

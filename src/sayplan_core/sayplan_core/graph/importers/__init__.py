@@ -22,15 +22,20 @@ from sayplan_core.graph.importers.common import (
     Imported,
     ImportOptions,
     load_json,
+    read_agent_at_by_task,
     read_connectivity,
+    read_connectivity_by_task,
     read_labels,
     read_types,
 )
 from sayplan_core.graph.importers.grasif import (
     GrasifTask,
+    PerTask,
+    TaskImport,
     import_grasif,
     import_grasif_json,
     import_grasif_tasks,
+    read_grasif_tasks,
 )
 from sayplan_core.graph.importers.sayplan_json import import_sayplan, import_sayplan_json
 from sayplan_core.graph.importers.stanford import import_stanford, import_stanford_npz
@@ -108,6 +113,8 @@ __all__ = [
     "GrasifTask",
     "ImportOptions",
     "Imported",
+    "PerTask",
+    "TaskImport",
     "detect_format",
     "import_file",
     "import_graph",
@@ -119,7 +126,10 @@ __all__ = [
     "import_stanford",
     "import_stanford_npz",
     "is_task_list",
+    "read_agent_at_by_task",
     "read_connectivity",
+    "read_connectivity_by_task",
+    "read_grasif_tasks",
     "read_labels",
     "read_types",
 ]

@@ -9,6 +9,7 @@ so imported files get exactly the same validation as native ones.
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -117,10 +118,37 @@ class ImportOptions:
 
 def read_connectivity(path: str | Path) -> tuple[tuple[str, str, float | None], ...]:
     data = _read_option_file(path, "connectivity file")
+    return _links(data, f"connectivity file {path}")
+
+
+def read_connectivity_by_task(path: str | Path) -> dict[str, tuple[tuple[str, str, float | None], ...]] | None:
+    """A connectivity file keyed by task id (`{task-id: [links], ...}`, for a task list), or None when the file is
+    one list of links for every scene."""
+    data = _read_option_file(path, "connectivity file")
+    if not isinstance(data, Mapping) or not data or "links" in data or "edges" in data:
+        return None
+    if not all(isinstance(v, (list, Mapping)) for v in data.values()):
+        return None
+    return {str(task): _links(links, f"connectivity file {path}, task '{task}'") for task, links in data.items()}
+
+
+def read_agent_at_by_task(value: str) -> dict[str, str] | None:
+    """`--agent-at FILE`: a YAML/JSON file `{task-id: room-or-pose, ...}` (for a task list); None when `value` is
+    no such file (it is then a node id)."""
+    path = Path(value)
+    if not value or path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
+        return None
+    data = _read_option_file(path, "agent-at file")
+    if not isinstance(data, Mapping) or not data or not all(isinstance(v, str) and v for v in data.values()):
+        raise GraphError(f"agent-at file {path}: expected {{task-id: room-or-pose, ...}}")
+    return {str(task): str(where) for task, where in data.items()}
+
+
+def _links(data: Any, where: str) -> tuple[tuple[str, str, float | None], ...]:
     if isinstance(data, Mapping):
         data = data.get("links", data.get("edges"))
     if not isinstance(data, list) or not data:
-        raise GraphError(f"connectivity file {path}: expected a non-empty list of links (or {{links: [...]}})")
+        raise GraphError(f"{where}: expected a non-empty list of links (or {{links: [...]}})")
     links: list[tuple[str, str, float | None]] = []
     problems: list[str] = []
     for index, raw in enumerate(data):
@@ -143,8 +171,14 @@ def read_connectivity(path: str | Path) -> tuple[tuple[str, str, float | None], 
             continue
         links.append((ends[0], ends[1], weight))
     if problems:
-        raise GraphError(_problem_text(f"connectivity file {path}", problems, MAX_PROBLEMS))
+        raise GraphError(_problem_text(where, problems, MAX_PROBLEMS))
     return tuple(links)
+
+
+def closest(name: str, known: Any, count: int = 3) -> str:
+    """' (closest: a, b)' naming the known ids most like `name`, or '' when none is alike."""
+    found = difflib.get_close_matches(name, [str(k) for k in known], n=count, cutoff=0.6)
+    return f" (closest: {', '.join(found)})" if found else ""
 
 
 def read_types(path: str | Path) -> dict[str, str]:
@@ -279,6 +313,16 @@ class Builder:
             edge["weight"] = weight
         self.edges.append(edge)
 
+    def _like(self, name: str, nav: bool = False) -> str:
+        """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first
+        room and pose ids, so a mistyped id always comes with ids there are."""
+        pool = sorted(n for n, t in self.types.items() if not nav or t in NAV_TYPES)
+        hint = closest(name, pool)
+        if hint or not nav or not pool:
+            return hint
+        shown = ", ".join(pool[:8]) + (f", ... ({len(pool)} in all)" if len(pool) > 8 else "")
+        return f" (rooms and poses: {shown})"
+
     def parents(self) -> dict[str, tuple[str, str]]:
         return {e["source"]: (e["target"], e["relation"]) for e in self.edges if e["relation"] != "connected_to"}
 
@@ -358,11 +402,11 @@ class Builder:
             what = f"link {src}<->{dst}" if rel == "connected_to" else f"'{src}' {rel} '{dst}'"
             missing = [end for end in (src, dst) if end not in self.types]
             if missing and rel == "connected_to":
-                self.problem(f"{what} refers to '{missing[0]}', which does not exist")
+                self.problem(f"{what} refers to '{missing[0]}', which does not exist{self._like(missing[0], True)}")
                 continue
             if missing:
                 if src in self.types:
-                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist")
+                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist{self._like(dst)}")
                     parents.setdefault(src, dst)
                 else:
                     self.problem(f"'{src}', placed {rel} '{dst}', does not exist")
@@ -406,7 +450,7 @@ class Builder:
             location = (agent.get("attributes") or {}).get("location")
             found = self.types.get(location) if isinstance(location, str) else None
             if location is not None and found not in NAV_TYPES:
-                why = f"a {found}, not a room or pose" if found else "which does not exist"
+                why = f"a {found}, not a room or pose" if found else f"which does not exist{self._like(location, True)}"
                 self.problem(f"the agent '{agent['id']}' is at '{location}', {why}")
             held = sorted(child for child, parent in parents.items() if parent == agent["id"])
             if len(held) > 1:
@@ -420,7 +464,10 @@ class Builder:
             linked = {e for a, b, _ in links for e in (a, b)}
             alone = [n for n, t in self.types.items() if t == "room" and n not in linked]
             note = f"{len(links)} link(s) from the connectivity file"
-            self.notes.append(note + (f"; {len(alone)} room(s) left unlinked (unreachable)" if alone else ""))
+            named = ", ".join(alone[:MAX_PROBLEMS]) + (
+                f", and {len(alone) - MAX_PROBLEMS} more" if len(alone) > MAX_PROBLEMS else ""
+            )
+            self.notes.append(note + (f"; {len(alone)} room(s) left unlinked (unreachable): {named}" if alone else ""))
             return
         if self.has_connectivity:
             return
@@ -473,7 +520,8 @@ class Builder:
             if self.types.get(where) not in NAV_TYPES:
                 found = self.types.get(where)
                 self.problem(
-                    f"--agent-at {where}: " + (f"it is a {found}, not a room or pose" if found else "no such node")
+                    f"--agent-at {where}: "
+                    + (f"it is a {found}, not a room or pose" if found else f"no such node{self._like(where, True)}")
                 )
                 return
             if agents:

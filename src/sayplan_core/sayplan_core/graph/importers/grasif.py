@@ -15,11 +15,20 @@ reads it from the connectivity option.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, attributes, load_json, norm_relation
+from sayplan_core.graph.importers.common import (
+    MAX_PROBLEMS,
+    Builder,
+    Imported,
+    ImportOptions,
+    attributes,
+    closest,
+    load_json,
+    norm_relation,
+)
 from sayplan_core.graph.model import GraphError, SceneGraph
 
 EXPECTED = (
@@ -242,6 +251,9 @@ def import_grasif_json(
     return import_grasif(path_or_data, options, name).graph
 
 
+Links = tuple[tuple[str, str, float | None], ...]
+
+
 @dataclass
 class GrasifTask:
     id: str
@@ -250,43 +262,146 @@ class GrasifTask:
     goal: Imported
 
 
-def import_grasif_tasks(
-    path_or_data: str | Path | Mapping[str, Any] | list[Any], options: ImportOptions | None = None
-) -> list[GrasifTask]:
-    """Every task scene of a GRASIF task list; each goal scene is imported as the task's goal graph."""
+@dataclass(frozen=True)
+class PerTask:
+    """Options given per task (files keyed by task id): a task not listed gets none (links are invented, the
+    scene's own agent stays)."""
+
+    connectivity: Mapping[str, Links] | None = None
+    agent_at: Mapping[str, str] | None = None
+
+
+@dataclass
+class TaskImport:
+    """A task list read as far as it goes: the tasks that import, and each skipped one's problems by task id."""
+
+    tasks: list[GrasifTask] = field(default_factory=list)
+    skipped: dict[str, list[str]] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def skipped_text(self, limit: int = MAX_PROBLEMS) -> list[str]:
+        """One line per skipped task: `task 'id': problem; problem`."""
+        lines = []
+        for task_id, problems in self.skipped.items():
+            more = f"; and {len(problems) - limit} more" if len(problems) > limit else ""
+            lines.append(f"task '{task_id}': " + "; ".join(problems[:limit]) + more)
+        return lines
+
+
+def _scene(
+    raw: Any, source: str, task_id: str, options: ImportOptions, goal: bool
+) -> tuple[Imported | None, list[str]]:
+    """One scene of a task and every problem in it (prefixed by which scene it is)."""
+    which = "goal scene" if goal else "start scene"
+    try:
+        b = _scene_builder(raw, source, task_id, options)
+    except GraphError as exc:
+        return None, [f"{which}: {str(exc).removeprefix(source + ': ')}"]
+    if goal and options.connectivity is not None:  # a goal scene lists what the goal is about, not every room
+        kept = tuple(link for link in options.connectivity if link[0] in b.types and link[1] in b.types)
+        b.options = replace(b.options, connectivity=kept)
+    try:
+        imported = b.build(EXPECTED)
+    except GraphError as exc:
+        return None, [f"{which}: {p}" for p in b.problems] or [f"{which}: {str(exc).removeprefix(source + ': ')}"]
+    imported.format = "grasif"
+    return imported, []
+
+
+def _unreachable(init: SceneGraph, goal: SceneGraph) -> list[str]:
+    """What a goal scene names that its start scene lacks: no plan can make rooms, assets or objects."""
+    problems = []
+    for node_type in ("room", "asset", "object"):
+        missing = sorted(n for n in goal.ids_of_type(node_type) if n not in init.nodes)
+        if missing:
+            named = ", ".join(f"'{n}'{closest(n, init.ids_of_type(node_type))}" for n in missing)
+            problems.append(
+                f"the goal scene names {node_type}(s) the start scene lacks, so it cannot be reached: {named}"
+            )
+    return problems
+
+
+def read_grasif_tasks(
+    path_or_data: str | Path | Mapping[str, Any] | list[Any],
+    options: ImportOptions | None = None,
+    per_task: PerTask | None = None,
+) -> TaskImport:
+    """Every task of a GRASIF task list that imports; every other one skipped with all its problems, start and goal
+    scene together, under its own id. Goal scenes become goal graphs. Raises only when the input is no task list."""
     data, source = load_json(path_or_data)
     if layout(data) != "tasks":
         raise GraphError(f"{source}: not a GRASIF task list (a list, or 'tasks', of items with 'init' and 'goal')")
     items = data["tasks"] if isinstance(data, Mapping) else data
     stem = Path(source).stem if source != "<dict>" else "grasif"
-    tasks: list[GrasifTask] = []
-    problems: list[str] = []
-    # agent_at places the robot at the start; in a goal scene it would replace (or invent) where it must end
-    goal_options = replace(options, agent_at="") if options is not None else None
+    options = options or ImportOptions()
+    per_task = per_task or PerTask()
+    result = TaskImport()
+    seen: set[str] = set()
     for index, item in enumerate(items):
-        where = f"{source}: tasks[{index}]"
+        raw_id = item.get("id", item.get("task_id")) if isinstance(item, Mapping) else None
+        task_id = str(raw_id) if raw_id not in (None, "") else f"{stem}-{index}"
+        problems: list[str] = []
+        if task_id in seen:
+            task_id = f"{task_id} (tasks[{index}])"
+            problems.append("the id is used by an earlier task (task ids must be unique)")
+        seen.add(task_id)
         if not isinstance(item, Mapping):
-            problems.append(f"{where} must be an object")
+            result.skipped[task_id] = ["must be an object with 'instruction', 'init' and 'goal'"]
             continue
         init = next((item[k] for k in _INIT_KEYS if k in item), None)
         goal = next((item[k] for k in _GOAL_KEYS if k in item), None)
         instruction = item.get("instruction", item.get("task", ""))
-        task_id = str(item.get("id", item.get("task_id", f"{stem}-{index}")))
-        if init is None or goal is None or not isinstance(instruction, str) or not instruction:
-            problems.append(f"{where} needs 'instruction', 'init' and 'goal'")
+        if not isinstance(instruction, str) or not instruction.strip():
+            problems.append("needs an 'instruction' (a non-empty string)")
+        for key, scene in (("init", init), ("goal", goal)):
+            if scene is None:
+                problems.append(f"needs a '{key}' scene")
+        start_options = options
+        if per_task.connectivity is not None:
+            start_options = replace(start_options, connectivity=per_task.connectivity.get(task_id))
+        if per_task.agent_at is not None:
+            start_options = replace(start_options, agent_at=per_task.agent_at.get(task_id, ""))
+        # agent_at places the robot at the start; in a goal scene it would replace (or invent) where it must end
+        goal_options = replace(start_options, agent_at="")
+        first = second = None
+        if init is not None:
+            first, found = _scene(init, f"{source}: task '{task_id}' init", task_id, start_options, goal=False)
+            problems.extend(found)
+        if goal is not None:
+            second, found = _scene(goal, f"{source}: task '{task_id}' goal", task_id, goal_options, goal=True)
+            problems.extend(found)
+        if first is not None and second is not None:
+            problems.extend(_unreachable(first.graph, second.graph))
+        if problems or first is None or second is None:
+            result.skipped[task_id] = problems
             continue
-        try:
-            first = _scene_builder(init, f"{where}.init", task_id, options).build(EXPECTED)
-            second = _scene_builder(goal, f"{where}.goal", task_id, goal_options).build(EXPECTED)
-        except GraphError as exc:
-            problems.append(str(exc))
-            continue
-        first.format = second.format = "grasif"
-        tasks.append(GrasifTask(task_id, instruction, first, second))
-    if problems:
-        limit = (options or ImportOptions()).max_problems
-        more = f"; and {len(problems) - limit} more" if len(problems) > limit else ""
-        raise GraphError("; ".join(problems[:limit]) + more)
-    if not tasks:
+        result.tasks.append(GrasifTask(task_id, str(instruction), first, second))
+    ids = [t.id for t in result.tasks] + list(result.skipped)
+    for flag, keyed in (("--connectivity", per_task.connectivity), ("--agent-at", per_task.agent_at)):
+        unknown = sorted(set(keyed or ()) - set(ids))
+        if unknown:
+            named = ", ".join(f"'{t}'{closest(t, ids)}" for t in unknown)
+            result.notes.append(f"{flag} file names task(s) not in the list (a typo?): {named}")
+    if not items:
         raise GraphError(f"{source}: the task list is empty")
-    return tasks
+    return result
+
+
+def import_grasif_tasks(
+    path_or_data: str | Path | Mapping[str, Any] | list[Any],
+    options: ImportOptions | None = None,
+    per_task: PerTask | None = None,
+) -> list[GrasifTask]:
+    """Every task scene of a GRASIF task list, or an error naming every bad task by id with all its problems
+    (`read_grasif_tasks` keeps the good ones instead)."""
+    result = read_grasif_tasks(path_or_data, options, per_task)
+    if result.skipped:
+        source = "<dict>" if isinstance(path_or_data, (Mapping, list)) else str(path_or_data)
+        limit = (options or ImportOptions()).max_problems
+        lines = result.skipped_text(limit)
+        lines = lines[:limit] + ([f"and {len(lines) - limit} more task(s)"] if len(lines) > limit else [])
+        raise GraphError(
+            f"{source}: {len(result.skipped)} of {len(result.skipped) + len(result.tasks)} task(s) "
+            "cannot be imported: " + " | ".join(lines)
+        )
+    return result.tasks

@@ -7,7 +7,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, attributes, load_json, norm_relation
+from sayplan_core.graph.importers.common import (
+    Builder,
+    Imported,
+    ImportOptions,
+    attributes,
+    closest,
+    load_json,
+    norm_relation,
+)
 from sayplan_core.graph.model import GraphError, SceneGraph
 
 EXPECTED = "SayPlan JSON: a 'nodes' object grouped by type (room, pose, asset, object, agent) and 'links'"
@@ -107,7 +115,7 @@ def import_sayplan(
         ta, tc = b.types.get(a), b.types.get(c)
         if ta is None or tc is None:
             missing = a if ta is None else c
-            b.problem(f"link {raw!r} refers to node '{missing}', which does not exist")
+            b.problem(f"link {raw!r} refers to node '{missing}', which does not exist{closest(missing, b.types)}")
             continue
         pair = {ta, tc}
         if pair <= {"room", "pose"}:
