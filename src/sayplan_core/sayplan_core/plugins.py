@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sayplan_core.options import NoOptions
+from sayplan_core.options import NoOptions, check, table
 
 if TYPE_CHECKING:  # planners import this module's neighbours: the class is imported lazily at run time
     from sayplan_core.planners.base import Planner
@@ -129,9 +129,16 @@ def _options_problem(options: Any) -> str:
     if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
         return "its Options is not a dataclass"
     try:
-        options()
+        defaults = options()
     except Exception as exc:
         return f"its Options cannot be built with its defaults: {exc}"
+    for setting in table(options):
+        if not isinstance(setting.default, (bool, int, float, str, tuple)):
+            return f"its Options field {setting.name} has a default of type {type(setting.default).__name__}"
+    try:  # a default its own declaration refuses would fail every table that holds it (the CLI, the node)
+        check(defaults)
+    except ValueError as exc:
+        return f"its Options defaults fail their own declaration: {exc}"
     return ""
 
 
