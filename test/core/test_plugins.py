@@ -127,3 +127,114 @@ def test_a_bench_row_records_every_option_and_a_resume_with_one_changed_is_refus
         assert "made with other settings" in again.stderr, again.stderr
     same = sayplan(site, *bench, "--destination", "mail_room")
     assert same.returncode in (0, 3) and "made with other settings" not in same.stderr, same.stderr
+
+
+#: A third party's mistakes, each its own plugin (review of issue 26): a default out of its own range or choices,
+#: a default of a type no parameter has, and fields named like the CLI's own flags and dests.
+HOSTILE = '''
+from dataclasses import dataclass
+
+from sayplan_core.options import option
+from sayplan_core.planners.base import Planner
+
+
+class _Echo(Planner):
+    """Succeeds at once with its options as the message, so a test reads what reached the planner."""
+
+    def _run(self, job):
+        job.result.success, job.result.message = True, repr(self.config)
+
+
+@dataclass(frozen=True)
+class OutOfRange:
+    laps: int = option(0, "a default below its own minimum", minimum=1, maximum=3)
+
+
+@dataclass(frozen=True)
+class NotAChoice:
+    mode: str = option("z", "a default not among its choices", choices=("a", "b"))
+
+
+@dataclass(frozen=True)
+class NoneDefault:
+    thing: str = option(None, "a default no parameter type holds")
+
+
+@dataclass(frozen=True)
+class Clash:
+    env: str = option("e", "named like plan --env")
+    json: str = option("j", "named like the global --json")
+    func: str = option("f", "named like the subcommand's dest")
+    limit: int = option(1, "named like bench --limit", minimum=0, maximum=9)
+
+
+class OutOfRangePlanner(_Echo):
+    name, Options = "out_of_range", OutOfRange
+
+
+class NotAChoicePlanner(_Echo):
+    name, Options = "not_a_choice", NotAChoice
+
+
+class NoneDefaultPlanner(_Echo):
+    name, Options = "none_default", NoneDefault
+
+
+class ClashPlanner(_Echo):
+    name, Options = "clash", Clash
+'''
+
+
+def install_hostile(folder: Path, planners: dict[str, str]) -> Path:
+    """A third-party dist (not ours: no `sayplan_` prefix) whose entry points are `planners` (id -> class)."""
+    site = folder / "site"
+    site.mkdir()
+    (site / "acme_hostile.py").write_text(HOSTILE, encoding="utf-8")
+    info = site / "acme_hostile-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: acme_hostile\nVersion: 0.1.0\n", encoding="utf-8")
+    points = "".join(f"{name} = acme_hostile:{cls}\n" for name, cls in planners.items())
+    (info / "entry_points.txt").write_text(f"[sayplan.planners]\n{points}", encoding="utf-8")
+    return site
+
+
+def plan_args(planner: str) -> list[str]:
+    return ["plan", "--env", "office", "--instruction", INSTRUCTION, "--planner", planner, "--replay", str(TRANSCRIPT)]
+
+
+def test_a_plugin_whose_defaults_fail_their_own_declaration_is_left_out_and_the_others_still_plan(
+    tmp_path: Path,
+) -> None:
+    bad = {
+        "out_of_range": "OutOfRangePlanner",
+        "not_a_choice": "NotAChoicePlanner",
+        "none_default": "NoneDefaultPlanner",
+    }
+    site = install_hostile(tmp_path, bad)
+    listed = sayplan(site, "plugins", "--json")
+    assert listed.returncode == 0, listed.stderr
+    left_out = " | ".join(json.loads(listed.stdout)["left_out"])
+    assert "'out_of_range' (acme_hostile:OutOfRangePlanner): its Options" in left_out and "laps" in left_out
+    assert "'not_a_choice' (acme_hostile:NotAChoicePlanner): its Options" in left_out and "mode" in left_out
+    assert "'none_default' (acme_hostile:NoneDefaultPlanner): its Options" in left_out and "thing" in left_out
+    assert not set(bad) & {p["id"] for p in json.loads(listed.stdout)["planners"]}
+    done = sayplan(site, *plan_args("sayplan"), "--json")  # once refused: "--laps must be >= 1, got 0"
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["success"]
+
+
+def test_a_plugin_option_named_like_a_cli_flag_takes_its_planner_s_flag_and_breaks_no_command(tmp_path: Path) -> None:
+    site = install_hostile(tmp_path, {"clash": "ClashPlanner"})
+    listed = sayplan(site, "plugins")  # once: a traceback (argparse: conflicting option string: --env)
+    assert listed.returncode == 0 and "clash" in listed.stdout, listed.stderr
+    done = sayplan(site, *plan_args("sayplan"), "--json")
+    assert done.returncode == 0 and json.loads(done.stdout)["success"], done.stderr
+    flags = ["--clash-env", "E", "--clash-json", "J", "--func", "F", "--limit", "7"]  # plan has no --limit
+    done = sayplan(site, *plan_args("clash"), *flags, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)  # --json still means JSON output, and the command still runs
+    assert result["message"] == "Clash(env='E', json='J', func='F', limit=7)"
+    refused = sayplan(site, *plan_args("clash"), "--limit", "10")
+    assert refused.returncode == 2 and "--limit must be <= 9, got 10" in refused.stderr, refused.stderr
+    bench = sayplan(site, "bench", "--help")  # bench has its own --limit: the field's flag is its planner's
+    assert bench.returncode == 0 and "--clash-limit CLASH_LIMIT" in bench.stdout, bench.stdout
