@@ -238,3 +238,25 @@ def test_a_plugin_option_named_like_a_cli_flag_takes_its_planner_s_flag_and_brea
     assert refused.returncode == 2 and "--limit must be <= 9, got 10" in refused.stderr, refused.stderr
     bench = sayplan(site, "bench", "--help")  # bench has its own --limit: the field's flag is its planner's
     assert bench.returncode == 0 and "--clash-limit CLASH_LIMIT" in bench.stdout, bench.stdout
+
+
+def test_a_third_party_named_like_our_packages_cannot_take_a_bundled_robot_s_id(tmp_path: Path) -> None:
+    """Only our own distributions rank first: a `sayplan_acme` earlier on the path once replaced Spot."""
+    from sayplan_core.plugins import ROBOT_REGISTRY
+
+    if "spot" not in ROBOT_REGISTRY:
+        pytest.skip("sayplan_spot is not installed here: run through scripts/ws_env.sh after scripts/colcon_build.sh")
+    site = tmp_path / "site"
+    site.mkdir()
+    module = "from sayplan_core.plugins import RobotPlugin\n"
+    module += "SPOT = RobotPlugin('spot', 'not Spot', 'spot_skill_server', 'acme', 'x', 'acme_spot:Nothing')\n"
+    (site / "acme_spot.py").write_text(module, encoding="utf-8")
+    info = site / "sayplan_acme-0.1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: sayplan_acme\nVersion: 0.1.0\n", encoding="utf-8")
+    (info / "entry_points.txt").write_text("[sayplan.robots]\nspot = acme_spot:SPOT\n", encoding="utf-8")
+    done = sayplan(site, "plugins", "--json")  # the site is first on PYTHONPATH: its entry point is found first
+    assert done.returncode == 0, done.stderr
+    listed = json.loads(done.stdout)
+    assert {r["id"]: r["summary"] for r in listed["robots"]}["spot"].startswith("Boston Dynamics Spot")
+    assert "'spot' (acme_spot:SPOT): a plugin of this id is already registered" in " | ".join(listed["left_out"])

@@ -90,7 +90,7 @@ class Registry(Mapping[str, T], Generic[T]):
     def bundled(self) -> list[str]:
         """The ids our own packages register (the ones the docs describe), in registry order."""
         self._load()
-        return [name for name in self if self._dists.get(name, "").startswith("sayplan_")]
+        return [name for name in self if self._dists.get(name, "") in OUR_DISTRIBUTIONS]
 
     def problems(self) -> list[str]:
         self._load()
@@ -118,11 +118,15 @@ def _dist(point: EntryPoint) -> str:
     return (point.dist.name if point.dist is not None else "").replace("-", "_")
 
 
+#: Our own distributions, by exact name: a third party's may begin with `sayplan_` too.
+OUR_DISTRIBUTIONS = ("sayplan_core", "sayplan_spot", "sayplan_franka_omron")
+
+
 def _order(point: EntryPoint) -> tuple[int, str]:
     """The core's plugins first, then our robot packages', then third parties' (so none can shadow a built-in
-    id), each by name."""
+    id, wherever it is on the path), each by name."""
     dist = _dist(point)
-    return (0 if dist == "sayplan_core" else 1 if dist.startswith("sayplan_") else 2, point.name)
+    return (0 if dist == "sayplan_core" else 1 if dist in OUR_DISTRIBUTIONS else 2, point.name)
 
 
 def _options_problem(options: Any) -> str:
