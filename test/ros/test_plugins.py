@@ -8,6 +8,7 @@ stack knows the plugin. The oracle is the simulator's replay of the executed ste
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,13 +40,18 @@ INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
 
 @pytest.fixture
 def stack(ros: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
+    with run_stack(ros, tmp_path, install(tmp_path), "dummy") as proc:
+        yield proc
+
+
+@contextlib.contextmanager
+def run_stack(ros: Any, tmp_path: Path, site: Path, robot: str) -> Iterator[subprocess.Popen[bytes]]:
     if not (BIN / "sayplan_stack").exists():
         pytest.skip(f"{BIN}/sayplan_stack is not built: run scripts/colcon_build.sh")
-    site = install(tmp_path)
     params = tmp_path / "params.yaml"
     planner = {"replay_transcript": str(TRANSCRIPT), "dummy": {"destination": "mail_room", "laps": 2}}
     params.write_text(yaml.safe_dump({"planner": {"ros__parameters": planner}}))
-    command = [str(WS_ENV), str(BIN / "sayplan_stack"), "--robot", "dummy", "--ros-args"]
+    command = [str(WS_ENV), str(BIN / "sayplan_stack"), "--robot", robot, "--ros-args"]
     command += ["--params-file", str(ROOT / "config" / "sayplan.yaml"), "--params-file", str(params)]
     env = {**env_with(site), "ROS_DOMAIN_ID": str(ros.domain_id), "PYTHONUNBUFFERED": "1"}
     log = (tmp_path / "stack.log").open("wb")
@@ -64,12 +70,12 @@ def stack(ros: Any, tmp_path: Path) -> Iterator[subprocess.Popen[bytes]]:
         log.close()
 
 
-def run_task(ros: Any, proc: Any, planner: str) -> Any:
+def run_task(ros: Any, proc: Any, planner: str, skill_server: str = "dummy_skill_server") -> Any:
     node = ros.node(f"plugin_operator_{planner}")
     client = ActionClient(node, ExecuteTask, "/execute_task")
     log = Path(proc.log_path)
     assert client.wait_for_server(timeout_sec=90.0), log.read_text(errors="replace")
-    ros.wait_active("dummy_skill_server")
+    ros.wait_active(skill_server)
     sent = client.send_goal_async(ExecuteTask.Goal(instruction=INSTRUCTION, planner=planner))
     ros.wait_for(sent.done, timeout=30.0, what="the task's acceptance")
     assert sent.result().accepted, log.read_text(errors="replace")
@@ -88,6 +94,20 @@ def test_a_task_runs_through_a_plugin_planner_and_a_plugin_robot(ros: Any, stack
     # the planner's namespaced option from the params file reached the plugin: two laps to the mail room
     assert [s.target for s in executed if s.action == "goto"].count("mail_room") == 2
     assert "dummy robot says hello" in log  # the plugin robot's own option, read at configure
+
+
+def test_the_stack_names_a_robot_s_node_as_its_plugin_does(ros: Any, tmp_path: Path) -> None:
+    """A plugin's `node_name` is the node's ROS name (launch's `name=`), whatever its class's default: once,
+    `sayplan_stack` kept the class's name and the lifecycle manager gave up on the plugin's after 30 s."""
+    points = "[sayplan.planners]\ndummy = sayplan_dummy_plugin:DummyPlanner\n"
+    site = install(tmp_path, points + "[sayplan.robots]\nrenamed = renamed_robot:RENAMED\n")
+    module = "from sayplan_core.plugins import RobotPlugin\nfrom sayplan_dummy_plugin import DUMMY_ROBOT\n"
+    module += "RENAMED = RobotPlugin('renamed', 'the dummy robot under another node name', 'renamed_skill_server', "
+    module += "'x', 'x', DUMMY_ROBOT.node_class, DUMMY_ROBOT.Options)\n"
+    (site / "renamed_robot.py").write_text(module, encoding="utf-8")
+    with run_stack(ros, tmp_path, site, "renamed") as proc:
+        result = run_task(ros, proc, "dummy", "renamed_skill_server")
+        assert result.success, f"{result.error_msg}\n{Path(proc.log_path).read_text(errors='replace')}"
 
 
 def test_a_planner_the_node_does_not_offer_ends_the_task_with_the_typed_code(ros: Any, stack: Any) -> None:

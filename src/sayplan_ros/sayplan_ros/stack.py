@@ -109,7 +109,9 @@ def create_nodes(
             node_class = spec.load()
             params = [Parameter(k, value=v) for k, v in composed_parameters(robot).get(spec.name, {}).items()]
             params += list(overrides.get(spec.name, ()))
-            nodes.append(node_class(context=context, namespace=namespace, parameter_overrides=params))
+            # the spec's name, as launch's `name=`: a robot plugin's node_name, whatever its class's default
+            node = node_class(node_name=spec.name, context=context, namespace=namespace, parameter_overrides=params)
+            nodes.append(node)
     except BaseException:
         for node in nodes:
             node.destroy_node()
