@@ -149,3 +149,14 @@ def test_each_planner_s_options_are_parameters_under_its_id_with_their_declared_
     assert set_one("embodiedrag.retrieval_top_k", 7).successful
     assert planner.get_parameter("embodiedrag.retrieval_top_k").value == 7
     assert planner.get_parameter("embodiedrag_strict.retrieval_top_k").value == 3  # its own, untouched
+
+
+@pytest.mark.parametrize("cls", ["no_such_module:Node", "sayplan_ros.stack:NoSuchNode", "no_colon"])
+def test_a_node_class_that_cannot_be_imported_is_named_in_one_line(cls: str) -> None:
+    """A robot plugin's node_class is imported only when the stack starts: the error names it and its node."""
+    from sayplan_ros.stack import NodeSpec
+
+    with pytest.raises(ValueError) as raised:
+        NodeSpec("ghost_skill_server", "ghost", "ghost", cls, managed=True).load()
+    text = str(raised.value)
+    assert f"ghost_skill_server: its node class {cls} cannot be imported" in text and "\n" not in text, text

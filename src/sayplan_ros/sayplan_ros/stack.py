@@ -38,8 +38,12 @@ class NodeSpec:
     managed: bool = False  # a lifecycle node, brought up by the lifecycle manager
 
     def load(self) -> Callable[..., Node]:
+        """The node's class; ValueError naming it and the node (a plugin's may be misspelled or not installed)."""
         module, _, name = self.cls.partition(":")
-        node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+        try:
+            node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"{self.name}: its node class {self.cls} cannot be imported: {exc}") from None
         return node_class
 
 
