@@ -168,6 +168,15 @@ class Clash:
     limit: int = option(1, "named like bench --limit", minimum=0, maximum=9)
 
 
+@dataclass(frozen=True)
+class Lists:
+    rooms: tuple = option(("kitchen",), "a list of strings")
+
+
+class ListsPlanner(_Echo):
+    name, Options = "lists", Lists
+
+
 class OutOfRangePlanner(_Echo):
     name, Options = "out_of_range", OutOfRange
 
@@ -260,3 +269,13 @@ def test_a_third_party_named_like_our_packages_cannot_take_a_bundled_robot_s_id(
     listed = json.loads(done.stdout)
     assert {r["id"]: r["summary"] for r in listed["robots"]}["spot"].startswith("Boston Dynamics Spot")
     assert "'spot' (acme_spot:SPOT): a plugin of this id is already registered" in " | ".join(listed["left_out"])
+
+
+def test_a_plugin_list_option_is_a_comma_separated_flag(tmp_path: Path) -> None:
+    """Once, `--rooms kitchen,cafeteria` became the characters of the text: ('k', 'i', ...)."""
+    site = install_hostile(tmp_path, {"lists": "ListsPlanner"})
+    done = sayplan(site, *plan_args("lists"), "--rooms", "kitchen, cafeteria", "--json")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["message"] == "Lists(rooms=('kitchen', 'cafeteria'))"
+    default = sayplan(site, *plan_args("lists"), "--json")
+    assert json.loads(default.stdout)["message"] == "Lists(rooms=('kitchen',))", default.stderr

@@ -79,6 +79,8 @@ def add_planner_arguments(p: argparse.ArgumentParser, default_llm: str = "auto")
         kwargs: dict[str, Any] = {"dest": f.dest, "default": default, "help": f"{s.description}{extra}{note}"}
         if s.type is bool:
             kwargs["type"] = _bool
+        elif s.type is tuple:
+            kwargs["type"] = _strings
         elif s.type is not str:
             kwargs["type"] = s.type
         elif s.choices and s.accepts is None:
@@ -86,6 +88,11 @@ def add_planner_arguments(p: argparse.ArgumentParser, default_llm: str = "auto")
         if "choices" not in kwargs and f.dest.startswith(_OPTION_DEST):
             kwargs["metavar"] = flag[2:].replace("-", "_").upper()  # not the namespaced dest
         g.add_argument(flag, **kwargs)
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    """A list-of-strings option as one comma-separated flag value."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _bool(text: str) -> bool:
