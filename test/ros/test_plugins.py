@@ -160,3 +160,19 @@ def test_a_node_class_that_cannot_be_imported_is_named_in_one_line(cls: str) -> 
         NodeSpec("ghost_skill_server", "ghost", "ghost", cls, managed=True).load()
     text = str(raised.value)
     assert f"ghost_skill_server: its node class {cls} cannot be imported" in text and "\n" not in text, text
+
+
+def test_a_robot_whose_node_name_is_a_core_node_s_is_refused_in_one_line(ros: Any, tmp_path: Path) -> None:
+    """Two nodes named `planner` in one stack would share parameters and lifecycle services."""
+    if not (BIN / "sayplan_stack").exists():
+        pytest.skip(f"{BIN}/sayplan_stack is not built: run scripts/colcon_build.sh")
+    site = install(tmp_path, "[sayplan.robots]\nclash = clash_robot:CLASH\n")
+    module = "from sayplan_core.plugins import RobotPlugin\nfrom sayplan_dummy_plugin import DUMMY_ROBOT\n"
+    module += "CLASH = RobotPlugin('clash', 'named like the planner', 'planner', 'x', 'x', DUMMY_ROBOT.node_class)\n"
+    (site / "clash_robot.py").write_text(module, encoding="utf-8")
+    env = {**env_with(site), "ROS_DOMAIN_ID": str(ros.domain_id)}
+    command = [str(WS_ENV), str(BIN / "sayplan_stack"), "--robot", "clash"]
+    done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last == "sayplan_stack: robot 'clash': its node name 'planner' is a core node's", done.stderr

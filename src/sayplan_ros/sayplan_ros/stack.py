@@ -82,7 +82,10 @@ MANAGER = NodeSpec(
 def stack_specs(robot: str = "sim") -> list[NodeSpec]:
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
-    return [*CORE_NODES, ROBOTS[robot], MANAGER]
+    spec = ROBOTS[robot]
+    if spec.name in {core.name for core in (*CORE_NODES, MANAGER)}:
+        raise ValueError(f"robot '{robot}': its node name '{spec.name}' is a core node's")
+    return [*CORE_NODES, spec, MANAGER]
 
 
 def managed_names(robot: str = "sim") -> list[str]:
