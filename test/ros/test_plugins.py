@@ -176,3 +176,20 @@ def test_a_robot_whose_node_name_is_a_core_node_s_is_refused_in_one_line(ros: An
     assert done.returncode == 2, done.stderr
     last = done.stderr.strip().splitlines()[-1]
     assert last == "sayplan_stack: robot 'clash': its node name 'planner' is a core node's", done.stderr
+
+
+def test_a_goal_naming_a_planner_id_longer_than_any_is_refused_not_echoed(ros: Any) -> None:
+    """Once, a goal whose planner was 300,000 characters long was accepted and the whole text came back in the
+    outcome and on plan_results (the NOT_ACTIVE path did not bound it)."""
+    from rclpy.parameter import Parameter
+
+    from sayplan_interfaces.action import PlanTask
+    from sayplan_ros.planner_node import PlannerNode
+
+    overrides = [Parameter("replay_transcript", value=str(TRANSCRIPT))]
+    ros.add(PlannerNode(context=ros.context, parameter_overrides=overrides))
+    client = ActionClient(ros.node("long_planner_peer"), PlanTask, "plan_task")
+    assert client.wait_for_server(timeout_sec=10.0)
+    sent = client.send_goal_async(PlanTask.Goal(instruction=INSTRUCTION, planner="x" * 300_000))
+    ros.wait_for(sent.done, what="the goal's answer")
+    assert not sent.result().accepted
