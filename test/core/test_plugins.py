@@ -177,6 +177,10 @@ class ListsPlanner(_Echo):
     name, Options = "lists", Lists
 
 
+class NoRun(Planner):
+    name = "no_run"  # never implements _run: it cannot be made
+
+
 class OutOfRangePlanner(_Echo):
     name, Options = "out_of_range", OutOfRange
 
@@ -279,3 +283,11 @@ def test_a_plugin_list_option_is_a_comma_separated_flag(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["message"] == "Lists(rooms=('kitchen', 'cafeteria'))"
     default = sayplan(site, *plan_args("lists"), "--json")
     assert json.loads(default.stdout)["message"] == "Lists(rooms=('kitchen',))", default.stderr
+
+
+def test_a_planner_that_cannot_be_made_is_left_out_not_an_internal_error(tmp_path: Path) -> None:
+    site = install_hostile(tmp_path, {"no_run": "NoRun"})
+    listed = sayplan(site, "plugins", "--json")
+    assert "'no_run' (acme_hostile:NoRun): its class is abstract" in " | ".join(json.loads(listed.stdout)["left_out"])
+    done = sayplan(site, *plan_args("no_run"))  # once: "internal error: TypeError ... (please report it)"
+    assert done.returncode == 2 and "invalid choice: 'no_run'" in done.stderr, done.stderr

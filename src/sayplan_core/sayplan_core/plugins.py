@@ -15,6 +15,7 @@ A plugin that fails to load is left out and its problem kept (`problems()`, show
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -153,6 +154,8 @@ def _accept_planner(name: str, plugin: Any) -> str:
         return "not a Planner subclass"
     if plugin.name != name:
         return f"its name is '{plugin.name}', not the entry point's '{name}'"
+    if inspect.isabstract(plugin):
+        return f"its class is abstract (it does not implement {', '.join(sorted(plugin.__abstractmethods__))})"
     return _options_problem(plugin.Options)
 
 
