@@ -328,6 +328,29 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
 
 
+def test_a_resume_that_is_not_replayed_as_the_first_runs_were_or_has_another_llm_timeout_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Once, runs answered from one --replay transcript were recorded as `llm: auto`: a resume against a live LLM
+    (or with another --timeout, which decides which calls fail) was taken and one report mixed both."""
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    base = ["bench", "--ids", "office-ss-02", "--planners", "sayplan", "--out", str(out)]
+    transcript = ["--replay", str(replay / "sayplan__office-ss-02.json")]
+    assert cli_main([*base, *transcript]) == 0
+    before = (out / "results.jsonl").read_text()
+    assert json.loads(before)["settings"]["llm"] == "replay"
+    live, other = ["--llm", "auto"], ["--replay", str(replay / "sayplan__office-lh-05.json")]
+    for changed in (live, [*transcript, "--timeout", "5"], other):
+        assert cli_main([*base, *changed]) == 2, changed
+        err = capsys.readouterr().err
+        assert "made with other settings" in err, (changed, err)
+        assert (out / "results.jsonl").read_text() == before
+    assert cli_main([*base, *transcript]) == 0  # the same settings resume
+    assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
+
+
 def test_goal_graph_tasks_from_a_grasif_import(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     data = Path(__file__).parent / "data" / "grasif_node_list_tasks.json"
     folder = tmp_path / "grasif"

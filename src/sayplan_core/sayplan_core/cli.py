@@ -473,10 +473,13 @@ def cmd_bench(args: argparse.Namespace) -> int:
         return backends[0]
 
     node = choice.node
-    settings: dict[str, Any] = {"llm": "replay" if replay_dir else node.llm, "model": node.model}
-    settings["base_url"] = node.base_url
+    replayed = replay_dir is not None or bool(node.replay_transcript)
+    settings: dict[str, Any] = {"llm": "replay" if replayed else node.llm, "model": node.model}
+    settings.update(base_url=node.base_url, timeout_s=node.timeout_s)  # the timeout decides which calls fail
     if replay_dir is not None:
         settings["replay_dir"] = str(replay_dir.resolve())
+    elif node.replay_transcript:
+        settings["replay_transcript"] = str(Path(node.replay_transcript).resolve())
     settings.update(options_settings(options, configs))
     config = BenchConfig(
         planners=planners,

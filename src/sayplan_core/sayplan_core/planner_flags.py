@@ -37,8 +37,10 @@ def _same(a: Setting, b: Setting) -> bool:
     )
 
 
-def planner_flags() -> dict[str, Flag]:
-    """flag -> what it sets, in the order the settings are declared."""
+def planner_flags(taken: frozenset[str] = frozenset()) -> dict[str, Flag]:
+    """flag -> what it sets, in the order the settings are declared. A planner's field whose flag is `taken` (the
+    command's own flags, `--env`) or not a long flag gets `--<planner>-<field>`; its dest is namespaced, so no
+    field can overwrite what the command reads (`json`, `func`)."""
     flags: dict[str, Flag] = {}
     for s in table(PlannerNodeOptions) + table(PlannerOptions):
         if s.flag:
@@ -47,19 +49,28 @@ def planner_flags() -> dict[str, Flag]:
         for s in table(planner.Options):
             flag = s.flag or "--" + s.name.replace("_", "-")
             known = flags.get(flag)
-            if known is not None and not _same(known.setting, s):
+            if flag in taken or not flag.startswith("--") or (known is not None and not _same(known.setting, s)):
                 flag = f"--{name}-{s.name}".replace("_", "-")
                 known = flags.get(flag)
+                if flag in taken or (known is not None and not _same(known.setting, s)):
+                    continue  # no flag of its own is left: the CLI runs it with its default
             if known is None:
-                flags[flag] = Flag(s, flag[2:].replace("-", "_"), [])
+                flags[flag] = Flag(s, _OPTION_DEST + flag[2:].replace("-", "_"), [])
             flags[flag].targets.append(f"{name}.{s.name}")
     return flags
+
+
+_OPTION_DEST = "planner option "  # a planner field's dest: no attribute the commands read can have this name
+_TAKEN = "planner flags taken"  # the command's own flags, as its parser held them before the planner flags
 
 
 def add_planner_arguments(p: argparse.ArgumentParser, default_llm: str = "auto") -> None:
     """The planner and LLM flags (the planner node's parameters of the same meaning)."""
     g = p.add_argument_group("LLM and planner options (the planner node's parameters of the same meaning)")
-    for flag, f in planner_flags().items():
+    taken = frozenset(p._option_string_actions)
+    p.set_defaults(**{_TAKEN: taken})  # planner_values derives the same flags
+    flags = planner_flags(taken)
+    for flag, f in flags.items():
         s = f.setting
         default = default_llm if f.dest == "llm" else s.default
         extra = f" [{s.range_text()}]" if s.range_text() and not s.choices else ""
@@ -68,11 +79,20 @@ def add_planner_arguments(p: argparse.ArgumentParser, default_llm: str = "auto")
         kwargs: dict[str, Any] = {"dest": f.dest, "default": default, "help": f"{s.description}{extra}{note}"}
         if s.type is bool:
             kwargs["type"] = _bool
+        elif s.type is tuple:
+            kwargs["type"] = _strings
         elif s.type is not str:
             kwargs["type"] = s.type
         elif s.choices and s.accepts is None:
             kwargs["choices"] = s.choices
+        if "choices" not in kwargs and f.dest.startswith(_OPTION_DEST):
+            kwargs["metavar"] = flag[2:].replace("-", "_").upper()  # not the namespaced dest
         g.add_argument(flag, **kwargs)
+
+
+def _strings(text: str) -> tuple[str, ...]:
+    """A list-of-strings option as one comma-separated flag value."""
+    return tuple(part.strip() for part in text.split(",") if part.strip())
 
 
 def _bool(text: str) -> bool:
@@ -85,7 +105,7 @@ def _bool(text: str) -> bool:
 
 def planner_values(args: argparse.Namespace) -> dict[str, Any]:
     """The flags' values as checked planner-node settings; ValueError naming the flag the user typed."""
-    flags = planner_flags()
+    flags = planner_flags(getattr(args, _TAKEN, frozenset()))
     values = {target: getattr(args, f.dest) for f in flags.values() for target in f.targets}
     try:
         return planner_settings().check(values)

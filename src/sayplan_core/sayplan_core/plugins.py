@@ -15,13 +15,14 @@ A plugin that fails to load is left out and its problem kept (`problems()`, show
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
-from sayplan_core.options import NoOptions
+from sayplan_core.options import NoOptions, check, table
 
 if TYPE_CHECKING:  # planners import this module's neighbours: the class is imported lazily at run time
     from sayplan_core.planners.base import Planner
@@ -90,7 +91,7 @@ class Registry(Mapping[str, T], Generic[T]):
     def bundled(self) -> list[str]:
         """The ids our own packages register (the ones the docs describe), in registry order."""
         self._load()
-        return [name for name in self if self._dists.get(name, "").startswith("sayplan_")]
+        return [name for name in self if self._dists.get(name, "") in OUR_DISTRIBUTIONS]
 
     def problems(self) -> list[str]:
         self._load()
@@ -118,20 +119,31 @@ def _dist(point: EntryPoint) -> str:
     return (point.dist.name if point.dist is not None else "").replace("-", "_")
 
 
+#: Our own distributions, by exact name: a third party's may begin with `sayplan_` too.
+OUR_DISTRIBUTIONS = ("sayplan_core", "sayplan_spot", "sayplan_franka_omron")
+
+
 def _order(point: EntryPoint) -> tuple[int, str]:
     """The core's plugins first, then our robot packages', then third parties' (so none can shadow a built-in
-    id), each by name."""
+    id, wherever it is on the path), each by name."""
     dist = _dist(point)
-    return (0 if dist == "sayplan_core" else 1 if dist.startswith("sayplan_") else 2, point.name)
+    return (0 if dist == "sayplan_core" else 1 if dist in OUR_DISTRIBUTIONS else 2, point.name)
 
 
 def _options_problem(options: Any) -> str:
     if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
         return "its Options is not a dataclass"
     try:
-        options()
+        defaults = options()
     except Exception as exc:
         return f"its Options cannot be built with its defaults: {exc}"
+    for setting in table(options):
+        if not isinstance(setting.default, (bool, int, float, str, tuple)):
+            return f"its Options field {setting.name} has a default of type {type(setting.default).__name__}"
+    try:  # a default its own declaration refuses would fail every table that holds it (the CLI, the node)
+        check(defaults)
+    except ValueError as exc:
+        return f"its Options defaults fail their own declaration: {exc}"
     return ""
 
 
@@ -142,6 +154,8 @@ def _accept_planner(name: str, plugin: Any) -> str:
         return "not a Planner subclass"
     if plugin.name != name:
         return f"its name is '{plugin.name}', not the entry point's '{name}'"
+    if inspect.isabstract(plugin):
+        return f"its class is abstract (it does not implement {', '.join(sorted(plugin.__abstractmethods__))})"
     return _options_problem(plugin.Options)
 
 

@@ -136,6 +136,8 @@ class PlannerNode(ManagedNode):
             return "the instruction is empty"
         if len(goal.instruction) > limits.MAX_INSTRUCTION_CHARS:
             return f"the instruction is {len(goal.instruction)} characters long, over {limits.MAX_INSTRUCTION_CHARS}"
+        if len(goal.planner) > limits.MAX_ID_CHARS:  # never echoed back: no planner id is that long
+            return f"the planner id is {len(goal.planner)} characters long, over {limits.MAX_ID_CHARS}"
         if len(goal.context) > limits.MAX_CONTEXT_CHARS:
             return f"the context is {len(goal.context)} characters long, over {limits.MAX_CONTEXT_CHARS}"
         return None

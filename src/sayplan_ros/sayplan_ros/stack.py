@@ -38,8 +38,12 @@ class NodeSpec:
     managed: bool = False  # a lifecycle node, brought up by the lifecycle manager
 
     def load(self) -> Callable[..., Node]:
+        """The node's class; ValueError naming it and the node (a plugin's may be misspelled or not installed)."""
         module, _, name = self.cls.partition(":")
-        node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+        try:
+            node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+        except (ImportError, AttributeError, TypeError, ValueError) as exc:
+            raise ValueError(f"{self.name}: its node class {self.cls} cannot be imported: {exc}") from None
         return node_class
 
 
@@ -78,7 +82,10 @@ MANAGER = NodeSpec(
 def stack_specs(robot: str = "sim") -> list[NodeSpec]:
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
-    return [*CORE_NODES, ROBOTS[robot], MANAGER]
+    spec = ROBOTS[robot]
+    if spec.name in {core.name for core in (*CORE_NODES, MANAGER)}:
+        raise ValueError(f"robot '{robot}': its node name '{spec.name}' is a core node's")
+    return [*CORE_NODES, spec, MANAGER]
 
 
 def managed_names(robot: str = "sim") -> list[str]:
@@ -109,7 +116,9 @@ def create_nodes(
             node_class = spec.load()
             params = [Parameter(k, value=v) for k, v in composed_parameters(robot).get(spec.name, {}).items()]
             params += list(overrides.get(spec.name, ()))
-            nodes.append(node_class(context=context, namespace=namespace, parameter_overrides=params))
+            # the spec's name, as launch's `name=`: a robot plugin's node_name, whatever its class's default
+            node = node_class(node_name=spec.name, context=context, namespace=namespace, parameter_overrides=params)
+            nodes.append(node)
     except BaseException:
         for node in nodes:
             node.destroy_node()
