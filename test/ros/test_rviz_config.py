@@ -60,10 +60,16 @@ def test_every_rviz_topic_is_relative() -> None:
 
 
 @needs_stack
-def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any) -> None:
+def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any, tmp_path: Path) -> None:
     assert STACK is not None
     namespace = "/rviz_robot"
-    args = [STACK, "--ros-args", "-r", f"__ns:={namespace}", "-p", f"planner:replay_transcript:={TRANSCRIPT}"]
+    # a parameters file keyed by the node's full name (`-p planner:replay_transcript:=` reached the namespaced
+    # planner only some of the time, and the stack then fell back to an LLM that is not installed here)
+    params = tmp_path / "params.yaml"
+    params.write_text(
+        yaml.safe_dump({f"{namespace}/planner": {"ros__parameters": {"replay_transcript": str(TRANSCRIPT)}}})
+    )
+    args = [STACK, "--ros-args", "-r", f"__ns:={namespace}", "--params-file", str(params)]
     env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
     stack = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
@@ -76,7 +82,9 @@ def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any) -> Non
                 timeout=60.0,
                 what=f"a publisher of {topic} (shown by {display})",
             )
-            assert stack.poll() is None, "the stack process ended before publishing"
+            if stack.poll() is not None:
+                output = stack.stdout.read() if stack.stdout is not None else ""
+                raise AssertionError(f"the stack process ended ({stack.returncode}) before publishing:\n{output}")
             publishers = rviz.get_publishers_info_by_topic(topic)
             assert {p.node_namespace for p in publishers} == {namespace}, topic
             for publisher in publishers:
