@@ -166,8 +166,9 @@ def test_stanford_npz(tmp_path: Path) -> None:
     assert graph.nodes["toilet_10"].affordances == ["flush", "sit_on"]
     assert graph.nodes["toilet_10"].attributes["material"] == ["ceramic"]
     assert graph.parent("living_room_2") == "floor_a"
-    # no connectivity in the dataset: one hallway pose per floor, joined by stairs
-    assert graph.nav_component("bathroom_1") == graph.nav_component("bedroom_3")
+    # no connectivity in the dataset: one hallway pose per floor; no staircase is on both floors, so they stay apart
+    assert graph.nav_component("bathroom_1") == graph.nav_component("living_room_2")
+    assert graph.nav_component("bathroom_1") != graph.nav_component("bedroom_3")
 
 
 def test_stanford_object_in_unknown_room(tmp_path: Path) -> None:
@@ -433,7 +434,7 @@ def test_stanford_movable_classes_become_objects(tmp_path: Path) -> None:
     assert graph.nodes["teddy_bear_14"].affordances == ["pick_up"]
     assert graph.nodes["couch_11"].type == "asset"
     result = verify_plan(
-        graph_with_agent(graph, "living_room_2"), "pick_up(cup_13) > go_to(bedroom_3) > done", "lookplangraph"
+        graph_with_agent(graph, "living_room_2"), "pick_up(cup_13) > go_to(bathroom_1) > done", "lookplangraph"
     )
     assert result.success, result.feedback
 
@@ -446,20 +447,26 @@ def graph_with_agent(graph: Any, where: str) -> Any:
     return out
 
 
-def test_stanford_floors_are_joined_through_staircase_rooms(tmp_path: Path) -> None:
+def test_stanford_floors_are_joined_only_through_a_staircase_on_both(tmp_path: Path) -> None:
+    """Two staircases, one per floor, are not one staircase: the data never joins them, so neither does the import
+    (issue 27); a staircase whose floor_number lists both floors joins them, through the two hallway poses."""
     path = tmp_path / "3DSceneGraph_Allensville.npz"
     staircase_building(path)
     imported = import_stanford(path)
     graph = imported.graph
     assert not graph.nav.has_edge("hall_floor_a", "hall_floor_b")
-    assert graph.nav.has_edge("staircase_4", "staircase_5")
-    route = PathPlanner(graph).shortest_path("bathroom_1", "bedroom_3").nodes
-    assert route == ["bathroom_1", "hall_floor_a", "staircase_4", "staircase_5", "hall_floor_b", "bedroom_3"]
-    assert "floors joined through staircase rooms (0 pair(s) hub to hub" in imported.summary()
-    # without staircases the hubs are joined, and the summary says so
-    plain = tmp_path / "plain.npz"
-    write_stanford_npz(plain)
-    assert "1 pair(s) hub to hub: no staircase" in import_stanford(plain).summary()
+    assert not graph.nav.has_edge("staircase_4", "staircase_5")
+    assert graph.nav_component("bathroom_1") != graph.nav_component("bedroom_3")
+    assert imported.apart_floors == [["floor_a"], ["floor_b"]]
+    assert "floors left unlinked (no staircase or elevator room the data places on two of them)" in imported.summary()
+    shared = tmp_path / "shared.npz"
+    write_stanford_npz(shared, extra_rooms={4: {"id": 4, "scene_category": "staircase", "floor_number": ["A", "B"]}})
+    joined = import_stanford(shared)
+    route = PathPlanner(joined.graph).shortest_path("bathroom_1", "bedroom_3").nodes
+    assert route == ["bathroom_1", "hall_floor_a", "staircase_4", "hall_floor_b", "bedroom_3"]
+    assert joined.apart_floors == [] and "joined through staircase/elevator room(s) on both: staircase_4" in (
+        joined.summary()
+    )
 
 
 def test_stanford_connectivity_and_types_from_files(tmp_path: Path) -> None:

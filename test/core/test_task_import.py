@@ -37,7 +37,8 @@ def scene(agent_room: str = "hall", milk_on: str = "bench", rooms: tuple[str, ..
     nodes.append({"name": ["fridge", 1], "type": "asset", "place": ["kitchen", 1], "affordances": ["open"]})
     nodes.append({"name": ["bench", 1], "type": "asset", "place": ["kitchen", 1], "affordances": ["put_on"]})
     relation = "inside_of" if milk_on == "fridge" else "ontop_of"
-    nodes.append({"name": ["milk", 1], "type": "object", "relation": relation, "related_to": [milk_on, 1]})
+    milk = {"name": ["milk", 1], "type": "object", "relation": relation, "related_to": [milk_on, 1]}
+    nodes.append({**milk, "affordances": ["pick_up"]})  # else no lookplangraph action can move it (a goal check)
     nodes.append({"name": ["agent", 1], "type": "agent", "location": [agent_room, 1]})
     return nodes
 
@@ -119,8 +120,13 @@ def test_cli_writes_the_good_tasks_and_exits_4_naming_the_skipped(
     code, text, err = run_cli(["env", "import", str(source), str(out)], capsys)
     assert code == EXIT_TASKS_SKIPPED == 4
     assert f"imported 3 task scene(s), skipped {len(faults)}" in text
-    assert sorted(line.split("'")[1] for line in err.splitlines()) == sorted(faults)
-    assert all(line.startswith("sayplan: skipped task '") for line in err.splitlines())
+    *skipped, warning = err.splitlines()  # the skipped tasks, then the warning that links were invented
+    assert sorted(line.split("'")[1] for line in skipped) == sorted(faults)
+    assert all(line.startswith("sayplan: skipped task '") for line in skipped)
+    assert warning.startswith("sayplan: warning: ") and "synthetic" in warning
+    assert warning.endswith(
+        "good-1, good-2, good-3; --connectivity FILE (one list, or one per task id) loads real doors"
+    )
     loaded = load_tasks(out / "tasks.yaml")
     assert [t.id for t in loaded] == ["good-1", "good-2", "good-3"]
     assert not (out / "both-scenes.json").exists()

@@ -201,13 +201,23 @@ def cmd_env_import(args: argparse.Namespace) -> int:
     imported = import_file(source, args.format, options)
     write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
     msg = f"imported {imported.summary()} from {source} ({imported.format}) into {out}"
-    payload = {"nodes": len(imported.graph), "output": str(out), "format": imported.format, "notes": imported.notes}
+    payload: dict[str, Any] = {
+        "nodes": len(imported.graph),
+        "output": str(out),
+        "format": imported.format,
+        "notes": imported.notes,
+        "synthetic_links": imported.synthetic_links,
+        "unlinked_floors": imported.apart_floors,
+    }
     if imported.id_map:
         ids = id_map_path(out)
-        write_text_atomic(ids, _id_map_text(str(source), imported.format, imported.id_map))
+        links = {"synthetic_links": imported.synthetic_links, "unlinked_floors": imported.apart_floors}
+        write_text_atomic(ids, _id_map_text(str(source), imported.format, imported.id_map, links))
         payload["id_map"] = str(ids)
         msg += f"; source ids -> ours in {ids}"
     _emit(args, payload, msg)
+    if imported.synthetic_links:
+        print(f"sayplan: warning: {imported.synthetic_warning()}", file=sys.stderr)
     return 0
 
 
@@ -216,8 +226,8 @@ def id_map_path(graph_file: Path) -> Path:
     return graph_file.with_name(f"{graph_file.stem}.ids.json")
 
 
-def _id_map_text(source: str, fmt: str, ids: dict[str, str]) -> str:
-    return json.dumps({"source": source, "format": fmt, "ids": ids}, indent=1) + "\n"
+def _id_map_text(source: str, fmt: str, ids: dict[str, Any], extra: dict[str, Any] | None = None) -> str:
+    return json.dumps({"source": source, "format": fmt, **(extra or {}), "ids": ids}, indent=1) + "\n"
 
 
 def cmd_env_export(args: argparse.Namespace) -> int:
@@ -235,6 +245,11 @@ def cmd_env_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def _task_stem(task_id: str) -> str:
+    """The file name stem of a task's scenes: its id with anything but letters, digits, `_`, `.`, `-` made `_`."""
+    return re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)
+
+
 def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions, per_task: PerTask) -> int:
     """A GRASIF task list: each good task's init and goal scenes as native graphs, plus a task file for
     `sayplan bench`; each bad task named on stderr with all its problems, and exit code 4 when any was skipped."""
@@ -242,17 +257,23 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
         raise CliError(f"{source} holds task scenes: give a folder to write them into, not {out}")
     if not out.parent.is_dir():
         raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
-    found = read_grasif_tasks(source, options, per_task)  # everything is read and checked before anything is written
+    found = read_grasif_tasks(
+        source, options, per_task, args.action_set
+    )  # everything is read and checked before anything is written
     skipped = found.skipped_text(options.max_problems)
     if not found.tasks:  # each task on its own line, then the one-line error
         for line in skipped:
             print(f"sayplan: skipped {line}", file=sys.stderr)
         raise CliError(f"{source}: none of its {len(skipped)} task(s) can be imported (each is named above)")
+    clash = [t.id for t in found.tasks if _task_stem(t.id) == "tasks.ids"]
+    if clash:
+        raise CliError(f"{source}: task id '{clash[0]}' would overwrite the id map tasks.ids.json; rename the task")
     out.mkdir(exist_ok=True)
     entries: list[dict[str, Any]] = []
     notes: list[str] = list(found.notes)
+    task_ids: dict[str, Any] = {}
     for task in found.tasks:
-        stem = re.sub(r"[^A-Za-z0-9_.-]", "_", task.id)
+        stem = _task_stem(task.id)
         write_text_atomic(out / f"{stem}.json", native_format.dumps(task.init.graph) + "\n")
         write_text_atomic(out / f"{stem}.goal.json", native_format.dumps(task.goal.graph) + "\n")
         entries.append(
@@ -265,14 +286,38 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
             }
         )
         notes.extend(n for n in task.init.notes if n not in notes)
+        task_ids[task.id] = {
+            "env": f"{stem}.json",
+            "synthetic_links": task.init.synthetic_links,
+            "ids": task.init.id_map,
+            "goal_ids": task.goal.id_map,
+        }
     header = f"# Imported from {source} by `sayplan env import`; env and goal paths are relative to this file.\n"
     write_text_atomic(out / "tasks.yaml", header + yaml.safe_dump({"tasks": entries}, sort_keys=False))
+    ids = id_map_path(out / "tasks.yaml")  # task id -> the id maps of its start and goal scenes
+    write_text_atomic(ids, _id_map_text(str(source), "grasif", task_ids))
     left_out = f", skipped {len(skipped)} (named on stderr)" if skipped else ""
     msg = f"imported {len(found.tasks)} task scene(s){left_out} from {source} into {out} (tasks.yaml, scenes, goals)"
-    payload = {"tasks": len(found.tasks), "output": str(out), "notes": notes, "skipped": found.skipped}
-    _emit(args, payload, "; ".join([msg, *notes]))
+    synthetic = {task.id: task.init.synthetic_links for task in found.tasks if task.init.synthetic_links}
+    payload = {
+        "tasks": len(found.tasks),
+        "output": str(out),
+        "notes": notes,
+        "skipped": found.skipped,
+        "id_map": str(ids),
+        "synthetic_links": synthetic,
+    }
+    _emit(args, payload, "; ".join([msg, *notes, f"source ids -> ours per task in {ids}"]))
     for line in skipped:
         print(f"sayplan: skipped {line}", file=sys.stderr)
+    if synthetic:
+        named = ", ".join(sorted(synthetic))
+        print(
+            f"sayplan: warning: {sum(synthetic.values())} navigation link(s) in the start scenes of "
+            f"{len(synthetic)} task(s) are synthetic (the data has no room connectivity; a hallway pose per floor "
+            f"joins its rooms): {named}; --connectivity FILE (one list, or one per task id) loads real doors",
+            file=sys.stderr,
+        )
     return EXIT_TASKS_SKIPPED if skipped else 0
 
 
@@ -642,6 +687,12 @@ def build_parser() -> argparse.ArgumentParser:
         default="",
         help="room or pose node where the robot is (needed to plan on the graph); for a task list, a YAML/JSON "
         "file {task-id: node}",
+    )
+    p.add_argument(
+        "--action-set",
+        default="lookplangraph",
+        help="for a task list: the action set (bundled name or YAML file) whose actions a goal's states and moves "
+        "are checked against; a task whose goal needs what no action gives is skipped",
     )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")

@@ -42,7 +42,14 @@ MAX_PROBLEMS = 20
 #: The largest option file read (connectivity, type lists).
 MAX_OPTION_FILE_BYTES = 16 * 1024 * 1024
 _LINK_SPLIT = re.compile(r"\s*(?:↔|<->|<=>|--|\s)\s*")
-_STAIRS = re.compile(r"stair", re.IGNORECASE)
+_FLOOR_LINKS = re.compile(r"stair|elevator|(?:^|_)lift", re.IGNORECASE)
+#: The attributes of a node an importer invents (the hallway pose of a graph without connectivity).
+SYNTHETIC_MARK = {"synthetic": "added by the importer: the data has no room connectivity"}
+
+
+def joins_floors(room_id: str) -> bool:
+    """A room that can join floors (a staircase, an elevator or a lift), by its id."""
+    return bool(_FLOOR_LINKS.search(room_id))
 
 
 def norm_relation(rel: str) -> str:
@@ -175,10 +182,17 @@ def _links(data: Any, where: str) -> tuple[tuple[str, str, float | None], ...]:
     return tuple(links)
 
 
-def closest(name: str, known: Any, count: int = 3) -> str:
-    """' (closest: a, b)' naming the known ids most like `name`, or '' when none is alike."""
-    found = difflib.get_close_matches(name, [str(k) for k in known], n=count, cutoff=0.6)
-    return f" (closest: {', '.join(found)})" if found else ""
+def closest(name: str, known: Any, count: int = 3, fallback: str = "") -> str:
+    """' (closest: a, b)' naming the known ids most like `name`; when none is alike, '' or, given `fallback` (what
+    the ids are), ' (<fallback>: the first few ids)', so a wrong id always comes with ids there are."""
+    pool = [str(k) for k in known]
+    found = difflib.get_close_matches(name, pool, n=count, cutoff=0.6)
+    if found:
+        return f" (closest: {', '.join(found)})"
+    if not fallback or not pool:
+        return ""
+    shown = ", ".join(pool[:8]) + (f", ... ({len(pool)} in all)" if len(pool) > 8 else "")
+    return f" ({fallback}: {shown})"
 
 
 def read_types(path: str | Path) -> dict[str, str]:
@@ -241,6 +255,22 @@ class Imported:
     format: str = ""
     #: The source's id of each imported node -> our id (written beside the graph by `sayplan env import`).
     id_map: dict[str, str] = field(default_factory=dict)
+    #: Navigation links the importer invented (the data has none); floors it could not join, as groups.
+    synthetic_links: int = 0
+    apart_floors: list[list[str]] = field(default_factory=list)
+
+    def synthetic_warning(self) -> str:
+        """One line for stderr when links are invented, '' when every link is from the data or a file."""
+        if not self.synthetic_links:
+            return ""
+        line = (
+            f"{self.synthetic_links} navigation link(s) are synthetic: the data has no room connectivity, so a "
+            "hallway pose per floor was joined to each of its rooms (plans and path lengths on it are not the "
+            "building's)"
+        )
+        if self.apart_floors:
+            line += f"; floors left unlinked: {' | '.join(', '.join(g) for g in self.apart_floors)}"
+        return line + "; --connectivity FILE loads real doors"
 
     def summary(self) -> str:
         counts = ", ".join(
@@ -269,6 +299,14 @@ class Builder:
         self.place_hint: dict[str, str] = {}
         #: Formats that carry no connectivity set this, so links are invented (or read from the option).
         self.has_connectivity = True
+        #: Rooms the data places on more floors than their own (room id -> floor ids): they may join floors.
+        self.also_on: dict[str, list[str]] = {}
+        #: How many navigation links invent_connectivity added; groups of floors it could not join.
+        self.synthetic_links = 0
+        self.apart_floors: list[list[str]] = []
+        #: Source id (as the source spells it) -> our id, for importers that rename; kept for nodes in the graph.
+        self.id_map: dict[str, str] = {}
+        self.invented: set[str] = set()
 
     def problem(self, message: str) -> None:
         self.problems.append(message)
@@ -313,15 +351,11 @@ class Builder:
             edge["weight"] = weight
         self.edges.append(edge)
 
-    def _like(self, name: str, nav: bool = False) -> str:
+    def like(self, name: str, nav: bool = False) -> str:
         """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first
         room and pose ids, so a mistyped id always comes with ids there are."""
         pool = sorted(n for n, t in self.types.items() if not nav or t in NAV_TYPES)
-        hint = closest(name, pool)
-        if hint or not nav or not pool:
-            return hint
-        shown = ", ".join(pool[:8]) + (f", ... ({len(pool)} in all)" if len(pool) > 8 else "")
-        return f" (rooms and poses: {shown})"
+        return closest(name, pool, fallback="rooms and poses" if nav else "ids")
 
     def parents(self) -> dict[str, tuple[str, str]]:
         return {e["source"]: (e["target"], e["relation"]) for e in self.edges if e["relation"] != "connected_to"}
@@ -374,7 +408,8 @@ class Builder:
         for new, count in sorted(changed.items()):
             self.notes.append(f"{count} node(s) typed {new} by the type list")
         if unused:
-            self.notes.append(f"type list class(es) matching no node (a typo?): {', '.join(unused)}")
+            named = ", ".join(f"{cls}{closest(cls, sorted(classes))}" for cls in unused)
+            self.notes.append(f"type list class(es) matching no node (a typo?): {named}")
 
     def _room_of(self, node_id: str, parents: Mapping[str, tuple[str, str]]) -> str | None:
         """The room a node is in, through what holds it; a held node is in the agent's room (where it is, or
@@ -402,14 +437,14 @@ class Builder:
             what = f"link {src}<->{dst}" if rel == "connected_to" else f"'{src}' {rel} '{dst}'"
             missing = [end for end in (src, dst) if end not in self.types]
             if missing and rel == "connected_to":
-                self.problem(f"{what} refers to '{missing[0]}', which does not exist{self._like(missing[0], True)}")
+                self.problem(f"{what} refers to '{missing[0]}', which does not exist{self.like(missing[0], True)}")
                 continue
             if missing:
                 if src in self.types:
-                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist{self._like(dst)}")
+                    self.problem(f"'{src}' is {rel} '{dst}', which does not exist{self.like(dst)}")
                     parents.setdefault(src, dst)
                 else:
-                    self.problem(f"'{src}', placed {rel} '{dst}', does not exist")
+                    self.problem(f"'{src}', placed {rel} '{dst}', does not exist{self.like(src)}")
                 continue
             if rel == "connected_to":
                 for end in (src, dst):
@@ -450,7 +485,7 @@ class Builder:
             location = (agent.get("attributes") or {}).get("location")
             found = self.types.get(location) if isinstance(location, str) else None
             if location is not None and found not in NAV_TYPES:
-                why = f"a {found}, not a room or pose" if found else f"which does not exist{self._like(location, True)}"
+                why = f"a {found}, not a room or pose" if found else f"which does not exist{self.like(location, True)}"
                 self.problem(f"the agent '{agent['id']}' is at '{location}', {why}")
             held = sorted(child for child, parent in parents.items() if parent == agent["id"])
             if len(held) > 1:
@@ -474,8 +509,9 @@ class Builder:
         self.invent_connectivity()
 
     def invent_connectivity(self) -> None:
-        """The data has no room links: one hallway pose per floor joined to each of its rooms; floors are joined
-        through their staircase rooms (a room whose id says stair), hub to hub where a floor has none."""
+        """The data has no room links: one hallway pose per floor (marked synthetic) joined to each room of the
+        floor. Floors are joined only through a staircase or elevator room the data places on both (`also_on`):
+        never staircase to staircase, never hallway to hallway; floors nothing joins stay apart, and a note says so."""
         parents = self.parents()
         floors: dict[str, list[str]] = {}
         for node_id, node_type in self.types.items():
@@ -486,31 +522,65 @@ class Builder:
         if not floors:
             return
         positions = {n["id"]: n.get("position") for n in self.nodes}
-        hubs: list[str] = []
-        stairs: list[list[str]] = []
+        hubs: dict[str, str] = {}
+        before = sum(e["relation"] == "connected_to" for e in self.edges)
         for floor, rooms in sorted(floors.items()):
             hub = f"hall_{floor}" if floor else "hall"
             while hub in self.types:
                 hub += "_"
             xs = [p for p in (positions.get(r) for r in rooms) if isinstance(p, list) and len(p) == 3]
             centre = [sum(float(v[i]) for v in xs) / len(xs) for i in range(3)] if xs else None
-            self.node(hub, "pose", name=f"hallway of {floor or 'the building'}", position=centre)
+            self.node(
+                hub,
+                "pose",
+                name=f"hallway of {floor or 'the building'}",
+                position=centre,
+                attributes=dict(SYNTHETIC_MARK),
+            )
+            self.invented.add(hub)
             if floor:
                 self.child(hub, "in", floor)
             for room in rooms:
                 self.link(room, hub)
-            hubs.append(hub)
-            stairs.append([r for r in rooms if _STAIRS.search(r)])
-        joined_by_hubs = 0
-        for i in range(1, len(hubs)):
-            if stairs[i - 1] and stairs[i]:
-                self.link(stairs[i - 1][0], stairs[i][0])
-            else:
-                self.link(hubs[i - 1], hubs[i])
-                joined_by_hubs += 1
-        note = f"no room connectivity in the data: added {len(hubs)} hallway pose(s) joining every room of its floor"
-        if len(hubs) > 1:
-            note += f", floors joined through staircase rooms ({joined_by_hubs} pair(s) hub to hub: no staircase)"
+            hubs[floor] = hub
+        group = {floor: floor for floor in hubs}  # floors joined so far (union-find)
+
+        def root(floor: str) -> str:
+            while group[floor] != floor:
+                floor = group[floor]
+            return floor
+
+        stairs, ignored = [], []
+        for room, extra in sorted(self.also_on.items()):
+            own = parents.get(room, ("", ""))[0]
+            others = sorted({f for f in extra if f in hubs and f != own})
+            if self.types.get(room) != "room" or own not in hubs or not others:
+                continue
+            if not joins_floors(room):
+                ignored.append(room)
+                continue
+            for floor in others:
+                self.link(room, hubs[floor])
+                group[root(floor)] = root(own)
+            item = next(n for n in self.nodes if n["id"] == room)
+            item.setdefault("attributes", {})["joins_floors"] = sorted([own, *others])
+            stairs.append(room)
+        self.synthetic_links = sum(e["relation"] == "connected_to" for e in self.edges) - before
+        note = (
+            f"no room connectivity in the data: added {len(hubs)} hallway pose(s) joining every room of its floor "
+            f"({self.synthetic_links} synthetic link(s))"
+        )
+        if stairs:
+            note += f", floors joined through staircase/elevator room(s) on both: {', '.join(stairs)}"
+        if ignored:
+            note += f"; room(s) on several floors but no staircase or elevator, linked on their own floor: {', '.join(ignored)}"
+        apart: dict[str, list[str]] = {}
+        for floor in sorted(hubs):
+            apart.setdefault(root(floor), []).append(floor or "(no floor)")
+        self.apart_floors = [sorted(floors_) for floors_ in apart.values()] if len(apart) > 1 else []
+        if self.apart_floors:
+            shown = " | ".join(", ".join(g) for g in self.apart_floors)
+            note += f"; floors left unlinked (no staircase or elevator room the data places on two of them): {shown}"
         self.notes.append(note + "; --connectivity FILE loads real doors")
 
     def _place_agent(self) -> None:
@@ -521,7 +591,7 @@ class Builder:
                 found = self.types.get(where)
                 self.problem(
                     f"--agent-at {where}: "
-                    + (f"it is a {found}, not a room or pose" if found else f"no such node{self._like(where, True)}")
+                    + (f"it is a {found}, not a room or pose" if found else f"no such node{self.like(where, True)}")
                 )
                 return
             if agents:
@@ -552,4 +622,7 @@ class Builder:
         data["nodes"] = self.nodes
         data["edges"] = self.edges
         graph = graph_from_dict(data, source=self.source, require_agent=False)
-        return Imported(graph, self.notes)
+        ids = {k: v for k, v in self.id_map.items() if v in graph.nodes and v not in self.invented}
+        return Imported(
+            graph, self.notes, id_map=ids, synthetic_links=self.synthetic_links, apart_floors=self.apart_floors
+        )

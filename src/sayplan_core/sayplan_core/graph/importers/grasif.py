@@ -14,6 +14,7 @@ reads it from the connectivity option.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -46,6 +47,15 @@ def grasif_id(raw: Any) -> str:
     if isinstance(raw, (list, tuple)) and len(raw) == 2:
         return f"{raw[0]}-{raw[1]}"
     return "" if raw is None else str(raw)
+
+
+def _sid(b: Builder, raw: Any) -> str:
+    """Our id for a source id, noted in the builder's id map under the source's own spelling (`["fridge", 1]`)."""
+    our = grasif_id(raw)
+    if our:
+        key = raw if isinstance(raw, str) else json.dumps(raw, default=str)
+        b.id_map.setdefault(key, our)
+    return our
 
 
 def layout(data: Any) -> str | None:
@@ -89,7 +99,7 @@ class _Scene:
             attributes=attributes(item.get("properties")),
             position=item.get("position"),
         )
-        room = grasif_id(item.get("located", item.get("place", item.get("related_to"))))
+        room = _sid(self.b, item.get("located", item.get("place", item.get("related_to"))))
         if not room:
             self.b.problem(f"asset '{asset_id}' has no place ('place' or 'located')")
             self.b.unplaced.add(asset_id)
@@ -103,9 +113,9 @@ class _Scene:
         return room_id
 
     def agent_node(self, item: Mapping[str, Any]) -> None:
-        agent_id = grasif_id(item.get("name", item.get("id", "agent"))) or "agent"
-        location = grasif_id(item.get("location"))
-        self.holding = grasif_id(item.get("holding")) or None
+        agent_id = _sid(self.b, item.get("name", item.get("id", "agent"))) or "agent"
+        location = _sid(self.b, item.get("location"))
+        self.holding = _sid(self.b, item.get("holding")) or None
         self.agent = agent_id
         self.b.node(agent_id, "agent", attributes={"location": self.room_named(location)} if location else {})
 
@@ -122,8 +132,8 @@ class _Scene:
 
     def finish(self) -> None:
         for _, item in self.pending_objects:  # every node is known by now, so a place naming one is no new room
-            if not grasif_id(item.get("related_to")) and grasif_id(item.get("place")):
-                self.room_named(grasif_id(item.get("place")))
+            if not _sid(self.b, item.get("related_to")) and _sid(self.b, item.get("place")):
+                self.room_named(_sid(self.b, item.get("place")))
         declared = "room" in self.b.types.values()
         if not declared:  # a scene that lists no rooms names them by place; one that lists them must list all
             for room_id in self.implicit_rooms:
@@ -133,17 +143,21 @@ class _Scene:
         for obj_id, item in self.pending_objects:
             if self.holding == obj_id:
                 continue
-            parent = grasif_id(item.get("related_to"))
+            parent = _sid(self.b, item.get("related_to"))
             if parent:
                 self.b.child(obj_id, norm_relation(str(item.get("relation") or "ontop_of")), parent)
             elif item.get("place") is not None:
-                self.b.child(obj_id, "in", grasif_id(item.get("place")))
+                self.b.child(obj_id, "in", _sid(self.b, item.get("place")))
             else:
                 self.b.problem(f"object '{obj_id}' has no 'related_to' and no 'place'")
                 self.b.unplaced.add(obj_id)
         if self.holding is not None:
             if self.holding not in self.b.types:
-                self.b.problem(f"the agent holds '{self.holding}', which is not in the scene")
+                objects = sorted(n for n, t in self.b.types.items() if t == "object")
+                self.b.problem(
+                    f"the agent holds '{self.holding}', which is not in the scene"
+                    + closest(self.holding, objects, fallback="objects")
+                )
             elif self.agent is not None:
                 self.b.child(self.holding, "inside_hand", self.agent)
 
@@ -152,14 +166,14 @@ def _items(section: Any, b: Builder, what: str) -> list[tuple[str, Mapping[str, 
     if section is None:
         return []
     if isinstance(section, Mapping):
-        return [(str(k), v if isinstance(v, Mapping) else {}) for k, v in section.items()]
+        return [(_sid(b, str(k)), v if isinstance(v, Mapping) else {}) for k, v in section.items()]
     if isinstance(section, list):
         out = []
         for index, item in enumerate(section):
             if not isinstance(item, Mapping) or not grasif_id(item.get("id", item.get("name"))):
                 b.problem(f"{what}[{index}] needs an 'id'")
                 continue
-            out.append((grasif_id(item.get("id", item.get("name"))), item))
+            out.append((_sid(b, item.get("id", item.get("name"))), item))
         return out
     b.problem(f"'{what}' must be an object or a list")
     return []
@@ -192,7 +206,7 @@ def _node_list(items: list[Any], b: Builder) -> None:
         if not isinstance(item, Mapping):
             b.problem(f"nodes[{index}] must be an object")
             continue
-        node_id = grasif_id(item.get("name", item.get("id")))
+        node_id = _sid(b, item.get("name", item.get("id")))
         node_type = str(item.get("type", "")).strip().lower()
         node_type = "room" if node_type == "place" else node_type
         if not node_id:
@@ -325,9 +339,19 @@ def read_grasif_tasks(
     path_or_data: str | Path | Mapping[str, Any] | list[Any],
     options: ImportOptions | None = None,
     per_task: PerTask | None = None,
+    action_set: str = "lookplangraph",
 ) -> TaskImport:
     """Every task of a GRASIF task list that imports; every other one skipped with all its problems, start and goal
-    scene together, under its own id. Goal scenes become goal graphs. Raises only when the input is no task list."""
+    scene together, under its own id. Goal scenes become goal graphs. A goal the start cannot reach (rooms or
+    objects it lacks; states, affordances or moves `action_set` cannot give) skips its task too. Raises only when
+    the input is no task list (or the action set cannot be read)."""
+    from sayplan_core.sim.action_set import ActionSetError, load_action_set
+    from sayplan_core.sim.goal_reach import goal_problems
+
+    try:
+        actions = load_action_set(action_set)
+    except ActionSetError as exc:
+        raise GraphError(str(exc)) from None
     data, source = load_json(path_or_data)
     if layout(data) != "tasks":
         raise GraphError(f"{source}: not a GRASIF task list (a list, or 'tasks', of items with 'init' and 'goal')")
@@ -372,6 +396,7 @@ def read_grasif_tasks(
             problems.extend(found)
         if first is not None and second is not None:
             problems.extend(_unreachable(first.graph, second.graph))
+            problems.extend(goal_problems(first.graph, second.graph, actions))
         if problems or first is None or second is None:
             result.skipped[task_id] = problems
             continue
@@ -391,10 +416,11 @@ def import_grasif_tasks(
     path_or_data: str | Path | Mapping[str, Any] | list[Any],
     options: ImportOptions | None = None,
     per_task: PerTask | None = None,
+    action_set: str = "lookplangraph",
 ) -> list[GrasifTask]:
     """Every task scene of a GRASIF task list, or an error naming every bad task by id with all its problems
     (`read_grasif_tasks` keeps the good ones instead)."""
-    result = read_grasif_tasks(path_or_data, options, per_task)
+    result = read_grasif_tasks(path_or_data, options, per_task, action_set)
     if result.skipped:
         source = "<dict>" if isinstance(path_or_data, (Mapping, list)) else str(path_or_data)
         limit = (options or ImportOptions()).max_problems

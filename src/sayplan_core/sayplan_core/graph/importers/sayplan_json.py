@@ -12,7 +12,6 @@ from sayplan_core.graph.importers.common import (
     Imported,
     ImportOptions,
     attributes,
-    closest,
     load_json,
     norm_relation,
 )
@@ -87,7 +86,8 @@ def import_sayplan(
                     **fields["attributes"],
                     **({"location": agent_location} if agent_location else {}),
                 }
-            b.node(node_id, node_type, **fields)
+            if b.node(node_id, node_type, **fields) is not None:
+                b.id_map[node_id] = node_id  # SayPlan ids are kept as they are
             if node_type == "asset" and isinstance(item.get("room"), str) and item["room"]:
                 b.child(node_id, "in", item["room"])
             elif node_type == "asset" and item.get("room") is not None:
@@ -115,7 +115,7 @@ def import_sayplan(
         ta, tc = b.types.get(a), b.types.get(c)
         if ta is None or tc is None:
             missing = a if ta is None else c
-            b.problem(f"link {raw!r} refers to node '{missing}', which does not exist{closest(missing, b.types)}")
+            b.problem(f"link {raw!r} refers to node '{missing}', which does not exist{b.like(missing)}")
             continue
         pair = {ta, tc}
         if pair <= {"room", "pose"}:

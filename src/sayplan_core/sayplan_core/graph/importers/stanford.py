@@ -2,8 +2,10 @@
 
 What the dataset has: rooms (scene category, floor, centre, size), objects (COCO class, room, centre, size,
 materials, action affordances). What it lacks, and what the importer does about it:
-- no room connectivity: a hallway pose per floor joined to each of its rooms, floors joined through their
-  staircase rooms (see common.Builder.invent_connectivity), or real doors from `--connectivity`;
+- no room connectivity: a hallway pose per floor joined to each of its rooms (links marked synthetic and counted),
+  floors joined only through a staircase or elevator room the data places on both (its `floor_number` lists both,
+  or its height spans both floors' rooms; see common.Builder.invent_connectivity), or real doors from
+  `--connectivity`;
 - no movable/immovable split: classes in MOVABLE_CLASSES become objects (in their room, with no support
   surface: the dataset has no object-object relations), the rest assets; `--types` overrides per class;
 - no robot: `--agent-at` places one;
@@ -12,12 +14,13 @@ materials, action affordances). What it lacks, and what the importer does about 
 
 from __future__ import annotations
 
+import math
 import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, give_pickup
+from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, closest, give_pickup, joins_floors
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import MAX_FILE_BYTES
 
@@ -31,6 +34,8 @@ MOVABLE_CLASSES: frozenset[str] = frozenset({
     "pizza", "donut", "cake", "laptop", "mouse", "remote", "keyboard", "cell_phone", "book", "clock", "vase",
     "scissors", "teddy_bear", "hair_drier", "toothbrush",
 })  # fmt: skip
+#: How far (metres) a staircase's height must reach into another floor's rooms for the data to place it there.
+MIN_SHARED_HEIGHT = 1.0
 
 
 def _int(value: Any) -> int | None:
@@ -86,6 +91,8 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     if not isinstance(rooms, Mapping) or not isinstance(objects, Mapping):
         raise GraphError(f"{path}: 'room' and 'object' must be dicts keyed by id")
     room_ids: dict[int, str] = {}
+    on_floors: dict[str, list[str]] = {}  # room id -> the floor labels the data gives it, its own first
+    heights: dict[str, tuple[float, float] | None] = {}
     id_map: dict[str, str] = {f"building {bname}" if bname else "building": building_id}
     entries = [(_int(r.get("id", k)) if isinstance(r, Mapping) else None, k, r) for k, r in rooms.items()]
     for rid, _key, room in sorted((e for e in entries if e[0] is not None), key=lambda e: e[0] or 0):
@@ -94,9 +101,12 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         room_id = f"{category}_{rid}"
         room_ids[rid] = room_id
         id_map[f"room {rid}"] = room_id
-        floor_label = str(room.get("floor_number", "A") or "A")
-        if floor_label not in floors:
-            floors[floor_label] = f"floor_{floor_label.lower()}"
+        labels = _floor_labels(room.get("floor_number"))
+        for floor_label in labels:
+            floors.setdefault(floor_label, f"floor_{floor_label.lower()}")
+        floor_label = labels[0]
+        on_floors[room_id] = labels
+        heights[room_id] = _height(room)
         b.node(
             room_id,
             "room",
@@ -108,8 +118,11 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     for rid, key, _ in entries:
         if rid is None:
             b.problem(f"room {key!r} has no integer id")
+    for room_id, labels in _shared_rooms(on_floors, heights).items():
+        b.also_on[room_id] = [floors[label] for label in labels]
     for label, floor_id in sorted(floors.items()):
         b.node(floor_id, "floor", name=f"floor {label}")
+        id_map[f"floor {label}"] = floor_id
         b.child(floor_id, "in", building_id)
     movable = 0
     for key, obj in objects.items():
@@ -120,7 +133,10 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         cls = str(obj.get("class_") or "object").strip().replace(" ", "_").lower()
         parent = room_ids.get(_int(obj.get("parent_room")) or -1)
         if parent is None:
-            b.problem(f"object {oid} ({cls}) has parent_room {obj.get('parent_room')}, not a room")
+            b.problem(
+                f"object {oid} ({cls}) has parent_room {obj.get('parent_room')}, not a room"
+                + closest(str(obj.get("parent_room")), [str(r) for r in room_ids], fallback="room ids")
+            )
             continue
         node_type = "object" if cls in MOVABLE_CLASSES else "asset"
         movable += node_type == "object"
@@ -154,6 +170,52 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
 
 def import_stanford_npz(path: str | Path, name: str = "", options: ImportOptions | None = None) -> SceneGraph:
     return import_stanford(path, options, name).graph
+
+
+def _floor_labels(raw: Any) -> list[str]:
+    """The floors a room is on: its `floor_number` ("A"), or several when the data lists several (["A", "B"])."""
+    if hasattr(raw, "tolist"):
+        raw = raw.tolist()
+    items = raw if isinstance(raw, (list, tuple)) else [raw]
+    labels = [str(v).strip() for v in items if v is not None and str(v).strip()]
+    return list(dict.fromkeys(labels)) or ["A"]
+
+
+def _height(room: Mapping[str, Any]) -> tuple[float, float] | None:
+    """A room's vertical extent (bottom, top) from its centre and size, when the data has both."""
+    centre, size = _as_list(room.get("location")), _as_list(room.get("size"))
+    if len(centre) != 3 or len(size) != 3:
+        return None
+    try:
+        z, h = float(centre[2]), abs(float(size[2]))
+    except (TypeError, ValueError):
+        return None
+    return (z - h / 2, z + h / 2) if math.isfinite(z) and math.isfinite(h) else None
+
+
+def _shared_rooms(
+    on_floors: Mapping[str, list[str]], heights: Mapping[str, tuple[float, float] | None]
+) -> dict[str, list[str]]:
+    """Staircase/elevator rooms the data places on floors besides their own: listed there, or reaching at least
+    MIN_SHARED_HEIGHT into the height band of that floor's other rooms. Room id -> those floor labels."""
+    bands: dict[str, tuple[float, float]] = {}
+    for room, labels in on_floors.items():
+        extent = heights.get(room)
+        if extent is None or joins_floors(room) or len(labels) > 1:
+            continue
+        low, high = bands.get(labels[0], extent)
+        bands[labels[0]] = (min(low, extent[0]), max(high, extent[1]))
+    out: dict[str, list[str]] = {}
+    for room, labels in on_floors.items():
+        extra = labels[1:]
+        extent = heights.get(room)
+        if joins_floors(room) and extent is not None:
+            for label, (low, high) in sorted(bands.items()):
+                if label not in labels and min(high, extent[1]) - max(low, extent[0]) >= MIN_SHARED_HEIGHT:
+                    extra.append(label)
+        if extra:
+            out[room] = extra
+    return out
 
 
 def _as_list(value: Any) -> list[Any]:
