@@ -573,7 +573,8 @@ class Builder:
         if stairs:
             note += f", floors joined through staircase/elevator room(s) on both: {', '.join(stairs)}"
         if ignored:
-            note += f"; room(s) on several floors but no staircase or elevator, linked on their own floor: {', '.join(ignored)}"
+            note += "; room(s) on several floors but no staircase or elevator, linked on their own floor: "
+            note += ", ".join(ignored)
         apart: dict[str, list[str]] = {}
         for floor in sorted(hubs):
             apart.setdefault(root(floor), []).append(floor or "(no floor)")
