@@ -153,6 +153,8 @@ def test_two_staircases_one_per_floor_are_never_joined(tmp_path: Path) -> None:
     imported = import_stanford(path)
     assert not imported.graph.nav.has_edge("staircase_1", "staircase_2")
     assert imported.apart_floors == [["floor_a"], ["floor_b"]]
+    wanted = "to link in a --connectivity file: staircase_1 (floor_a), staircase_2 (floor_b)"
+    assert wanted in imported.summary()
 
 
 def test_cli_warns_on_stderr_and_writes_the_count_beside_the_graph(

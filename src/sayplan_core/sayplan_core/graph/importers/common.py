@@ -582,6 +582,12 @@ class Builder:
         if self.apart_floors:
             shown = " | ".join(", ".join(g) for g in self.apart_floors)
             note += f"; floors left unlinked (no staircase or elevator room the data places on two of them): {shown}"
+            candidates = [
+                f"{room} ({floor})" for floor, rooms in sorted(floors.items()) for room in rooms if joins_floors(room)
+            ]
+            if candidates:  # what a connectivity file would most likely join
+                shown = ", ".join(candidates[:MAX_PROBLEMS])
+                note += f"; staircase/elevator rooms on one floor each, to link in a --connectivity file: {shown}"
         self.notes.append(note + "; --connectivity FILE loads real doors")
 
     def _place_agent(self) -> None:
