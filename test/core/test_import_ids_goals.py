@@ -223,3 +223,24 @@ def test_goal_affordances_and_moves_the_start_cannot_give_are_flagged() -> None:
         assert verify_plan(start, plan, "lookplangraph").success == (item["id"] == "moves")
     # another action set is checked by its own actions: the sayplan set picks up only what affords pickup/pick_up
     assert set(read_grasif_tasks(tasks, action_set="sayplan").skipped) == {"stuck", "gains"}
+
+
+def test_cli_checks_goals_against_the_action_set_named(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """`--action-set` picks the actions goals are checked against; on one scene it is refused (it checks goals)."""
+    tasks = [gadget_task("lamp", "asset", ["turn_on"], "on")]
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps(tasks))
+    actions = tmp_path / "no_toggle.yaml"
+    actions.write_text(
+        "name: no_toggle\nactions:\n  go_to: {targets: [room], affordance: null, effects: [move_agent]}\n"
+        "  done: {targets: [], affordance: null, effects: [finish]}\n"
+    )
+    assert cli_main(["env", "import", str(source), str(tmp_path / "a")]) == 0
+    capsys.readouterr()
+    assert cli_main(["env", "import", str(source), str(tmp_path / "b"), "--action-set", str(actions)]) == 2
+    _, err = capsys.readouterr()
+    assert "skipped task 'lamp': the goal scene asks 'gadget-1' to be 'on', a state no action of the no_toggle" in err
+    scene = tmp_path / "scene.json"
+    scene.write_text(json.dumps(tasks[0]["init"]))
+    assert cli_main(["env", "import", str(scene), str(tmp_path / "s.json"), "--action-set", "sayplan"]) == 2
+    assert "--action-set checks the goals of a task list" in capsys.readouterr().err

@@ -197,6 +197,8 @@ def cmd_env_import(args: argparse.Namespace) -> int:
         return _import_tasks(args, source, out, options, per_task)
     if per_task != PerTask():
         raise CliError(f"{source} is one scene: --connectivity/--agent-at files keyed by task id are for task lists")
+    if args.action_set:
+        raise CliError(f"{source} is one scene: --action-set checks the goals of a task list")
     _writable(out, "graph file")
     imported = import_file(source, args.format, options)
     write_text_atomic(out, native_format.dumps(imported.graph) + "\n")
@@ -257,9 +259,8 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
         raise CliError(f"{source} holds task scenes: give a folder to write them into, not {out}")
     if not out.parent.is_dir():
         raise CliError(f"cannot write into {out}: folder {out.parent} does not exist")
-    found = read_grasif_tasks(
-        source, options, per_task, args.action_set
-    )  # everything is read and checked before anything is written
+    # everything is read and checked before anything is written
+    found = read_grasif_tasks(source, options, per_task, args.action_set or "lookplangraph")
     skipped = found.skipped_text(options.max_problems)
     if not found.tasks:  # each task on its own line, then the one-line error
         for line in skipped:
@@ -690,9 +691,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--action-set",
-        default="lookplangraph",
-        help="for a task list: the action set (bundled name or YAML file) whose actions a goal's states and moves "
-        "are checked against; a task whose goal needs what no action gives is skipped",
+        default="",
+        help="for a task list: the action set (bundled name or YAML file; default lookplangraph) whose actions a "
+        "goal's states and moves are checked against; a task whose goal needs what no action gives is skipped",
     )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")
