@@ -244,3 +244,13 @@ def test_cli_checks_goals_against_the_action_set_named(tmp_path: Path, capsys: p
     scene.write_text(json.dumps(tasks[0]["init"]))
     assert cli_main(["env", "import", str(scene), str(tmp_path / "s.json"), "--action-set", "sayplan"]) == 2
     assert "--action-set checks the goals of a task list" in capsys.readouterr().err
+
+
+def test_a_goal_room_the_start_lacks_comes_with_the_start_rooms() -> None:
+    goal = milk_scene()
+    goal.append({"name": ["zz", 9], "type": "room"})
+    found = read_grasif_tasks([{"id": "t", "instruction": "Go.", "init": milk_scene(), "goal": goal}])
+    assert found.skipped["t"] == [
+        "the goal scene names room(s) the start scene lacks, so it cannot be reached: 'zz-9' (its rooms: hall-1, "
+        "kitchen-1)"
+    ]

@@ -328,7 +328,8 @@ def _unreachable(init: SceneGraph, goal: SceneGraph) -> list[str]:
     for node_type in ("room", "asset", "object"):
         missing = sorted(n for n in goal.ids_of_type(node_type) if n not in init.nodes)
         if missing:
-            named = ", ".join(f"'{n}'{closest(n, init.ids_of_type(node_type))}" for n in missing)
+            pool = init.ids_of_type(node_type)
+            named = ", ".join(f"'{n}'{closest(n, pool, fallback=f'its {node_type}s')}" for n in missing)
             problems.append(
                 f"the goal scene names {node_type}(s) the start scene lacks, so it cannot be reached: {named}"
             )
@@ -405,7 +406,7 @@ def read_grasif_tasks(
     for flag, keyed in (("--connectivity", per_task.connectivity), ("--agent-at", per_task.agent_at)):
         unknown = sorted(set(keyed or ()) - set(ids))
         if unknown:
-            named = ", ".join(f"'{t}'{closest(t, ids)}" for t in unknown)
+            named = ", ".join(f"'{t}'{closest(t, ids, fallback='task ids')}" for t in unknown)
             result.notes.append(f"{flag} file names task(s) not in the list (a typo?): {named}")
     if not items:
         raise GraphError(f"{source}: the task list is empty")
