@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core.graph.importers.synthetic_links import invent
 from sayplan_core.graph.model import (
     ALLOWED_PARENTS,
     HIERARCHY_RELATIONS,
@@ -42,14 +43,6 @@ MAX_PROBLEMS = 20
 #: The largest option file read (connectivity, type lists).
 MAX_OPTION_FILE_BYTES = 16 * 1024 * 1024
 _LINK_SPLIT = re.compile(r"\s*(?:↔|<->|<=>|--|\s)\s*")
-_FLOOR_LINKS = re.compile(r"stair|elevator|(?:^|_)lift", re.IGNORECASE)
-#: The attributes of a node an importer invents (the hallway pose of a graph without connectivity).
-SYNTHETIC_MARK = {"synthetic": "added by the importer: the data has no room connectivity"}
-
-
-def joins_floors(room_id: str) -> bool:
-    """A room that can join floors (a staircase, an elevator or a lift), by its id."""
-    return bool(_FLOOR_LINKS.search(room_id))
 
 
 def norm_relation(rel: str) -> str:
@@ -352,8 +345,8 @@ class Builder:
         self.edges.append(edge)
 
     def like(self, name: str, nav: bool = False) -> str:
-        """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first
-        room and pose ids, so a mistyped id always comes with ids there are."""
+        """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first ids
+        of those, so a mistyped id always comes with ids there are."""
         pool = sorted(n for n, t in self.types.items() if not nav or t in NAV_TYPES)
         return closest(name, pool, fallback="rooms and poses" if nav else "ids")
 
@@ -509,86 +502,8 @@ class Builder:
         self.invent_connectivity()
 
     def invent_connectivity(self) -> None:
-        """The data has no room links: one hallway pose per floor (marked synthetic) joined to each room of the
-        floor. Floors are joined only through a staircase or elevator room the data places on both (`also_on`):
-        never staircase to staircase, never hallway to hallway; floors nothing joins stay apart, and a note says so."""
-        parents = self.parents()
-        floors: dict[str, list[str]] = {}
-        for node_id, node_type in self.types.items():
-            if node_type == "room":
-                parent = parents.get(node_id, ("", ""))[0]
-                floor = parent if self.types.get(parent) == "floor" else ""
-                floors.setdefault(floor, []).append(node_id)
-        if not floors:
-            return
-        positions = {n["id"]: n.get("position") for n in self.nodes}
-        hubs: dict[str, str] = {}
-        before = sum(e["relation"] == "connected_to" for e in self.edges)
-        for floor, rooms in sorted(floors.items()):
-            hub = f"hall_{floor}" if floor else "hall"
-            while hub in self.types:
-                hub += "_"
-            xs = [p for p in (positions.get(r) for r in rooms) if isinstance(p, list) and len(p) == 3]
-            centre = [sum(float(v[i]) for v in xs) / len(xs) for i in range(3)] if xs else None
-            self.node(
-                hub,
-                "pose",
-                name=f"hallway of {floor or 'the building'}",
-                position=centre,
-                attributes=dict(SYNTHETIC_MARK),
-            )
-            self.invented.add(hub)
-            if floor:
-                self.child(hub, "in", floor)
-            for room in rooms:
-                self.link(room, hub)
-            hubs[floor] = hub
-        group = {floor: floor for floor in hubs}  # floors joined so far (union-find)
-
-        def root(floor: str) -> str:
-            while group[floor] != floor:
-                floor = group[floor]
-            return floor
-
-        stairs, ignored = [], []
-        for room, extra in sorted(self.also_on.items()):
-            own = parents.get(room, ("", ""))[0]
-            others = sorted({f for f in extra if f in hubs and f != own})
-            if self.types.get(room) != "room" or own not in hubs or not others:
-                continue
-            if not joins_floors(room):
-                ignored.append(room)
-                continue
-            for floor in others:
-                self.link(room, hubs[floor])
-                group[root(floor)] = root(own)
-            item = next(n for n in self.nodes if n["id"] == room)
-            item.setdefault("attributes", {})["joins_floors"] = sorted([own, *others])
-            stairs.append(room)
-        self.synthetic_links = sum(e["relation"] == "connected_to" for e in self.edges) - before
-        note = (
-            f"no room connectivity in the data: added {len(hubs)} hallway pose(s) joining every room of its floor "
-            f"({self.synthetic_links} synthetic link(s))"
-        )
-        if stairs:
-            note += f", floors joined through staircase/elevator room(s) on both: {', '.join(stairs)}"
-        if ignored:
-            note += "; room(s) on several floors but no staircase or elevator, linked on their own floor: "
-            note += ", ".join(ignored)
-        apart: dict[str, list[str]] = {}
-        for floor in sorted(hubs):
-            apart.setdefault(root(floor), []).append(floor or "(no floor)")
-        self.apart_floors = [sorted(floors_) for floors_ in apart.values()] if len(apart) > 1 else []
-        if self.apart_floors:
-            shown = " | ".join(", ".join(g) for g in self.apart_floors)
-            note += f"; floors left unlinked (no staircase or elevator room the data places on two of them): {shown}"
-            candidates = [
-                f"{room} ({floor})" for floor, rooms in sorted(floors.items()) for room in rooms if joins_floors(room)
-            ]
-            if candidates:  # what a connectivity file would most likely join
-                shown = ", ".join(candidates[:MAX_PROBLEMS])
-                note += f"; staircase/elevator rooms on one floor each, to link in a --connectivity file: {shown}"
-        self.notes.append(note + "; --connectivity FILE loads real doors")
+        """The data has no room links: add synthetic ones (see synthetic_links.invent)."""
+        invent(self)
 
     def _place_agent(self) -> None:
         where = self.options.agent_at

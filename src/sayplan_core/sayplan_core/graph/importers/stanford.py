@@ -4,7 +4,7 @@ What the dataset has: rooms (scene category, floor, centre, size), objects (COCO
 materials, action affordances). What it lacks, and what the importer does about it:
 - no room connectivity: a hallway pose per floor joined to each of its rooms (links marked synthetic and counted),
   floors joined only through a staircase or elevator room the data places on both (its `floor_number` lists both,
-  or its height spans both floors' rooms; see common.Builder.invent_connectivity), or real doors from
+  or its height spans both floors' rooms; see synthetic_links.invent), or real doors from
   `--connectivity`;
 - no movable/immovable split: classes in MOVABLE_CLASSES become objects (in their room, with no support
   surface: the dataset has no object-object relations), the rest assets; `--types` overrides per class;
@@ -20,7 +20,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, closest, give_pickup, joins_floors
+from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, closest, give_pickup
+from sayplan_core.graph.importers.synthetic_links import joins_floors
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import MAX_FILE_BYTES
 
