@@ -138,12 +138,17 @@ def action_sets_page() -> str:
         "The bundled action sets (`sayplan_core/sim/action_sets/*.yaml`, schema in `sayplan_core/sim/action_set.py`):",
         "what each skill takes, needs and changes in the scene-graph simulator. Preconditions are checked in order;",
         "the first that fails is the feedback. How the simulator uses them:",
-        "[concepts/scene_graphs.md](../concepts/scene_graphs.md#simulator).",
+        "[concepts/scene_graphs.md](../concepts/scene_graphs.md#simulator); where its rules differ from the papers'",
+        "simulators: [concepts/simulator_differences.md](../concepts/simulator_differences.md).",
         "",
     ]
     for name in builtin_action_sets():
         action_set = load_action_set(name)
         repeat = f"a step that changes nothing: {action_set.on_repeat}"
+        if action_set.auto_insert:
+            verbs = action_set.verbs()
+            inserted = " or ".join(f"`{verbs[role]}`" for role in action_set.auto_insert)
+            repeat += f"; a missing {inserted} step is inserted, not refused (verify_plan reports it)"
         lines += [f"## `{name}`", "", f"{action_set.description} ({repeat})."]
         lines += ["", "| action | role | targets | affordance | preconditions | effects | description |"]
         lines += ["| --- | --- | --- | --- | --- | --- | --- |"]

@@ -1,5 +1,6 @@
 """Nothing acts through a closed container, in every bundled action set, at any nesting depth: `close` and
-`look_inside` (like `open`, `pickup` and the rest) are refused on a node with a closed container anywhere above it.
+`look_inside` (like `open`, `pickup` and the rest) are refused on a node with a closed container anywhere above it;
+a set that inserts missing opens (`auto_insert: [open]`, lookplangraph_auto) opens exactly those containers instead.
 
 A cabinet in the agent's room holds a chain of 1-8 boxes, each in (inside_of) or on (ontop_of) the one before,
 each open or closed at random. The oracle walks the chain as it was built: the target is blocked when some link
@@ -72,6 +73,11 @@ def nearest_closed_container(relations: list[str], closed: list[bool], target: i
     return None
 
 
+def closed_containers_around(relations: list[str], closed: list[bool], target: int) -> list[int]:
+    """Every container box `target` is (transitively) inside while it is closed, outermost first."""
+    return [link - 1 for link in range(1, target + 1) if relations[link - 1] == "inside_of" and closed[link - 1]]
+
+
 @pytest.mark.parametrize("action_set", SETS)
 @given(chain=chains())
 def test_close_and_look_inside_are_refused_through_a_closed_container(
@@ -95,8 +101,15 @@ def test_close_and_look_inside_are_refused_through_a_closed_container(
             assert outcome.ok, f"{where}: {outcome.feedback}"
         else:
             assert outcome.failed != "container_open", where
-        # the same through a whole plan: verification stops at that step for the same reason
         result = verify_plan(graph, [PlanStep(verb, box), PlanStep("done")], actions)
+        if "open" in actions.auto_insert:  # the opens are inserted, outermost first, and the plan goes through
+            opens = [containers[i] for i in closed_containers_around(relations, closed, target)]
+            opens += [box] if verb == "look_inside" and closed[target] else []
+            expected = [*(PlanStep("open", c) for c in opens), PlanStep(verb, box), PlanStep("done")]
+            assert result.success and result.executed == expected, f"{where}: {result.feedback} {result.executed}"
+            assert result.inserted == [(0, PlanStep("open", c)) for c in opens], where
+            continue
+        # the same through a whole plan: verification stops at that step for the same reason
         assert result.success == outcome.ok, f"{where}: {result.feedback}"
         if blocker is not None:
             assert not result.success and "which is closed" in result.feedback, where
@@ -111,6 +124,9 @@ def test_closing_what_is_open_inside_an_open_cabinet_is_allowed_and_opening_the_
     actions = load_action_set(action_set)
     opener = actions.verbs()["open"]
     refused = verify_plan(graph, [PlanStep("close", "box2"), PlanStep("done")], actions)
+    if "open" in actions.auto_insert:  # a set that inserts the open does it here
+        assert refused.success and refused.inserted == [(0, PlanStep(opener, "cabinet"))], refused.feedback
+        return
     assert not refused.success and "inside cabinet, which is closed" in refused.feedback
     fixed = verify_plan(graph, [PlanStep(opener, "cabinet"), PlanStep("close", "box2"), PlanStep("done")], actions)
     assert fixed.success, fixed.feedback

@@ -408,7 +408,7 @@ def test_every_action_declares_the_affordance_its_target_needs() -> None:
 
     for name in builtin_action_sets():
         raw = yaml.safe_load(resources.files("sayplan_core.sim").joinpath("action_sets", f"{name}.yaml").read_text())
-        for action, spec in raw["actions"].items():
+        for action, spec in raw.get("actions", {}).items():  # a set that `extends` another inherits its actions
             assert "affordance" in spec, f"{name}.{action} declares no affordance"
     with pytest.raises(ActionSetError, match="action 'grab': missing 'affordance'"):
         action_set_from_dict({"actions": {"grab": {"targets": ["object"]}}})

@@ -342,8 +342,12 @@ def cmd_verify(args: argparse.Namespace) -> int:
         "feedback": result.feedback,
         "notes": list(result.notes),
         "plan": [s.to_dict() for s in steps],
+        "inserted": [{"before": index, **s.to_dict()} for index, s in result.inserted],
+        "executed": [s.to_dict() for s in result.executed],
     }
-    if result.success:
+    if result.success and result.inserted:  # an auto-inserting set: show the plan as it will run
+        text = f"plan verified with {len(result.inserted)} step(s) inserted: {format_plan(result.executed)}"
+    elif result.success:
         text = f"plan verified ({len(steps)} steps): {format_plan(steps)}"
     else:
         text = f"step {result.failed_step} {result.step}: {result.feedback}"
@@ -351,7 +355,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if hint:
             payload["hint"] = hint
             text = f"{text}\nhint: {hint}"
-    text = "\n".join([text, *(f"note: {n}" for n in result.notes)])
+    inserted = [f"inserted: {s} before step {index} {steps[index]}" for index, s in result.inserted]
+    text = "\n".join([text, *inserted, *(f"note: {n}" for n in result.notes)])
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED
 

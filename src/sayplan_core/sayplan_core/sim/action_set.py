@@ -18,6 +18,13 @@ Schema (every key but `actions` optional; `affordance` required on actions that 
 
 A set made of some of another set's actions (a robot without a toggle skill) is the
 other file with those actions deleted: roles travel with their actions.
+
+Two optional keys make a variant of a bundled set without copying it:
+
+    extends: lookplangraph  # start from a bundled set's YAML; `actions` here add to or replace its actions
+    auto_insert: [navigate, open]  # when a step fails for want of a step of one of these roles (the agent is in
+                                   # another room, the target's container is closed), verify_plan inserts that step
+                                   # and reports it (VerificationResult.inserted), as the source simulators do
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, ROLES
 REPEAT_POLICIES = ("error", "noop")
 _ACTION_KEYS = {"targets", "preconditions", "effects", "description", "optional_target", "affordance", "role"}
 _ACTION_KEYS |= {"on_repeat"}
-_SET_KEYS = {"name", "description", "actions", "on_repeat"}
+_SET_KEYS = {"name", "description", "actions", "on_repeat", "extends", "auto_insert"}
+#: How many sets an `extends` chain may pass through (a longer one is a loop or a mistake).
+MAX_EXTENDS_DEPTH = 4
 #: The largest action-set file read (a set is a page of YAML; anything bigger is a mistake).
 MAX_FILE_BYTES = 1_000_000
 
@@ -77,6 +86,8 @@ class ActionSet:
     actions: Mapping[str, ActionSpec] = field(default_factory=dict)
     description: str = ""
     on_repeat: str = "error"
+    #: Roles (navigate, open, access) whose missing step verify_plan inserts instead of refusing the plan.
+    auto_insert: tuple[str, ...] = ()
 
     def __contains__(self, action: object) -> bool:
         return action in self.actions
@@ -182,14 +193,51 @@ def _action(name: Any, spec: Any, source: str, set_repeat: str) -> ActionSpec:
     )
 
 
+def _extended(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
+    """`data` with its `extends` resolved: the bundled base's keys, then this file's (actions merged by name)."""
+    base_name = data.get("extends")
+    if base_name is None:
+        return data
+    if not isinstance(base_name, str) or base_name not in builtin_action_sets():
+        raise ActionSetError(
+            f"{source}: extends must name a bundled action set ({', '.join(builtin_action_sets())}), got {base_name!r}"
+        )
+    if depth >= MAX_EXTENDS_DEPTH:
+        raise ActionSetError(f"{source}: extends goes more than {MAX_EXTENDS_DEPTH} sets deep (a loop?)")
+    base = _extended(_bundled_data(base_name), f"{base_name}.yaml", depth + 1)
+    if not isinstance(base, Mapping) or not isinstance(base.get("actions"), Mapping):
+        raise ActionSetError(f"{source}: the set it extends, {base_name}, has no 'actions' mapping")
+    own_actions = data.get("actions", {})
+    if not isinstance(own_actions, Mapping):
+        raise ActionSetError(f"{source}: 'actions' must be a mapping")
+    merged = {k: v for k, v in base.items() if k not in ("name", "auto_insert")}
+    merged.update({k: v for k, v in data.items() if k != "extends"})
+    merged["actions"] = {**base["actions"], **own_actions}
+    return merged
+
+
+def _auto_insert(raw: Any, actions: Mapping[str, ActionSpec], source: str) -> tuple[str, ...]:
+    roles = _str_list(raw, source, "auto_insert")
+    played = {spec.role for spec in actions.values() if spec.role}
+    for role in roles:
+        if role not in ROLES:
+            raise ActionSetError(f"{source}: auto_insert: unknown role '{role}' (known: {', '.join(ROLES)})")
+        if role not in played:
+            raise ActionSetError(f"{source}: auto_insert: no action of this set plays the role '{role}'")
+    return roles
+
+
 def action_set_from_dict(data: Any, source: str = "<dict>") -> ActionSet:
-    if not isinstance(data, Mapping) or not isinstance(data.get("actions"), Mapping):
+    if not isinstance(data, Mapping):
         raise ActionSetError(f"{source}: an action set needs a 'name' and an 'actions' mapping")
     unknown = set(data) - _SET_KEYS
     if unknown:
         raise ActionSetError(
             f"{source}: unknown key(s) {', '.join(sorted(map(str, unknown)))} (known: {', '.join(sorted(_SET_KEYS))})"
         )
+    data = _extended(data, source)
+    if not isinstance(data.get("actions"), Mapping):
+        raise ActionSetError(f"{source}: an action set needs a 'name' and an 'actions' mapping")
     set_repeat = _repeat_policy(data.get("on_repeat"), source, "error")
     actions: dict[str, ActionSpec] = {}
     for name, spec in data["actions"].items():
@@ -205,12 +253,22 @@ def action_set_from_dict(data: Any, source: str = "<dict>") -> ActionSet:
         actions=actions,
         description=str(data.get("description", "")),
         on_repeat=set_repeat,
+        auto_insert=_auto_insert(data.get("auto_insert"), actions, source),
     )
 
 
 def builtin_action_sets() -> list[str]:
     folder = resources.files("sayplan_core.sim").joinpath("action_sets")
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
+
+
+def _bundled_data(name: str) -> Any:
+    """The parsed YAML of a bundled set (not yet checked)."""
+    text = resources.files("sayplan_core.sim").joinpath("action_sets", f"{name}.yaml").read_text(encoding="utf-8")
+    try:
+        return yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ActionSetError(f"{name}.yaml: invalid YAML: {exc}") from exc
 
 
 @lru_cache(maxsize=16)
@@ -225,16 +283,13 @@ def load_action_set(name_or_path: str) -> ActionSet:
         except files.FileReadError as exc:
             raise ActionSetError(str(exc)) from exc
         source = str(path)
-    else:
-        resource = resources.files("sayplan_core.sim").joinpath("action_sets", f"{name_or_path}.yaml")
-        if "/" in name_or_path or not name_or_path or not resource.is_file():
-            raise ActionSetError(
-                f"unknown action set '{name_or_path}' (bundled: {', '.join(builtin_action_sets())}, or a .yaml path)"
-            )
-        text = resource.read_text(encoding="utf-8")
-        source = f"{name_or_path}.yaml"
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ActionSetError(f"{source}: invalid YAML: {exc}") from exc
-    return action_set_from_dict(data, source)
+        try:
+            data = yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            raise ActionSetError(f"{source}: invalid YAML: {exc}") from exc
+        return action_set_from_dict(data, source)
+    if "/" in name_or_path or name_or_path not in builtin_action_sets():
+        raise ActionSetError(
+            f"unknown action set '{name_or_path}' (bundled: {', '.join(builtin_action_sets())}, or a .yaml path)"
+        )
+    return action_set_from_dict(_bundled_data(name_or_path), f"{name_or_path}.yaml")

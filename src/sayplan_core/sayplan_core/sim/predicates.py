@@ -33,12 +33,13 @@ class Refusal:
     reason: str
     role: str = ""
     node: str = ""
-    #: Fixed text around the call; "{call}" is replaced by `verb(node)`.
+    #: Fixed text around the call; "{call}" is replaced by `verb(node)`. Empty: the feedback is the reason alone
+    #: (the fixing step is still known, for sets that insert it).
     hint: str = "{call} first"
 
     def text(self, verbs: Mapping[str, str]) -> str:
         verb = verbs.get(self.role) if self.role else None
-        if verb is None:
+        if verb is None or not self.hint:
             return self.reason
         return f"{self.reason}; {self.hint.replace('{call}', f'{verb}({self.node})')}"
 
@@ -172,14 +173,15 @@ def under_accessed(state: WorldState, target: str, _: Any) -> str | Refusal | No
 
 
 @precondition("container_open")
-def container_open(state: WorldState, target: str, _: Any) -> str | None:
-    """Closed containers hide and block what is inside them, at any depth."""
+def container_open(state: WorldState, target: str, _: Any) -> str | Refusal | None:
+    """Closed containers hide and block what is inside them, at any depth. The refusal names the nearest closed
+    container; opening it is the fix (its wording stays the reason alone, as feedback has always read)."""
     child = target
     for parent in state.ancestors(target):
         if state.node_type(parent) in ("room", "floor", "building", "agent"):
             break
         if state.relation(child) == "inside_of" and "closed" in state.states(parent):
-            return f"it is inside {parent}, which is closed"
+            return Refusal(f"it is inside {parent}, which is closed", "open", parent, hint="")
         child = parent
     return None
 

@@ -7,7 +7,7 @@ for the LLM, the executor and a person reading the log.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph, UnknownNodeError
@@ -24,6 +24,9 @@ from sayplan_core.sim.predicates import (
 from sayplan_core.sim.world_state import RevealHook, WorldState
 
 VERIFIED = "plan verified"
+#: The most steps an auto-inserting set inserts before one plan step (a navigation and an open per container level
+#: is a handful; more means the fixes go round in a circle).
+MAX_INSERTED_PER_STEP = 16
 
 
 @dataclass
@@ -35,6 +38,8 @@ class StepOutcome:
     failed: str = ""
     #: set when a feasible step changes nothing (a repeated open under the `noop` policy): says why
     note: str = ""
+    #: when refused: the step that would fix it (`go_to(kitchen)`, `open(fridge)`), in the verbs of the set in force
+    fix: PlanStep | None = None
 
 
 @dataclass
@@ -48,6 +53,12 @@ class VerificationResult:
     finished: bool = False
     #: steps accepted as no-ops ("step 3 open(fridge): fridge is already open; nothing to do")
     notes: list[str] = field(default_factory=list)
+    #: when refused: the step that would fix the failed one, if the set has a verb for it
+    fix: PlanStep | None = None
+    #: steps an auto-inserting set (`auto_insert`) added: (index of the plan step it was inserted before, the step)
+    inserted: list[tuple[int, PlanStep]] = field(default_factory=list)
+    #: every step that ran, in order, inserted ones included: the plan a robot has to carry out
+    executed: list[PlanStep] = field(default_factory=list)
 
     def final_graph(self) -> SceneGraph:
         """The graph after the feasible prefix of the plan."""
@@ -93,7 +104,7 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         reason = PRECONDITIONS[clause.name](state, step.target, clause.arg)
         if reason is not None:
             text = reason.text(verbs) if isinstance(reason, Refusal) else str(reason)
-            return StepOutcome(False, f"cannot {step}: {text}", clause.name)
+            return StepOutcome(False, f"cannot {step}: {text}", clause.name, fix=_fix(state, reason, verbs))
     for clause in spec.effects:
         # Whatever a user's set lists, an effect applies only to a graph that can take it (no held asset, no
         # object put into itself): a plan that verifies always materialises.
@@ -101,10 +112,17 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         refused = guard(state, step.target, clause.arg) if guard is not None else None
         if refused is not None:
             text = refused.text(verbs) if isinstance(refused, Refusal) else refused
-            return StepOutcome(False, f"cannot {step}: {text}", clause.name)
+            return StepOutcome(False, f"cannot {step}: {text}", clause.name, fix=_fix(state, refused, verbs))
     if repeated is not None:
         return StepOutcome(True, note=f"{step.target} is already {repeated}; nothing to do")
     return StepOutcome(True)
+
+
+def _fix(state: WorldState, reason: str | Refusal, verbs: Mapping[str, str]) -> PlanStep | None:
+    """The step a refusal asks for, when the set has a verb for its role and it names a real node."""
+    if not isinstance(reason, Refusal) or reason.role not in verbs or reason.node not in state.graph.nodes:
+        return None
+    return PlanStep(verbs[reason.role], reason.node)
 
 
 def _repeated_state(state: WorldState, target: str, spec: ActionSpec) -> str | None:
@@ -127,6 +145,37 @@ def apply_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
     if outcome.ok and not outcome.note:
         apply_effects(state, step, actions.actions[step.action])
     return outcome
+
+
+def apply_inserting(
+    state: WorldState,
+    step: PlanStep,
+    actions: ActionSet,
+    inserted: list[PlanStep],
+    waiting: tuple[PlanStep, ...] = (),
+) -> StepOutcome:
+    """apply_step, and when the step is refused for want of a step whose role the set auto-inserts (navigate to the
+    target's room, open its container), run that step first (and what it needs in turn), appending it to
+    `inserted`, then the step again. Without `auto_insert` in the set this is apply_step. `waiting`: the steps
+    this one is being inserted for (a fix that would need one of them goes round in a circle)."""
+    outcome = apply_step(state, step, actions)
+    tried: set[PlanStep] = set()
+    while not outcome.ok and outcome.fix is not None and _insertable(outcome.fix, actions):
+        fix = outcome.fix
+        if fix in tried or fix in waiting or len(inserted) + len(waiting) >= MAX_INSERTED_PER_STEP:
+            return replace(outcome, feedback=f"{outcome.feedback}; inserting {fix} did not help")
+        tried.add(fix)
+        fixed = apply_inserting(state, fix, actions, inserted, (*waiting, step))
+        if not fixed.ok:
+            return replace(outcome, feedback=f"{outcome.feedback}; inserting {fix} failed: {fixed.feedback}")
+        inserted.append(fix)
+        outcome = apply_step(state, step, actions)
+    return outcome
+
+
+def _insertable(step: PlanStep, actions: ActionSet) -> bool:
+    spec = actions.actions.get(step.action)
+    return spec is not None and bool(spec.role) and spec.role in actions.auto_insert
 
 
 def apply_effects(state: WorldState, step: PlanStep, spec: ActionSpec) -> None:
@@ -156,15 +205,44 @@ def verify_plan(
     if not steps:
         return VerificationResult(False, "the plan is empty", state=world)
     notes: list[str] = []
+    inserted: list[tuple[int, PlanStep]] = []
+    executed: list[PlanStep] = []
     for index, step in enumerate(steps):
-        outcome = apply_step(world, step, actions)
+        added: list[PlanStep] = []
+        outcome = apply_inserting(world, step, actions, added)
+        inserted.extend((index, s) for s in added)
+        executed.extend(added)
         if not outcome.ok:
-            return VerificationResult(False, outcome.feedback, index, step, index, world, notes=notes)
+            return VerificationResult(
+                False,
+                outcome.feedback,
+                index,
+                step,
+                index,
+                world,
+                notes=notes,
+                fix=outcome.fix,
+                inserted=inserted,
+                executed=executed,
+            )
+        executed.append(step)
         if outcome.note:
             notes.append(f"step {index} {step}: {outcome.note}")
         if world.finished:
-            return VerificationResult(True, VERIFIED, None, None, index + 1, world, finished=True, notes=notes)
-    return VerificationResult(True, VERIFIED, None, None, len(steps), world, notes=notes)
+            break
+    count = len(executed) - len(inserted)  # plan steps run: all of them, or up to `done`
+    return VerificationResult(
+        True,
+        VERIFIED,
+        None,
+        None,
+        count,
+        world,
+        finished=world.finished,
+        notes=notes,
+        inserted=inserted,
+        executed=executed,
+    )
 
 
 def resolve_action_set(action_set: str | ActionSet) -> ActionSet:
