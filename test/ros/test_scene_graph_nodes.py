@@ -144,6 +144,20 @@ def test_verify_plan_service(ros: Any) -> None:
     assert not answer.success and "unknown action set" in answer.feedback
 
 
+def test_verify_plan_service_reports_the_steps_an_auto_set_inserted(ros: Any) -> None:
+    """A verified answer under lookplangraph_auto says which steps it added (docs/concepts/simulator_differences.md)."""
+    start_server(ros)
+    client = ros.node("client").create_client(VerifyPlan, "verify_plan")
+    plan = [PlanStep(action="pick_up", target="chicken_kebab"), PlanStep(action="done")]
+    answer = ros.call(client, VerifyPlan.Request(plan=plan, action_set="lookplangraph_auto"))
+    assert answer.success and answer.feedback == (
+        "plan verified; inserted: go_to(kitchen) before step 0 pick_up(chicken_kebab); "
+        "open(fridge) before step 0 pick_up(chicken_kebab)"
+    )
+    answer = ros.call(client, VerifyPlan.Request(plan=plan, action_set="lookplangraph"))
+    assert not answer.success and answer.feedback.endswith("go_to(kitchen) first")
+
+
 @pytest.mark.parametrize("name", ["../../etc/passwd.yaml", "/etc/hostname", "x.yaml", "config/sayplan.yaml"])
 def test_verify_plan_never_reads_a_file_a_message_names(ros: Any, tmp_path: Any, name: str) -> None:
     """A request may name only a registered action set; paths are refused without touching the file system."""
@@ -152,7 +166,7 @@ def test_verify_plan_never_reads_a_file_a_message_names(ros: Any, tmp_path: Any,
     client = ros.node("client").create_client(VerifyPlan, "verify_plan")
     answer = ros.call(client, VerifyPlan.Request(plan=[PlanStep(action="goto", target="kitchen")], action_set=name))
     assert not answer.success and answer.feedback.startswith("unknown action set")
-    assert "registered: lookplangraph, sayplan" in answer.feedback
+    assert "registered: lookplangraph, lookplangraph_auto, sayplan" in answer.feedback
     # the node is still there
     answer = ros.call(client, VerifyPlan.Request(plan=[PlanStep(action="goto", target="kitchen")]))
     assert answer.success

@@ -44,7 +44,7 @@ from sayplan_core.planner_flags import PlannerChoice, add_planner_arguments, pla
 from sayplan_core.planners import PLANNERS, Progress, make_planner
 from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
 from sayplan_core.sim.plan import PlanFormatError, format_plan, parse_plan
-from sayplan_core.sim.simulator import verify_plan
+from sayplan_core.sim.simulator import inserted_lines, verify_plan
 
 EXIT_USAGE = 2
 EXIT_FAILED = 1
@@ -355,7 +355,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if hint:
             payload["hint"] = hint
             text = f"{text}\nhint: {hint}"
-    inserted = [f"inserted: {s} before step {index} {steps[index]}" for index, s in result.inserted]
+    inserted = [f"inserted: {line}" for line in inserted_lines(result, steps)]
     text = "\n".join([text, *inserted, *(f"note: {n}" for n in result.notes)])
     _emit(args, payload, text)
     return 0 if result.success else EXIT_FAILED

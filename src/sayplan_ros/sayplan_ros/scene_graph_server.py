@@ -36,7 +36,7 @@ from sayplan_core.graph.updates import apply_update
 from sayplan_core.graph.views import GraphView as CoreView
 from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
-from sayplan_core.sim.simulator import verify_plan
+from sayplan_core.sim.simulator import inserted_lines, verify_plan
 from sayplan_core.viz.markers import remaining_path
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import Plan
@@ -277,14 +277,17 @@ class SceneGraphServer(Node):
             return response
         with self._lock:
             graph = self._graph
+        steps = steps_from_msgs(request.plan)
         try:
-            result = verify_plan(graph, steps_from_msgs(request.plan), action_set)
+            result = verify_plan(graph, steps, action_set)
         except ActionSetError as exc:
             response.success, response.failed_step, response.feedback = False, -1, str(exc)
             return response
         response.success = result.success
         response.failed_step = -1 if result.failed_step is None else result.failed_step
         response.feedback = result.feedback
+        if result.success and result.inserted:  # an auto-inserting set: the caller must see what it added
+            response.feedback = f"{result.feedback}; inserted: {'; '.join(inserted_lines(result, steps))}"
         return response
 
 

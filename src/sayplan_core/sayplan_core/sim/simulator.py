@@ -260,6 +260,11 @@ def plan_steps(plan: Any) -> list[PlanStep]:
     raise TypeError(f"plan must be text, a list of steps or {{'plan': [...]}}, got {type(plan).__name__}")
 
 
+def inserted_lines(result: VerificationResult, steps: list[PlanStep]) -> list[str]:
+    """One line per step an auto-inserting set added: `go_to(kitchen) before step 0 pick_up(orange)`."""
+    return [f"{step} before step {index} {steps[index]}" for index, step in result.inserted]
+
+
 def describe(result: VerificationResult, steps: Iterable[PlanStep]) -> str:
     if result.success:
         return f"{VERIFIED}: {format_plan(steps)}"
