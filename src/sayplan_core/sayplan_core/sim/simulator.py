@@ -159,6 +159,8 @@ def apply_inserting(
     `inserted`, then the step again. Without `auto_insert` in the set this is apply_step. `waiting`: the steps
     this one is being inserted for (a fix that would need one of them goes round in a circle)."""
     outcome = apply_step(state, step, actions)
+    if outcome.ok or not actions.auto_insert:
+        return outcome
     tried: set[PlanStep] = set()
     while not outcome.ok and outcome.fix is not None and _insertable(outcome.fix, actions):
         fix = outcome.fix
