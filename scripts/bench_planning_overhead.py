@@ -125,7 +125,8 @@ def say(
 ) -> str:
     body = {"command_name": command, "node_name": node, "plan": _steps(plan or []), "answer": answer or []}
     mode = "planning" if command == "plan" else "exploring"
-    return json.dumps({"chain_of_thought": why, "reasoning": f"{command} {node}".strip(), "mode": mode, "command": body})
+    reasoning = f"{command} {node}".strip()
+    return json.dumps({"chain_of_thought": why, "reasoning": reasoning, "mode": mode, "command": body})
 
 
 def sayplan_answers(graph: SceneGraph, task: Task, floor_view_rooms: int) -> list[str]:
@@ -203,7 +204,7 @@ def serve(port_out: Any, latency: float) -> None:
         protocol_version = "HTTP/1.1"
         disable_nagle_algorithm = True  # else each small reply waits for a delayed ACK (40 ms on Linux)
 
-        def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 (the base class's name)
+        def log_message(self, format: str, *args: Any) -> None:
             pass
 
         def _reply(self, status: int, body: dict[str, Any]) -> None:

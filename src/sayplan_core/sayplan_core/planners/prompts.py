@@ -49,6 +49,7 @@ def sayplan_system(actions: ActionSet, floors_first: bool = False) -> str:
     """floors_first: the graph starts collapsed to its floors (a large building), and the prompt says how to
     open them; else rooms are always visible."""
     search_api, example = (FLOOR_SEARCH_API, FLOOR_EXAMPLE) if floors_first else (SEARCH_API, ROOM_EXAMPLE)
+    seen = "floor0, kitchen" if floors_first else "kitchen"
     return f"""You are a graph planning agent for a mobile manipulator robot in a large building.
 You see a 3D scene graph of the building. Explore it by expanding nodes to find the items the instruction needs,
 then write a step-by-step plan the robot can follow. A path planner adds the moves between rooms, so plans only
@@ -71,7 +72,7 @@ instruction asks you to find in "answer" (empty if it asks for none). If the gra
 an empty answer. If Feedback reports a problem with your last plan, fix the plan.
 
 {example}
-Memory: [{"floor0, " if floors_first else ""}kitchen] -> {{"chain_of_thought": "milk is inside the closed fridge; open it first", "reasoning": "all found",
+Memory: [{seen}] -> {{"chain_of_thought": "milk is inside the closed fridge; open it first", "reasoning": "all found",
 "mode": "planning", "command": {{"command_name": "plan", "node_name": "", "plan": [{{"action": "goto", "target":
 "kitchen"}}, {{"action": "access", "target": "fridge"}}, {{"action": "open", "target": "fridge"}}, {{"action":
 "pickup", "target": "milk"}}, {{"action": "access", "target": "bench"}}, {{"action": "release", "target": "milk"}},
