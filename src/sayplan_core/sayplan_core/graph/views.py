@@ -3,6 +3,10 @@
 A view never copies the graph: it is the set of expanded nodes over a shared
 graph, so collapsing a 100k-node building costs nothing and expanding a room
 costs only that room's contents.
+
+An expanded node reveals its contents only while it is itself visible, and
+contracting a node also contracts what was expanded below it: contracting a floor
+of a floor-level view hides its rooms and their contents together.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ COLLAPSED_TYPES: tuple[str, ...] = ("building", "floor", "room", "agent")
 #: Only floors (and the agent) when the building is collapsed to its very top.
 TOP_ONLY_TYPES: tuple[str, ...] = ("building", "floor", "agent")
 EXPANDABLE_TYPES: frozenset[str] = frozenset({"building", "floor", "room", "workspace", "asset"})
+#: Expanding one of these shows its rooms (and poses, when kept), not everything below it.
+LEVEL_TYPES: frozenset[str] = frozenset({"building", "floor"})
 
 
 class GraphView:
@@ -25,6 +31,7 @@ class GraphView:
     def __init__(self, graph: SceneGraph, top_only: bool = False, with_poses: bool = False) -> None:
         self.graph = graph
         self.with_poses = with_poses
+        self.top_only = top_only
         base = TOP_ONLY_TYPES if top_only else COLLAPSED_TYPES
         self.base_types = (*base, "pose") if with_poses and not top_only else base
         self.expanded: list[str] = []
@@ -58,12 +65,15 @@ class GraphView:
         return sorted(self.visible_ids() - before)
 
     def contract(self, node_id: str) -> list[str]:
-        """Hide what is below a node again; the memory keeps it."""
+        """Hide what is below a node again, with every node expanded below it; the memory keeps them."""
         self.graph.node(node_id)
         if node_id not in self.expanded:
             raise GraphError(f"cannot contract '{node_id}': it is not expanded", node_id)
         before = self.visible_ids()
-        self.expanded.remove(node_id)
+        graph = self.graph
+        self.expanded = [
+            e for e in self.expanded if e != node_id and not (e in graph and node_id in graph.ancestors(e))
+        ]
         return sorted(before - self.visible_ids())
 
     def visible_ids(self) -> set[str]:
@@ -71,20 +81,28 @@ class GraphView:
         visible: set[str] = set()
         for t in self.base_types:
             visible.update(graph.type_index(t))
-        for node_id in self.expanded:
-            if node_id not in graph:
-                continue
-            if graph.nodes[node_id].type in ("building", "floor"):
-                shown = ("room", "pose") if self.with_poses else ("room",)
-                visible.update(c for c in graph.children(node_id) if graph.nodes[c].type in shown)
-            else:
-                visible.update(
-                    d for d in graph.descendants(node_id) if self.with_poses or graph.nodes[d].type != "pose"
-                )
         held = graph.held_object()
         if held:
             visible.add(held)
+        # an expanded node reveals its contents only once it is visible itself (a room of a contracted floor
+        # shows nothing): apply the expansions whose node is visible until none is left that is
+        pending = [e for e in self.expanded if e in graph]
+        while pending:
+            ready = [e for e in pending if e in visible]
+            if not ready:
+                break
+            pending = [e for e in pending if e not in visible]
+            for node_id in ready:
+                visible.update(self._revealed_by(node_id))
         return visible
+
+    def _revealed_by(self, node_id: str) -> list[str]:
+        """What expanding `node_id` shows: a floor's rooms (and poses, when kept), else everything below it."""
+        graph = self.graph
+        if graph.nodes[node_id].type in LEVEL_TYPES:
+            shown = ("room", "pose") if self.with_poses else ("room",)
+            return [c for c in graph.children(node_id) if graph.nodes[c].type in shown]
+        return [d for d in graph.descendants(node_id) if self.with_poses or graph.nodes[d].type != "pose"]
 
     def expandable_ids(self) -> list[str]:
         """Visible nodes that would reveal something if expanded."""
@@ -104,3 +122,17 @@ class GraphView:
 
 def collapse(graph: SceneGraph, top_only: bool = False, with_poses: bool = False) -> GraphView:
     return GraphView(graph, top_only=top_only, with_poses=with_poses)
+
+
+def floors_first(graph: SceneGraph, rooms_above: int) -> bool:
+    """Whether a view of `graph` should start at its floors: it has more than `rooms_above` rooms (0: never),
+    at least two floors, and every room is a floor's child (else a floor-level view would hide rooms for good)."""
+    rooms = graph.type_index("room")
+    if rooms_above <= 0 or len(rooms) <= rooms_above or graph.count("floor") < 2:
+        return False
+    return all(_parent_type(graph, room) == "floor" for room in rooms)
+
+
+def _parent_type(graph: SceneGraph, node_id: str) -> str:
+    parent = graph.parent(node_id)
+    return graph.nodes[parent].type if parent is not None else ""

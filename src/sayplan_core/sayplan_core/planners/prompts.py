@@ -20,13 +20,36 @@ SEARCH_API = """Graph API (search):
 Rooms are always visible (a path planner handles the pose nodes between them).
 Expand only rooms or floors that may hold what the task needs."""
 
+FLOOR_SEARCH_API = """Graph API (search):
+- expand(<floor>): list the rooms of a floor.
+- expand(<room>): reveal the assets and objects in a room of an expanded floor.
+- contract(<node>): hide them again to keep the graph small; contracting a floor hides its rooms and what you
+  expanded in them. The node stays in memory.
+The building is large, so at first only its floors are visible. Expand the floor that may hold what the task needs,
+then the rooms on it; contract floors and rooms you no longer need. A plan can only name visible nodes: keep the
+floors of the rooms it visits expanded (a path planner handles the stairs and corridors between them)."""
+
+ROOM_EXAMPLE = """Example. Instruction: put the milk from the fridge on the bench.
+Memory: [] -> {"chain_of_thought": "milk is likely in the kitchen", "reasoning": "expand the kitchen",
+"mode": "exploring", "command": {"command_name": "expand", "node_name": "kitchen", "plan": [], "answer": []}}"""
+
+FLOOR_EXAMPLE = """Example. Instruction: put the milk from the fridge on the bench.
+Memory: [] -> {"chain_of_thought": "the kitchen is on the ground floor", "reasoning": "list the rooms of floor0",
+"mode": "exploring", "command": {"command_name": "expand", "node_name": "floor0", "plan": [], "answer": []}}
+Memory: [floor0] -> {"chain_of_thought": "milk is likely in the kitchen", "reasoning": "expand the kitchen",
+"mode": "exploring", "command": {"command_name": "expand", "node_name": "kitchen", "plan": [], "answer": []}}"""
+
 
 def functions_block(actions: ActionSet) -> str:
     lines = "\n".join(f"- {line}" for line in actions.prompt_lines())
     return f"Robot functions (for plans):\n{lines}"
 
 
-def sayplan_system(actions: ActionSet) -> str:
+def sayplan_system(actions: ActionSet, floors_first: bool = False) -> str:
+    """floors_first: the graph starts collapsed to its floors (a large building), and the prompt says how to
+    open them; else rooms are always visible."""
+    search_api, example = (FLOOR_SEARCH_API, FLOOR_EXAMPLE) if floors_first else (SEARCH_API, ROOM_EXAMPLE)
+    seen = "floor0, kitchen" if floors_first else "kitchen"
     return f"""You are a graph planning agent for a mobile manipulator robot in a large building.
 You see a 3D scene graph of the building. Explore it by expanding nodes to find the items the instruction needs,
 then write a step-by-step plan the robot can follow. A path planner adds the moves between rooms, so plans only
@@ -36,7 +59,7 @@ need goto(<room>) for each room the robot must visit.
 
 {STATES}
 
-{SEARCH_API}
+{search_api}
 
 Answer with one JSON object:
 {{"chain_of_thought": "short reasoning steps", "reasoning": "why the next command",
@@ -48,10 +71,8 @@ When everything needed is visible, give command_name "plan" with the full plan e
 instruction asks you to find in "answer" (empty if it asks for none). If the graph holds no answer, plan [done] with
 an empty answer. If Feedback reports a problem with your last plan, fix the plan.
 
-Example. Instruction: put the milk from the fridge on the bench.
-Memory: [] -> {{"chain_of_thought": "milk is likely in the kitchen", "reasoning": "expand the kitchen",
-"mode": "exploring", "command": {{"command_name": "expand", "node_name": "kitchen", "plan": [], "answer": []}}}}
-Memory: [kitchen] -> {{"chain_of_thought": "milk is inside the closed fridge; open it first", "reasoning": "all found",
+{example}
+Memory: [{seen}] -> {{"chain_of_thought": "milk is inside the closed fridge; open it first", "reasoning": "all found",
 "mode": "planning", "command": {{"command_name": "plan", "node_name": "", "plan": [{{"action": "goto", "target":
 "kitchen"}}, {{"action": "access", "target": "fridge"}}, {{"action": "open", "target": "fridge"}}, {{"action":
 "pickup", "target": "milk"}}, {{"action": "access", "target": "bench"}}, {{"action": "release", "target": "milk"}},

@@ -13,10 +13,11 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.views import GraphView, collapse
+from sayplan_core.graph.views import GraphView, collapse, floors_first
 from sayplan_core.llm.session import LlmSession
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.options import option
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
@@ -43,15 +44,34 @@ def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionS
     return Verification(result.success, full, result.feedback)
 
 
+@dataclass(frozen=True)
+class SayPlanOptions:
+    """How SayPlan's semantic search starts."""
+
+    floor_view_rooms: int = option(
+        150,
+        "start the search at the floors (expanded on demand) when the building has more rooms than this and "
+        "at least two floors; 0: always start with every room visible",
+        minimum=0,
+        maximum=1_000_000,
+        per_goal=True,
+        flag="--floor-view-rooms",
+    )
+
+
 class SayPlanPlanner(Planner):
     name = "sayplan"
     summary = "SayPlan: one dialogue that searches the collapsed graph (expand/contract), plans and replans"
+    Options = SayPlanOptions
+    config: SayPlanOptions
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.action_set)
-        system = prompts.sayplan_system(actions)
-        view = collapse(graph)
+        # a large building starts at its floors: listing every room would fill the prompt (24k tokens at 1,000)
+        top = floors_first(graph, self.config.floor_view_rooms)
+        system = prompts.sayplan_system(actions, floors_first=top)
+        view = collapse(graph, top_only=top)
         feedback = job.context
         planned = False
         observed: set[str] = set()

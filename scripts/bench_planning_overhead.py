@@ -1,0 +1,432 @@
+"""Planning overhead: what planning costs besides the LLM, on generated buildings of 10, 100 and 1,000 rooms.
+
+    scripts/ws_env.sh python scripts/bench_planning_overhead.py [--latency 1.0] [--sizes 10 100 1000] \
+        [--repeats 3] [--write docs/measured/planning_overhead.md]
+
+Every bundled planner plans one task per building through the project's real LLM client (`OpenAIBackend`, the
+SDK over HTTP) against a scripted OpenAI-compatible server on 127.0.0.1 in a child process. The server answers
+each request with the next scripted answer exactly `--latency` seconds after the request arrived and reports the
+prompt's tokens (cl100k) as a real server would, so the planner process does only its own work: building prompts
+and schemas, collapse/expand, parsing and validating answers, path planning, simulator verification, replans.
+Non-LLM time is the wall time of the run minus `latency x calls`; its share of wall time is the figure (goal < 1%
+at 1 s per call). The scripted answers are the ones a perfect model would give: they are derived from the
+building (the task's rooms and nodes), never from the planner's prompts.
+
+The second table: tokens of the full graph, of SayPlan's room-level collapse (every room) and of its floor-level
+collapse (floors only, expanded on demand), and the cut, by the real tokenizer.
+
+`--record-floor-transcript PATH` records the SayPlan run on the 1,000-room building (prompts included) to the
+transcript that test/core/test_sayplan_floors.py replays.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import statistics
+import sys
+import threading
+import time
+import urllib.request
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import measured_doc
+
+from sayplan_core.envs.generator import BuildingSpec, generate_building
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.graph.tokens import count_tokens
+from sayplan_core.graph.views import collapse, floors_first
+from sayplan_core.llm.openai_backend import OpenAIBackend
+from sayplan_core.llm.replay import TRANSCRIPT_FORMAT, RecordingBackend, ReplayBackend
+from sayplan_core.llm.session import Budget
+from sayplan_core.llm.types import LlmBackend
+from sayplan_core.nav.path_planner import PathPlanner
+from sayplan_core.planners import PLANNERS, PlannerOptions, PlanResult, make_planner
+from sayplan_core.planners.sayplan import SayPlanOptions
+from sayplan_core.sim.plan import PlanStep
+
+#: Room count -> building: one floor of 10, two of 50, ten of 100 (the generator's corridors and stairs).
+BUILDINGS = {10: (1, 10), 100: (2, 50), 1000: (10, 100)}
+
+
+def building(rooms: int) -> SceneGraph:
+    floors, per_floor = BUILDINGS.get(rooms) or (max(1, rooms // 100), rooms // max(1, rooms // 100))
+    return generate_building(BuildingSpec(floors=floors, rooms_per_floor=per_floor, seed=0))
+
+
+# ----------------------------------------------------------------------------- the task and a perfect model's answers
+@dataclass(frozen=True)
+class Task:
+    """Carry an object from an open asset on the top floor to an open asset on the ground floor."""
+
+    obj: str
+    source_asset: str
+    source_room: str
+    target_asset: str
+    target_room: str
+
+    @property
+    def instruction(self) -> str:
+        return (
+            f"Take the {self.obj} from the {self.source_asset} in {self.source_room} and put it on the "
+            f"{self.target_asset} in {self.target_room}."
+        )
+
+    @property
+    def ltl_instruction(self) -> str:
+        return f"Go to {self.source_room}, then to {self.target_room}."
+
+    @property
+    def abstract_instruction(self) -> str:
+        return f"Move the {self.obj} to the {self.target_asset}."
+
+    def sayplan_steps(self) -> list[tuple[str, str]]:
+        return [
+            ("goto", self.source_room), ("access", self.source_asset), ("pickup", self.obj),
+            ("goto", self.target_room), ("access", self.target_asset), ("release", self.obj), ("done", ""),
+        ]  # fmt: skip
+
+    def lookplangraph_steps(self) -> list[tuple[str, str]]:
+        return [
+            ("go_to", self.source_room), ("look_on", self.source_asset), ("pick_up", self.obj),
+            ("go_to", self.target_room), ("put_on", self.target_asset), ("done", ""),
+        ]  # fmt: skip
+
+
+def open_asset_with_object(graph: SceneGraph, floor: str, last: bool) -> tuple[str, str, str]:
+    """(room, asset, object) of the first (or last) room on `floor` with an open asset holding an object."""
+    rooms = [r for r in graph.children(floor) if graph.nodes[r].type == "room"]
+    for room in reversed(rooms) if last else rooms:
+        for asset in graph.children(room):
+            if "closed" not in graph.nodes[asset].states and graph.children(asset):
+                return room, asset, graph.children(asset)[0]
+    raise ValueError(f"no open asset with an object on {floor}")
+
+
+def task_for(graph: SceneGraph) -> Task:
+    floors = sorted(graph.ids_of_type("floor"))
+    room_a, asset_a, obj = open_asset_with_object(graph, floors[-1], last=True)
+    room_b, asset_b, _ = open_asset_with_object(graph, floors[0], last=False)
+    return Task(obj, asset_a, room_a, asset_b, room_b)
+
+
+def _steps(plan: list[tuple[str, str]]) -> list[dict[str, str]]:
+    return [{"action": a, "target": t} for a, t in plan]
+
+
+def say(
+    command: str, node: str = "", plan: list[tuple[str, str]] | None = None, answer: Any = None, why: str = "..."
+) -> str:
+    body = {"command_name": command, "node_name": node, "plan": _steps(plan or []), "answer": answer or []}
+    mode = "planning" if command == "plan" else "exploring"
+    reasoning = f"{command} {node}".strip()
+    return json.dumps({"chain_of_thought": why, "reasoning": reasoning, "mode": mode, "command": body})
+
+
+def sayplan_answers(graph: SceneGraph, task: Task, floor_view_rooms: int) -> list[str]:
+    """Expand what the plan needs (the floors first in a floor-level view), then plan."""
+    answers: list[str] = []
+    for room, what in ((task.source_room, task.obj), (task.target_room, task.target_asset)):
+        floor = graph.parent(room) or ""
+        if floors_first(graph, floor_view_rooms):
+            why = f"the {what} is in {room}, which is on {floor} by its id; only floors are visible, so list {floor}"
+            answers.append(say("expand", floor, why=why))
+        answers.append(say("expand", room, why=f"{room} is visible now; expand it to see the {what}"))
+    why = "both rooms are expanded and the floors they are on stay expanded, so every node of the plan is visible"
+    answers.append(say("plan", plan=task.sayplan_steps(), answer=[task.obj], why=why))
+    return answers
+
+
+def lite_answers(task: Task) -> list[str]:
+    def search(command: str, node: str = "") -> str:
+        body = {"command_name": command, "node_name": node}
+        return json.dumps({"chain_of_thought": "...", "reasoning": "...", "command": body})
+
+    plan = json.dumps({"chain_of_thought": "...", "plan": _steps(task.sayplan_steps()), "answer": [task.obj]})
+    return [search("expand", task.source_room), search("expand", task.target_room), search("done"), plan]
+
+
+def full_plan_answers(graph: SceneGraph, task: Task) -> list[str]:
+    """LLM-As-Planner must spell out every move: the path planner's expansion of the high-level plan."""
+    high = [PlanStep(a, t) for a, t in task.sayplan_steps()]
+    full = PathPlanner(graph, goto_action="goto").expand_plan(high)
+    return [json.dumps({"chain_of_thought": "...", "plan": _steps([(s.action, s.target) for s in full])})]
+
+
+def lookplangraph_answers(task: Task) -> list[str]:
+    return [
+        json.dumps({"chain_of_thought": "...", "next_move": {"function_name": a, "function_target": t}})
+        for a, t in task.lookplangraph_steps()
+    ]
+
+
+def ltl_answers(task: Task) -> list[str]:
+    mapping = [{"phrase": r, "node": r} for r in (task.source_room, task.target_room)]
+    formula = f"F & {task.source_room} F {task.target_room}"
+    return [json.dumps({"mapping": mapping}), json.dumps({"formula": formula})]
+
+
+def abstract_answers(task: Task) -> list[str]:
+    step = {"sentence": task.abstract_instruction, "object": task.obj, "workspace": task.target_asset}
+    return [json.dumps({"plans": [{"steps": [step]}]})]
+
+
+#: Planner -> (instruction, answers) for a building; None: the planner cannot be scripted here, and why.
+Script = Callable[[SceneGraph, Task], tuple[str, list[str]]]
+SCRIPTS: dict[str, Script | str] = {
+    "sayplan": lambda g, t: (t.instruction, sayplan_answers(g, t, SayPlanOptions().floor_view_rooms)),
+    "llm_p": lambda g, t: (t.instruction, sayplan_answers(g, t, SayPlanOptions().floor_view_rooms)),
+    "sayplan_lite": lambda g, t: (t.instruction, lite_answers(t)),
+    "llm_as_planner": lambda g, t: (t.instruction, full_plan_answers(g, t)),
+    "lookplangraph": lambda g, t: (t.instruction, lookplangraph_answers(t)),
+    "ltl": lambda g, t: (t.ltl_instruction, ltl_answers(t)),
+    "abstract": lambda g, t: (t.abstract_instruction, abstract_answers(t)),
+    "embodiedrag": "not scripted: the nodes it may name are what its embedding retrieval returns for the model's "
+    "own queries, which a scripted answer cannot know without a model",
+    "embodiedrag_strict": "not scripted: as embodiedrag (its targets must be in the retrieved subgraph)",
+}
+
+
+# ----------------------------------------------------------------------------- the scripted server (a child process)
+def serve(port_out: Any, latency: float) -> None:
+    """An OpenAI-compatible chat endpoint answering from a script (`POST /script`) after exactly `latency` s."""
+    script: list[str] = []
+    prompts: list[list[str]] = []
+    lock = threading.Lock()
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+        disable_nagle_algorithm = True  # else each small reply waits for a delayed ACK (40 ms on Linux)
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _reply(self, status: int, body: dict[str, Any]) -> None:
+            data = json.dumps(body).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self) -> None:
+            """The exact prompt tokens of every request since the last GET, per request."""
+            with lock:
+                done = prompts[:]
+                prompts.clear()
+            self._reply(200, {"prompt_tokens": [sum(count_tokens(text) for text in p) for p in done]})
+
+        def do_POST(self) -> None:
+            arrived = time.perf_counter()
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if self.path == "/script":
+                with lock:
+                    script[:] = request
+                self._reply(200, {})
+                return
+            with lock:
+                answer = script.pop(0) if script else None
+            if answer is None:
+                self._reply(400, {"error": {"message": "the script has no answer left", "type": "invalid_request"}})
+                return
+            with lock:  # counted after the run (GET /tokens), so counting never delays an answer
+                prompts.append([m["content"] for m in request["messages"]])
+            time.sleep(max(0.0, latency - (time.perf_counter() - arrived)))
+            self._reply(
+                200,
+                {
+                    "id": "scripted",
+                    "object": "chat.completion",
+                    "created": int(time.time()),
+                    "model": "scripted",
+                    "choices": [
+                        {"index": 0, "finish_reason": "stop", "message": {"role": "assistant", "content": answer}}
+                    ],
+                    "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},  # placeholders
+                },
+            )
+
+    count_tokens("load the tokenizer before the first request")
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    port_out.send(server.server_address[1])
+    server.serve_forever()
+
+
+def prompt_tokens(base: str) -> list[int]:
+    """The exact (cl100k) prompt tokens of each request the server answered since the last call."""
+    with urllib.request.urlopen(f"{base}/tokens", timeout=600) as response:
+        counts: list[int] = json.loads(response.read())["prompt_tokens"]
+    return counts
+
+
+def post_script(base: str, answers: list[str]) -> None:
+    request = urllib.request.Request(
+        f"{base}/script", json.dumps(answers).encode(), {"Content-Type": "application/json"}, method="POST"
+    )
+    with urllib.request.urlopen(request, timeout=10) as response:
+        response.read()
+
+
+# ----------------------------------------------------------------------------- measuring
+@dataclass
+class Run:
+    wall_s: float
+    cpu_s: float
+    result: PlanResult
+
+
+def plan_once(planner: str, backend: LlmBackend, graph: SceneGraph, instruction: str) -> Run:
+    options = PlannerOptions(budget=Budget(backoff_initial_s=0.0, backoff_max_s=0.0, max_transient_retries=0))
+    worker = make_planner(planner, backend, options)
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = worker.plan(graph, instruction)
+    return Run(time.perf_counter() - wall, time.process_time() - cpu, result)
+
+
+def overhead_rows(sizes: list[int], latency: float, repeats: int, base: str, only: list[str]) -> list[str]:
+    lines = [
+        f"## Non-LLM time as a share of wall time (scripted model answering in {latency:g} s per call)",
+        "",
+        "| planner | rooms | nodes | verified | LLM calls | prompt tokens | largest prompt | wall s | non-LLM s "
+        "| non-LLM share | planner CPU s | CPU share |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    backend = OpenAIBackend("scripted", base_url=f"{base}/v1", timeout_s=max(60.0, latency * 10))
+    warmed = False
+    for rooms in sizes:
+        graph = building(rooms)
+        task = task_for(graph)
+        for planner in only:
+            script = SCRIPTS.get(planner, "not scripted: a planner this bench does not know")
+            if isinstance(script, str):
+                lines.append(f"| {planner} | {rooms} | {len(graph.nodes)} | {script} | | | | | | | | |")
+                print(lines[-1], flush=True)
+                continue
+            if planner == "abstract" and not warmed:  # the embedding model loads once per process (about 7 s)
+                from sayplan_core.retrieval import default_embedder
+
+                default_embedder().embed(["warm-up"])
+                warmed = True
+            instruction, answers = script(graph, task)
+            runs = []
+            for _ in range(repeats):
+                post_script(base, answers)
+                runs.append(plan_once(planner, backend, graph, instruction))
+            tokens = prompt_tokens(base)
+            run = runs[0]
+            calls = len(run.result.calls)
+            wall = statistics.median(r.wall_s for r in runs)
+            non_llm = statistics.median(r.wall_s - latency * len(r.result.calls) for r in runs)
+            cpu = statistics.median(r.cpu_s for r in runs)
+            verdict = "yes" if run.result.success else f"no: {run.result.message[:120]}"
+            lines.append(
+                f"| {planner} | {rooms} | {len(graph.nodes)} | {verdict} | {calls} | {sum(tokens[:calls])} "
+                f"| {max(tokens[:calls], default=0)} | {wall:.2f} | {non_llm:.3f} | {100 * non_llm / wall:.2f}% "
+                f"| {cpu:.3f} | {100 * cpu / (cpu + latency * calls):.2f}% |"
+            )
+            print(lines[-1], flush=True)
+    lines += [
+        "",
+        "Non-LLM s: wall time minus the scripted latency of every call (median of the runs); it includes the HTTP "
+        "round trips to the local server and any wait for a core on a loaded machine. Planner CPU s: the planner "
+        "process's CPU time (the server's is not in it), median of the runs; CPU share: that time over itself plus "
+        "the latency of every call, the share on a core of its own. Prompt tokens: cl100k, counted by the server "
+        "after the runs, of the first run.",
+        "",
+    ]
+    return lines
+
+
+def token_rows(sizes: list[int]) -> list[str]:
+    lines = [
+        "## Collapsed graph tokens (cl100k): full graph, every room, floors only",
+        "",
+        "| rooms | floors | nodes | full | room-level collapse | cut | floor-level collapse | cut "
+        "| one floor expanded | cut |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for rooms in sizes:
+        graph = building(rooms)
+        full = count_tokens(to_prompt_text(graph))
+        room_level = count_tokens(collapse(graph).text())
+        top = collapse(graph, top_only=True)
+        floor_level = count_tokens(top.text())
+        top.expand(sorted(graph.ids_of_type("floor"))[0])
+        one_floor = count_tokens(top.text())
+
+        def cut(part: int, whole: int = full) -> str:
+            return f"{100 * (1 - part / whole):.2f}%"
+
+        lines.append(
+            f"| {rooms} | {graph.count('floor')} | {len(graph.nodes)} | {full} | {room_level} | {cut(room_level)} "
+            f"| {floor_level} | {cut(floor_level)} | {one_floor} | {cut(one_floor)} |"
+        )
+        print(lines[-1], flush=True)
+    default = SayPlanOptions().floor_view_rooms
+    lines += [
+        "",
+        f"SayPlan starts at the floors when a building has more than `sayplan.floor_view_rooms` = {default} rooms "
+        "on two floors or more; below that, with every room visible.",
+        "",
+    ]
+    return lines
+
+
+def record_floor_transcript(path: Path) -> None:
+    """The SayPlan run on the 1,000-room building, recorded with its prompts (replay checks them)."""
+    graph = building(1000)
+    task = task_for(graph)
+    answers = sayplan_answers(graph, task, SayPlanOptions().floor_view_rooms)
+    calls = [{"response": {"text": a}} for a in answers]
+    scripted = ReplayBackend({"format": TRANSCRIPT_FORMAT, "version": 1, "calls": calls}, "scripted")
+    recorder = RecordingBackend(scripted)
+    run = plan_once("sayplan", recorder, graph, task.instruction)
+    if not run.result.success:
+        raise SystemExit(f"the scripted run failed: {run.result.message}")
+    data = recorder.transcript()
+    data["note"] = (
+        "SayPlan on generate_building(BuildingSpec(floors=10, rooms_per_floor=100, seed=0)): a floor-level search "
+        "(floors, then rooms) by scripted answers; written by scripts/bench_planning_overhead.py "
+        "--record-floor-transcript"
+    )
+    path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"wrote {path} ({len(answers)} calls)", file=sys.stderr)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
+    parser.add_argument("--latency", type=float, default=1.0, help="seconds the scripted model takes per answer")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000], help="rooms per building")
+    parser.add_argument("--repeats", type=int, default=3, help="runs per planner and building (medians)")
+    parser.add_argument("--planners", default="", help="comma-separated planner ids (default: every bundled one)")
+    parser.add_argument("--write", type=Path, help="also write the tables to this Markdown file (docs/measured/)")
+    parser.add_argument("--record-floor-transcript", type=Path, help="record the 1,000-room SayPlan run there")
+    args = parser.parse_args()
+    if args.record_floor_transcript:
+        record_floor_transcript(args.record_floor_transcript)
+        return
+    only = args.planners.split(",") if args.planners else PLANNERS.bundled()
+    context = multiprocessing.get_context("spawn")
+    receive, send = context.Pipe(duplex=False)
+    server = context.Process(target=serve, args=(send, args.latency), daemon=True)
+    server.start()
+    try:
+        base = f"http://127.0.0.1:{receive.recv()}"
+        lines = token_rows(args.sizes) + overhead_rows(args.sizes, args.latency, args.repeats, base, only)
+    finally:
+        server.terminate()
+        server.join()
+    text = "\n".join(lines)
+    print(text)
+    if args.write:
+        measured_doc.write(args.write, "Planning overhead: non-LLM time and prompt tokens vs building size", text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,43 @@
+"""scripts/bench_planning_overhead.py (issue 28): a CI-sized run through the real HTTP client, and the committed
+token table matching today's views."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from sayplan_core.envs.generator import BuildingSpec, generate_building
+from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.graph.tokens import count_tokens
+from sayplan_core.graph.views import collapse
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_a_small_run_plans_through_the_scripted_server_and_writes_its_table(tmp_path: Path) -> None:
+    out = tmp_path / "planning_overhead.md"
+    command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", "10"]
+    command += ["--repeats", "1", "--planners", "sayplan,sayplan_lite,embodiedrag", "--write", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# Planning overhead: non-LLM time and prompt tokens vs building size\n\nWritten by `")
+    rows = {tuple(cell.strip() for cell in line.split("|")[1:3]): line for line in text.splitlines()}
+    for planner in ("sayplan", "sayplan_lite"):
+        cells = [c.strip() for c in rows[(planner, "10")].split("|")[1:-1]]
+        assert cells[3] == "yes" and int(cells[4]) >= 2 and int(cells[5]) > 0, cells  # verified, calls, tokens
+    assert "not scripted" in rows[("embodiedrag", "10")]  # said, not dropped
+
+
+def test_the_committed_token_table_matches_the_views_today() -> None:
+    text = (ROOT / "docs" / "measured" / "planning_overhead.md").read_text(encoding="utf-8")
+    for rooms, floors in ((10, 1), (100, 2)):
+        graph = generate_building(BuildingSpec(floors=floors, rooms_per_floor=rooms // floors, seed=0))
+        full = count_tokens(to_prompt_text(graph))
+        rooms_level = count_tokens(collapse(graph).text())
+        floors_level = count_tokens(collapse(graph, top_only=True).text())
+        row = f"| {rooms} | {floors} | {len(graph.nodes)} | {full} | {rooms_level} | "
+        line = next((x for x in text.splitlines() if x.startswith(row)), None)
+        assert line is not None, f"no row starting {row!r}: run scripts/bench_planning_overhead.py --write"
+        assert f"| {floors_level} | {100 * (1 - floors_level / full):.2f}% |" in line
