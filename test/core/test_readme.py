@@ -172,6 +172,9 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "scripts/ws_env.sh python scripts/bench_planners.py --out docs/measured/planners.md": NotHere(
         "a 2.5-minute benchmark that rewrites docs/measured/planners.md; run by hand when the planners change"
     ),
+    "scripts/ws_env.sh python scripts/bench_planning_overhead.py --write docs/measured/planning_overhead.md": Elsewhere(
+        "test/core/test_planning_overhead_bench.py", "scripts/bench_planning_overhead.py"
+    ),
     # Spot's payload network
     "sudo nmcli con add type ethernet ifname eth0 con-name spot-payload ipv4.method manual ipv4.addresses "
     '192.168.50.5/24 ipv4.routes "192.168.80.0/24 192.168.50.3" ipv4.never-default yes': NotHere(
