@@ -20,7 +20,7 @@ req="$here/requirements"
 
 # The Python packages without a rosdep key, by extra, and the requirements file that pins each.
 declare -A PIP_ONLY=(
-  [base]="core.txt:bpe-openai core.txt:openai core.txt:ollama ros.txt:rosbags"
+  [base]="core.txt:orjson core.txt:bpe-openai core.txt:openai core.txt:ollama ros.txt:rosbags"
   [spot]="spot.txt:bosdyn-client spot.txt:bosdyn-api spot.txt:bosdyn-core"
 )
 # planners: the whole of requirements/planners.txt with --no-deps (as bootstrap_venv.sh does; see that file).

@@ -19,6 +19,7 @@ setup(
     python_requires=">=3.10",
     install_requires=[
         "networkx>=3.0",
+        "orjson>=3.9",
         "numpy>=1.24",
         "PyYAML>=6.0",
         "bpe-openai>=0.1.4",

@@ -416,6 +416,105 @@ def check_parent(node: Node, parent: Node, relation: str) -> None:
         raise GraphError(f"node '{node.id}' ({node.type}) can only be 'in' its parent, not '{relation}'", node.id)
 
 
+def _placements() -> frozenset[tuple[str, str, str]]:
+    """Every (child type, parent type, relation) that check_parent accepts, derived from it (so one rule)."""
+    out: set[tuple[str, str, str]] = set()
+    for child in NODE_TYPES:
+        for parent in NODE_TYPES:
+            for relation in HIERARCHY_RELATIONS:
+                try:
+                    check_parent(Node("child", child), Node("parent", parent), relation)
+                except GraphError:
+                    continue
+                out.add((child, parent, relation))
+    return frozenset(out)
+
+
+#: (child type, parent type, relation) triples a hierarchy edge may have; bulk loaders check a whole file's at once.
+PLACEMENTS: frozenset[tuple[str, str, str]] = _placements()
+
+
+def _nesting() -> frozenset[tuple[str, str]]:
+    """(child type, parent type) pairs of PLACEMENTS that lie on a cycle of types: only hierarchy edges of these
+    pairs can close a cycle of nodes (today: objects in objects), so a loader walks for cycles only if it has one."""
+    under = nx.DiGraph((child, parent) for child, parent, _ in PLACEMENTS)
+    group = {t: i for i, members in enumerate(nx.strongly_connected_components(under)) for t in members}
+    return frozenset((c, p) for c, p in under.edges if group[c] == group[p])
+
+
+NESTING: frozenset[tuple[str, str]] = _nesting()
+
+#: A navigation edge as loaders pass it: both ends and its weight, if any.
+Link = tuple[str, str, float | None]
+
+
+def prechecked_nodes(
+    rows: Iterable[tuple[str, str, str, list[str], list[str], dict[str, Any], Position | None]],
+) -> list[Node]:
+    """Nodes from (id, type, name, states, affordances, attributes, position) rows without __post_init__.
+
+    Only for a loader that has already checked every field of every row against the rules of Node.check (see
+    native_format's bulk path): running check() once per node was half of loading a large graph.
+    """
+    new = object.__new__
+    nodes: list[Node] = []
+    append = nodes.append
+    for node_id, node_type, name, states, affordances, attributes, position in rows:
+        # attribute by attribute in __init__'s order, so the instances share one key table as __init__'s do
+        node = new(Node)
+        node.id = node_id
+        node.type = node_type
+        node.name = name
+        node.states = states
+        node.affordances = affordances
+        node.attributes = attributes
+        node.position = position
+        append(node)
+    return nodes
+
+
+def prechecked_graph(
+    name: str, nodes: list[Node], placements: tuple[list[str], list[str], list[str]], links: list[Link]
+) -> SceneGraph:
+    """A SceneGraph from parts a loader has checked: unique ids, one parent at most per node, PLACEMENTS, no
+    cycle, links between distinct room or pose nodes with valid weights.
+
+    Fills networkx's adjacency dicts directly, the same dicts add_node/add_edge would leave (one per node and
+    edge, shared between both directions, in the same order), because the per-call bookkeeping of add_edge cost
+    more than the edge. placements: (children, their parents, their relations), in file order.
+    """
+    graph = SceneGraph(name)
+    ids = [node.id for node in nodes]
+    graph.nodes.update(zip(ids, nodes, strict=True))
+    by_type = graph._by_type
+    for node in nodes:
+        by_type[node.type].add(node.id)
+    children, parents, relations = placements
+    datas = [{"relation": relation} for relation in relations]
+    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
+    pred.update(zip(children, [{p: d} for p, d in zip(parents, datas, strict=True)], strict=True))
+    for root in [node_id for node_id, up in pred.items() if up is None]:
+        pred[root] = {}
+    succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
+    for parent, child, data in zip(parents, children, datas, strict=True):
+        succ[parent][child] = data
+    tree, nav = graph.tree, graph.nav
+    tree._node.update({node_id: {} for node_id in ids})
+    tree._succ.update(succ)
+    tree._pred.update(pred)
+    places = [node.id for node in nodes if node.type in NAV_TYPES]
+    nav._node.update({node_id: {} for node_id in places})
+    adj: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in places}
+    for a, b, weight in links:
+        link: dict[str, Any] | None = adj[a].get(b)
+        if link is None:
+            link = adj[a][b] = adj[b][a] = {}
+        if weight is not None:
+            link["weight"] = weight
+    nav._adj.update(adj)
+    return graph
+
+
 def with_state(states: Iterable[str], new_state: str) -> list[str]:
     """Set a state, dropping the states it excludes (open removes closed)."""
     out = list(states)
