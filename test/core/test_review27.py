@@ -1,0 +1,52 @@
+"""Issue 27 review: what a researcher's own task lists and graphs did that they should not have. Each test is a
+case found by trying the documented commands on hostile input; the oracle is the input built here."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from sayplan_core.cli import main as cli_main
+from sayplan_core.graph import load
+
+
+def rooms_scene(i: int, agent_in: str) -> list[dict[str, Any]]:
+    """A GRASIF node-list scene whose rooms name task `i` and whose agent is in `agent_in`: start and goal scenes
+    of every task differ, so each written file can be told apart."""
+    nodes: list[dict[str, Any]] = [{"name": [room, 1], "type": "room"} for room in (f"hall{i}", f"kitchen{i}")]
+    nodes.append({"name": ["bench", 1], "type": "asset", "place": [f"kitchen{i}", 1], "affordances": ["put_on"]})
+    nodes.append({"name": ["agent", 1], "type": "agent", "location": [f"{agent_in}{i}", 1]})
+    return nodes
+
+
+def test_task_ids_whose_file_names_meet_get_files_of_their_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`x`'s goal file is `x.goal.json`, which is also the start scene of a task `x.goal`; `a/b` and `a_b` make
+    the same file name; an id of 300 characters is longer than a file name may be. Each task must keep its own
+    scenes, and none may stop the import half way."""
+    ids = ["x", "x.goal", "a/b", "a_b", "Case", "case", "t" * 300]
+    tasks = [
+        {"id": task_id, "instruction": f"Task {i}.", "init": rooms_scene(i, "hall"), "goal": rooms_scene(i, "kitchen")}
+        for i, task_id in enumerate(ids)
+    ]
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps({"tasks": tasks}))
+    out = tmp_path / "out"
+    code = cli_main(["env", "import", str(source), str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    listed = yaml.safe_load((out / "tasks.yaml").read_text())["tasks"]
+    assert [t["id"] for t in listed] == ids
+    files = [t["env"] for t in listed] + [t["goal"]["graph"] for t in listed]
+    assert len({f.casefold() for f in files}) == len(files), files
+    for i, entry in enumerate(listed):
+        start, goal = load(out / entry["env"]), load(out / entry["goal"]["graph"])
+        assert start.agent_location() == f"hall{i}-1", entry
+        assert goal.agent_location() == f"kitchen{i}-1", entry
+    id_maps = json.loads((out / "tasks.ids.json").read_text())["ids"]
+    assert {task_id: id_maps[task_id]["env"] for task_id in ids} == {t["id"]: t["env"] for t in listed}
