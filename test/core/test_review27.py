@@ -7,11 +7,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 import yaml
 
 from sayplan_core.cli import main as cli_main
 from sayplan_core.graph import load
+from sayplan_core.graph.importers.stanford import import_stanford
 
 
 def rooms_scene(i: int, agent_in: str) -> list[dict[str, Any]]:
@@ -50,3 +52,29 @@ def test_task_ids_whose_file_names_meet_get_files_of_their_own(
         assert goal.agent_location() == f"kitchen{i}-1", entry
     id_maps = json.loads((out / "tasks.ids.json").read_text())["ids"]
     assert {task_id: id_maps[task_id]["env"] for task_id in ids} == {t["id"]: t["env"] for t in listed}
+
+
+def test_a_stanford_room_with_no_floor_number_is_put_on_no_floor(tmp_path: Path) -> None:
+    """A Gibson room whose `floor_number` is missing sat on floor A, joined to floor A's invented hallway, even
+    when its height is floor B's: the import joined what the data does not, and said nothing. It must be on no
+    floor (joined only to the `hall` pose of rooms in no floor, as the docs say), and the summary names it."""
+
+    def room(rid: int, category: str, floor: str | None, z: float) -> dict[str, Any]:
+        return {
+            "id": rid,
+            "scene_category": category,
+            "floor_number": floor,
+            "location": np.array([0.0, 0.0, z]),
+            "size": np.array([3.0, 3.0, 2.5]),
+        }
+
+    rooms = {1: room(1, "kitchen", "A", 1.25), 2: room(2, "bedroom", "B", 4.25), 3: room(3, "office", None, 4.25)}
+    output = {"building": {"id": 0, "name": "T"}, "room": rooms, "object": {}}
+    path = tmp_path / "b.npz"
+    np.savez(path, output=np.array(output, dtype=object))
+    imported = import_stanford(path)
+    graph = imported.graph
+    assert graph.parent("office_3") == "building_t"
+    assert not graph.nav.has_edge("office_3", "hall_floor_a") and not graph.nav.has_edge("office_3", "hall_floor_b")
+    assert graph.nav_component("office_3") != graph.nav_component("kitchen_1")
+    assert "office_3" in imported.summary() and "floor_number" in imported.summary()
