@@ -78,3 +78,31 @@ def test_a_stanford_room_with_no_floor_number_is_put_on_no_floor(tmp_path: Path)
     assert not graph.nav.has_edge("office_3", "hall_floor_a") and not graph.nav.has_edge("office_3", "hall_floor_b")
     assert graph.nav_component("office_3") != graph.nav_component("kitchen_1")
     assert "office_3" in imported.summary() and "floor_number" in imported.summary()
+
+
+def test_a_hydra_object_named_by_a_long_caption_imports(tmp_path: Path) -> None:
+    """Hydra variants (Clio) name objects by a phrase; a name of 600 characters made an id over the 256-character
+    limit and refused the whole graph. The class is cut to MAX_CLASS characters; the node keeps its full name."""
+    dsg = pytest.importorskip("spark_dsg", reason="spark-dsg (requirements/interop.txt) is not installed")
+    from sayplan_core.graph.importers.hydra import MAX_CLASS, import_hydra
+
+    g = dsg.DynamicSceneGraph()
+    for index, x in enumerate((0.0, 4.0)):
+        room = dsg.RoomNodeAttributes()
+        room.position = np.array([x, 0.0, 0.0])
+        g.add_node(4, dsg.NodeSymbol("R", index), room)
+    g.insert_edge(dsg.NodeSymbol("R", 0), dsg.NodeSymbol("R", 1))
+    caption = "a red mug next to the kettle " * 20
+    obj = dsg.ObjectNodeAttributes()
+    obj.position = np.array([0.0, 0.0, 0.0])
+    obj.name = caption
+    g.add_node(2, dsg.NodeSymbol("O", 3), obj)
+    g.insert_edge(dsg.NodeSymbol("R", 0), dsg.NodeSymbol("O", 3))
+    path = tmp_path / "clio.sparkdsg"
+    g.save(str(path))
+    imported = import_hydra(path)
+    our = imported.id_map["O(3)"]
+    assert our.startswith("a_red_mug_next_to_the_kettle") and our.endswith("_3")
+    assert len(our) <= MAX_CLASS + len("_3")
+    assert imported.graph.node(our).name == caption
+    assert imported.graph.room_of(our) == imported.id_map["R(0)"]
