@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from sayplan_core.cli import main as cli_main
-from sayplan_core.graph import load
+from sayplan_core.graph import GraphError, load
 from sayplan_core.graph.importers.stanford import import_stanford
 
 
@@ -106,3 +106,22 @@ def test_a_hydra_object_named_by_a_long_caption_imports(tmp_path: Path) -> None:
     assert len(our) <= MAX_CLASS + len("_3")
     assert imported.graph.node(our).name == caption
     assert imported.graph.room_of(our) == imported.id_map["R(0)"]
+
+
+def test_a_json_types_file_names_labels_by_number(tmp_path: Path) -> None:
+    """JSON object keys are strings, so `{"labels": {"3": "cup"}}` is the only way a JSON --types file can name
+    label 3; it was refused ("must map label numbers"), so the labels section worked in YAML only. A bad entry is
+    named in the error."""
+    from sayplan_core.graph.importers.common import read_labels
+
+    good = tmp_path / "types.json"
+    good.write_text(json.dumps({"labels": {"3": "cup", "4": "dining table"}, "room_labels": {"0": "kitchen"}}))
+    assert read_labels(good) == {"objects": {3: "cup", 4: "dining table"}, "rooms": {0: "kitchen"}}
+    yaml_file = tmp_path / "types.yaml"
+    yaml_file.write_text("labels: {3: cup}\n")
+    assert read_labels(yaml_file) == {"objects": {3: "cup"}}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"labels": {"3": "cup", "three": "mug", "5": ""}}))
+    with pytest.raises(GraphError) as err:
+        read_labels(bad)
+    assert "'three'" in str(err.value) and "'5'" in str(err.value) and "'3'" not in str(err.value)
