@@ -247,9 +247,30 @@ def cmd_env_export(args: argparse.Namespace) -> int:
     return 0
 
 
+#: Longest file name stem a task's scenes get (file systems refuse names over 255 bytes).
+MAX_TASK_STEM = 120
+
+
 def _task_stem(task_id: str) -> str:
     """The file name stem of a task's scenes: its id with anything but letters, digits, `_`, `.`, `-` made `_`."""
     return re.sub(r"[^A-Za-z0-9_.-]", "_", task_id)
+
+
+def _task_stems(task_ids: list[str]) -> dict[str, str]:
+    """A stem per task whose two files (`<stem>.json`, `<stem>.goal.json`) no other task's files and neither
+    tasks.yaml nor tasks.ids.json share, compared case-blind: ids `x` and `x.goal`, or `a/b` and `a_b`, would
+    otherwise overwrite each other's scenes; long ids are cut so the file system takes the name."""
+    taken = {"tasks.yaml", "tasks.ids.json"}
+    out: dict[str, str] = {}
+    for task_id in task_ids:
+        base = _task_stem(task_id)[:MAX_TASK_STEM] or "task"
+        stem, k = base, 1
+        while {f"{stem}.json".casefold(), f"{stem}.goal.json".casefold()} & taken:
+            k += 1
+            stem = f"{base}-{k}"
+        taken |= {f"{stem}.json".casefold(), f"{stem}.goal.json".casefold()}
+        out[task_id] = stem
+    return out
 
 
 def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: ImportOptions, per_task: PerTask) -> int:
@@ -273,8 +294,9 @@ def _import_tasks(args: argparse.Namespace, source: Path, out: Path, options: Im
     entries: list[dict[str, Any]] = []
     notes: list[str] = list(found.notes)
     task_ids: dict[str, Any] = {}
+    stems = _task_stems([task.id for task in found.tasks])
     for task in found.tasks:
-        stem = _task_stem(task.id)
+        stem = stems[task.id]
         write_text_atomic(out / f"{stem}.json", native_format.dumps(task.init.graph) + "\n")
         write_text_atomic(out / f"{stem}.goal.json", native_format.dumps(task.goal.graph) + "\n")
         entries.append(

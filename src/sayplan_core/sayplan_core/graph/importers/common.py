@@ -221,13 +221,25 @@ def read_labels(path: str | Path) -> dict[str, dict[int, str]]:
         raw = data.get(key)
         if raw is None:
             continue
-        ok = isinstance(raw, Mapping) and all(
-            isinstance(k, int) and not isinstance(k, bool) and isinstance(v, str) and v.strip() for k, v in raw.items()
-        )
-        if not ok:
+        if not isinstance(raw, Mapping):
             raise GraphError(f"type list {path}: {key} must map label numbers to class names ({{3: cup}})")
-        out[which] = {int(k): str(v) for k, v in raw.items()}
+        bad = [repr(k) for k, v in raw.items() if _label_number(k) is None or not (isinstance(v, str) and v.strip())]
+        if bad:
+            shown = ", ".join(bad[:10]) + (f" and {len(bad) - 10} more" if len(bad) > 10 else "")
+            raise GraphError(
+                f"type list {path}: {key} must map label numbers to class names ({{3: cup}}); not so: {shown}"
+            )
+        out[which] = {_label_number(k) or 0: str(v) for k, v in raw.items()}
     return out
+
+
+def _label_number(key: Any) -> int | None:
+    """A label number: an int, or digits as a JSON file must write its keys (`"3"`)."""
+    if isinstance(key, int) and not isinstance(key, bool):
+        return key
+    if isinstance(key, str) and key.strip().isdigit() and key.strip().isascii():
+        return int(key.strip())
+    return None
 
 
 def _problem_text(source: str, problems: list[str], limit: int) -> str:

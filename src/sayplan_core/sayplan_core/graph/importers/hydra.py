@@ -48,6 +48,10 @@ MOVABLE_CLASSES: frozenset[str] = COCO_MOVABLE | frozenset({
     "glass", "phone", "tray", "shoe", "hat", "bucket", "plant", "flower", "flowerpot", "ball", "paper",
 })  # fmt: skip
 
+#: Longest class a label or name gives (ids are `<class>_<index>`, under the model's id limit): Hydra variants
+#: such as Clio name objects by whole phrases.
+MAX_CLASS = 64
+
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 _SYMBOL_NAME = re.compile(r"^[A-Za-z]\(?\d+\)?$")
 
@@ -128,8 +132,8 @@ def import_hydra_graph(path: str | Path, options: ImportOptions | None = None) -
 
 
 def class_name(label: str) -> str:
-    """A label as a class: `Dining Table` -> `dining_table`."""
-    return _NON_WORD.sub("_", label.strip().lower()).strip("_")
+    """A label as a class: `Dining Table` -> `dining_table`; cut to MAX_CLASS characters."""
+    return _NON_WORD.sub("_", label.strip().lower()).strip("_")[:MAX_CLASS].rstrip("_")
 
 
 def _layer(graph: Any, name: str, default: int) -> Any:

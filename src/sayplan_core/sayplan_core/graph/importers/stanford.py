@@ -92,6 +92,7 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     if not isinstance(rooms, Mapping) or not isinstance(objects, Mapping):
         raise GraphError(f"{path}: 'room' and 'object' must be dicts keyed by id")
     room_ids: dict[int, str] = {}
+    no_floor: list[str] = []
     on_floors: dict[str, list[str]] = {}  # room id -> the floor labels the data gives it, its own first
     heights: dict[str, tuple[float, float] | None] = {}
     id_map: dict[str, str] = {f"building {bname}" if bname else "building": building_id}
@@ -105,8 +106,10 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         labels = _floor_labels(room.get("floor_number"))
         for floor_label in labels:
             floors.setdefault(floor_label, f"floor_{floor_label.lower()}")
-        floor_label = labels[0]
-        on_floors[room_id] = labels
+        if labels:
+            on_floors[room_id] = labels
+        else:  # on no floor: never guessed onto one, where the invented hallway would join it to that floor
+            no_floor.append(room_id)
         heights[room_id] = _height(room)
         b.node(
             room_id,
@@ -115,10 +118,13 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
             attributes={"size": _as_list(room.get("size")), "volume": _as_float(room.get("volume"))},
             position=_as_list(room.get("location")),
         )
-        b.child(room_id, "in", floors[floor_label])
+        b.child(room_id, "in", floors[labels[0]] if labels else building_id)
     for rid, key, _ in entries:
         if rid is None:
             b.problem(f"room {key!r} has no integer id")
+    if no_floor:
+        shown = ", ".join(no_floor[:10]) + (f" and {len(no_floor) - 10} more" if len(no_floor) > 10 else "")
+        b.notes.append(f"{len(no_floor)} room(s) with no floor_number in the data, on no floor: {shown}")
     for room_id, labels in _shared_rooms(on_floors, heights).items():
         b.also_on[room_id] = [floors[label] for label in labels]
     for label, floor_id in sorted(floors.items()):
@@ -174,12 +180,12 @@ def import_stanford_npz(path: str | Path, name: str = "", options: ImportOptions
 
 
 def _floor_labels(raw: Any) -> list[str]:
-    """The floors a room is on: its `floor_number` ("A"), or several when the data lists several (["A", "B"])."""
+    """The floors a room is on: its `floor_number` ("A"), several when the data lists several (["A", "B"]), or none."""
     if hasattr(raw, "tolist"):
         raw = raw.tolist()
     items = raw if isinstance(raw, (list, tuple)) else [raw]
     labels = [str(v).strip() for v in items if v is not None and str(v).strip()]
-    return list(dict.fromkeys(labels)) or ["A"]
+    return list(dict.fromkeys(labels))
 
 
 def _height(room: Mapping[str, Any]) -> tuple[float, float] | None:
