@@ -57,7 +57,7 @@ def test_path_command(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["env", "show", "hospital"], "unknown environment 'hospital'"),
         (["verify", "--env", "office", "--plan", "goto(kitchen) > pick up mug"], "cannot read 'pick up mug'"),
-        (["path", "--env", "office", "--to", "fridge"], "goal 'fridge' is a asset"),
+        (["path", "--env", "office", "--to", "fridge"], "goal 'fridge' is an asset"),
         (["verify", "--env", "office", "--plan", "done", "--action-set", "nope"], "unknown action set 'nope'"),
     ],
 )

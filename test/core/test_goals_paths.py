@@ -105,7 +105,7 @@ def test_unreachable_and_wrong_nodes_are_clear() -> None:
     planner = PathPlanner(graph)
     with pytest.raises(NoPathError, match="'cafeteria' is unreachable from 'kitchen'"):
         planner.shortest_path("kitchen", "cafeteria")
-    with pytest.raises(GraphError, match="goal 'fridge' is a asset"):
+    with pytest.raises(GraphError, match="goal 'fridge' is an asset"):
         planner.shortest_path("kitchen", "fridge")
     with pytest.raises(GraphError, match="did you mean 'kitchen'"):
         planner.shortest_path("kichen", "reception")

@@ -407,7 +407,7 @@ def test_an_import_without_agent_is_written_but_cannot_be_planned_on(
     assert code == 0 and "agent placed at bathroom_1" in text
     assert load_env(str(out)).agent_location() == "bathroom_1"
     code, _, err = run_cli(["env", "import", str(npz), str(out), "--agent-at", "toilet_10"], capsys)
-    assert code == 2 and "--agent-at toilet_10: it is a asset, not a room or pose" in err
+    assert code == 2 and "--agent-at toilet_10: it is an asset, not a room or pose" in err
 
 
 # ------------------------------------------------------------------ Stanford 3DSG (issue 12)

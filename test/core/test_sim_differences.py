@@ -153,7 +153,7 @@ def test_sayplan_verify_prints_the_inserted_steps(capsys: pytest.CaptureFixture[
 @pytest.mark.parametrize(("action_set", "verb"), [("lookplangraph", "go_to"), (AUTO, "go_to"), ("sayplan", "goto")])
 def test_go_to_an_asset_is_refused(action_set: str, verb: str) -> None:
     result = verify_plan(office(), f"{verb}(fridge) > done", action_set)
-    assert not result.success and result.feedback.startswith(f"cannot {verb}(fridge): fridge is a asset; {verb} takes")
+    assert not result.success and result.feedback.startswith(f"cannot {verb}(fridge): fridge is an asset; {verb} takes")
     assert result.inserted == [] and result.fix is None
 
 

@@ -76,8 +76,8 @@ def test_unknown_action_lists_the_available_ones() -> None:
 
 
 def test_wrong_target_type() -> None:
-    fails("goto(fridge)", "cannot goto(fridge): fridge is a asset; goto takes a room or pose")
-    fails("pickup(fridge)", "cannot pickup(fridge): fridge is a asset; pickup takes a object")
+    fails("goto(fridge)", "cannot goto(fridge): fridge is an asset; goto takes a room or pose")
+    fails("pickup(fridge)", "cannot pickup(fridge): fridge is an asset; pickup takes an object")
 
 
 def test_missing_argument_and_empty_plan() -> None:

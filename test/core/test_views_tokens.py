@@ -53,7 +53,7 @@ def test_expand_contract_and_memory() -> None:
 
 def test_expand_errors_name_the_node() -> None:
     view = collapse(load_env("office"))
-    with pytest.raises(GraphError, match="cannot expand 'orange': it is a object"):
+    with pytest.raises(GraphError, match="cannot expand 'orange': it is an object"):
         view.expand("orange")
     with pytest.raises(GraphError, match="not visible"):
         view.expand("fridge")

@@ -182,7 +182,7 @@ def test_path_planner_follows_the_graph(ros: Any) -> None:
     assert answer.node_ids[0] == "pose7" and answer.node_ids[-1] == "cafeteria"
     assert len(answer.positions) == len(answer.node_ids) and answer.cost > 30
     answer = ros.call(client, PlanPath.Request(start="kitchen", goal="fridge"))
-    assert not answer.success and "is a asset" in answer.message
+    assert not answer.success and "is an asset" in answer.message
 
     updates = ros.node("updater").create_client(ApplyGraphUpdate, "apply_graph_update")
     cut = GraphUpdate(source="test")

@@ -329,7 +329,7 @@ class SceneGraph:
         for end in (a, b):
             if self.node(end).type not in NAV_TYPES:
                 raise GraphError(
-                    f"navigation edge {a}<->{b}: '{end}' is a {self.nodes[end].type}, "
+                    f"navigation edge {a}<->{b}: '{end}' is {a_or_an(self.nodes[end].type)}, "
                     "only room and pose nodes are connected",
                     end,
                 )
@@ -389,6 +389,11 @@ def _copy_node(node: Node) -> Node:
     clone.affordances = list(node.affordances)
     clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
     return clone
+
+
+def a_or_an(word: str) -> str:
+    """The word with its indefinite article, for messages that name a node type ("an asset", "a room")."""
+    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
 
 
 def check_parent(node: Node, parent: Node, relation: str) -> None:

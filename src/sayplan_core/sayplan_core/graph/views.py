@@ -11,7 +11,7 @@ of a floor-level view hides its rooms and their contents together.
 
 from __future__ import annotations
 
-from sayplan_core.graph.model import GraphError, SceneGraph
+from sayplan_core.graph.model import GraphError, SceneGraph, a_or_an
 from sayplan_core.graph.text import to_prompt_text
 
 #: Levels shown when collapsed: floors, rooms and the agent (SayPlan appendix K). Pose nodes are left out by
@@ -47,7 +47,8 @@ class GraphView:
         node = self.graph.node(node_id)
         if node.type not in EXPANDABLE_TYPES:
             raise GraphError(
-                f"cannot expand '{node_id}': it is a {node.type}; expand one of: {', '.join(sorted(EXPANDABLE_TYPES))}",
+                f"cannot expand '{node_id}': it is {a_or_an(node.type)}; "
+                f"expand one of: {', '.join(sorted(EXPANDABLE_TYPES))}",
                 node_id,
             )
         if node_id not in self.visible_ids():

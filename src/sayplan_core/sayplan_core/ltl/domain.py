@@ -51,7 +51,7 @@ from typing import Any
 
 import numpy as np
 
-from sayplan_core.graph.model import NAV_TYPES, SceneGraph
+from sayplan_core.graph.model import NAV_TYPES, SceneGraph, a_or_an
 from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, PathPlanner
 from sayplan_core.sim.plan import PlanStep
 
@@ -144,7 +144,8 @@ class SearchDomain:
                 raise DomainError(f"'{atom}' is not a node of the scene graph")
             if node.type not in ATOM_TYPES:
                 raise DomainError(
-                    f"'{atom}' is a {node.type}; propositions name rooms, poses, floors, assets, objects or workspaces"
+                    f"'{atom}' is {a_or_an(node.type)}; "
+                    "propositions name rooms, poses, floors, assets, objects or workspaces"
                 )
         self.locations: list[Location] = [self._nav_location(n) for n in sorted(graph.nav.nodes)]
         self.index = {loc.name: i for i, loc in enumerate(self.locations)}

@@ -14,7 +14,7 @@ from itertools import pairwise
 
 import networkx as nx
 
-from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph
+from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph, a_or_an
 from sayplan_core.sim.plan import PlanStep
 
 DEFAULT_EDGE_COST = 1.0
@@ -72,7 +72,7 @@ class PathPlanner:
     def _check(self, node_id: str, role: str) -> None:
         node = self.graph.node(node_id)
         if node.type not in NAV_TYPES:
-            raise GraphError(f"{role} '{node_id}' is a {node.type}; paths join room and pose nodes", node_id)
+            raise GraphError(f"{role} '{node_id}' is {a_or_an(node.type)}; paths join room and pose nodes", node_id)
 
     def shortest_path(self, start: str, goal: str, method: str = "dijkstra") -> PathResult:
         self._check(start, "start")

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sayplan_core.graph.model import SceneGraph, UnknownNodeError
+from sayplan_core.graph.model import SceneGraph, UnknownNodeError, a_or_an
 from sayplan_core.sim.action_set import ActionSet, ActionSpec, Clause, load_action_set
 from sayplan_core.sim.plan import PlanStep, format_plan, parse_plan
 from sayplan_core.sim.predicates import (
@@ -88,7 +88,8 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
     if node_type not in spec.targets:
         return StepOutcome(
             False,
-            f"cannot {step}: {step.target} is a {node_type}; {step.action} takes a {' or '.join(spec.targets)}",
+            f"cannot {step}: {step.target} is {a_or_an(node_type)}; "
+            f"{step.action} takes {a_or_an(' or '.join(spec.targets))}",
             "wrong_type",
         )
     if state.graph.agent_id is None and step.action not in ("done",):

@@ -27,6 +27,7 @@ from sayplan_core.graph.model import (
     GraphError,
     Node,
     SceneGraph,
+    a_or_an,
     check_parent,
 )
 from sayplan_core.graph.native_format import (
@@ -454,7 +455,7 @@ class Builder:
             if rel == "connected_to":
                 for end in (src, dst):
                     if self.types[end] not in NAV_TYPES:
-                        self.problem(f"{what}: '{end}' is a {self.types[end]}; only rooms and poses link")
+                        self.problem(f"{what}: '{end}' is {a_or_an(self.types[end])}; only rooms and poses link")
                 continue
             if src in self.duplicates:  # reported as a duplicate id; its copies' places say nothing more
                 parents.setdefault(src, dst)
@@ -525,7 +526,11 @@ class Builder:
                 found = self.types.get(where)
                 self.problem(
                     f"--agent-at {where}: "
-                    + (f"it is a {found}, not a room or pose" if found else f"no such node{self.like(where, True)}")
+                    + (
+                        f"it is {a_or_an(found)}, not a room or pose"
+                        if found
+                        else f"no such node{self.like(where, True)}"
+                    )
                 )
                 return
             if agents:
