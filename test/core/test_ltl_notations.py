@@ -139,6 +139,13 @@ def test_bad_list_formulas_get_one_clear_error(data: str, error: str) -> None:
         parse_formula(data, ["kitchen", "lab", "hall"])
 
 
+def test_json_booleans_are_the_constants() -> None:
+    """JSON writes the constants as true/false, not as strings; they mean what "true"/"false" mean."""
+    for value, word in ((True, "true"), (False, "false")):
+        assert parse_formula(json.dumps(["ALWAYS", ["OR", value, "lab"]]), ["lab"]) == parse_prefix(f"G | {word} lab")
+        assert parse_list(["UNTIL", value, "lab"], ["lab"]) == parse_list(["UNTIL", word, "lab"], ["lab"])
+
+
 def test_deep_python_lists_are_refused_before_any_recursion_limit() -> None:
     deep: Any = "lab"
     for _ in range(50_000):

@@ -239,6 +239,8 @@ def parse_list(data: object, known_atoms: Iterable[str] | None = None) -> Formul
         if isinstance(item, str):
             strings.append(item)
             return
+        if isinstance(item, bool):  # JSON true/false: the constants
+            return
         if depth > MAX_DEPTH:
             raise FormulaError(f"the formula nests more than {MAX_DEPTH} lists deep")
         if not isinstance(item, (list, tuple)):
@@ -252,6 +254,8 @@ def parse_list(data: object, known_atoms: Iterable[str] | None = None) -> Formul
     known = _known_ids(known_atoms, strings)
 
     def parse(item: object, where: str) -> Formula:
+        if isinstance(item, bool):
+            item = "true" if item else "false"
         if isinstance(item, str):
             word = item.strip()
             wrapped = _WRAPPED.fullmatch(word)
