@@ -21,6 +21,7 @@ from sayplan_core.graph.importers import (
     read_grasif_tasks,
 )
 from sayplan_core.sim import load_action_set, verify_plan
+from sayplan_core.sim.goal_reach import states_like
 
 DATA = Path(__file__).parent / "data"
 
@@ -187,8 +188,15 @@ def test_goal_states_the_action_set_cannot_give_are_flagged_by_task_id() -> None
         "close; the lookplangraph action set sets it only by turn_on (affordance turn_on, on: asset, object)"
     )
     assert found.skipped["asset-dirty-none"] == [
-        "the goal scene asks 'gadget-1' to be 'dirty', a state no action of the lookplangraph action set sets"
+        "the goal scene asks 'gadget-1' to be 'dirty', a state no action of the lookplangraph action set sets "
+        "(it sets: closed, off, on, open)"
     ]
+
+
+def test_a_goal_state_in_the_wrong_case_is_answered_with_the_state_the_set_sets() -> None:
+    actions = load_action_set("lookplangraph")
+    assert states_like(actions, "Open") == " (did you mean 'open'?)"
+    assert states_like(actions, "clsed") == " (did you mean 'closed'?)"
 
 
 def test_goal_affordances_and_moves_the_start_cannot_give_are_flagged() -> None:

@@ -8,7 +8,9 @@ goal unreachable; a task importer flags it like a goal naming a room the start s
 
 from __future__ import annotations
 
-from sayplan_core.graph.model import Node, SceneGraph
+import difflib
+
+from sayplan_core.graph.model import Node, SceneGraph, a_or_an
 from sayplan_core.sim.action_set import ActionSet, ActionSpec
 
 #: Node types whose states and places a goal scene sets.
@@ -38,8 +40,18 @@ def _needs(specs: list[ActionSpec]) -> str:
 
 
 def _affords(node: Node) -> str:
-    article = "an" if node.type[0] in "aeiou" else "a"
-    return f"'{node.id}' is {article} {node.type} affording {', '.join(node.affordances) or 'nothing'}"
+    return f"'{node.id}' is {a_or_an(node.type)} affording {', '.join(node.affordances) or 'nothing'}"
+
+
+def states_like(actions: ActionSet, state: str) -> str:
+    """The states the set does set, closest to `state` first (a goal written `Open` for `open`)."""
+    known = sorted({str(c.arg) for spec in actions.actions.values() for c in spec.effects if c.name == "set_state"})
+    if not known:
+        return ""
+    close = [k for k in known if k.lower() == state.lower()] or difflib.get_close_matches(state, known, n=3)
+    if close:
+        return f" (did you mean {' or '.join(repr(k) for k in close)}?)"
+    return f" (it sets: {', '.join(known)})"
 
 
 def goal_problems(start: SceneGraph, goal: SceneGraph, actions: ActionSet) -> list[str]:
@@ -62,7 +74,7 @@ def goal_problems(start: SceneGraph, goal: SceneGraph, actions: ActionSet) -> li
             if not setters:
                 problems.append(
                     f"the goal scene asks '{node_id}' to be '{state}', a state no action of the {actions.name} "
-                    "action set sets"
+                    f"action set sets{states_like(actions, state)}"
                 )
             elif not any(_usable(spec, was) for spec in setters):
                 problems.append(
