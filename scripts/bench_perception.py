@@ -6,25 +6,33 @@
 
 Frames are 640x480 renders of the synthetic scene with 20 detections each (its
 real objects plus boxes over the rest of the image), fused into a map that already
-holds `--objects` objects spread over a large building.
+holds `--objects` objects spread over a large building. The figure is one core's:
+OpenMP/BLAS threads are pinned to one before numpy loads, and the target is on CPU
+time per frame (time.process_time), which other load on a shared machine moves less
+than wall time.
 """
 
 from __future__ import annotations
 
-import argparse
-import statistics
-import sys
-import time
-import tracemalloc
-from collections import Counter
-from pathlib import Path
+import os
 
-import measured_doc
-import numpy as np
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"  # one core: set before numpy, scipy and sklearn start their thread pools
 
-from sayplan_core.perception.fusion import Detection, Frame, MapObject, ObjectMap
-from sayplan_core.perception.geometry import CameraIntrinsics, look_at, voxel_downsample
-from sayplan_core.perception.synthetic import build_scene, render, trajectory
+import argparse  # noqa: E402
+import statistics  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import tracemalloc  # noqa: E402
+from collections import Counter  # noqa: E402
+from pathlib import Path  # noqa: E402
+
+import measured_doc  # noqa: E402
+import numpy as np  # noqa: E402
+
+from sayplan_core.perception.fusion import Detection, Frame, MapObject, ObjectMap  # noqa: E402
+from sayplan_core.perception.geometry import CameraIntrinsics, look_at, voxel_downsample  # noqa: E402
+from sayplan_core.perception.synthetic import build_scene, render, trajectory  # noqa: E402
 
 
 def premapped(count: int, rng: np.random.Generator) -> list[MapObject]:
@@ -86,14 +94,15 @@ def main(argv: list[str] | None = None) -> int:
     per_frame = statistics.median(steady)
     lines: list[str] = []
     lines.append(f"- frames: {len(stream)} at 640x480, 20 detections each, {args.objects} objects mapped beforehand")
-    lines.append(f"- median time per frame: {per_frame * 1000:.1f} ms -> {1 / per_frame:.1f} frames/s (target >= 15)")
+    cpu_frame = statistics.median(steady_cpu)
+    lines.append(
+        f"- median CPU time per frame (one core): {cpu_frame * 1000:.1f} ms -> {1 / cpu_frame:.1f} frames/s "
+        "(target >= 30, i.e. <= 33.3 ms)"
+    )
+    lines.append(f"- median wall time per frame: {per_frame * 1000:.1f} ms -> {1 / per_frame:.1f} frames/s")
     mean = statistics.fmean(steady)
     lines.append(f"- mean time per frame: {mean * 1000:.1f} ms -> {1 / mean:.1f} frames/s")
     lines.append(f"- 90th percentile: {np.percentile(steady, 90) * 1000:.1f} ms")
-    lines.append(
-        f"- median CPU time per frame: {statistics.median(steady_cpu) * 1000:.1f} ms (less sensitive than wall time "
-        "to other load on a shared machine)"
-    )
     lines.append(
         f"- map memory: {point_bytes / 1e6 / args.objects * 1000:.1f} MB of points per 1000 objects "
         f"({peak_before / 1e6:.1f} MB traced to build {args.objects} objects)"

@@ -106,7 +106,8 @@ class MapObject:
     @property
     def tree(self) -> cKDTree:
         if self._tree is None:
-            self._tree = cKDTree(self.points)
+            # rebuilt after every change and queried a few times: a quick unbalanced build pays off (same answers)
+            self._tree = cKDTree(self.points, leafsize=32, balanced_tree=False, compact_nodes=False)
         return self._tree
 
     @property
@@ -155,12 +156,16 @@ class ObjectMap:
 
     def _candidates(self, points: Points) -> list[str]:
         """Objects whose box, grown by the match radius, overlaps the detection's box."""
+        return [self._box_ids[i] for i in self._candidate_rows(points)]
+
+    def _candidate_rows(self, points: Points) -> NDArray[np.intp]:
+        """Rows of the box table whose box, grown by the match radius, overlaps the box of `points`."""
         if not self._box_ids:
-            return []
+            return np.zeros(0, dtype=np.intp)
         lo, hi = points.min(axis=0) - self.config.match_radius, points.max(axis=0) + self.config.match_radius
         boxes = self._boxes
         hit = np.all(boxes[:, :3] <= hi, axis=1) & np.all(boxes[:, 3:] >= lo, axis=1)
-        return [self._box_ids[i] for i in np.nonzero(hit)[0]]
+        return np.flatnonzero(hit)
 
     def _refresh_boxes(self) -> None:
         """Rebuild the box table (after removals); single changes use _update_box."""
@@ -196,25 +201,52 @@ class ObjectMap:
 
     def overlap(self, points: Points, obj: MapObject) -> float:
         """Share of `points` within the match radius of the object's points (on an even subsample of large clouds)."""
+        return self._near_share(self._overlap_sample(points), obj)
+
+    def _overlap_sample(self, points: Points) -> Points:
         cap = self.config.overlap_sample
-        if cap and len(points) > cap:
-            points = points[:: -(-len(points) // cap)]
-        distances, _ = obj.tree.query(points, distance_upper_bound=self.config.match_radius)
-        return float(np.isfinite(distances).mean()) if len(points) else 0.0
+        return points[:: -(-len(points) // cap)] if cap and len(points) > cap else points
+
+    def _near_share(self, sample: Points, obj: MapObject) -> float:
+        distances, _ = obj.tree.query(sample, distance_upper_bound=self.config.match_radius)
+        return float(np.isfinite(distances).mean()) if len(sample) else 0.0
+
+    def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap.
+
+        A point within the radius of an object's point lies in that grown box, so the share bounds the overlap
+        from above and a candidate whose bound cannot win is skipped without its KD-tree query.
+        """
+        if len(sample) == 0:
+            return np.zeros(len(rows))
+        grow = self.config.match_radius * (1 + 1e-9) + 1e-12  # a hair wider: float rounding never cuts the bound
+        boxes = self._boxes[rows]
+        inside = (sample[None, :, :] >= boxes[:, None, :3] - grow) & (sample[None, :, :] <= boxes[:, None, 3:] + grow)
+        return np.asarray(inside.all(axis=2).mean(axis=1), dtype=np.float64)
 
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
-        """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies)."""
+        """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies).
+
+        Ties go to the first candidate in box-table order; candidates that cannot reach the threshold or beat
+        the best so far (even at their upper bound) are skipped without computing their overlap.
+        """
         best, best_score = None, -1.0
-        for object_id in self._candidates(points):
+        rows = self._candidate_rows(points)
+        if len(rows) == 0:
+            return None, -1.0
+        sample = self._overlap_sample(points)
+        bounds = self._box_shares(sample, rows)
+        threshold = self.config.threshold
+        for row, bound in zip(rows.tolist(), bounds.tolist(), strict=True):
+            object_id = self._box_ids[row]
             obj = self.objects[object_id]
             similarity = semantic_similarity(obj, detection.label, detection.feature)
-            # overlap is at most 1: skip the KD-tree query when even full overlap cannot win
-            if similarity + 1.0 < self.config.threshold or similarity + 1.0 <= best_score:
+            if similarity + bound < threshold or similarity + bound <= best_score:
                 continue
-            score = self.overlap(points, obj) + similarity
+            score = self._near_share(sample, obj) + similarity
             if score > best_score:
                 best, best_score = object_id, score
-        if best is not None and best_score >= self.config.threshold:
+        if best is not None and best_score >= threshold:
             return best, best_score
         return None, -1.0
 

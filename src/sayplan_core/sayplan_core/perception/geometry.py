@@ -10,6 +10,8 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
 Points = NDArray[np.float64]
@@ -68,9 +70,18 @@ def voxel_downsample(points: Points, voxel: float) -> Points:
         raise ValueError(f"cloud spans more than {(1 << 21) * voxel:.0f} m at voxel {voxel}; downsample in parts")
     # one int64 key per voxel (21 bits per axis): a 1-D unique is much faster than unique(axis=0)
     keys = (cells[:, 0] << 42) | (cells[:, 1] << 21) | cells[:, 2]
-    _, inverse, counts = np.unique(keys, return_inverse=True, return_counts=True)
+    # np.unique(return_inverse=True) by hand: one argsort and a cumulative sum, a few times cheaper on small clouds
+    order = np.argsort(keys)
+    ordered = keys[order]
+    starts = np.empty(len(keys), dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    inverse = np.empty(len(keys), dtype=np.int64)
+    inverse[order] = np.cumsum(starts) - 1
+    voxels = int(inverse[order[-1]]) + 1
+    counts = np.bincount(inverse, minlength=voxels)
     # per-axis bincount is several times faster than np.add.at for the per-voxel sums
-    sums = np.stack([np.bincount(inverse, weights=points[:, axis], minlength=len(counts)) for axis in range(3)], 1)
+    sums = np.stack([np.bincount(inverse, weights=points[:, axis], minlength=voxels) for axis in range(3)], 1)
     return np.asarray(sums / counts[:, None], dtype=np.float64)
 
 
@@ -79,20 +90,56 @@ def remove_outliers(points: Points, neighbours: int = 6, std_ratio: float = 2.0)
     if len(points) <= neighbours:
         return points
     # a tree queried once is cheaper unbalanced and uncompacted (same answers, faster build)
-    tree = cKDTree(points, balanced_tree=False, compact_nodes=False)
+    # leaves of 32 points: fewer node visits for a query of every point (same neighbours, ~10% faster)
+    tree = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
     distances, _ = tree.query(points, k=neighbours + 1)
     mean = distances[:, 1:].mean(axis=1)
     keep = mean <= mean.mean() + std_ratio * mean.std()
     return np.asarray(points[keep], dtype=np.float64)
 
 
+def dbscan_labels(points: Points, eps: float, min_samples: int = 5) -> NDArray[np.int64]:
+    """DBSCAN cluster labels (-1: noise), numbered and with border points assigned as scikit-learn does.
+
+    Core points have at least `min_samples` points (themselves included) within `eps`; clusters are the connected
+    groups of core points, numbered in the order of their lowest-index core point; a border point joins the
+    lowest-numbered cluster among its core neighbours. One KD-tree pair query and a sparse connected-components pass
+    replace scikit-learn's per-point neighbourhood lists, which cost several times more on clouds of a few thousand.
+    """
+    n = len(points)
+    labels = np.full(n, -1, dtype=np.int64)
+    if n == 0:
+        return labels
+    pairs = cKDTree(points).query_pairs(eps, output_type="ndarray")
+    first, second = pairs[:, 0], pairs[:, 1]
+    core = 1 + np.bincount(first, minlength=n) + np.bincount(second, minlength=n) >= min_samples
+    if not core.any():
+        return labels
+    linked = core[first] & core[second]
+    graph = coo_matrix((np.ones(int(linked.sum()), dtype=np.int8), (first[linked], second[linked])), shape=(n, n))
+    _, component = connected_components(graph, directed=False)
+    core_index = np.flatnonzero(core)
+    groups, first_core = np.unique(component[core_index], return_index=True)
+    rank = np.zeros(int(component.max()) + 1, dtype=np.int64)
+    rank[groups[np.argsort(first_core)]] = np.arange(len(groups))
+    labels[core_index] = rank[component[core_index]]
+    # border points: the lowest cluster number among their core neighbours
+    to_second = core[first] & ~core[second]
+    to_first = core[second] & ~core[first]
+    border = np.concatenate([second[to_second], first[to_first]])
+    if len(border):
+        cluster = np.concatenate([labels[first[to_second]], labels[second[to_first]]])
+        best = np.full(n, n, dtype=np.int64)
+        np.minimum.at(best, border, cluster)
+        labels[border] = best[border]
+    return labels
+
+
 def largest_cluster(points: Points, eps: float, min_samples: int = 5) -> Points:
-    """The biggest DBSCAN cluster (mask jitter and depth edges leave stray blobs)."""
+    """The biggest DBSCAN cluster (mask jitter and depth edges leave stray blobs); ties go to the first found."""
     if len(points) < min_samples:
         return points
-    from sklearn.cluster import DBSCAN
-
-    labels = DBSCAN(eps=eps, min_samples=min_samples).fit_predict(points)
+    labels = dbscan_labels(points, eps, min_samples)
     clustered = labels[labels >= 0]
     if len(clustered) == 0:
         return points
