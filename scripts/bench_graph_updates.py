@@ -116,10 +116,10 @@ def main() -> None:
     parser.add_argument("--write", type=Path, help="also write the table to this Markdown file (docs/measured/)")
     args = parser.parse_args()
     full_every = SceneGraphServerOptions().full_graph_every
+    periodic = f"a full graph every {full_every} updates" if full_every else "no periodic full graph (the default)"
     lines = [
-        f"Per executed skill, one follower; periodic full graph every {full_every or 'never (0)'} updates; the "
-        f"start-up full graph amortized over {args.session:,} skills; follower CPU per update: median of every "
-        f"update of {args.repeats} runs.",
+        f"Per executed skill, one follower; {periodic}; the start-up full graph amortized over {args.session:,} "
+        f"skills; follower CPU per update: median of every update of {args.repeats} runs.",
         "",
         "| office + distractors | nodes | skills | full graph per skill (before) | amortized per skill, full graphs "
         "counted | before/after | same with a full graph every 50 | follower CPU before | follower per update "
