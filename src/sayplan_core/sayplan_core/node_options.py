@@ -211,8 +211,9 @@ class SceneGraphServerOptions:
         False, "serve a graph without the robot in it (a map perception is building); planners need the agent"
     )
     full_graph_every: int = option(
-        50,
-        "publish the full graph on scene_graph every N updates (0: only at start-up)",
+        0,
+        "publish the full graph on scene_graph every N updates (0: only at start-up; followers that join late or "
+        "miss an update fetch it from get_scene_graph)",
         minimum=0,
         maximum=100_000,
     )

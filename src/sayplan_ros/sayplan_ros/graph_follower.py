@@ -11,13 +11,21 @@ another publisher on it, the message is logged and the copy refetched from `get_
 of the server has a new epoch: a full graph of another epoch replaces the copy whatever its version (a restarted
 server may be at a lower one), and an update of another epoch is not patched in but makes the copy refetch.
 SROS2 enclaves keep other peers off these topics altogether (README "Trust model").
+
+Threads: the copy is patched in place under this class's lock, in time proportional to what each update touches
+(sayplan_core.graph.updates). So what `latest`, `graph_at` and `wait_for_version` return is never the live copy
+but a snapshot of it (sayplan_core.graph.snapshots): a copy taken the first time a version is asked for and shared
+by every later caller of that version, which never changes under a plan or a skill. A copy costs O(graph), once per
+version read (about once per goal). `reading()` lends the live copy for a short read under the lock, without one
+(the path planner per request, perception per frame); `version()` reads the version alone.
 """
 
 from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from rclpy.node import Node
@@ -25,6 +33,7 @@ from rclpy.task import Future
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
+from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
@@ -48,6 +57,7 @@ class GraphFollower:
         self._changed = threading.Condition(self._lock)  # notified whenever the copy changes (or a waiter must look)
         self._ready_waiters: list[tuple[int, Callable[[], None]]] = []  # (version, callback) of `when_ready`
         self._replica = GraphReplica()
+        self._snapshots = GraphSnapshots()  # what readers get: the live copy changes in place
         self._epoch = 0  # of the server start the copy comes from (0: none yet)
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
@@ -123,7 +133,7 @@ class GraphFollower:
                 self._replica = GraphReplica()
                 self._replica.stats = stats  # counted over the follower's life, not one start of the server
                 self._epoch = epoch
-            fetch = self._replica.take_full(graph, version)
+            fetch = self._replica.take_full(graph, version, owned=True)  # read from the message: the copy's own
             ready = self._changed_locked()
         self._call(ready)
         if fetch:
@@ -268,19 +278,37 @@ class GraphFollower:
                 if left <= 0:
                     break
                 self._changed.wait(left)
-            return self._replica.graph, self._replica.version
+            return self._snapshot_locked(), self._replica.version
 
     def graph_at(self, version: int) -> SceneGraph | None:
-        """The copy if it holds `version` or a newer one and knows of no gap, else None."""
+        """A snapshot of the copy if it holds `version` or a newer one and knows of no gap, else None."""
         with self._lock:
-            return self._replica.graph if self._ready_for(version) else None
+            return self._snapshot_locked() if self._ready_for(version) else None
+
+    def _snapshot_locked(self) -> SceneGraph | None:
+        graph = self._replica.graph
+        return None if graph is None else self._snapshots.of(graph, self._replica.version)
 
     def _ready_for(self, version: int) -> bool:
         return self._replica.graph is not None and self._replica.version >= version and not self._replica.problem
 
     def latest(self) -> tuple[SceneGraph | None, int]:
+        """A snapshot of the copy (it never changes; see the module docstring) and its version."""
         with self._lock:
-            return self._replica.graph, self._replica.version
+            return self._snapshot_locked(), self._replica.version
+
+    def version(self) -> int:
+        """The copy's version (0 before the first graph), without taking a snapshot."""
+        with self._lock:
+            return self._replica.version
+
+    @contextmanager
+    def reading(self) -> Iterator[SceneGraph | None]:
+        """The live copy (None before the first graph), locked against updates until the block ends: for a short
+        read that keeps nothing of it. The block must not change the graph, wait on anything nor call this
+        follower's other methods (the lock is not re-entrant)."""
+        with self._lock:
+            yield self._replica.graph
 
     def epoch(self) -> int:
         """The epoch of the server start the copy comes from (0: no copy yet)."""

@@ -12,7 +12,7 @@ from typing import Any
 from geometry_msgs.msg import Point
 from rclpy.node import Node
 
-from sayplan_core.graph.model import GraphError
+from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.node_options import PathPlannerOptions
 from sayplan_interfaces.srv import PlanPath
@@ -30,14 +30,19 @@ class PathPlannerNode(Node):
 
     @property
     def version(self) -> int:
-        return self.follower.latest()[1]
+        return self.follower.version()
 
     def _on_plan_path(self, request: PlanPath.Request, response: PlanPath.Response) -> PlanPath.Response:
-        graph, _ = self.follower.latest()
+        problem = self.follower.problem()
+        with self.follower.reading() as graph:  # a short read of the live copy: no snapshot per request
+            return self._plan_path(graph, problem, request, response)
+
+    def _plan_path(
+        self, graph: SceneGraph | None, problem: str, request: PlanPath.Request, response: PlanPath.Response
+    ) -> PlanPath.Response:
         if graph is None:
             response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
             return response
-        problem = self.follower.problem()
         if problem:
             response.success, response.message = False, f"the path planner's scene graph is out of sync: {problem}"
             return response

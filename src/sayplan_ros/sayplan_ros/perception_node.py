@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict, deque
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -138,9 +140,12 @@ class PerceptionNode(Node):
             best = min(buffer, key=lambda s: abs(s - stamp), default=None)
             return buffer[best] if best is not None and abs(best - stamp) <= STAMP_TOLERANCE_NS else None
 
-    def _graph(self) -> SceneGraph:
-        graph, _ = self._follower.latest()
-        return graph if graph is not None else SceneGraph()
+    @contextmanager
+    def _graph(self) -> Iterator[SceneGraph]:
+        """The follower's live copy for one frame (no snapshot per frame: the graph changes about every frame);
+        its updates wait for the frame's placements. An empty graph before the first one arrives."""
+        with self._follower.reading() as graph:
+            yield graph if graph is not None else SceneGraph()
 
     def _on_detections(self, msg: DetectionArray) -> None:
         stamp = stamp_ns(msg.header)
@@ -158,7 +163,9 @@ class PerceptionNode(Node):
             detections.append(Detection(det.label, float(det.score), mask, box, feature))  # type: ignore[arg-type]
         frame = Frame(image_to_array(depth_msg), k, pose_to_matrix(pose_msg), detections, stamp / 1e9)
         self._take_back_failed()
-        self._send(self.mapper.process(frame, self._graph()))
+        with self._graph() as graph:
+            update = self.mapper.process(frame, graph)
+        self._send(update)
         self.frames_fused += 1
 
     def _take_back_failed(self) -> None:
@@ -189,7 +196,8 @@ class PerceptionNode(Node):
 
     def _on_finalize(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         self._take_back_failed()
-        update = self.mapper.finish(self._graph())
+        with self._graph() as graph:
+            update = self.mapper.finish(graph)
         self._send(update)
         response.success = True
         response.message = f"{len(self.mapper.map.objects)} objects after finalize; {len(update.remove)} removed"

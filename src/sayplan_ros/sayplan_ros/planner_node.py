@@ -123,7 +123,7 @@ class PlannerNode(ManagedNode):
     @property
     def graph_version(self) -> int:
         """Version of the scene graph this planner would plan on (0 before the first one arrives)."""
-        return self.follower.latest()[1]
+        return self.follower.version()
 
     def _on_cancel(self, _goal: Any) -> CancelResponse:
         """Accept, and end the goal's LLM call now: a slow server must not hold a cancel (issue 24)."""

@@ -44,7 +44,7 @@ from sayplan_core.execution.run_diff import (
     report,
 )
 from sayplan_core.graph import graph_to_dict, save
-from sayplan_core.graph.updates import apply_update
+from sayplan_core.graph.updates import apply_in_place
 from sayplan_core.llm.replay import MAX_TRANSCRIPT_BYTES
 from sayplan_core.outcomes import Stage, Status
 from sayplan_interfaces.msg import ExecutionEvent
@@ -118,7 +118,7 @@ def final_graph(messages: list[tuple[str, int, Any]]) -> dict[str, Any]:
     graph, version = msg_to_graph(base), base.version
     updates = {m.version: m for t, _, m in messages if t == "/scene_graph_updates" and m.version > version}
     for v in sorted(updates):
-        graph = apply_update(graph, msg_to_update(updates[v]))
+        apply_in_place(graph, msg_to_update(updates[v]))  # a graph of its own, read from the bag
     return graph_to_dict(graph)
 
 

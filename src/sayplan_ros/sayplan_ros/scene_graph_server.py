@@ -2,16 +2,22 @@
 
 Every accepted update bumps the version and is published on `scene_graph_updates`
 (reliable, latched with a history) with the version it produced; followers patch
-their copy. The full graph is published latched on `scene_graph` at start-up and
-every `full_graph_every` updates, and served by `get_scene_graph` to a follower that
-missed an update. RViz markers are latched on `scene_graph_markers`. Services:
+their copy. The full graph is published latched on `scene_graph` at start-up (each start is a new epoch) and,
+only if `full_graph_every` is set, every that many updates; a follower that joins late or missed an update fetches
+it from `get_scene_graph`, so by default no full graph is broadcast after the first. RViz markers are latched on
+`scene_graph_markers`. Services:
 `get_scene_graph`, `apply_graph_update` (atomic, validated like a loaded file; a
 refused update keeps the graph), `verify_plan` (registered action sets only) and
 `graph_view` (collapse / expand / contract).
 
-Crash safety: with `journal_dir` set, every accepted update is journaled and fsynced before it is applied or
-published (sayplan_core.graph.journal), and a restart resumes at the last version. Each start has a new `epoch`,
-carried by every full graph and update, so followers know to refetch instead of patching a copy from before.
+Crash safety: with `journal_dir` set, every accepted update is journaled and fsynced before it is published
+(sayplan_core.graph.journal; one the journal cannot record is taken back out of the graph), and a restart resumes
+at the last version. Each start has a new `epoch`, carried by every full graph and update, so followers know to
+refetch instead of patching a copy from before.
+
+Threads: the graph is changed in place by each update (sayplan_core.graph.updates.apply_in_place, time
+proportional to what it touches) under the node's lock; services that keep the graph past the lock (a fetch, a
+view, a verify) read a snapshot taken once per version (sayplan_core.graph.snapshots), never the live graph.
 
 Trust: requests are checked like files are; a message never names a host file;
 no request can end the node (errors are answered, and logged).
@@ -32,7 +38,8 @@ from sayplan_core.envs import load_env
 from sayplan_core.graph import limits
 from sayplan_core.graph.journal import GraphJournal, JournalError
 from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.updates import apply_update
+from sayplan_core.graph.snapshots import GraphSnapshots
+from sayplan_core.graph.updates import apply_in_place
 from sayplan_core.graph.views import GraphView as CoreView
 from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
@@ -51,7 +58,7 @@ from sayplan_ros.runner import run_nodes
 
 
 class SceneGraphServer(Node):
-    """Holds one SceneGraph; every change goes through apply_update and bumps the version."""
+    """Holds one SceneGraph; every change goes through apply_in_place and bumps the version."""
 
     def __init__(self, node_name: str = "scene_graph_server", **kwargs: Any) -> None:
         super().__init__(node_name, **kwargs)
@@ -61,7 +68,8 @@ class SceneGraphServer(Node):
         self._full_every = options.full_graph_every
         files = [f.strip() for f in options.action_set_files.split(",") if f.strip()]
         self._action_sets = self._register_action_sets(files)
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # held while the graph changes; readers past it take a snapshot
+        self._snapshots = GraphSnapshots()
         allow_no_agent = options.allow_no_agent
         self._graph: SceneGraph = load_env(env, require_agent=not allow_no_agent)
         if self._graph.agent_id is None and not allow_no_agent:
@@ -122,7 +130,12 @@ class SceneGraphServer(Node):
 
     @property
     def graph(self) -> SceneGraph:
-        return self._graph
+        """A snapshot of the live graph (it never changes; the live one does, in place)."""
+        with self._lock:
+            return self._snapshot_locked()
+
+    def _snapshot_locked(self) -> SceneGraph:
+        return self._snapshots.of(self._graph, self._version)
 
     @property
     def version(self) -> int:
@@ -163,7 +176,7 @@ class SceneGraphServer(Node):
             response.success, response.message = False, str(exc)
             return response
         with self._lock:
-            graph = self._graph
+            graph = self._snapshot_locked()
         view = CoreView(graph)
         try:
             for node_id in request.expanded:
@@ -193,16 +206,16 @@ class SceneGraphServer(Node):
             response.success, response.message = False, str(exc)
             return response
         with self._lock:
-            graph, version = self._graph, self._version
-        if request.version_only:
-            response.graph.version, response.graph.epoch = version, self.epoch
-            response.success, response.message = True, f"version {version}"
-            return response
-        try:
-            view = graph.subgraph(request.node_ids) if request.node_ids else graph
-        except GraphError as exc:
-            response.success, response.message = False, str(exc)
-            return response
+            version = self._version
+            if request.version_only:
+                response.graph.version, response.graph.epoch = version, self.epoch
+                response.success, response.message = True, f"version {version}"
+                return response
+            try:  # a subgraph is a new graph (O(what it holds)); the whole graph is a snapshot
+                view = self._graph.subgraph(request.node_ids) if request.node_ids else self._snapshot_locked()
+            except GraphError as exc:
+                response.success, response.message = False, str(exc)
+                return response
         response.graph = graph_to_msg(view, version)
         response.graph.epoch = self.epoch
         response.graph.header.frame_id = self._frame_id
@@ -221,25 +234,33 @@ class SceneGraphServer(Node):
                 return response
             try:
                 update = msg_to_update(request.update)
-                graph = apply_update(self._graph, update)
-                if self._journal is not None:  # on disk before anyone hears of it
+                applied = apply_in_place(self._graph, update)  # refused: the graph is as it was
+            except (GraphError, ValueError) as exc:
+                return self._refuse(response, exc)
+            if self._journal is not None:  # on disk before anyone hears of it
+                try:
                     self._journal.append(self._version + 1, update)
-            except (GraphError, ValueError) as exc:  # JournalError too: not on disk, so not applied
-                response.success, response.message = False, f"update refused: {exc}"
-                self.get_logger().warning(response.message)
-                return response
-            self._graph = graph
+                except BaseException as exc:  # not on disk, so not applied: the graph goes back as it was
+                    applied.rollback()
+                    if not isinstance(exc, (GraphError, ValueError)):  # JournalError is a GraphError
+                        raise
+                    return self._refuse(response, exc)
             self._version += 1
             self._compact_if_due()
             response.success, response.version = True, self._version
             response.message = f"applied update from {request.update.source or 'unknown'}"
-            applied = request.update
-            applied.base_version, applied.version, applied.epoch = self._version - 1, self._version, self.epoch
-            applied.header.stamp = self.get_clock().now().to_msg()
-            self._updates.publish(applied)
+            published = request.update
+            published.base_version, published.version, published.epoch = self._version - 1, self._version, self.epoch
+            published.header.stamp = self.get_clock().now().to_msg()
+            self._updates.publish(published)
             if self._full_every and self._version % self._full_every == 0:
                 self._publisher.publish(self._full_msg())
             self._publish_markers()
+        return response
+
+    def _refuse(self, response: ApplyGraphUpdate.Response, why: Exception) -> ApplyGraphUpdate.Response:
+        response.success, response.message = False, f"update refused: {why}"
+        self.get_logger().warning(response.message)
         return response
 
     def _compact_if_due(self) -> None:
@@ -276,7 +297,7 @@ class SceneGraphServer(Node):
             response.feedback = f"unknown action set '{name[:80]}' (registered: {', '.join(sorted(self._action_sets))})"
             return response
         with self._lock:
-            graph = self._graph
+            graph = self._snapshot_locked()
         steps = steps_from_msgs(request.plan)
         try:
             result = verify_plan(graph, steps, action_set)

@@ -24,7 +24,7 @@ from typing import Any
 
 from sayplan_core.graph import native_format
 from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 
 SNAPSHOT = "snapshot.json"
 JOURNAL = "journal.jsonl"
@@ -104,7 +104,7 @@ class GraphJournal:
             if line_version != version + 1:
                 raise JournalError(f"{self.folder / JOURNAL}: version {line_version} follows {version}")
             try:
-                graph = apply_update(graph, update)
+                apply_in_place(graph, update)  # the graph is this function's own: no copy per line
             except GraphError as exc:
                 raise JournalError(f"{self.folder / JOURNAL}: version {line_version} cannot be applied: {exc}") from exc
             version, replayed = line_version, replayed + 1

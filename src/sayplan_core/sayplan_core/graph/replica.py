@@ -6,6 +6,10 @@ replica patches its copy with each next update, buffers updates that arrive ahea
 it, and asks for a full graph only when an update is missing (a gap). A version it
 cannot take is never skipped silently: the replica records why it is out of sync,
 and its owner must not plan on it until a full graph repairs it.
+
+The copy is patched in place (updates.apply_in_place), in time proportional to what each update touches, and an
+update that cannot be taken leaves it as it was. So `graph` is the live copy, not a snapshot: an owner that shares
+it with other threads hands them sayplan_core.graph.snapshots copies (sayplan_ros.graph_follower does).
 """
 
 from __future__ import annotations
@@ -13,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.updates import GraphUpdate, apply_update
+from sayplan_core.graph.updates import GraphUpdate, apply_in_place
 
 #: Updates kept while waiting for the one before them (a full graph usually arrives first).
 MAX_BUFFERED = 1000
@@ -32,8 +36,11 @@ class GraphReplica:
     def in_sync(self) -> bool:
         return self.graph is not None and not self.problem
 
-    def take_full(self, graph: SceneGraph, version: int) -> bool:
+    def take_full(self, graph: SceneGraph, version: int, owned: bool = False) -> bool:
         """A full graph (latched topic or a fetch); returns True when a full graph must still be fetched.
+
+        owned: `graph` is the replica's to change (freshly read from a message); else it is copied first, since
+        the copy is patched in place and the caller's graph must not change under it.
 
         The full graph is the owner's word at `version`: buffered updates that follow on from
         it are applied, and any that cannot (a gap after it) are dropped rather than fetched
@@ -42,7 +49,7 @@ class GraphReplica:
         stale = self.graph is not None and (version < self.version or (version == self.version and not self.problem))
         if stale:
             return self._settle()
-        self.graph, self.version, self.problem = graph, version, ""
+        self.graph, self.version, self.problem = graph if owned else graph.copy(), version, ""
         self.stats["full"] += 1
         self._ahead = {v: u for v, u in self._ahead.items() if v > version}
         fetch = self._settle()
@@ -74,8 +81,8 @@ class GraphReplica:
         while self.version + 1 in self._ahead and not self.problem:
             update = self._ahead.pop(self.version + 1)
             try:
-                self.graph = apply_update(self.graph, update)
-            except GraphError as exc:
+                apply_in_place(self.graph, update)
+            except GraphError as exc:  # the copy is as it was: the update is taken whole or not at all
                 self.problem = f"cannot apply scene graph update {self.version + 1}: {exc}"
                 self._ahead.clear()
                 return True
