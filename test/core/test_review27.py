@@ -13,6 +13,7 @@ import yaml
 
 from sayplan_core.cli import main as cli_main
 from sayplan_core.graph import GraphError, load
+from sayplan_core.graph.importers.common import read_agent_at_by_task, read_connectivity_by_task
 from sayplan_core.graph.importers.stanford import import_stanford
 
 
@@ -125,3 +126,20 @@ def test_a_json_types_file_names_labels_by_number(tmp_path: Path) -> None:
     with pytest.raises(GraphError) as err:
         read_labels(bad)
     assert "'three'" in str(err.value) and "'5'" in str(err.value) and "'3'" not in str(err.value)
+
+
+def test_keyed_option_files_name_their_bad_entries(tmp_path: Path) -> None:
+    """A per-task --agent-at or --connectivity file with one bad entry: the error names that entry (and says the
+    connectivity file was read as keyed by task id), not only the shape the file should have."""
+    agent_at = tmp_path / "agent_at.json"
+    agent_at.write_text(json.dumps({"t1": "hall1", "t2": 5, "t3": ""}))
+    with pytest.raises(GraphError) as caught:
+        read_agent_at_by_task(str(agent_at))
+    assert "'t2': 5" in str(caught.value) and "'t3': ''" in str(caught.value) and "'t1'" not in str(caught.value)
+    links = tmp_path / "doors.json"
+    links.write_text(json.dumps({"t1": [["hall1", "kitchen1"]], "t2": "hall2 kitchen2"}))
+    with pytest.raises(GraphError) as caught:
+        read_connectivity_by_task(links)
+    assert "keyed by task id" in str(caught.value) and "'t2'" in str(caught.value) and "'t1'" not in str(caught.value)
+    links.write_text(json.dumps({"t1": [["hall1", "kitchen1"]]}))
+    assert read_connectivity_by_task(links) == {"t1": (("hall1", "kitchen1", None),)}

@@ -128,8 +128,12 @@ def read_connectivity_by_task(path: str | Path) -> dict[str, tuple[tuple[str, st
     data = _read_option_file(path, "connectivity file")
     if not isinstance(data, Mapping) or not data or "links" in data or "edges" in data:
         return None
-    if not all(isinstance(v, (list, Mapping)) for v in data.values()):
-        return None
+    bad = [repr(str(task))[:80] for task, links in data.items() if not isinstance(links, (list, Mapping))]
+    if bad:  # a mapping without links/edges can only be keyed by task id
+        raise GraphError(
+            f"connectivity file {path}: read as keyed by task id ({{task-id: [links], ...}}, as it has no 'links' "
+            f"list), but these entries are not lists of links: {', '.join(bad[:10])}"
+        )
     return {str(task): _links(links, f"connectivity file {path}, task '{task}'") for task, links in data.items()}
 
 
@@ -140,8 +144,16 @@ def read_agent_at_by_task(value: str) -> dict[str, str] | None:
     if not value or path.suffix not in (".yaml", ".yml", ".json") or not path.is_file():
         return None
     data = _read_option_file(path, "agent-at file")
-    if not isinstance(data, Mapping) or not data or not all(isinstance(v, str) and v for v in data.values()):
+    if not isinstance(data, Mapping) or not data:
         raise GraphError(f"agent-at file {path}: expected {{task-id: room-or-pose, ...}}")
+    bad = [
+        f"{str(task)[:80]!r}: {where!r:.40}" for task, where in data.items() if not isinstance(where, str) or not where
+    ]
+    if bad:
+        raise GraphError(
+            f"agent-at file {path}: expected {{task-id: room-or-pose, ...}}; these entries are not node ids: "
+            + ", ".join(bad[:10])
+        )
     return {str(task): str(where) for task, where in data.items()}
 
 
