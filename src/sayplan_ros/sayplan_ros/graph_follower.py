@@ -59,6 +59,7 @@ class GraphFollower:
         self._replica = GraphReplica()
         self._snapshots = GraphSnapshots()  # what readers get: the live copy changes in place
         self._epoch = 0  # of the server start the copy comes from (0: none yet)
+        self._fetches = 0
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
         steady_timer(node, FETCH_RETRY_S, self._retry_fetch, callback_group)
@@ -186,6 +187,7 @@ class GraphFollower:
         future = self._fetch.call_async(GetSceneGraph.Request())
         with self._lock:
             self._fetching = (future, time.monotonic())
+            self._fetches += 1
         future.add_done_callback(guarded(self._node, "get_scene_graph answer", self._on_fetched))
 
     def _retry_fetch(self) -> None:
@@ -322,4 +324,6 @@ class GraphFollower:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {**self._replica.stats, "refused": self._refused}
+            # fetches: get_scene_graph calls sent, whatever asked for them (a gap, an update from an unknown start
+            # of the server, an untrusted topic); the replica's own count only knows gaps
+            return {**self._replica.stats, "fetches": self._fetches, "refused": self._refused}
