@@ -163,9 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"tokens": tables, "scale": rows}, indent=1))
         return 0
     text = "\n".join(markdown(tables, rows, args.repeat))
-    print(text)
-    if args.write:
-        measured_doc.write(args.write, "Scene-graph figures", text)
+    measured_doc.publish(args.write, "Scene-graph figures", text)
     return 0
 
 

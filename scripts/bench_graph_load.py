@@ -183,9 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         spark.close()
     text = "\n".join(markdown(rows, args.repeat, calibration_ms()))
-    print(text)
-    if args.write:
-        measured_doc.write(args.write, "Graph load: native format and spark_dsg", text)
+    measured_doc.publish(args.write, "Graph load: native format and spark_dsg", text)
     return 0
 
 

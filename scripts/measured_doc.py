@@ -28,3 +28,10 @@ def write(path: Path, title: str, text: str) -> None:
     """Write `text` under the header to `path` (its folder must exist)."""
     path.write_text(header(title) + text.rstrip("\n") + "\n", encoding="utf-8")
     print(f"wrote {path}", file=sys.stderr)
+
+
+def publish(path: Path | None, title: str, text: str) -> None:
+    """Print the figures, and write them under the header to `path` when given (`--write`)."""
+    print(text)
+    if path is not None:
+        write(path, title, text)

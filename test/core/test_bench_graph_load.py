@@ -2,31 +2,18 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from bench_runs import write_bench
 
 pytest.importorskip("spark_dsg", reason="spark-dsg (requirements/interop.txt) is not installed")
 
-ROOT = Path(__file__).resolve().parents[2]
-
 
 def test_bench_graph_load_writes_its_table_with_both_spark_formats(tmp_path: Path) -> None:
-    out = tmp_path / "graph_load.md"
-    done = subprocess.run(
-        [sys.executable, "scripts/bench_graph_load.py", "--sizes", "300", "--repeat", "1", "--write", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = out.read_text(encoding="utf-8")
+    text, stdout = write_bench("bench_graph_load.py", ["--sizes", "300", "--repeat", "1"], tmp_path / "graph_load.md")
     assert text.startswith("# Graph load: native format and spark_dsg\n\nWritten by `scripts/ws_env.sh python")
-    assert text.split("\n", 4)[4] in done.stdout  # the file holds what the script printed, under its header
+    assert text.split("\n", 4)[4] in stdout  # the file holds what the script printed, under its header
     lines = text.splitlines()
     row = lines[next(i for i, line in enumerate(lines) if line.startswith("|---")) + 1]  # the one building
     cells = [cell.strip() for cell in row.strip("|").split("|")]

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from bench_runs import write_bench
 
 from sayplan_core.cli import token_table
 from sayplan_core.envs import load_env
@@ -13,21 +13,11 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_bench_graph_writes_its_tables_with_the_command_that_made_them(tmp_path: Path) -> None:
-    out = tmp_path / "graph.md"
-    done = subprocess.run(
-        [sys.executable, "scripts/bench_graph.py", "--sizes", "300", "--repeat", "1", "--write", str(out)],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    text = out.read_text(encoding="utf-8")
+    text, stdout = write_bench("bench_graph.py", ["--sizes", "300", "--repeat", "1"], tmp_path / "graph.md")
     assert text.startswith(
         "# Scene-graph figures\n\nWritten by `scripts/ws_env.sh python scripts/bench_graph.py --sizes"
     )
-    assert text.split("\n", 4)[4] in done.stdout  # the file holds what the script printed, under its header
+    assert text.split("\n", 4)[4] in stdout  # the file holds what the script printed, under its header
     # SayPlan's own cut, computed here from the paper's token counts (the script once printed 82.1% / 60.4%)
     for env, full, collapsed in (("office", 6731, 878), ("home", 6598, 1817)):
         assert f"{env} {full} -> {collapsed} ({100 * (full - collapsed) / full:.1f}%)" in text
