@@ -23,6 +23,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from plugin_install import env_with, install
 from rclpy.action import ActionClient
+from stack_paths import BIN, INSTRUCTION, ROOT, TRANSCRIPT, WS_ENV
 
 from sayplan_core.envs import load_env
 from sayplan_core.outcomes import TaskCode
@@ -31,11 +32,6 @@ from sayplan_core.sim.simulator import verify_plan
 from sayplan_interfaces.action import ExecuteTask
 
 pytestmark = pytest.mark.ros
-ROOT = Path(__file__).resolve().parents[2]
-WS_ENV = ROOT / "scripts" / "ws_env.sh"
-BIN = ROOT / "install" / "sayplan_ros" / "lib" / "sayplan_ros"
-TRANSCRIPT = ROOT / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
-INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
 
 
 @pytest.fixture

@@ -32,6 +32,7 @@ from action_msgs.msg import GoalStatus, GoalStatusArray
 from launch_support import needs_launch
 from rclpy.action import ActionClient
 from rclpy.qos import qos_profile_action_status_default
+from stack_paths import BIN, INSTRUCTION, ROOT, TRANSCRIPT, WS_ENV
 
 from sayplan_core.outcomes import Stage, Status, TaskCode
 from sayplan_interfaces.action import ExecuteTask
@@ -40,11 +41,6 @@ from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.stack import stack_specs
 
 pytestmark = pytest.mark.ros
-ROOT = Path(__file__).resolve().parents[2]
-WS_ENV = ROOT / "scripts" / "ws_env.sh"
-BIN = ROOT / "install" / "sayplan_ros" / "lib" / "sayplan_ros"
-TRANSCRIPT = ROOT / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
-INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
 #: The issue's bound: every entry point is gone within this of the signal.
 EXIT_BOUND_S = 5.0
 #: A simulated skill this long is still running whenever the signal comes.
