@@ -124,8 +124,9 @@ def test_stanford_object_in_a_missing_room_lists_the_room_ids(tmp_path: Path) ->
     }
     path = tmp_path / "x.npz"
     np.savez(path, output=np.array(output, dtype=object))
-    with pytest.raises(GraphError, match=r"parent_room 42, not a room \(room ids: 1\)"):
-        import_stanford(path)
+    # left out with a note (review 28: one stray object no longer refuses the building), still naming the room ids
+    notes = import_stanford(path).notes
+    assert any("object 5 (cup) has parent_room 42, not a room (room ids: 1)" in note for note in notes), notes
 
 
 def test_a_type_list_class_matching_no_node_is_named_with_the_closest_class() -> None:

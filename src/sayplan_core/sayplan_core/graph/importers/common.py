@@ -255,6 +255,14 @@ def _label_number(key: Any) -> int | None:
     return None
 
 
+def _not_finite(position: Any) -> bool:
+    """A position of numbers one of which is NaN or infinite (a malformed one is the loader's to refuse)."""
+    if not isinstance(position, (list, tuple)):
+        return False
+    numbers = [v for v in position if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    return len(numbers) == len(position) and not all(math.isfinite(v) for v in numbers)
+
+
 def _problem_text(source: str, problems: list[str], limit: int) -> str:
     shown = "; ".join(problems[:limit])
     more = f"; and {len(problems) - limit} more" if len(problems) > limit else ""
@@ -324,7 +332,12 @@ class Builder:
         self.apart_floors: list[list[str]] = []
         #: Source id (as the source spells it) -> our id, for importers that rename; kept for nodes in the graph.
         self.id_map: dict[str, str] = {}
+        #: Nodes the importer made up (the synthetic hallway poses): never offered as a "closest" id.
         self.invented: set[str] = set()
+        #: Ids refused as ids (too long): named once, in that problem; no other problem repeats them.
+        self.refused_ids: set[str] = set()
+        #: Nodes whose position in the data is not finite (NaN, inf): kept without it, named in one note.
+        self.no_position: list[str] = []
 
     def problem(self, message: str) -> None:
         self.problems.append(message)
@@ -340,10 +353,15 @@ class Builder:
             return None
         item: dict[str, Any] = {"id": node_id, "type": node_type}
         item.update({k: v for k, v in fields.items() if v not in (None, [], {}, "")})
+        if _not_finite(item.get("position")):  # a sensor's failed estimate: the node is still real, the place not
+            del item["position"]
+            self.no_position.append(node_id)
         try:  # what the native loader would stop at, one node at a time (a bad position, say)
             node_from_dict(item)
         except GraphError as exc:
             self.problem(str(exc))
+            if str(exc).startswith("node id "):
+                self.refused_ids.add(node_id)
         self.nodes.append(item)
         self.types[node_id] = node_type
         return item
@@ -372,7 +390,7 @@ class Builder:
     def like(self, name: str, nav: bool = False) -> str:
         """' (closest: ...)' among the nodes (rooms and poses only when `nav`); when none is alike, the first ids
         of those, so a mistyped id always comes with ids there are."""
-        pool = sorted(n for n, t in self.types.items() if not nav or t in NAV_TYPES)
+        pool = sorted(n for n, t in self.types.items() if (not nav or t in NAV_TYPES) and n not in self.invented)
         return closest(name, pool, fallback="rooms and poses" if nav else "ids")
 
     def parents(self) -> dict[str, tuple[str, str]]:
@@ -489,7 +507,10 @@ class Builder:
                 check_parent(Node(src, child_type), Node(dst, parent_type), rel)
             except GraphError as exc:
                 self.problem(str(exc))
+        no_rooms = "room" not in self.types.values()  # said once by `build`, not once per asset and object
         for node_id, node_type in self.types.items():
+            if no_rooms:
+                break
             if node_type in ("asset", "object") and node_id not in parents and node_id not in self.unplaced:
                 hint = f" ({self.place_hint[node_type]})" if node_type in self.place_hint else ""
                 self.problem(f"{node_type} '{node_id}' is in no room: nothing places it{hint}")
@@ -565,10 +586,19 @@ class Builder:
         self._place_agent()
         self._override_types()  # after the agent is placed: a held node made an asset goes to the agent's room
         self._check_references()
-        if not self.problems and "room" not in self.types.values():
-            self.problem(f"no rooms found; expected {expected}")
+        if "room" not in self.types.values():
+            self.problems.insert(0, f"no rooms found; expected {expected}")
+        self.problems = [p for p in self.problems if not any(bad in p for bad in self.refused_ids)]
         if self.problems:
             raise GraphError(_problem_text(self.source, self.problems, self.options.max_problems))
+        if self.no_position:
+            shown = ", ".join(self.no_position[:10]) + (
+                f" and {len(self.no_position) - 10} more" if len(self.no_position) > 10 else ""
+            )
+            self.notes.append(
+                f"{len(self.no_position)} node(s) with a non-finite position in the data (NaN or inf) kept without "
+                f"a position: {shown}"
+            )
         data = {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": self.name}
         data["nodes"] = self.nodes
         data["edges"] = self.edges

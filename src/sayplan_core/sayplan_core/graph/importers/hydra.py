@@ -244,7 +244,7 @@ class _Reader:
         self.kind[int(node.id.value)] = kind
         self.id_map[str(node.id)] = our
         position = _vector(node.attributes.position)
-        if position is not None:
+        if position is not None and all(math.isfinite(v) for v in position):  # the Builder drops a NaN one
             self.positions[our] = position
         if meta.get("no_position") is True:
             position = None
@@ -363,7 +363,7 @@ class _Reader:
         candidates = [
             self.ids[v] for v, k in self.kind.items() if k in ("place", "room") and self.ids[v] in self.positions
         ]
-        if position is None or not candidates:
+        if position is None or not all(math.isfinite(v) for v in position) or not candidates:
             return None
         nearest = min(candidates, key=lambda c: math.dist(self.positions[c], position))
         self.b.notes.append(f"the agent has no place in the data: put at the nearest place or room, '{nearest}'")

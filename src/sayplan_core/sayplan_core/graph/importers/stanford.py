@@ -132,6 +132,7 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         id_map[f"floor {label}"] = floor_id
         b.child(floor_id, "in", building_id)
     movable = 0
+    roomless: list[str] = []  # objects whose parent_room is no room: left out, named in one note
     for key, obj in objects.items():
         oid = _int(obj.get("id", key)) if isinstance(obj, Mapping) else None
         if oid is None or not isinstance(obj, Mapping):
@@ -140,10 +141,13 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         cls = str(obj.get("class_") or "object").strip().replace(" ", "_").lower()
         parent = room_ids.get(_int(obj.get("parent_room")) or -1)
         if parent is None:
-            b.problem(
-                f"object {oid} ({cls}) has parent_room {obj.get('parent_room')}, not a room"
-                + closest(str(obj.get("parent_room")), [str(r) for r in room_ids], fallback="room ids")
+            line = f"object {oid} ({cls}) has parent_room {str(obj.get('parent_room'))[:40]}, not a room" + closest(
+                str(obj.get("parent_room")), [str(r) for r in room_ids], fallback="room ids"
             )
+            if room_ids:  # one stray object does not refuse the building (as a NaN position drops only that)
+                roomless.append(line)
+            else:  # no room at all: the data is not a building's
+                b.problem(line)
             continue
         node_type = "object" if cls in MOVABLE_CLASSES else "asset"
         movable += node_type == "object"
@@ -169,6 +173,9 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         id_map[f"object {oid}"] = f"{cls}_{oid}"
         b.child(f"{cls}_{oid}", "in", parent)
     b.notes.append(f"{movable} node(s) of movable classes typed object (affording pickup), the rest asset")
+    if roomless:
+        shown = "; ".join(roomless[:10]) + (f"; and {len(roomless) - 10} more" if len(roomless) > 10 else "")
+        b.notes.append(f"{len(roomless)} object(s) left out, in no room of the building: {shown}")
     imported = b.build(EXPECTED)
     imported.format = "stanford"
     imported.id_map = id_map
