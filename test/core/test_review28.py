@@ -16,9 +16,6 @@ import pytest
 
 from sayplan_core.graph import GraphError
 from sayplan_core.graph.importers import ImportOptions, import_grasif, import_stanford
-from sayplan_core.node_options import PlannerNodeOptions
-from sayplan_core.options import build
-from sayplan_core.planners import PLANNERS
 from sayplan_core.settings import planner_settings
 
 LONG = "x" * 300
@@ -124,8 +121,3 @@ def error_of_value(run: Any) -> str:
     with pytest.raises(ValueError) as info:
         run()
     return str(info.value)
-
-
-def test_offered_planners_are_the_installed_ones_named() -> None:
-    names = list(PLANNERS)
-    assert build(PlannerNodeOptions, {"planners": f" {names[0]} ,"}).offered() == (names[0],)

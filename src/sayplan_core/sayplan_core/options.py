@@ -12,6 +12,7 @@ the options of several plugins, as nav2 does for its planner plugins.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -192,11 +193,24 @@ class Settings:
     def defaults(self) -> dict[str, Any]:
         return {s.name: s.default for s in self}
 
+    def unknown(self, names: Iterable[str]) -> str:
+        """'' when every name is a setting; else one line naming the others, each with the setting it most likely
+        means (a misspelled `sayplan.floor_veiw_rooms` is refused, never silently ignored)."""
+        unknown = sorted(set(names) - set(self._by_name))
+        if not unknown:
+            return ""
+        named = []
+        for name in unknown[:20]:
+            close = difflib.get_close_matches(name, list(self._by_name), n=1, cutoff=0.6)
+            named.append(f"{name[:100]} (did you mean {close[0]}?)" if close else name[:100])
+        more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
+        return f"unknown {self.component} setting(s): {', '.join(named)}{more}"
+
     def check(self, values: Mapping[str, Any]) -> dict[str, Any]:
         """Every value checked (unknown names refused); missing ones take their default."""
-        unknown = sorted(set(values) - set(self._by_name))
+        unknown = self.unknown(values)
         if unknown:
-            raise ValueError(f"unknown {self.component} setting(s): {', '.join(unknown)}")
+            raise ValueError(unknown)
         out = self.defaults()
         for name, value in values.items():
             out[name] = self[name].check(value)

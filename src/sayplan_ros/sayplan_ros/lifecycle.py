@@ -42,7 +42,7 @@ from std_srvs.srv import Trigger
 from sayplan_core.node_options import ManagedNodeOptions
 from sayplan_core.options import Settings, build, settings_of
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.parameters import current, declare_options, declare_settings
+from sayplan_ros.parameters import current, declare_options, declare_settings, unknown_nested
 from sayplan_ros.runner import describe_error
 
 T = TypeVar("T")
@@ -116,7 +116,11 @@ class ManagedNode(LifecycleNode):
         declare_settings(self, settings, check=False)
 
     def read_settings(self, settings: Settings) -> dict[str, Any]:
-        """The table's values now, checked (ValueError naming the bad one): for `configure`."""
+        """The table's values now, checked (ValueError naming the bad one, or a misspelled nested name the
+        launch gave): for `configure`."""
+        misspelled = unknown_nested(self, settings)
+        if misspelled:
+            raise ValueError(misspelled)
         return settings.check(current(self, settings))
 
     def declare_options(self, options: type) -> None:

@@ -10,6 +10,14 @@ launch then goes down instead of running a stack that fails at the first goal.
 Services: `~/manage_nodes` (sayplan_interfaces/ManageLifecycleNodes: STARTUP, PAUSE, RESUME, RESET, SHUTDOWN)
 and `~/is_active` (std_srvs/Trigger: true once every node is active, until a PAUSE, RESET or SHUTDOWN).
 
+Lost answers: on a loaded machine a node's answer can be lost for good. rmw_fastrtps drops a service's response
+when the service has not yet discovered the client's response reader 100 ms after the request came
+(rmw_response.cpp, "client will not receive response"; rclpy only warns), although the client already saw the
+service: right after `ros2 launch` starts six processes, discovery takes longer than that. So the questions that
+change nothing (`get_state`, `~/transition_error`) are asked again every QUERY_RESEND_S within their bound; a
+transition is sent once, and always after a `get_state` that was answered (so both ends have discovered each
+other by then).
+
 Threads: every transition is sent from this node's own worker thread (a plain thread, never an executor
 callback), and the answers arrive on a reentrant callback group; a service call waits on an event for the
 worker. So the manager never holds an executor thread while a node in the same process needs one to answer.
@@ -19,6 +27,7 @@ from __future__ import annotations
 
 import queue
 import threading
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +45,9 @@ from sayplan_ros.clocks import steady_timer
 from sayplan_ros.lifecycle import AUTOSTART_DELAY_S
 from sayplan_ros.parameters import declare_options
 from sayplan_ros.runner import run_nodes
+
+#: How long the manager waits for the answer to a question that changes nothing before asking again, seconds.
+QUERY_RESEND_S = 2.0
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
 _Table = dict[int, tuple[str, ...]]
@@ -219,13 +231,13 @@ class LifecycleManager(Node):
         return bool(transitions)
 
     def _state(self, node: _Client) -> int:
-        answer = self._call(node.get, GetState.Request(), self._node_wait, node.name, "for its state")
+        answer = self._call(node.get, GetState.Request(), self._node_wait, node.name, "for its state", resend=True)
         return int(answer.current_state.id)
 
     def _why(self, node: _Client, transition: str) -> str:
         """The node's own line (its `~/transition_error`), or what is known without it."""
         try:
-            answer = self._call(node.error, Trigger.Request(), 5.0, node.name, "why", wait_s=1.0)
+            answer = self._call(node.error, Trigger.Request(), 5.0, node.name, "why", wait_s=1.0, resend=True)
             if answer.message:
                 reason = answer.message.removeprefix(f"{node.name}: ").removeprefix(f"cannot {transition}: ")
                 return f"{node.name} failed to {transition}: {reason}"
@@ -234,18 +246,42 @@ class LifecycleManager(Node):
         return f"{node.name} failed to {transition} (it gave no reason: see its log)"
 
     def _call(
-        self, client: Client, request: Any, timeout: float, name: str, asking: str, wait_s: float | None = None
+        self,
+        client: Client,
+        request: Any,
+        timeout: float,
+        name: str,
+        asking: str,
+        wait_s: float | None = None,
+        resend: bool = False,
     ) -> Any:
+        """The answer within `timeout`; with `resend` (a question that changes nothing) asked again every
+        QUERY_RESEND_S, since an answer may be lost (module docstring); the first answer counts."""
         wait = self._node_wait if wait_s is None else wait_s
         if not client.wait_for_service(timeout_sec=wait):
             raise ManagerError(f"{name}: not there (no service {client.srv_name} within {wait:g} s)")
         done = threading.Event()
-        future = client.call_async(request)
-        future.add_done_callback(lambda _f: done.set())
-        if not done.wait(timeout) or future.result() is None:
-            client.remove_pending_request(future)
-            raise ManagerError(f"{name}: no answer asking it {asking} within {timeout:g} s")
-        return future.result()
+        futures = []
+        deadline = time.monotonic() + timeout
+        try:
+            while not self._closing.is_set():
+                future = client.call_async(request)
+                future.add_done_callback(lambda _f: done.set())
+                futures.append(future)
+                left = deadline - time.monotonic()
+                if done.wait(min(left, QUERY_RESEND_S) if resend else left):
+                    answered = next((f.result() for f in futures if f.done() and f.result() is not None), None)
+                    if answered is not None:
+                        return answered
+                    break  # ended without an answer (the client is going)
+                if time.monotonic() >= deadline:
+                    break
+                self.get_logger().info(f"{name}: no answer yet asking it {asking}: asking again")
+        finally:
+            for future in futures:
+                if not future.done():
+                    client.remove_pending_request(future)
+        raise ManagerError(f"{name}: no answer asking it {asking} within {timeout:g} s")
 
     def destroy_node(self) -> None:
         self._closing.set()

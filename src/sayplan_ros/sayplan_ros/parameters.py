@@ -77,6 +77,21 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
     return checked
 
 
+def unknown_nested(node: Node, settings: Settings) -> str:
+    """'' or one line naming the parameters a params file or launch gives `node` inside a namespace of its settings
+    (`sayplan.`) that no setting has: rclpy keeps an override nobody declares and never reads it, so a misspelled
+    nested option (`sayplan.floor_veiw_rooms`) would be ignored without a word. Top-level names are not checked: a
+    params file's `/**` section gives every node the same ones."""
+    overrides: Any = getattr(node, "_parameter_overrides", {})  # rclpy's own store (Humble to Kilted)
+    spaces = {s.name.rsplit(".", 1)[0] + "." for s in settings if "." in s.name}
+    wrong = [
+        str(name)
+        for name in overrides
+        if any(str(name).startswith(space) for space in spaces) and not node.has_parameter(str(name))
+    ]
+    return settings.unknown(wrong)
+
+
 def current(node: Node, settings: Settings) -> dict[str, Any]:
     """Every setting's value now (per-goal ones may have changed since start-up); an empty list that nothing set
     is its default."""

@@ -22,9 +22,11 @@ import threading
 from pathlib import Path
 from typing import Any
 
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse
 from rclpy.action.server import ServerGoalHandle
 from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.parameter import Parameter
 
 from sayplan_core.graph import limits
 from sayplan_core.llm.http import CallAbort, abortable
@@ -57,6 +59,7 @@ class PlannerNode(ManagedNode):
         super().__init__(node_name, **kwargs)
         self._settings = planner_settings()  # every installed planner's options, namespaced
         self.declare(self._settings)
+        self.add_on_set_parameters_callback(self._on_set_planner)
         self._llm_config = LlmConfig()
         self._offered: tuple[str, ...] = ()
         self._record_dir = ""
@@ -119,6 +122,19 @@ class PlannerNode(ManagedNode):
             self._server = None
         with self._backend_lock:
             self._backend = None
+
+    def _on_set_planner(self, parameters: list[Parameter]) -> SetParametersResult:
+        """The default planner may change per goal, but only to one this node offers (an installed planner left
+        out of `planners` would end every goal UNKNOWN_PLANNER). Before configure, configure checks it."""
+        for parameter in parameters:
+            if parameter.name == "planner" and self._offered and parameter.value not in self._offered:
+                reason = (
+                    f"planner '{str(parameter.value)[:80]}' is not offered by this node "
+                    f"(planners: {', '.join(self._offered)}; `planners` is read at start-up)"
+                )
+                self.get_logger().warning(f"refused parameter change: {reason}")
+                return SetParametersResult(successful=False, reason=reason)
+        return SetParametersResult(successful=True)
 
     @property
     def graph_version(self) -> int:
