@@ -95,3 +95,15 @@ def test_a_misspelled_nested_planner_option_is_refused_at_configure(ros: Any) ->
     assert node.lifecycle_state() == State.PRIMARY_STATE_UNCONFIGURED
     line = node.transition_error
     assert "sayplan.floor_veiw_rooms (did you mean sayplan.floor_view_rooms?)" in line, line
+
+
+def test_manager_sees_a_transition_taken_when_its_answer_is_lost(ros: Any) -> None:
+    sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
+    dropped = drop_first_responses(sim._service_change_state, 1)  # the configure's answer
+    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("transition_timeout_s", value=20.0)]
+    boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+    assert boss.started.wait(60.0)
+    ok, line = boss.startup_result
+    assert dropped == [1]
+    assert ok, line
+    assert sim.lifecycle_state() == State.PRIMARY_STATE_ACTIVE

@@ -14,9 +14,10 @@ Lost answers: on a loaded machine a node's answer can be lost for good. rmw_fast
 when the service has not yet discovered the client's response reader 100 ms after the request came
 (rmw_response.cpp, "client will not receive response"; rclpy only warns), although the client already saw the
 service: right after `ros2 launch` starts six processes, discovery takes longer than that. So the questions that
-change nothing (`get_state`, `~/transition_error`) are asked again every QUERY_RESEND_S within their bound; a
-transition is sent once, and always after a `get_state` that was answered (so both ends have discovered each
-other by then).
+change nothing (`get_state`, `~/transition_error`) are asked again every QUERY_RESEND_S within their bound. A
+transition is sent once (always after an answered `get_state`, so discovery is mostly done by then); while its
+answer is awaited the manager asks the node's state every QUERY_RESEND_S, and a node already in the transition's
+goal state has taken it, whether or not its answer arrives.
 
 Threads: every transition is sent from this node's own worker thread (a plain thread, never an executor
 callback), and the answers arrive on a reentrant callback group; a service call waits on an event for the
@@ -66,6 +67,14 @@ _TRANSITIONS = {
     "deactivate": Transition.TRANSITION_DEACTIVATE,
     "cleanup": Transition.TRANSITION_CLEANUP,
     "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,  # sent from unconfigured only (see _SHUTDOWN)
+}
+#: The primary state each transition ends in when it succeeds.
+_GOALS = {
+    "configure": State.PRIMARY_STATE_INACTIVE,
+    "activate": State.PRIMARY_STATE_ACTIVE,
+    "deactivate": State.PRIMARY_STATE_INACTIVE,
+    "cleanup": State.PRIMARY_STATE_UNCONFIGURED,
+    "shutdown": State.PRIMARY_STATE_FINALIZED,
 }
 _COMMANDS = {
     ManageLifecycleNodes.Request.STARTUP: "startup",
@@ -223,12 +232,47 @@ class LifecycleManager(Node):
         for transition in transitions:
             if self._closing.is_set():
                 raise ManagerError(f"{node.name}: not {transition}d: the manager is shutting down")
-            request = ChangeState.Request()
-            request.transition.id = _TRANSITIONS[transition]
-            answer = self._call(node.change, request, self._transition_timeout, node.name, f"to {transition}")
-            if not answer.success:
+            if not self._change(node, transition):
                 raise ManagerError(self._why(node, transition))
         return bool(transitions)
+
+    def _change(self, node: _Client, transition: str) -> bool:
+        """Send one transition; True when the node took it: its answer says so, or (the answer lost) the node is
+        in the transition's goal state (module docstring)."""
+        wait = self._node_wait
+        if not node.change.wait_for_service(timeout_sec=wait):
+            raise ManagerError(f"{node.name}: not there (no service {node.change.srv_name} within {wait:g} s)")
+        request = ChangeState.Request()
+        request.transition.id = _TRANSITIONS[transition]
+        done = threading.Event()
+        future = node.change.call_async(request)
+        future.add_done_callback(lambda _f: done.set())
+        deadline = time.monotonic() + self._transition_timeout
+        try:
+            while not self._closing.is_set():
+                left = deadline - time.monotonic()
+                if done.wait(min(left, QUERY_RESEND_S)):
+                    answer = future.result()
+                    if answer is not None:
+                        return bool(answer.success)
+                    break
+                if left <= QUERY_RESEND_S:
+                    break
+                if self._peek(node) == _GOALS[transition]:  # answered after the transition ran (same group)
+                    self.get_logger().info(f"{node.name}: took {transition} (its own answer was lost)")
+                    return True
+        finally:
+            if not future.done():
+                node.change.remove_pending_request(future)
+        raise ManagerError(f"{node.name}: no answer asking it to {transition} within {self._transition_timeout:g} s")
+
+    def _peek(self, node: _Client) -> int | None:
+        """The node's state if it answers within QUERY_RESEND_S, else None (it may be busy with a transition)."""
+        try:
+            answer = self._call(node.get, GetState.Request(), QUERY_RESEND_S, node.name, "for its state", wait_s=0.1)
+        except ManagerError:
+            return None
+        return int(answer.current_state.id)
 
     def _state(self, node: _Client) -> int:
         answer = self._call(node.get, GetState.Request(), self._node_wait, node.name, "for its state", resend=True)
