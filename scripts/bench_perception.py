@@ -20,6 +20,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one core: set before numpy, scipy and sklearn start their thread pools
 
 import argparse  # noqa: E402
+import hashlib  # noqa: E402
 import statistics  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -62,6 +63,17 @@ def frames(count: int, rng: np.random.Generator) -> list[Frame]:
             detections.append(Detection("clutter", 0.5, box=(u, v, u + 80, v + 80)))
         out.append(Frame(r.depth, k, r.pose, detections[:20], float(index)))
     return out
+
+
+def map_digest(fmap: ObjectMap) -> str:
+    """A hash of every object's id, labels, count, feature and points: equal hashes mean a bit-identical map."""
+    digest = hashlib.sha256()
+    for object_id, obj in fmap.objects.items():
+        digest.update(f"{object_id}|{sorted(obj.labels.items())}|{obj.detections}|".encode())
+        digest.update(np.ascontiguousarray(obj.points).tobytes())
+        if obj.feature is not None:
+            digest.update(np.ascontiguousarray(obj.feature).tobytes())
+    return digest.hexdigest()[:16]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -107,7 +119,7 @@ def main(argv: list[str] | None = None) -> int:
         f"- map memory: {point_bytes / 1e6 / args.objects * 1000:.1f} MB of points per 1000 objects "
         f"({peak_before / 1e6:.1f} MB traced to build {args.objects} objects)"
     )
-    lines.append(f"- objects after the run: {len(fmap.objects)}")
+    lines.append(f"- objects after the run: {len(fmap.objects)}; map hash {map_digest(fmap)}")
     print("## Perception fusion (detector excluded)\n\n" + "\n".join(lines))
     if args.write:
         measured_doc.write(args.write, "Perception fusion (detector excluded)", "\n".join(lines))
