@@ -135,7 +135,8 @@ class ObjectMap:
         self.objects: dict[str, MapObject] = {}
         self.frames = 0
         self._counters: Counter[str] = Counter()
-        self._boxes = np.zeros((0, 6))
+        self._box_table = np.zeros((64, 6))  # rows beyond the live ones are spare room: appends do not copy
+        self._boxes = self._box_table[:0]  # the live rows (a view)
         self._box_ids: list[str] = []
         self._box_row: dict[str, int] = {}
         self._dirty: dict[str, None] = {}  # touched since their last upkeep, oldest first
@@ -163,17 +164,20 @@ class ObjectMap:
         if not self._box_ids:
             return np.zeros(0, dtype=np.intp)
         lo, hi = points.min(axis=0) - self.config.match_radius, points.max(axis=0) + self.config.match_radius
-        boxes = self._boxes
-        hit = np.all(boxes[:, :3] <= hi, axis=1) & np.all(boxes[:, 3:] >= lo, axis=1)
+        b = self._boxes
+        # column by column: the same test as np.all over the axes, without the (N, 3) temporaries
+        hit = (b[:, 0] <= hi[0]) & (b[:, 1] <= hi[1]) & (b[:, 2] <= hi[2])
+        hit &= (b[:, 3] >= lo[0]) & (b[:, 4] >= lo[1]) & (b[:, 5] >= lo[2])
         return np.flatnonzero(hit)
 
     def _refresh_boxes(self) -> None:
         """Rebuild the box table (after removals); single changes use _update_box."""
         self._box_ids = list(self.objects)
         self._box_row = {object_id: row for row, object_id in enumerate(self._box_ids)}
-        self._boxes = np.array(
-            [np.concatenate([o.points.min(axis=0), o.points.max(axis=0)]) for o in self.objects.values()]
-        ).reshape(-1, 6)
+        table = np.zeros((max(64, 2 * len(self._box_ids)), 6))
+        for row, obj in enumerate(self.objects.values()):
+            table[row, :3], table[row, 3:] = obj.points.min(axis=0), obj.points.max(axis=0)
+        self._box_table, self._boxes = table, table[: len(self._box_ids)]
 
     def _remove_box(self, object_id: str) -> None:
         """Drop one row of the box table by moving the last row into its place."""
@@ -184,20 +188,21 @@ class ObjectMap:
         if row != last:
             moved = self._box_ids[last]
             self._box_ids[row] = moved
-            self._boxes[row] = self._boxes[last]
+            self._box_table[row] = self._box_table[last]
             self._box_row[moved] = row
         self._box_ids.pop()
-        self._boxes = self._boxes[:last]
+        self._boxes = self._box_table[:last]
 
     def _update_box(self, object_id: str) -> None:
         points = self.objects[object_id].points
-        row = np.concatenate([points.min(axis=0), points.max(axis=0)])
-        if object_id in self._box_row:
-            self._boxes[self._box_row[object_id]] = row
-        else:
-            self._box_row[object_id] = len(self._box_ids)
+        row = self._box_row.get(object_id)
+        if row is None:
+            row = self._box_row[object_id] = len(self._box_ids)
             self._box_ids.append(object_id)
-            self._boxes = np.vstack([self._boxes, row[None, :]])
+            if row == len(self._box_table):  # full: double the room (amortized O(1) per append)
+                self._box_table = np.concatenate([self._box_table, np.zeros_like(self._box_table)])
+            self._boxes = self._box_table[: row + 1]
+        self._box_table[row, :3], self._box_table[row, 3:] = points.min(axis=0), points.max(axis=0)
 
     def overlap(self, points: Points, obj: MapObject) -> float:
         """Share of `points` within the match radius of the object's points (on an even subsample of large clouds)."""
@@ -211,39 +216,52 @@ class ObjectMap:
         distances, _ = obj.tree.query(sample, distance_upper_bound=self.config.match_radius)
         return float(np.isfinite(distances).mean()) if len(sample) else 0.0
 
-    def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap.
+    def _grown_box_inside(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.bool_]:
+        """Per box row and sample point: is the point inside the box grown by the match radius?
 
-        A point within the radius of an object's point lies in that grown box, so the share bounds the overlap
-        from above and a candidate whose bound cannot win is skipped without its KD-tree query.
+        A point within the radius of an object's point lies in that grown box, so the share of points inside
+        bounds the overlap from above (a candidate whose bound cannot win is skipped without its KD-tree query),
+        and only the points inside need the query.
         """
-        if len(sample) == 0:
-            return np.zeros(len(rows))
         grow = self.config.match_radius * (1 + 1e-9) + 1e-12  # a hair wider: float rounding never cuts the bound
         boxes = self._boxes[rows]
         inside = (sample[None, :, :] >= boxes[:, None, :3] - grow) & (sample[None, :, :] <= boxes[:, None, 3:] + grow)
-        return np.asarray(inside.all(axis=2).mean(axis=1), dtype=np.float64)
+        return np.asarray(inside.all(axis=2), dtype=np.bool_)
+
+    def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap."""
+        if len(sample) == 0:
+            return np.zeros(len(rows))
+        return np.asarray(self._grown_box_inside(sample, rows).mean(axis=1), dtype=np.float64)
 
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
         """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies).
 
         Ties go to the first candidate in box-table order; candidates that cannot reach the threshold or beat
-        the best so far (even at their upper bound) are skipped without computing their overlap.
+        the best so far (even at their upper bound) are skipped without computing their overlap, and the others
+        query only the sample points inside their grown box (the rest cannot be near: same share).
         """
         best, best_score = None, -1.0
         rows = self._candidate_rows(points)
         if len(rows) == 0:
             return None, -1.0
         sample = self._overlap_sample(points)
-        bounds = self._box_shares(sample, rows)
-        threshold = self.config.threshold
-        for row, bound in zip(rows.tolist(), bounds.tolist(), strict=True):
+        size = len(sample)
+        if size == 0:
+            return None, -1.0
+        inside = self._grown_box_inside(sample, rows)
+        counts = inside.sum(axis=1)
+        threshold, radius = self.config.threshold, self.config.match_radius
+        for index, row in enumerate(rows.tolist()):
             object_id = self._box_ids[row]
             obj = self.objects[object_id]
             similarity = semantic_similarity(obj, detection.label, detection.feature)
+            # the same float as inside[index].mean(): an integer count over the sample size
+            bound = float(counts[index]) / size
             if similarity + bound < threshold or similarity + bound <= best_score:
                 continue
-            score = self._near_share(sample, obj) + similarity
+            distances, _ = obj.tree.query(sample[inside[index]], distance_upper_bound=radius)
+            score = float(np.count_nonzero(np.isfinite(distances))) / size + similarity
             if score > best_score:
                 best, best_score = object_id, score
         if best is not None and best_score >= threshold:
