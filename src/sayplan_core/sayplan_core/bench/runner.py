@@ -186,12 +186,13 @@ def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
     """The (planner, task) runs already done with these settings; refuses results made with other ones.
     A run whose row is an error is not done: its cause (a missing transcript, a broken graph) may be fixed now."""
     rows = _read_rows(config.out_dir)
-    other = [r for r in rows if _bearing(r.get("settings"), r) != _bearing(config.settings, r)]
+    other = [r for r in rows if r.get("settings") is None or _bearing(r["settings"], r) != _bearing(config.settings, r)]
     if other:
         theirs = other[0].get("settings")
-        ours = _bearing(config.settings, other[0])
         described = (
-            "no recorded settings (an older bench)" if theirs is None else _describe(_bearing(theirs, other[0]), ours)
+            "no recorded settings (an older bench)"
+            if theirs is None
+            else _describe(_bearing(theirs, other[0]), _bearing(config.settings, other[0]))
         )
         raise BenchError(
             f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
@@ -229,11 +230,9 @@ def _replace_error_row(out_dir: Path, key: tuple[str, str], row: Mapping[str, An
     os.replace(tmp, path)
 
 
-def _bearing(settings: Mapping[str, Any] | None, row: Mapping[str, Any]) -> dict[str, Any] | None:
+def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a row's run depends on: the common ones and its own planner's options (`<planner>.<field>`);
     the options of the other planners of a bench, added or dropped on a resume, do not change it."""
-    if settings is None:
-        return None
     own = f"{row.get('planner')}."
     return {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
 
