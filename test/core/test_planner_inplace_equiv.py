@@ -128,29 +128,30 @@ def test_lazy_costs_and_kept_paths_match_the_eager_planner(
 
 # ----------------------------------------------------------------------------- subgraph vs the deepcopy version
 def subgraph_reference(graph: SceneGraph, node_ids: list[str]) -> SceneGraph:
-    keep: set[str] = set()
-    for node_id in node_ids:
-        keep.add(node_id)
-        keep.update(graph.ancestors(node_id))
+    """The chosen nodes and all their ancestors, deep copies, added top-down through the public API."""
+    keep = set(node_ids) | {a for n in node_ids for a in graph.ancestors(n)}
     out = SceneGraph(graph.name)
     for node_id in sorted(keep, key=lambda n: len(graph.ancestors(n))):
-        out.add_node(copy.deepcopy(graph.nodes[node_id]))
-    for node_id in keep:
         parent = graph.parent(node_id)
-        if parent is not None and parent in keep:
-            out.tree.add_edge(parent, node_id, relation=graph.relation(node_id))
-    for a, b, data in graph.nav.edges(data=True):
+        out.add_node(copy.deepcopy(graph.nodes[node_id]), parent, graph.relation(node_id) or "in")
+    for a, b, weight in graph.nav.edges(data="weight"):
         if a in keep and b in keep:
-            out.nav.add_edge(a, b, **data)
+            out.connect(a, b, weight)
     return out
 
 
 @BOUNDED
-@given(seed=st.sampled_from(sorted(BUILDINGS)), picks=st.lists(st.integers(0, 10_000), max_size=30))
-def test_subgraph_matches_the_deepcopy_version(seed: int, picks: list[int]) -> None:
+@given(
+    seed=st.sampled_from(sorted(BUILDINGS)),
+    picks=st.lists(st.integers(0, 10_000), max_size=30),
+    places=st.booleans(),
+)
+def test_subgraph_matches_the_deepcopy_version(seed: int, picks: list[int], places: bool) -> None:
     graph = BUILDINGS[seed]
     ids = sorted(graph.nodes)
     chosen = [ids[p % len(ids)] for p in picks]
+    if places:  # every room and pose, so navigation edges are kept
+        chosen += sorted(graph.nav.nodes)
     fast, reference = graph.subgraph(chosen), subgraph_reference(graph, chosen)
     assert graph_to_dict(fast, exact=True) == graph_to_dict(reference, exact=True)
     assert shape(fast) == shape(reference)
