@@ -16,7 +16,8 @@ The second table: tokens of the full graph, of SayPlan's room-level collapse (ev
 collapse (floors only, expanded on demand), and the cut, by the real tokenizer.
 
 `--record-floor-transcript PATH` records the SayPlan run on the 1,000-room building (prompts included) to the
-transcript that test/core/test_sayplan_floors.py replays.
+transcript that test/core/test_sayplan_floors.py replays; with `--record-planner sayplan_lite`, SayPlan Lite's run
+(test/core/test_sayplan_lite_floors.py).
 """
 
 from __future__ import annotations
@@ -143,13 +144,20 @@ def sayplan_answers(graph: SceneGraph, task: Task, floor_view_rooms: int) -> lis
     return answers
 
 
-def lite_answers(task: Task) -> list[str]:
+def lite_answers(graph: SceneGraph, task: Task, floor_view_rooms: int) -> list[str]:
+    """The search agent expands what the plan needs (the floors first in a floor-level view); the planner plans."""
+
     def search(command: str, node: str = "") -> str:
         body = {"command_name": command, "node_name": node}
         return json.dumps({"chain_of_thought": "...", "reasoning": "...", "command": body})
 
+    answers: list[str] = []
+    for room in (task.source_room, task.target_room):
+        if floors_first(graph, floor_view_rooms):
+            answers.append(search("expand", graph.parent(room) or ""))
+        answers.append(search("expand", room))
     plan = json.dumps({"chain_of_thought": "...", "plan": _steps(task.sayplan_steps()), "answer": [task.obj]})
-    return [search("expand", task.source_room), search("expand", task.target_room), search("done"), plan]
+    return [*answers, search("done"), plan]
 
 
 def full_plan_answers(graph: SceneGraph, task: Task) -> list[str]:
@@ -182,7 +190,7 @@ Script = Callable[[SceneGraph, Task], tuple[str, list[str]]]
 SCRIPTS: dict[str, Script | str] = {
     "sayplan": lambda g, t: (t.instruction, sayplan_answers(g, t, SayPlanOptions().floor_view_rooms)),
     "llm_p": lambda g, t: (t.instruction, sayplan_answers(g, t, SayPlanOptions().floor_view_rooms)),
-    "sayplan_lite": lambda g, t: (t.instruction, lite_answers(t)),
+    "sayplan_lite": lambda g, t: (t.instruction, lite_answers(g, t, SayPlanOptions().floor_view_rooms)),
     "llm_as_planner": lambda g, t: (t.instruction, full_plan_answers(g, t)),
     "lookplangraph": lambda g, t: (t.instruction, lookplangraph_answers(t)),
     "ltl": lambda g, t: (t.ltl_instruction, ltl_answers(t)),
@@ -378,22 +386,31 @@ def token_rows(sizes: list[int]) -> list[str]:
     return lines
 
 
-def record_floor_transcript(path: Path) -> None:
-    """The SayPlan run on the 1,000-room building, recorded with its prompts (replay checks them)."""
+#: The planners whose floor-level run can be recorded, and their scripted answers.
+SCRIPTED_FLOOR_RUNS: dict[str, Callable[[SceneGraph, Task, int], list[str]]] = {
+    "sayplan": sayplan_answers,
+    "sayplan_lite": lite_answers,
+}
+FLOOR_RUN_NAMES = {"sayplan": "SayPlan", "sayplan_lite": "SayPlan Lite"}
+
+
+def record_floor_transcript(path: Path, planner: str = "sayplan") -> None:
+    """The SayPlan (or SayPlan Lite) run on the 1,000-room building, recorded with its prompts (replay checks them)."""
     graph = building(1000)
     task = task_for(graph)
-    answers = sayplan_answers(graph, task, SayPlanOptions().floor_view_rooms)
+    answers = SCRIPTED_FLOOR_RUNS[planner](graph, task, SayPlanOptions().floor_view_rooms)
     calls = [{"response": {"text": a}} for a in answers]
     scripted = ReplayBackend({"format": TRANSCRIPT_FORMAT, "version": 1, "calls": calls}, "scripted")
     recorder = RecordingBackend(scripted)
-    run = plan_once("sayplan", recorder, graph, task.instruction)
+    run = plan_once(planner, recorder, graph, task.instruction)
     if not run.result.success:
         raise SystemExit(f"the scripted run failed: {run.result.message}")
     data = recorder.transcript()
+    flag = "" if planner == "sayplan" else f" --record-planner {planner}"
     data["note"] = (
-        "SayPlan on generate_building(BuildingSpec(floors=10, rooms_per_floor=100, seed=0)): a floor-level search "
-        "(floors, then rooms) by scripted answers; written by scripts/bench_planning_overhead.py "
-        "--record-floor-transcript"
+        f"{FLOOR_RUN_NAMES[planner]} on generate_building(BuildingSpec(floors=10, rooms_per_floor=100, seed=0)): "
+        "a floor-level search (floors, then rooms) by scripted answers; written by scripts/bench_planning_overhead.py "
+        f"--record-floor-transcript{flag}"
     )
     path.write_text(json.dumps(data, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     print(f"wrote {path} ({len(answers)} calls)", file=sys.stderr)
@@ -407,9 +424,12 @@ def main() -> None:
     parser.add_argument("--planners", default="", help="comma-separated planner ids (default: every bundled one)")
     parser.add_argument("--write", type=Path, help="also write the tables to this Markdown file (docs/measured/)")
     parser.add_argument("--record-floor-transcript", type=Path, help="record the 1,000-room SayPlan run there")
+    parser.add_argument(
+        "--record-planner", choices=sorted(SCRIPTED_FLOOR_RUNS), default="sayplan", help="the run to record"
+    )
     args = parser.parse_args()
     if args.record_floor_transcript:
-        record_floor_transcript(args.record_floor_transcript)
+        record_floor_transcript(args.record_floor_transcript, args.record_planner)
         return
     only = args.planners.split(",") if args.planners else PLANNERS.bundled()
     context = multiprocessing.get_context("spawn")

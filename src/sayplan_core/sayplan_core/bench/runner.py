@@ -186,10 +186,14 @@ def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
     """The (planner, task) runs already done with these settings; refuses results made with other ones.
     A run whose row is an error is not done: its cause (a missing transcript, a broken graph) may be fixed now."""
     rows = _read_rows(config.out_dir)
-    other = [r for r in rows if r.get("settings") != dict(config.settings)]
+    other = [r for r in rows if r.get("settings") is None or _bearing(r["settings"], r) != _bearing(config.settings, r)]
     if other:
         theirs = other[0].get("settings")
-        described = "no recorded settings (an older bench)" if theirs is None else _describe(theirs, config.settings)
+        described = (
+            "no recorded settings (an older bench)"
+            if theirs is None
+            else _describe(_bearing(theirs, other[0]), _bearing(config.settings, other[0]))
+        )
         raise BenchError(
             f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
             "resume with the same settings, or use --fresh or another --out"
@@ -224,6 +228,13 @@ def _replace_error_row(out_dir: Path, key: tuple[str, str], row: Mapping[str, An
     tmp = path.with_name(f".{path.name}.tmp")
     tmp.write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     os.replace(tmp, path)
+
+
+def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings a row's run depends on: the common ones and its own planner's options (`<planner>.<field>`);
+    the options of the other planners of a bench, added or dropped on a resume, do not change it."""
+    own = f"{row.get('planner')}."
+    return {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
 
 
 def _describe(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:

@@ -364,14 +364,21 @@ class SceneGraph:
 
     def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:
         """Induced subgraph of the chosen nodes plus their ancestors, so it stays a valid hierarchy."""
-        keep: set[str] = set()
+        keep: dict[str, int] = {}  # node -> its depth (its ancestors are kept before it: a walk stops at one)
         for node_id in node_ids:
             self.node(node_id)
-            keep.add(node_id)
-            keep.update(self.ancestors(node_id))
+            chain: list[str] = []
+            current: str | None = node_id
+            while current is not None and current not in keep:
+                chain.append(current)
+                current = self.parent(current)
+            depth = -1 if current is None else keep[current]
+            for item in reversed(chain):
+                depth += 1
+                keep[item] = depth
         out = SceneGraph(self.name)
-        for node_id in sorted(keep, key=lambda n: len(self.ancestors(n))):
-            out.add_node(copy.deepcopy(self.nodes[node_id]))
+        for node_id in sorted(keep, key=keep.__getitem__):
+            out.add_node(_copy_node(self.nodes[node_id]))
         for node_id in keep:
             parent = self.parent(node_id)
             if parent is not None and parent in keep:
@@ -383,8 +390,9 @@ class SceneGraph:
 
 
 def _copy_node(node: Node) -> Node:
-    """Cheaper than deepcopy: only attributes can hold nested values."""
-    clone = copy.copy(node)
+    """Cheaper than deepcopy: only attributes can hold nested values. (copy.copy without its __reduce_ex__ round.)"""
+    clone = object.__new__(type(node))
+    clone.__dict__.update(node.__dict__)
     clone.states = list(node.states)
     clone.affordances = list(node.affordances)
     clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}

@@ -36,16 +36,22 @@ class PathPlanner:
     def __init__(self, graph: SceneGraph, goto_action: str = "goto") -> None:
         self.graph = graph
         self.goto_action = goto_action
-        # Costs and positions are computed once per planner, not per edge relaxation.
-        self._positions = {n: graph.nodes[n].position for n in graph.nav.nodes}
-        self._all_positioned = all(p is not None for p in self._positions.values())
+        # Each edge's cost is computed once, when a search first relaxes it (a plan's searches touch a part of
+        # a large building: computing every edge up front was most of a verification at 1,000 rooms).
         self._costs: dict[tuple[str, str], float] = {}
-        for a, b, data in graph.nav.edges(data=True):
-            cost = self._edge_cost(a, b, data)
-            self._costs[(a, b)] = self._costs[(b, a)] = cost
+        self._positions_cache: dict[str, tuple[float, float, float] | None] | None = None
+        #: shortest paths found so far, by (start, goal, method): the graph does not change under a planner
+        self._paths: dict[tuple[str, str, str], PathResult] = {}
+
+    @property
+    def _positions(self) -> dict[str, tuple[float, float, float] | None]:
+        if self._positions_cache is None:
+            graph = self.graph
+            self._positions_cache = {n: graph.nodes[n].position for n in graph.nav.nodes}
+        return self._positions_cache
 
     def _edge_cost(self, a: str, b: str, data: dict[str, float]) -> float:
-        pa, pb = self._positions[a], self._positions[b]
+        pa, pb = self.graph.nodes[a].position, self.graph.nodes[b].position
         stored = data.get("weight")
         if pa is None or pb is None:
             return float(stored) if stored is not None else DEFAULT_EDGE_COST
@@ -53,12 +59,16 @@ class PathPlanner:
         return max(straight, float(stored)) if stored is not None else max(straight, 1e-6)
 
     def edge_cost(self, a: str, b: str, _data: object = None) -> float:
-        return self._costs[(a, b)]
+        cost = self._costs.get((a, b))
+        if cost is None:
+            cost = self._edge_cost(a, b, self.graph.nav.adj[a][b])
+            self._costs[(a, b)] = self._costs[(b, a)] = cost
+        return cost
 
     def _heuristic(self, goal: str) -> Callable[[str, str], float] | None:
-        if not self._all_positioned:
-            return None
         positions = self._positions
+        if not all(p is not None for p in positions.values()):
+            return None
         target = positions[goal]
         assert target is not None
         gx, gy, gz = target
@@ -75,6 +85,14 @@ class PathPlanner:
             raise GraphError(f"{role} '{node_id}' is {a_or_an(node.type)}; paths join room and pose nodes", node_id)
 
     def shortest_path(self, start: str, goal: str, method: str = "dijkstra") -> PathResult:
+        known = self._paths.get((start, goal, method))
+        if known is not None:
+            return known
+        found = self._search(start, goal, method)
+        self._paths[(start, goal, method)] = found
+        return found
+
+    def _search(self, start: str, goal: str, method: str) -> PathResult:
         self._check(start, "start")
         self._check(goal, "goal")
         if start == goal:
@@ -96,7 +114,7 @@ class PathPlanner:
         return PathResult([str(n) for n in nodes], float(cost))
 
     def _cost(self, nodes: list[str]) -> float:
-        return sum(self._costs[(a, b)] for a, b in pairwise(nodes))
+        return sum(self.edge_cost(a, b) for a, b in pairwise(nodes))
 
     def expand_plan(
         self, plan: Iterable[PlanStep], start: str | None = None, method: str = "dijkstra"

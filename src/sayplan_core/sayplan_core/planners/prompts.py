@@ -88,11 +88,13 @@ def dynamic(instruction: str, graph_text: str, memory: list[str], feedback: str)
     )
 
 
-def lite_search_system() -> str:
+def lite_search_system(floors_first: bool = False) -> str:
+    """floors_first: as in `sayplan_system`, the graph starts at the floors and the search opens them first."""
+    nodes, search_api = ("floor and room nodes", FLOOR_SEARCH_API) if floors_first else ("room nodes", SEARCH_API)
     return f"""You are a graph search agent. Find the parts of a building's scene graph that an instruction needs,
-by expanding and contracting room nodes. You do not plan; another agent plans once you finish.
+by expanding and contracting {nodes}. You do not plan; another agent plans once you finish.
 
-{SEARCH_API}
+{search_api}
 - done: call when everything the instruction needs is visible.
 
 Answer with one JSON object:

@@ -33,15 +33,25 @@ class Verification:
     feedback: str
 
 
-def verify_high_level(graph: SceneGraph, steps: list[PlanStep], actions: ActionSet) -> Verification:
-    """Fill in navigation with the path planner, then forward-simulate the full plan."""
-    goto = actions.verb("navigate") or "goto"
+def verify_high_level(
+    graph: SceneGraph, steps: list[PlanStep], actions: ActionSet, paths: PathPlanner | None = None
+) -> Verification:
+    """Fill in navigation with the path planner, then forward-simulate the full plan.
+
+    paths: the run's path planner over `graph` (`path_planner`), so replans reuse its edge costs and the paths it
+    already found; None: a new one.
+    """
     try:
-        full = PathPlanner(graph, goto_action=goto).expand_plan(steps)
+        full = (paths or path_planner(graph, actions)).expand_plan(steps)
     except GraphError as exc:
         return Verification(False, list(steps), f"path planner: {exc}")
     result = verify_plan(graph, full, actions, strict_navigation=True)
     return Verification(result.success, full, result.feedback)
+
+
+def path_planner(graph: SceneGraph, actions: ActionSet) -> PathPlanner:
+    """The path planner that fills in a plan's navigation, in the set's verb for it."""
+    return PathPlanner(graph, goto_action=actions.verb("navigate") or "goto")
 
 
 @dataclass(frozen=True)
@@ -73,6 +83,7 @@ class SayPlanPlanner(Planner):
         system = prompts.sayplan_system(actions, floors_first=top)
         view = collapse(graph, top_only=top)
         feedback = job.context
+        paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
         planned = False
         observed: set[str] = set()
         for step in range(self.options.max_search_steps + self.options.max_replans + 1):
@@ -101,7 +112,7 @@ class SayPlanPlanner(Planner):
             if planned:
                 result.replanning_rounds += 1
             planned = True
-            if self._verify(graph, actions, command, result, session, progress, step):
+            if self._verify(graph, actions, command, paths, result, session, progress, step):
                 return
             feedback = result.feedback_history[-1]
             if result.replanning_rounds >= self.options.max_replans:
@@ -129,12 +140,13 @@ class SayPlanPlanner(Planner):
         graph: SceneGraph,
         actions: ActionSet,
         command: answers.Command,
+        paths: PathPlanner,
         result: PlanResult,
         session: LlmSession,
         progress: ProgressCallback,
         step: int,
     ) -> bool:
-        check = verify_high_level(graph, command.plan, actions)
+        check = verify_high_level(graph, command.plan, actions, paths)
         result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
         progress(Progress(PlanStage.VERIFY, step, "", result.replanning_rounds, session.tokens_used, check.feedback))
         if check.ok:

@@ -6,23 +6,27 @@ agent only expands and contracts, and the planner only plans and replans.
 
 from __future__ import annotations
 
-from sayplan_core.graph.views import collapse
+from sayplan_core.graph.views import collapse, floors_first
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanJob, Planner, Progress
-from sayplan_core.planners.sayplan import SayPlanPlanner, verify_high_level
+from sayplan_core.planners.sayplan import SayPlanOptions, SayPlanPlanner, path_planner, verify_high_level
 from sayplan_core.sim.action_set import load_action_set
 
 
 class SayPlanLitePlanner(Planner):
     name = "sayplan_lite"
     summary = "SayPlan Lite (LookPlanGraph): search and planning in two dialogues, better for small models"
+    #: the same view as SayPlan's, so the same option: a large building starts at its floors
+    Options = SayPlanOptions
+    config: SayPlanOptions
 
     def _run(self, job: PlanJob) -> None:
         graph, instruction, session, result, progress = job.parts()
         actions = load_action_set(self.action_set)
-        view = collapse(graph)
-        search_system = prompts.lite_search_system()
+        top = floors_first(graph, self.config.floor_view_rooms)
+        view = collapse(graph, top_only=top)
+        search_system = prompts.lite_search_system(floors_first=top)
         note = job.context
         observed: set[str] = set()
         for step in range(self.options.max_search_steps):
@@ -46,6 +50,7 @@ class SayPlanLitePlanner(Planner):
         visible = view.visible_ids()
         schema = answers.plan_schema(actions, visible)
         feedback = job.context
+        paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
         for round_index in range(self.options.max_replans + 1):
             stage = "replan" if round_index else "plan"
             messages = [
@@ -56,7 +61,7 @@ class SayPlanLitePlanner(Planner):
                 stage, messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan"
             )
             result.replanning_rounds = round_index
-            check = verify_high_level(graph, command.plan, actions)
+            check = verify_high_level(graph, command.plan, actions, paths)
             result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
             progress(Progress(PlanStage.VERIFY, round_index, "", round_index, session.tokens_used, check.feedback))
             if check.ok:

@@ -107,6 +107,37 @@ class WorldState:
         out = set(self._states) | set(self._placement)
         return {n for n in out if n in self.graph.nodes}
 
+    def refresh(self, shown: SceneGraph) -> SceneGraph:
+        """`shown`, a graph earlier returned by `apply_to()` or `refresh`, brought in place to what `apply_to()`
+        returns now: O(changes), where `apply_to` copies the whole graph (60 ms at 1,000 rooms).
+
+        For a reader that shows the state at every step (LookPlanGraph's prompt). Nodes the graph gained since are
+        taken from `revealed` (what the reveal hook reports); when the graph changed otherwise (a node removed, or
+        added without being reported, or a revealed node with navigation edges), a fresh `apply_to()` is returned
+        instead.
+        """
+        graph = self.graph
+        added = [n for n in self.revealed if n not in shown.nodes and n in graph.nodes]
+        if any(graph.neighbours(n) for n in added):
+            return self.apply_to()  # a revealed room or pose: its navigation edges come with a full copy
+        for node_id in sorted(added, key=lambda n: len(graph.ancestors(n))):
+            parent = graph.parent(node_id)
+            shown.add_node(copy.deepcopy(graph.nodes[node_id]))
+            if parent is not None:
+                shown.set_parent(node_id, parent, graph.relation(node_id) or "in")
+        if len(shown.nodes) != len(graph.nodes):
+            return self.apply_to()
+        for node_id, states in self._states.items():
+            if shown.nodes[node_id].states != states:
+                shown.nodes[node_id].states = list(states)
+        for node_id, (parent, relation) in self._placement.items():
+            if shown.parent(node_id) != parent or shown.relation(node_id) != relation:
+                shown.set_parent(node_id, parent, relation)
+        agent = shown.agent_id
+        if agent is not None and self.location is not None:
+            shown.nodes[agent].attributes["location"] = self.location
+        return shown
+
     def apply_to(self, graph: SceneGraph | None = None) -> SceneGraph:
         """A new graph with this state's changes applied (the input is not touched)."""
         out = (graph or self.graph).copy()
