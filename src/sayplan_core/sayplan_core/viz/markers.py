@@ -198,7 +198,7 @@ class MarkerCache:
         edges: set[tuple[str, str]] = set()
         for node_id in update.remove:
             self._forget(node_id, edges)
-        for a, b, *_ in (*update.connect, *update.disconnect):
+        for a, b in (*((c[0], c[1]) for c in update.connect), *update.disconnect):
             edges.add((a, b) if a < b else (b, a))
         # first every anchor that changes (children follow a node whose anchor or basis moved), then the drawing,
         # so a line never takes an anchor from before the update
