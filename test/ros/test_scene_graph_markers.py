@@ -2,7 +2,8 @@
 
 Viewers fold what they receive as RViz does (markers kept by (namespace, id): DELETEALL clears, ADD replaces,
 DELETE drops; written here), and must end up with the full drawing of the server's final graph, whether they
-were there from the start-up or joined after the updates (with RViz's default volatile durability or latched).
+were there from the start-up or joined after the updates (with RViz's default volatile durability, latched with
+depth 1, or latched with the server's history).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from sayplan_core.envs import load_env
 from sayplan_interfaces.msg import GraphUpdate
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import markers_to_msg, node_to_msg
-from sayplan_ros.qos import LATCHED_STATE_QOS
+from sayplan_ros.qos import LATCHED_STATE_QOS, MARKERS_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
 pytestmark = pytest.mark.ros
@@ -91,8 +92,9 @@ def test_viewers_early_and_late_hold_the_full_drawing_after_incremental_updates(
     assert all(m.action != Marker.DELETEALL for a in changes for m in a.markers)
     assert any(m.action == Marker.DELETE for m in changes[-1].markers)  # apple1 went
     late = watch(ros, "late_viewer", RVIZ_DEFAULT_QOS)
-    latched = watch(ros, "latched_viewer", LATCHED_STATE_QOS)
+    latched = watch(ros, "latched_viewer", LATCHED_STATE_QOS)  # the last change first, then the whole drawing
+    history = watch(ros, "history_viewer", MARKERS_QOS)  # the start-up drawing and every change, then it again
     final = markers_to_msg(server.graph, [], "map", Time()).markers
     assert any(m.text == "second orange" for m in final)
-    for viewer in (early, late, latched):
+    for viewer in (early, late, latched, history):
         ros.wait_for(lambda v=viewer: shown(v.held.values()) == shown(final), what="the final graph's drawing")

@@ -6,12 +6,12 @@ their copy. The full graph is published latched on `scene_graph` at start-up (ea
 only if `full_graph_every` is set, every that many updates; a follower that joins late or missed an update fetches
 it from `get_scene_graph`, so by default no full graph is broadcast after the first.
 
-RViz markers go on `scene_graph_markers` (latched): the whole drawing (DELETEALL first) at start-up and whenever a
-new subscriber matches, and after each update or plan change only the markers it changed (ADD by the node's stable
-id, DELETE for what went; sayplan_core.viz.markers.MarkerCache), so an update costs what it touched here too. RViz
-keeps markers by (namespace, id), so a viewer that has the whole drawing and every change since shows the graph;
-one that joins late gets the whole drawing when it matches (the latched last change it may get first is
-cleared by it). Services:
+RViz markers go on `scene_graph_markers` (reliable, latched with a history: MARKERS_QOS): the whole drawing
+(DELETEALL first) at start-up and whenever a new subscriber matches, and after each update or plan change only
+the markers it changed (ADD by the node's stable id, DELETE for what went; sayplan_core.viz.markers.MarkerCache),
+so an update costs what it touched here too. RViz keeps markers by (namespace, id), so a viewer that has the
+whole drawing and every change since shows the graph; one that joins late gets the whole drawing when it matches
+(the latched changes it may get first are cleared by it). Services:
 `get_scene_graph`, `apply_graph_update` (atomic, validated like a loaded file; a
 refused update keeps the graph), `verify_plan` (registered action sets only) and
 `graph_view` (collapse / expand / contract).
@@ -64,7 +64,7 @@ from sayplan_ros.conversions import graph_to_msg, marker_changes_to_msg, msg_to_
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
-from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS, MARKERS_QOS
 from sayplan_ros.runner import run_nodes
 
 
@@ -176,8 +176,8 @@ class SceneGraphServer(Node):
         except TypeError:  # Humble: no matched event; a cheap timer watches the subscriber count instead
             self._viewers = 0
             self.create_timer(1.0, guarded(self, "marker subscriber count", self._watch_viewers))
-            return self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS)
-        return self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS, event_callbacks=events)
+            return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS)
+        return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS, event_callbacks=events)
 
     def _on_marker_match(self, info: Any) -> None:  # QoSPublisherMatchedInfo
         if info.current_count_change > 0:  # a new viewer: it has at most the latched last change
