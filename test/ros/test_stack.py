@@ -90,8 +90,16 @@ def test_closed_loop_with_an_injected_failure(ros: Any, tmp_path: Path) -> None:
     assert nodes["graph"].version > 20  # one update per skill
     # markers: one per node per layer, and the plan path was drawn while executing
     ros.wait_for(lambda: bool(markers), what="markers")
+    held: dict[tuple[str, int], Any] = {}  # what RViz holds: the whole drawing, then each update's changes
+    for m in (m for arr in markers for m in arr.markers):
+        if m.action == m.DELETEALL:
+            held.clear()
+        elif m.action == m.DELETE:
+            held.pop((m.ns, m.id), None)
+        else:
+            held[(m.ns, m.id)] = m
     layers: dict[str, int] = {}
-    for m in markers[-1].markers:
+    for m in held.values():
         if m.type in (m.SPHERE, m.CUBE):
             layers[m.ns] = layers.get(m.ns, 0) + 1
     assert layers == {"rooms": 37, "poses": 25, "assets": 86, "objects": 88, "agents": 1}

@@ -27,6 +27,7 @@ from sayplan_core.llm.session import CallStats
 from sayplan_core.outcomes import PlanCode, SkillCode
 from sayplan_core.planners.base import PlanResult, Progress
 from sayplan_core.sim.plan import PlanStep
+from sayplan_core.viz.markers import MarkerCache, MarkerChanges
 from sayplan_interfaces.msg import ExecutionEvent, LlmCallStats, PlanOutcome, PlanProgress, SceneGraphEdge
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import PlanStep as PlanStepMsg
@@ -323,12 +324,18 @@ _MARKER_KINDS = {
 
 
 def markers_to_msg(graph: SceneGraph, plan_nodes: list[str], frame_id: str, stamp: Time) -> MarkerArray:
-    from sayplan_core.viz.markers import graph_markers
+    """The full drawing of a graph, from scratch."""
+    return marker_changes_to_msg(MarkerCache().redraw(graph, plan_nodes), frame_id, stamp)
 
-    clear = Marker(action=Marker.DELETEALL)
-    clear.header.frame_id = frame_id
-    markers = [clear]
-    for spec in graph_markers(graph, plan_nodes):
+
+def marker_changes_to_msg(changes: MarkerChanges, frame_id: str, stamp: Time) -> MarkerArray:
+    """A full drawing (DELETEALL first) or a change (ADD what changed, DELETE what went), as RViz reads it."""
+    markers = []
+    if changes.clear:
+        clear = Marker(action=Marker.DELETEALL)
+        clear.header.frame_id = frame_id
+        markers.append(clear)
+    for spec in changes.upsert:
         m = Marker(ns=spec.ns, id=spec.id, type=_MARKER_KINDS[spec.kind], action=Marker.ADD, text=spec.text)
         m.header.frame_id, m.header.stamp = frame_id, stamp
         m.pose.position = Point(x=spec.position[0], y=spec.position[1], z=spec.position[2])
@@ -337,4 +344,8 @@ def markers_to_msg(graph: SceneGraph, plan_nodes: list[str], frame_id: str, stam
         m.color = ColorRGBA(r=spec.color[0], g=spec.color[1], b=spec.color[2], a=spec.color[3])
         m.points = [Point(x=p[0], y=p[1], z=p[2]) for p in spec.points]
         markers.append(m)
+    for ns, marker_id in changes.delete:
+        gone = Marker(ns=ns, id=marker_id, action=Marker.DELETE)
+        gone.header.frame_id, gone.header.stamp = frame_id, stamp
+        markers.append(gone)
     return MarkerArray(markers=markers)

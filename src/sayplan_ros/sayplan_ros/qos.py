@@ -34,6 +34,15 @@ GRAPH_UPDATES_QOS = QoSProfile(
     durability=DurabilityPolicy.TRANSIENT_LOCAL,
 )
 
+#: RViz markers (scene_graph_markers): the whole drawing, then only changes, so none may be dropped: reliable with
+#: a history for a viewer that falls behind in a burst, latched (a latecomer gets the whole drawing when it matches).
+MARKERS_QOS = QoSProfile(
+    depth=GRAPH_UPDATES_HISTORY,
+    history=HistoryPolicy.KEEP_LAST,
+    reliability=ReliabilityPolicy.RELIABLE,
+    durability=DurabilityPolicy.TRANSIENT_LOCAL,
+)
+
 #: /diagnostics as diagnostic_updater publishes it: depth 1, reliable, volatile (the aggregator's subscription).
 DIAGNOSTICS_QOS = QoSProfile(
     depth=1,

@@ -4,8 +4,14 @@ Every accepted update bumps the version and is published on `scene_graph_updates
 (reliable, latched with a history) with the version it produced; followers patch
 their copy. The full graph is published latched on `scene_graph` at start-up (each start is a new epoch) and,
 only if `full_graph_every` is set, every that many updates; a follower that joins late or missed an update fetches
-it from `get_scene_graph`, so by default no full graph is broadcast after the first. RViz markers are latched on
-`scene_graph_markers`. Services:
+it from `get_scene_graph`, so by default no full graph is broadcast after the first.
+
+RViz markers go on `scene_graph_markers` (reliable, latched with a history: MARKERS_QOS): the whole drawing
+(DELETEALL first) at start-up and whenever a new subscriber matches, and after each update or plan change only
+the markers it changed (ADD by the node's stable id, DELETE for what went; sayplan_core.viz.markers.MarkerCache),
+so an update costs what it touched here too. RViz keeps markers by (namespace, id), so a viewer that has the
+whole drawing and every change since shows the graph; one that joins late gets the whole drawing when it matches
+(the latched changes it may get first are cleared by it). Services:
 `get_scene_graph`, `apply_graph_update` (atomic, validated like a loaded file; a
 refused update keeps the graph), `verify_plan` (registered action sets only) and
 `graph_view` (collapse / expand / contract).
@@ -31,6 +37,11 @@ from typing import Any
 
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
+
+try:  # Iron and later (Humble's has no matched event: the subscriber count is watched instead)
+    from rclpy.event_handler import PublisherEventCallbacks
+except ImportError:  # Humble
+    from rclpy.qos_event import PublisherEventCallbacks  # type: ignore[no-redef,import-not-found,unused-ignore]
 from visualization_msgs.msg import MarkerArray
 
 from sayplan_core.diagnostics import Status, graph_status, journal_status
@@ -44,16 +55,16 @@ from sayplan_core.graph.views import GraphView as CoreView
 from sayplan_core.node_options import SceneGraphServerOptions
 from sayplan_core.sim.action_set import ActionSet, ActionSetError, builtin_action_sets, load_action_set
 from sayplan_core.sim.simulator import inserted_lines, verify_plan
-from sayplan_core.viz.markers import remaining_path
+from sayplan_core.viz.markers import MarkerCache, MarkerChanges, remaining_path
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
-from sayplan_ros.conversions import graph_to_msg, markers_to_msg, msg_to_update, steps_from_msgs
+from sayplan_ros.conversions import graph_to_msg, marker_changes_to_msg, msg_to_update, steps_from_msgs
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
-from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS, MARKERS_QOS
 from sayplan_ros.runner import run_nodes
 
 
@@ -98,8 +109,8 @@ class SceneGraphServer(Node):
         for policy in ("history", "reliability", "durability"):
             setattr(updates_qos, policy, getattr(GRAPH_UPDATES_QOS, policy))
         self._updates = self.create_publisher(GraphUpdateMsg, "scene_graph_updates", updates_qos)
-        self._marker_pub = self.create_publisher(MarkerArray, "scene_graph_markers", LATCHED_STATE_QOS)
-        self._plan_nodes: list[str] = []
+        self._markers = MarkerCache()
+        self._marker_pub = self._marker_publisher()
         self.create_subscription(Plan, "active_plan", guarded(self, "active_plan", self._on_plan), LATCHED_STATE_QOS)
         self.create_service(GraphView, "graph_view", guarded_service(self, self._on_view, GraphView.Response))
         self.create_service(
@@ -151,22 +162,47 @@ class SceneGraphServer(Node):
 
     def _publish_full(self) -> None:
         self._publisher.publish(self._full_msg())
-        self._publish_markers()
+        self._publish_markers(self._markers.redraw(self._graph))
 
-    def _publish_markers(self) -> None:
-        stamp = self.get_clock().now().to_msg()
-        self._marker_pub.publish(markers_to_msg(self._graph, self._plan_nodes, self._frame_id, stamp))
+    def _publish_markers(self, changes: MarkerChanges) -> None:
+        if changes:
+            stamp = self.get_clock().now().to_msg()
+            self._marker_pub.publish(marker_changes_to_msg(changes, self._frame_id, stamp))
+
+    def _marker_publisher(self) -> Any:
+        """The markers' publisher, which sends the whole drawing again when a new viewer matches."""
+        try:
+            events = PublisherEventCallbacks(matched=guarded(self, "marker subscriber matched", self._on_marker_match))
+        except TypeError:  # Humble: no matched event; a cheap timer watches the subscriber count instead
+            self._viewers = 0
+            self.create_timer(1.0, guarded(self, "marker subscriber count", self._watch_viewers))
+            return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS)
+        return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS, event_callbacks=events)
+
+    def _on_marker_match(self, info: Any) -> None:  # QoSPublisherMatchedInfo
+        if info.current_count_change > 0:  # a new viewer: it has at most the latched last change
+            self._redraw_for_viewer()
+
+    def _watch_viewers(self) -> None:
+        count = self._marker_pub.get_subscription_count()
+        if count > self._viewers:
+            self._redraw_for_viewer()
+        self._viewers = count
+
+    def _redraw_for_viewer(self) -> None:
+        with self._lock:
+            self._publish_markers(self._markers.current())
 
     def _on_plan(self, msg: Plan) -> None:
-        """Highlight the remaining navigation of the active plan."""
+        """Highlight the remaining navigation of the active plan (only the plan's line is redrawn)."""
         with self._lock:
             steps = [(s.action, s.target) for s in msg.steps]
             try:
-                self._plan_nodes = remaining_path(self._graph, steps, msg.current_step)
+                plan_nodes = remaining_path(self._graph, steps, msg.current_step)
             except GraphError as exc:
                 self.get_logger().warning(f"cannot draw the active plan: {exc}")
-                self._plan_nodes = []
-            self._publish_markers()
+                plan_nodes = []
+            self._publish_markers(self._markers.set_plan(self._graph, plan_nodes))
 
     # ------------------------------------------------------------------ services
     def _on_view(self, request: GraphView.Request, response: GraphView.Response) -> GraphView.Response:
@@ -255,7 +291,7 @@ class SceneGraphServer(Node):
             self._updates.publish(published)
             if self._full_every and self._version % self._full_every == 0:
                 self._publisher.publish(self._full_msg())
-            self._publish_markers()
+            self._publish_markers(self._markers.update(self._graph, update))
         return response
 
     def _refuse(self, response: ApplyGraphUpdate.Response, why: Exception) -> ApplyGraphUpdate.Response:

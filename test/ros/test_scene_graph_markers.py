@@ -1,0 +1,100 @@
+"""scene_graph_server's RViz markers over DDS: the whole drawing once, then only what each update changed.
+
+Viewers fold what they receive as RViz does (markers kept by (namespace, id): DELETEALL clears, ADD replaces,
+DELETE drops; written here), and must end up with the full drawing of the server's final graph, whether they
+were there from the start-up or joined after the updates (with RViz's default volatile durability, latched with
+depth 1, or latched with the server's history).
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+
+from builtin_interfaces.msg import Time
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from visualization_msgs.msg import Marker, MarkerArray
+
+from sayplan_core.envs import load_env
+from sayplan_interfaces.msg import GraphUpdate
+from sayplan_interfaces.srv import ApplyGraphUpdate
+from sayplan_ros.conversions import markers_to_msg, node_to_msg
+from sayplan_ros.qos import LATCHED_STATE_QOS, MARKERS_QOS
+from sayplan_ros.scene_graph_server import SceneGraphServer
+
+pytestmark = pytest.mark.ros
+
+#: what RViz subscribes with by default: reliable, volatile (nothing from before it joined)
+RVIZ_DEFAULT_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.VOLATILE)
+
+
+class Viewer:
+    """The markers a MarkerArray display would hold."""
+
+    def __init__(self) -> None:
+        self.held: dict[tuple[str, int], Marker] = {}
+        self.arrays: list[MarkerArray] = []
+
+    def take(self, array: MarkerArray) -> None:
+        self.arrays.append(array)
+        for m in array.markers:
+            if m.action == Marker.DELETEALL:
+                self.held.clear()
+            elif m.action == Marker.DELETE:
+                self.held.pop((m.ns, m.id), None)
+            else:
+                self.held[(m.ns, m.id)] = m
+
+
+def shown(markers: Any) -> Counter[tuple[object, ...]]:
+    """What the markers show, ids left out (a node keeps the id it was first drawn with)."""
+    return Counter(
+        (
+            m.ns,
+            m.type,
+            (m.pose.position.x, m.pose.position.y, m.pose.position.z),
+            tuple((p.x, p.y, p.z) for p in m.points),
+            m.scale.x,
+            tuple(round(c, 5) for c in (m.color.r, m.color.g, m.color.b, m.color.a)),  # float32 on the wire
+            m.text,
+        )
+        for m in markers
+        if m.action == Marker.ADD
+    )
+
+
+def watch(ros: Any, name: str, qos: QoSProfile) -> Viewer:
+    viewer = Viewer()
+    ros.node(name).create_subscription(MarkerArray, "scene_graph_markers", viewer.take, qos)
+    return viewer
+
+
+def test_viewers_early_and_late_hold_the_full_drawing_after_incremental_updates(ros: Any) -> None:
+    server = ros.add(SceneGraphServer(context=ros.context))
+    early = watch(ros, "early_viewer", RVIZ_DEFAULT_QOS)
+    ros.wait_for(lambda: len(early.held) > 400, what="the whole drawing for a viewer that matched")
+    drawings = len(early.arrays)
+    graph = load_env("office")
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    moved = node_to_msg(graph.nodes["orange"], "fridge", "inside_of")
+    new = node_to_msg(graph.nodes["orange"], "kitchen_bench", "ontop_of")
+    new.id, new.name = "orange2", "second orange"
+    for update in (GraphUpdate(upsert=[moved]), GraphUpdate(upsert=[new]), GraphUpdate(remove=["apple1"])):
+        answer = ros.call(client, ApplyGraphUpdate.Request(update=update))
+        assert answer.success, answer.message
+    ros.wait_for(lambda: len(early.arrays) >= drawings + 3, what="three changes")
+    changes = early.arrays[drawings:]
+    assert all(len(a.markers) <= 8 for a in changes), [len(a.markers) for a in changes]  # not a redraw
+    assert all(m.action != Marker.DELETEALL for a in changes for m in a.markers)
+    assert any(m.action == Marker.DELETE for m in changes[-1].markers)  # apple1 went
+    late = watch(ros, "late_viewer", RVIZ_DEFAULT_QOS)
+    latched = watch(ros, "latched_viewer", LATCHED_STATE_QOS)  # the last change first, then the whole drawing
+    history = watch(ros, "history_viewer", MARKERS_QOS)  # the start-up drawing and every change, then it again
+    final = markers_to_msg(server.graph, [], "map", Time()).markers
+    assert any(m.text == "second orange" for m in final)
+    for viewer in (early, late, latched, history):
+        ros.wait_for(lambda v=viewer: shown(v.held.values()) == shown(final), what="the final graph's drawing")
