@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from sayplan_core import files
-from sayplan_core.graph import limits
+from sayplan_core.graph import columns, limits
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
@@ -37,7 +37,11 @@ from sayplan_core.graph.model import (
 )
 
 FORMAT_NAME = "sayplan-3dsg"
+#: The version of a rows file; a columns file is version columns.VERSION and says "layout": "columns".
 FORMAT_VERSION = 1
+#: The layouts `save`/`dumps` write: rows (one object per node and edge, indented: the default, for people and
+#: diffs) and columns (one list per field, compact: loads in a third of the time; docs/concepts/graph_loading.md).
+LAYOUTS = ("rows", columns.LAYOUT)
 #: The largest graph file read (a 100k-node building is about 20 MB); bigger files are refused before reading.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Files at least this big report progress while they load.
@@ -86,12 +90,17 @@ def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": graph.name, "nodes": nodes, "edges": edges}
 
 
-def dumps(graph: SceneGraph, indent: int | None = 1) -> str:
+def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = "rows") -> str:
+    """The graph as native JSON; layout "columns" is written compact whatever `indent` says."""
+    if layout == columns.LAYOUT:
+        return orjson.dumps(columns.to_columns(graph, {"format": FORMAT_NAME})).decode()
+    if layout != "rows":
+        raise ValueError(f"unknown layout {layout!r} (use {' or '.join(LAYOUTS)})")
     return json.dumps(graph_to_dict(graph), indent=indent, sort_keys=False)
 
 
-def save(graph: SceneGraph, path: str | Path) -> None:
-    Path(path).write_text(dumps(graph) + "\n", encoding="utf-8")
+def save(graph: SceneGraph, path: str | Path, layout: str = "rows") -> None:
+    Path(path).write_text(dumps(graph, layout=layout) + "\n", encoding="utf-8")
 
 
 def read_text(path: str | Path, what: str = "scene graph file", limit: int = MAX_FILE_BYTES) -> str:
@@ -137,7 +146,7 @@ def loads(
             count = len(data.get("nodes") or []) if isinstance(data, dict) else 0
             progress(f"{source}: parsed {count} nodes in {time.perf_counter() - start:.1f} s; building and checking")
             start = time.perf_counter()
-        graph = graph_from_dict(data, source=source, require_agent=require_agent)
+        graph = _graph_from_dict(data, source, require_agent, owned=True)
         del data  # before the collector resumes, so its first pass does not walk the parsed document
         if progress is not None:
             progress(f"{source}: {len(graph)} nodes checked in {time.perf_counter() - start:.1f} s")
@@ -201,18 +210,29 @@ def graph_from_dict(data: Any, source: str = "<dict>", require_agent: bool = Tru
     partial graphs (a subgraph, a map without the robot yet).
     """
     with gc_paused():
-        return _graph_from_dict(data, source, require_agent)
+        return _graph_from_dict(data, source, require_agent, owned=False)
 
 
-def _graph_from_dict(data: Any, source: str, require_agent: bool) -> SceneGraph:
+def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool) -> SceneGraph:
+    """owned: `data` was parsed just now and nothing else holds its lists (a columns load may keep them)."""
     if not isinstance(data, Mapping):
         raise GraphError(f"{source}: a scene graph file must hold a JSON object")
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
         raise GraphError(f"{source}: format is '{fmt}', expected '{FORMAT_NAME}' (use an importer for other formats)")
     version = data.get("version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise GraphError(f"{source}: format version {version} is not supported (this build reads {FORMAT_VERSION})")
+    layout = data.get("layout", "rows" if version == FORMAT_VERSION else columns.LAYOUT)
+    if (version, layout) == (columns.VERSION, columns.LAYOUT):
+        graph = columns.bulk_graph(data, owned)
+        if graph is None:
+            graph = _checked_graph(str(data.get("name", "")), *columns.to_rows(data, source), source)
+        validate(graph, require_agent)
+        return graph
+    if (version, layout) != (FORMAT_VERSION, "rows"):
+        raise GraphError(
+            f"{source}: format version {version!r:.20} with layout {layout!r:.20} is not supported (this build "
+            f"reads version {FORMAT_VERSION} rows and version {columns.VERSION} {columns.LAYOUT})"
+        )
     raw_nodes = data.get("nodes")
     raw_edges = data.get("edges", [])
     if not isinstance(raw_nodes, list):
