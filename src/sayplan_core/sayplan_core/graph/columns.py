@@ -35,7 +35,6 @@ from sayplan_core.graph.model import (
     NODE_TYPES,
     PLACEMENTS,
     GraphError,
-    Node,
     Position,
     SceneGraph,
     prechecked_graph,
@@ -200,7 +199,7 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
     if int in kinds:
         flat = list(map(float, flat))
     values = iter(flat)
-    triples: list[Position | None] = list(zip(values, values, values))
+    triples: list[Position | None] = list(zip(values, values, values, strict=True))
     if not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
     for index in unplaced:
@@ -227,7 +226,7 @@ def _placements(
         return None
     child_ids, parent_ids = list(map(ids.__getitem__, children)), list(map(ids.__getitem__, parents))
     if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        from sayplan_core.graph.native_format import _check_acyclic  # noqa: PLC0415 (native_format imports this)
+        from sayplan_core.graph.native_format import _check_acyclic  # here: native_format imports this module
 
         # a cycle of nodes is a cycle of types, so it is made of NESTING edges only: walk just those
         edges = zip(child_ids, parent_ids, relations, below, above, strict=True)
@@ -305,6 +304,11 @@ def _index(value: Any, end: int, node: str | None, key: str, table: str) -> int:
     return value
 
 
+def _name(index: Any, names: list[str]) -> str | None:
+    """The node at `index` if it is one, to name in an error about the other end of its edge."""
+    return names[index] if type(index) is int and 0 <= index < len(names) else None
+
+
 def _place(nodes: list[dict[str, Any]], flat: list[Any], unplaced: list[Any], names: list[str], source: str) -> None:
     skip: set[int] = set()
     last = -1
@@ -327,7 +331,7 @@ def _tree_rows(data: Mapping[str, Any], ids: list[Any], names: list[str], source
     table = _column(data, "relations", source)
     edges: list[dict[str, Any]] = []
     for child, parent, code in zip(children, parents, codes, strict=True):
-        c = _index(child, len(ids), None, "child", "ids")
+        c = _index(child, len(ids), _name(parent, names), "child", "ids")  # an edge with no child: its parent's
         p = _index(parent, len(ids), names[c], "parent", "ids")
         rel = table[_index(code, len(table), names[c], "relation", "relations")]
         edges.append({"source": ids[c], "target": ids[p], "relation": rel})
@@ -340,7 +344,7 @@ def _link_rows(data: Mapping[str, Any], ids: list[Any], names: list[str], source
         raise GraphError(f"{source}: 'links' must hold pairs of nodes, got an odd count ({len(ends)})")
     edges: list[dict[str, Any]] = []
     for k in range(0, len(ends), 2):
-        a = _index(ends[k], len(ids), None, "links", "ids")
+        a = _index(ends[k], len(ids), _name(ends[k + 1], names), "links", "ids")
         b = _index(ends[k + 1], len(ids), names[a], "links", "ids")
         edges.append({"source": ids[a], "target": ids[b], "relation": NAV_RELATION})
     for entry in _column(data, "weights", source):
