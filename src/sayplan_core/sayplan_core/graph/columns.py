@@ -226,11 +226,9 @@ def _placements(
         return None
     child_ids, parent_ids = list(map(ids.__getitem__, children)), list(map(ids.__getitem__, parents))
     if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        from sayplan_core.graph.native_format import _check_acyclic  # here: native_format imports this module
+        from sayplan_core.graph.native_format import check_nested_acyclic  # here: native_format imports this module
 
-        # a cycle of nodes is a cycle of types, so it is made of NESTING edges only: walk just those
-        edges = zip(child_ids, parent_ids, relations, below, above, strict=True)
-        _check_acyclic({c: (p, r) for c, p, r, *pair in edges if tuple(pair) in NESTING})
+        check_nested_acyclic((child_ids, parent_ids, relations), (below, above))
     return child_ids, parent_ids, relations
 
 

@@ -384,7 +384,8 @@ def _bulk_edges(name: str, nodes: list[Node], raw_edges: list[Any]) -> SceneGrap
         return None  # a node with two parents
     placements = (children, list(compress(targets, tree)), list(compress(relations, tree)))
     if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        _check_acyclic(dict(zip(children, zip(placements[1], placements[2], strict=True), strict=True)))
+        types = (list(compress(below, tree)), list(compress(above, tree)))
+        check_nested_acyclic(placements, types)
     navigation = list(map(NAV_RELATION.__eq__, relations))
     ends_a = list(compress(sources, navigation))
     ends_b = list(compress(targets, navigation))
@@ -397,6 +398,17 @@ def _bulk_edges(name: str, nodes: list[Node], raw_edges: list[Any]) -> SceneGrap
     if given:
         weights = [None if w is None else float(w) for w in weights]
     return prechecked_graph(name, nodes, placements, list(zip(ends_a, ends_b, weights, strict=True)))
+
+
+def check_nested_acyclic(
+    placements: tuple[list[str], list[str], list[str]], types: tuple[list[Any], list[Any]]
+) -> None:
+    """No cycle among checked placements (children, parents, relations) whose (child, parent) types are `types`.
+
+    A cycle of nodes is a cycle of types, so it is made of NESTING edges only (objects in objects): only those are
+    walked, and the walk finds the cycle the whole hierarchy's walk would report first."""
+    edges = zip(*placements, *types, strict=True)
+    _check_acyclic({child: (parent, rel) for child, parent, rel, *pair in edges if tuple(pair) in NESTING})
 
 
 def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
