@@ -726,8 +726,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--layout",
         choices=native_format.LAYOUTS,
         default="rows",
-        help="of the native file written: rows (readable, the default) or columns (loads about twice as fast: for "
-        "large graphs; docs/concepts/graph_loading.md)",
+        help="of the native file written: rows (readable, the default) or columns (compact, loads in about 60%% of "
+        "the time: for large graphs; docs/concepts/graph_loading.md)",
     )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")

@@ -40,7 +40,7 @@ FORMAT_NAME = "sayplan-3dsg"
 #: The version of a rows file; a columns file is version columns.VERSION and says "layout": "columns".
 FORMAT_VERSION = 1
 #: The layouts `save`/`dumps` write: rows (one object per node and edge, indented: the default, for people and
-#: diffs) and columns (one list per field, compact: loads in a third of the time; docs/concepts/graph_loading.md).
+#: diffs) and columns (one list per field, compact: loads in about 60% of the time; docs/concepts/graph_loading.md).
 LAYOUTS = ("rows", columns.LAYOUT)
 #: The largest graph file read (a 100k-node building is about 20 MB); bigger files are refused before reading.
 MAX_FILE_BYTES = 256 * 1024 * 1024
