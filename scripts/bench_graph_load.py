@@ -9,9 +9,9 @@ layout="columns")`) and exported with `export_hydra` to .json and .sparkdsg. One
 turn, --repeat times, and reports medians of CPU time (time.process_time): ours is `load(path)` (read, parse,
 build, every check) plus the collector's first pass over what it built; spark_dsg's is `DynamicSceneGraph.load` in
 a child process (its readers can crash on odd input, so it never runs in this one), timed there. The target and
-the ratios to spark_dsg are the columns layout's, the one meant for large graphs. "Item by item" is the loader this one replaced (json module, one check
-and one networkx call per node and edge), kept as the path that names a bad file's culprit. Targets (issue 28):
-10k nodes <= 30 ms, 100k <= 400 ms.
+the ratios to spark_dsg are the columns layout's, the one meant for large graphs. "Item by item" is the loader
+this one replaced (json module, one check and one networkx call per node and edge), kept as the path that names a
+bad file's culprit. Targets (issue 28): 10k nodes <= 30 ms, 100k <= 400 ms.
 """
 
 from __future__ import annotations
