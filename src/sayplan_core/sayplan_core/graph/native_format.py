@@ -93,7 +93,11 @@ def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
 def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = "rows") -> str:
     """The graph as native JSON; layout "columns" is written compact whatever `indent` says."""
     if layout == columns.LAYOUT:
-        return orjson.dumps(columns.to_columns(graph, {"format": FORMAT_NAME})).decode()
+        data = columns.to_columns(graph, {"format": FORMAT_NAME})
+        try:
+            return orjson.dumps(data).decode()
+        except orjson.JSONEncodeError:  # an attribute holding an int beyond 64 bits, which json writes
+            return json.dumps(data, separators=(",", ":"))
     if layout != "rows":
         raise ValueError(f"unknown layout {layout!r} (use {' or '.join(LAYOUTS)})")
     return json.dumps(graph_to_dict(graph), indent=indent, sort_keys=False)
