@@ -4,13 +4,14 @@
     scripts/ws_env.sh python scripts/bench_graph_load.py --write docs/measured/graph_load.md
     scripts/ws_env.sh python scripts/bench_graph_load.py [--sizes 10000 100000] [--repeat 7]
 
-For each generated building the graph is saved as a native file (`save`) and exported with `export_hydra` to
-.json and .sparkdsg. One run then loads the three files in turn, --repeat times, and reports medians of CPU time
-(time.process_time): ours is `load(path)` (read, parse, build, every check) plus the collector's first pass over
-what it built; spark_dsg's is `DynamicSceneGraph.load` in a child process (its readers can crash on odd input, so
-it never runs in this one), timed there. "Item by item" is the loader this one replaced (json module, one check
-and one networkx call per node and edge), kept as the path that names a bad file's culprit. Targets (issue 28):
-10k nodes <= 30 ms, 100k <= 400 ms.
+For each generated building the graph is saved as a native file in both layouts (`save`, `save(...,
+layout="columns")`) and exported with `export_hydra` to .json and .sparkdsg. One run then loads the four files in
+turn, --repeat times, and reports medians of CPU time (time.process_time): ours is `load(path)` (read, parse,
+build, every check) plus the collector's first pass over what it built; spark_dsg's is `DynamicSceneGraph.load` in
+a child process (its readers can crash on odd input, so it never runs in this one), timed there. The target and
+the ratios to spark_dsg are the columns layout's, the one meant for large graphs. "Item by item" is the loader
+this one replaced (json module, one check and one networkx call per node and edge), kept as the path that names a
+bad file's culprit. Targets (issue 28): 10k nodes <= 30 ms, 100k <= 400 ms.
 """
 
 from __future__ import annotations
@@ -107,21 +108,25 @@ def calibration_ms() -> float:
 
 def measure(size: int, repeat: int, folder: Path, spark: SparkWorker) -> dict[str, Any]:
     graph = generate_building(spec_for_size(size, seed=1))
-    native, hydra_json, hydra_bin = (
+    native, columns, hydra_json, hydra_bin = (
         folder / f"g{size}.json",
+        folder / f"g{size}.columns.json",
         folder / f"g{size}.hydra.json",
         folder / f"g{size}.sparkdsg",
     )
     save(graph, native)
+    save(graph, columns, layout="columns")
     print(f"exporting {len(graph)} nodes to spark_dsg's formats ...", file=sys.stderr, flush=True)
     export_hydra(graph, hydra_json)
     export_hydra(graph, hydra_bin)
-    if graph_to_dict(load(native), exact=False) != graph_to_dict(graph, exact=False):
-        raise SystemExit("the native file does not load back as the graph saved")
-    runs: dict[str, list[float]] = {"ours": [], "item_by_item": [], "spark_json": [], "spark_binary": []}
+    for path in (native, columns):
+        if graph_to_dict(load(path), exact=False) != graph_to_dict(graph, exact=False):
+            raise SystemExit(f"{path} does not load back as the graph saved")
+    runs: dict[str, list[float]] = {"ours": [], "rows": [], "item_by_item": [], "spark_json": [], "spark_binary": []}
     spark_nodes = set()
     for _ in range(repeat):
-        runs["ours"].append(ours_ms(native))
+        runs["ours"].append(ours_ms(columns))
+        runs["rows"].append(ours_ms(native))
         took, count = spark.load_ms(hydra_json)
         runs["spark_json"].append(took)
         spark_nodes.add(count)
@@ -134,7 +139,10 @@ def measure(size: int, repeat: int, folder: Path, spark: SparkWorker) -> dict[st
     row.update(
         nodes=len(graph),
         spark_nodes=sorted(spark_nodes),
-        mb={k: p.stat().st_size / 1e6 for k, p in (("ours", native), ("json", hydra_json), ("binary", hydra_bin))},
+        mb={
+            k: p.stat().st_size / 1e6
+            for k, p in (("ours", columns), ("rows", native), ("json", hydra_json), ("binary", hydra_bin))
+        },
     )
     return row
 
@@ -143,9 +151,10 @@ def markdown(rows: list[dict[str, Any]], repeat: int, calibration: float) -> lis
     out = [
         f"## Loading a generated building (median CPU ms of {repeat} runs, side by side in one run)",
         "",
-        "| nodes | ours (native JSON) | target | spark_dsg JSON | spark_dsg binary | ours / spark JSON "
-        "| ours / spark binary | item by item (before) | speed-up | file MB: ours / JSON / binary |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| nodes | ours (columns) | target | spark_dsg JSON | spark_dsg binary | columns / spark JSON "
+        "| columns / spark binary | ours (rows) | item by item (before) | speed-up (columns) "
+        "| file MB: columns / rows / JSON / binary |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         target = TARGET_MS.get(r["nodes"] // 1000 * 1000) or TARGET_MS.get(round(r["nodes"], -4))
@@ -153,12 +162,14 @@ def markdown(rows: list[dict[str, Any]], repeat: int, calibration: float) -> lis
         mb = r["mb"]
         out.append(
             f"| {r['nodes']} | {r['ours']:.1f} | {verdict} | {r['spark_json']:.1f} | {r['spark_binary']:.1f} "
-            f"| {r['ours'] / r['spark_json']:.2f} | {r['ours'] / r['spark_binary']:.2f} | {r['item_by_item']:.1f} "
-            f"| {r['item_by_item'] / r['ours']:.1f}x | {mb['ours']:.1f} / {mb['json']:.1f} / {mb['binary']:.1f} |"
+            f"| {r['ours'] / r['spark_json']:.2f} | {r['ours'] / r['spark_binary']:.2f} | {r['rows']:.1f} "
+            f"| {r['item_by_item']:.1f} | {r['item_by_item'] / r['ours']:.1f}x "
+            f"| {mb['ours']:.1f} / {mb['rows']:.1f} / {mb['json']:.1f} / {mb['binary']:.1f} |"
         )
     out += [
         "",
-        "Ours: `load(path)` (read, orjson parse, build, every check, the collector's first pass); spark_dsg: "
+        "Ours: `load(path)` (read, orjson parse, build, every check, the collector's first pass) of the file "
+        '`save(graph, path, layout="columns")` writes, and of the default rows file; spark_dsg: '
         "`DynamicSceneGraph.load` in a child process (nodes it read: "
         + ", ".join(str(r["spark_nodes"]) for r in rows)
         + "). Item by item: the loader before issue 28 (json module, a check and a networkx call per item), "

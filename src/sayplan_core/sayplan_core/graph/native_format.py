@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 
 from sayplan_core import files
-from sayplan_core.graph import limits
+from sayplan_core.graph import columns, limits
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
@@ -37,7 +37,11 @@ from sayplan_core.graph.model import (
 )
 
 FORMAT_NAME = "sayplan-3dsg"
+#: The version of a rows file; a columns file is version columns.VERSION and says "layout": "columns".
 FORMAT_VERSION = 1
+#: The layouts `save`/`dumps` write: rows (one object per node and edge, indented: the default, for people and
+#: diffs) and columns (one list per field, compact: loads in about 60% of the time; docs/concepts/graph_loading.md).
+LAYOUTS = ("rows", columns.LAYOUT)
 #: The largest graph file read (a 100k-node building is about 20 MB); bigger files are refused before reading.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Files at least this big report progress while they load.
@@ -86,12 +90,21 @@ def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": graph.name, "nodes": nodes, "edges": edges}
 
 
-def dumps(graph: SceneGraph, indent: int | None = 1) -> str:
+def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = "rows") -> str:
+    """The graph as native JSON; layout "columns" is written compact whatever `indent` says."""
+    if layout == columns.LAYOUT:
+        data = columns.to_columns(graph, {"format": FORMAT_NAME})
+        try:
+            return orjson.dumps(data).decode()
+        except orjson.JSONEncodeError:  # an attribute holding an int beyond 64 bits, which json writes
+            return json.dumps(data, separators=(",", ":"))
+    if layout != "rows":
+        raise ValueError(f"unknown layout {layout!r} (use {' or '.join(LAYOUTS)})")
     return json.dumps(graph_to_dict(graph), indent=indent, sort_keys=False)
 
 
-def save(graph: SceneGraph, path: str | Path) -> None:
-    Path(path).write_text(dumps(graph) + "\n", encoding="utf-8")
+def save(graph: SceneGraph, path: str | Path, layout: str = "rows") -> None:
+    Path(path).write_text(dumps(graph, layout=layout) + "\n", encoding="utf-8")
 
 
 def read_text(path: str | Path, what: str = "scene graph file", limit: int = MAX_FILE_BYTES) -> str:
@@ -137,7 +150,7 @@ def loads(
             count = len(data.get("nodes") or []) if isinstance(data, dict) else 0
             progress(f"{source}: parsed {count} nodes in {time.perf_counter() - start:.1f} s; building and checking")
             start = time.perf_counter()
-        graph = graph_from_dict(data, source=source, require_agent=require_agent)
+        graph = _graph_from_dict(data, source, require_agent, owned=True)
         del data  # before the collector resumes, so its first pass does not walk the parsed document
         if progress is not None:
             progress(f"{source}: {len(graph)} nodes checked in {time.perf_counter() - start:.1f} s")
@@ -201,18 +214,29 @@ def graph_from_dict(data: Any, source: str = "<dict>", require_agent: bool = Tru
     partial graphs (a subgraph, a map without the robot yet).
     """
     with gc_paused():
-        return _graph_from_dict(data, source, require_agent)
+        return _graph_from_dict(data, source, require_agent, owned=False)
 
 
-def _graph_from_dict(data: Any, source: str, require_agent: bool) -> SceneGraph:
+def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool) -> SceneGraph:
+    """owned: `data` was parsed just now and nothing else holds its lists (a columns load may keep them)."""
     if not isinstance(data, Mapping):
         raise GraphError(f"{source}: a scene graph file must hold a JSON object")
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
         raise GraphError(f"{source}: format is '{fmt}', expected '{FORMAT_NAME}' (use an importer for other formats)")
     version = data.get("version", FORMAT_VERSION)
-    if version != FORMAT_VERSION:
-        raise GraphError(f"{source}: format version {version} is not supported (this build reads {FORMAT_VERSION})")
+    layout = data.get("layout", "rows" if version == FORMAT_VERSION else columns.LAYOUT)
+    if (version, layout) == (columns.VERSION, columns.LAYOUT):
+        graph = columns.bulk_graph(data, owned)
+        if graph is None:
+            graph = _checked_graph(str(data.get("name", "")), *columns.to_rows(data, source), source)
+        validate(graph, require_agent)
+        return graph
+    if (version, layout) != (FORMAT_VERSION, "rows"):
+        raise GraphError(
+            f"{source}: format version {version!r:.20} with layout {layout!r:.20} is not supported (this build "
+            f"reads version {FORMAT_VERSION} rows and version {columns.VERSION} {columns.LAYOUT})"
+        )
     raw_nodes = data.get("nodes")
     raw_edges = data.get("edges", [])
     if not isinstance(raw_nodes, list):
@@ -364,7 +388,8 @@ def _bulk_edges(name: str, nodes: list[Node], raw_edges: list[Any]) -> SceneGrap
         return None  # a node with two parents
     placements = (children, list(compress(targets, tree)), list(compress(relations, tree)))
     if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        _check_acyclic(dict(zip(children, zip(placements[1], placements[2], strict=True), strict=True)))
+        types = (list(compress(below, tree)), list(compress(above, tree)))
+        check_nested_acyclic(placements, types)
     navigation = list(map(NAV_RELATION.__eq__, relations))
     ends_a = list(compress(sources, navigation))
     ends_b = list(compress(targets, navigation))
@@ -377,6 +402,17 @@ def _bulk_edges(name: str, nodes: list[Node], raw_edges: list[Any]) -> SceneGrap
     if given:
         weights = [None if w is None else float(w) for w in weights]
     return prechecked_graph(name, nodes, placements, list(zip(ends_a, ends_b, weights, strict=True)))
+
+
+def check_nested_acyclic(
+    placements: tuple[list[str], list[str], list[str]], types: tuple[list[Any], list[Any]]
+) -> None:
+    """No cycle among checked placements (children, parents, relations) whose (child, parent) types are `types`.
+
+    A cycle of nodes is a cycle of types, so it is made of NESTING edges only (objects in objects): only those are
+    walked, and the walk finds the cycle the whole hierarchy's walk would report first."""
+    edges = zip(*placements, *types, strict=True)
+    _check_acyclic({child: (parent, rel) for child, parent, rel, *pair in edges if tuple(pair) in NESTING})
 
 
 def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
