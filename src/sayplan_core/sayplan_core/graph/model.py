@@ -394,9 +394,13 @@ class SceneGraph:
 
 
 def _copy_node(node: Node) -> Node:
-    """Cheaper than deepcopy: only attributes can hold nested values. (copy.copy without its __reduce_ex__ round.)"""
-    clone = object.__new__(type(node))
-    clone.__dict__.update(node.__dict__)
+    """Cheaper than deepcopy: only attributes can hold nested values. Fills the slots directly (no __post_init__
+    checks: the node passed them) rather than through copy.copy's __reduce_ex__ round."""
+    clone = object.__new__(Node)
+    clone.id = node.id
+    clone.type = node.type
+    clone.name = node.name
+    clone.position = node.position
     clone.states = list(node.states)
     clone.affordances = list(node.affordances)
     clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
