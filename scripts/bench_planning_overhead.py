@@ -15,6 +15,10 @@ building (the task's rooms and nodes), never from the planner's prompts.
 The second table: tokens of the full graph, of SayPlan's room-level collapse (every room) and of its floor-level
 collapse (floors only, expanded on demand), and the cut, by the real tokenizer.
 
+`--profile PATH` runs cProfile (CPU time) over the planner runs only (not the server, not the token table, which
+it skips), writes the stats to PATH (read them with `python -m pstats PATH`) and prints the top functions by own time;
+combine it with `--planners` and `--sizes` to profile one planner on one building.
+
 `--record-floor-transcript PATH` records the SayPlan run on the 1,000-room building (prompts included) to the
 transcript that test/core/test_sayplan_floors.py replays; with `--record-planner sayplan_lite`, SayPlan Lite's run
 (test/core/test_sayplan_lite_floors.py).
@@ -23,8 +27,10 @@ transcript that test/core/test_sayplan_floors.py replays; with `--record-planner
 from __future__ import annotations
 
 import argparse
+import cProfile
 import json
 import multiprocessing
+import pstats
 import statistics
 import sys
 import threading
@@ -289,15 +295,19 @@ class Run:
     result: PlanResult
 
 
-def plan_once(planner: str, backend: LlmBackend, graph: SceneGraph, instruction: str) -> Run:
+def plan_once(
+    planner: str, backend: LlmBackend, graph: SceneGraph, instruction: str, profile: cProfile.Profile | None = None
+) -> Run:
     options = PlannerOptions(budget=Budget(backoff_initial_s=0.0, backoff_max_s=0.0, max_transient_retries=0))
     worker = make_planner(planner, backend, options)
     wall, cpu = time.perf_counter(), time.process_time()
-    result = worker.plan(graph, instruction)
+    result = worker.plan(graph, instruction) if profile is None else profile.runcall(worker.plan, graph, instruction)
     return Run(time.perf_counter() - wall, time.process_time() - cpu, result)
 
 
-def overhead_rows(sizes: list[int], latency: float, repeats: int, base: str, only: list[str]) -> list[str]:
+def overhead_rows(
+    sizes: list[int], latency: float, repeats: int, base: str, only: list[str], profile: cProfile.Profile | None = None
+) -> list[str]:
     lines = [
         f"## Non-LLM time as a share of wall time (scripted model answering in {latency:g} s per call)",
         "",
@@ -325,7 +335,7 @@ def overhead_rows(sizes: list[int], latency: float, repeats: int, base: str, onl
             runs = []
             for _ in range(repeats):
                 post_script(base, answers)
-                runs.append(plan_once(planner, backend, graph, instruction))
+                runs.append(plan_once(planner, backend, graph, instruction, profile))
             tokens = prompt_tokens(base)
             run = runs[0]
             calls = len(run.result.calls)
@@ -423,6 +433,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3, help="runs per planner and building (medians)")
     parser.add_argument("--planners", default="", help="comma-separated planner ids (default: every bundled one)")
     parser.add_argument("--write", type=Path, help="also write the tables to this Markdown file (docs/measured/)")
+    parser.add_argument("--profile", type=Path, help="cProfile the planner runs into this file (no token table)")
     parser.add_argument("--record-floor-transcript", type=Path, help="record the 1,000-room SayPlan run there")
     parser.add_argument(
         "--record-planner", choices=sorted(SCRIPTED_FLOOR_RUNS), default="sayplan", help="the run to record"
@@ -438,10 +449,15 @@ def main() -> None:
     server.start()
     try:
         base = f"http://127.0.0.1:{receive.recv()}"
-        lines = token_rows(args.sizes) + overhead_rows(args.sizes, args.latency, args.repeats, base, only)
+        profile = cProfile.Profile(time.process_time) if args.profile else None  # CPU: the machine may be loaded
+        tokens = [] if profile else token_rows(args.sizes)
+        lines = tokens + overhead_rows(args.sizes, args.latency, args.repeats, base, only, profile)
     finally:
         server.terminate()
         server.join()
+    if profile is not None:
+        profile.dump_stats(args.profile)
+        pstats.Stats(profile).sort_stats("tottime").print_stats(25)
     text = "\n".join(lines)
     print(text)
     if args.write:
