@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.text import GraphReader
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.ltl import (
     AutomatonError,
@@ -73,18 +74,22 @@ def grounding_catalogue(graph: SceneGraph) -> str:
     """The attribute hierarchy (Dai et al. fig. 2a): floors -> rooms (connections, contents) and poses, ids only;
     and the object in the robot's hand, if any."""
     floors: dict[str, dict[str, Any]] = {}
+    reader = GraphReader(graph)  # 10k nodes at 1,000 rooms: each node read once
 
     def floor_entry(node_id: str) -> dict[str, Any]:
-        floor = graph.enclosing(node_id, "floor") or "(no floor)"
+        floor = reader.enclosing(node_id, "floor") or "(no floor)"
         return floors.setdefault(floor, {"rooms": {}, "poses": {}})
 
     for room in graph.ids_of_type("room"):
-        contents = sorted(n for n in graph.descendants(room) if graph.nodes[n].type in ("asset", "object", "workspace"))
-        floor_entry(room)["rooms"][room] = {"connects_to": graph.neighbours(room), "contains": contents}
+        contents = sorted(
+            n for n in reader.descendants(room) if graph.nodes[n].type in ("asset", "object", "workspace")
+        )
+        floor_entry(room)["rooms"][room] = {"connects_to": reader.neighbours(room), "contains": contents}
     for pose in graph.ids_of_type("pose"):
-        poses = [n for n in graph.neighbours(pose) if graph.nodes[n].type == "pose"]
+        poses = [n for n in reader.neighbours(pose) if graph.nodes[n].type == "pose"]
         entry = floor_entry(pose)
-        inside = graph.room_of(pose)
+        parent = reader.parent(pose)
+        inside = parent if parent and graph.nodes[parent].type == "room" else None  # SceneGraph.room_of a pose
         if inside is not None:
             entry["rooms"].setdefault(inside, {}).setdefault("poses", []).append(pose)
         entry["poses"][pose] = poses
