@@ -41,3 +41,17 @@ def test_the_committed_token_table_matches_the_views_today() -> None:
         line = next((x for x in text.splitlines() if x.startswith(row)), None)
         assert line is not None, f"no row starting {row!r}: run scripts/bench_planning_overhead.py --write"
         assert f"| {floors_level} | {100 * (1 - floors_level / full):.2f}% |" in line
+
+
+def test_profile_writes_cprofile_stats_of_the_planner_runs(tmp_path: Path) -> None:
+    import pstats
+
+    stats_file = tmp_path / "plan.prof"
+    command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", "10"]
+    command += ["--repeats", "1", "--planners", "llm_as_planner", "--profile", str(stats_file)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    stats = pstats.Stats(str(stats_file))
+    functions = {name for (_, _, name) in stats.stats}  # type: ignore[attr-defined]
+    assert "plan" in functions and "to_prompt_text" in functions  # the planner's run was what got profiled
+    assert "Collapsed graph tokens" not in done.stdout  # no token table in a profile run

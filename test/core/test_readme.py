@@ -175,6 +175,8 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "scripts/ws_env.sh python scripts/bench_planning_overhead.py --write docs/measured/planning_overhead.md": Elsewhere(
         "test/core/test_planning_overhead_bench.py", "scripts/bench_planning_overhead.py"
     ),
+    "scripts/ws_env.sh python scripts/bench_planning_overhead.py --planners llm_as_planner --sizes 1000 "
+    "--profile /tmp/plan.prof": Elsewhere("test/core/test_planning_overhead_bench.py", "--profile"),
     # Spot's payload network
     "sudo nmcli con add type ethernet ifname eth0 con-name spot-payload ipv4.method manual ipv4.addresses "
     '192.168.50.5/24 ipv4.routes "192.168.80.0/24 192.168.50.3" ipv4.never-default yes': NotHere(
