@@ -202,9 +202,10 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
     if not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
-    for index in unplaced:
-        triples.insert(index, None)
-    return triples
+    if not unplaced:
+        return triples
+    holes, placed = set(unplaced), iter(triples)  # one pass: an insert per unplaced node was quadratic
+    return [None if index in holes else next(placed) for index in range(count)]
 
 
 def _placements(

@@ -227,6 +227,8 @@ def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool) -
     version = data.get("version", FORMAT_VERSION)
     layout = data.get("layout", "rows" if version == FORMAT_VERSION else columns.LAYOUT)
     if (version, layout) == (columns.VERSION, columns.LAYOUT):
+        links = data.get("links")
+        _check_size(data.get("ids"), len(links) // 2 if isinstance(links, list) else 0, source)
         graph = columns.bulk_graph(data, owned)
         if graph is None:
             graph = _checked_graph(str(data.get("name", "")), *columns.to_rows(data, source), source)
@@ -244,12 +246,24 @@ def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool) -
     if not isinstance(raw_edges, list):
         raise GraphError(f"{source}: 'edges' must be a list")
 
+    _check_size(raw_nodes, len(raw_edges) - len(raw_nodes), source)  # at most one placement per node
     name = str(data.get("name", ""))
     graph = _bulk_graph(name, raw_nodes, raw_edges)
     if graph is None:
         graph = _checked_graph(name, raw_nodes, raw_edges, source)
     validate(graph, require_agent)
     return graph
+
+
+def _check_size(ids: Any, edges: int, source: str) -> None:
+    """Refuse a file with more nodes or navigation edges than any graph may have (limits.MAX_GRAPH_NODES, _EDGES) before
+    building it: a node costs some 50 times its bytes in a columns file (24 in rows), so a file under
+    MAX_FILE_BYTES could otherwise take tens of GB."""
+    count = len(ids) if isinstance(ids, list) else 0
+    if count > limits.MAX_GRAPH_NODES:
+        raise GraphError(f"{source}: {count} nodes is over the {limits.MAX_GRAPH_NODES} node limit")
+    if edges > limits.MAX_GRAPH_EDGES:
+        raise GraphError(f"{source}: {edges} navigation edges is over the {limits.MAX_GRAPH_EDGES} edge limit")
 
 
 def _checked_graph(name: str, raw_nodes: list[Any], raw_edges: list[Any], source: str) -> SceneGraph:
