@@ -4,7 +4,8 @@
    unplaced node's None in place with `list.insert`, which shifts every position after it. A 9 MB file of 400,000
    objects, half of them unplaced and listed first, took 16 s of CPU against 2 s for the same file with the
    unplaced nodes last (measured by hand with time.process_time). A file is untrusted, so its load time must grow
-   with its size, not with its square.
+   with its size, not with its square. The fix is one pass; no timed test (the guide keeps timings in benches),
+   the test below checks the result against the rows loader.
 2. No node count bounded a native file: a columns file costs about 50 bytes of memory per byte of file (300,000
    nodes: 4.9 MB of file, 250 MB of peak memory; rows: 24), so a file under MAX_FILE_BYTES (256 MB) could take
    over 12 GB. Graphs in messages are bounded by limits.MAX_GRAPH_NODES; files now are too, before building.
@@ -13,7 +14,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 
@@ -52,28 +52,6 @@ def test_unplaced_nodes_first_load_as_the_rows_reference_says() -> None:
     }
     assert graph_to_dict(graph) == graph_to_dict(graph_from_dict(rows, require_agent=False))
     assert [graph.nodes[f"o{i}"].position is None for i in range(count)] == [i in unplaced for i in range(count)]
-
-
-def _cpu(text: str, runs: int = 3) -> float:
-    times = []
-    for _ in range(runs):
-        start = time.process_time()
-        loads(text, require_agent=False)
-        times.append(time.process_time() - start)
-    return sorted(times)[len(times) // 2]
-
-
-def test_unplaced_nodes_first_cost_no_more_than_unplaced_last() -> None:
-    """Side by side in one process (a ratio, not a time): the same nodes, half unplaced, listed first or last.
-
-    Before the fix the ratio was about 7 at this size and grows with it; after, about 1. The bound 3 is generous.
-    """
-    count = 300_000
-    half = count // 2
-    first = _objects_file(count, list(range(half)))
-    last = _objects_file(count, list(range(count - half, count)))
-    ratio = _cpu(first, runs=1) / _cpu(last, runs=1)
-    assert ratio < 3.0, f"unplaced-first load costs {ratio:.1f}x the unplaced-last one"
 
 
 @pytest.mark.parametrize("layout", ["columns", "rows"])
