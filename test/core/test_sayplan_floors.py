@@ -8,74 +8,14 @@ order of expansions. The plan it ends with is checked by the simulator against t
 
 from __future__ import annotations
 
-import json
-import re
-from functools import cache
-from pathlib import Path
+from floor_runs import DATA, assert_room_level_diverges, replay_floor_search
 
-from transcripts import FAST
-
-from sayplan_core.envs.generator import BuildingSpec, generate_building
-from sayplan_core.graph.model import SceneGraph
-from sayplan_core.llm.replay import ReplayBackend
-from sayplan_core.planners import PlannerOptions, make_planner
-from sayplan_core.planners.sayplan import SayPlanOptions
-from sayplan_core.sim import check_goals, goal_from_dict, verify_plan
-
-TRANSCRIPT = Path(__file__).parent / "data" / "sayplan_floors_1000_rooms.json"
-TASK = re.compile(r"Take the (\S+) from the (\S+) in (\S+) and put it on the (\S+) in (\S+)\.")
-
-
-@cache
-def building() -> SceneGraph:
-    return generate_building(BuildingSpec(floors=10, rooms_per_floor=100, seed=0))
-
-
-def graph_in(prompt: str) -> dict[str, list[dict[str, str]]]:
-    line = next(x for x in prompt.splitlines() if x.startswith("3D scene graph: "))
-    nodes: dict[str, list[dict[str, str]]] = json.loads(line.removeprefix("3D scene graph: "))["nodes"]
-    return nodes
+TRANSCRIPT = DATA / "sayplan_floors_1000_rooms.json"
 
 
 def test_floor_level_search_on_a_1000_room_building_plans_and_verifies() -> None:
-    graph = building()
-    backend = ReplayBackend.from_file(TRANSCRIPT, check_messages=True)
-    assert backend.instruction is not None
-    match = TASK.fullmatch(backend.instruction)
-    assert match, backend.instruction
-    obj, source_asset, source_room, target_asset, target_room = match.groups()
-    assert graph.parent(obj) == source_asset and graph.room_of(source_asset) == source_room
-
-    planner = make_planner("sayplan", backend, PlannerOptions(budget=FAST))
-    result = planner.plan(graph, backend.instruction)
-    assert result.success and result.verified, result.message
-    assert backend.exhausted
-
-    # the search went floor, room, floor, room: each room only after its floor
-    source_floor, target_floor = graph.parent(source_room), graph.parent(target_room)
-    assert source_floor != target_floor
-    assert result.explored_nodes == [source_floor, source_room, target_floor, target_room]
-    # the first prompt lists the floors and the agent only; rooms appear once their floor is expanded
-    prompts = [c["messages"][1]["content"] for c in json.loads(TRANSCRIPT.read_text())["calls"]]
-    first = graph_in(prompts[0])
-    assert set(first) == {"floor", "agent"} and len(first["floor"]) == graph.count("floor") == 10
-    second = graph_in(prompts[1])
-    assert {r["id"] for r in second["room"]} == {
-        c for c in graph.children(source_floor) if graph.nodes[c].type == "room"
-    }
-    # far below the room-level view's 24k tokens at every step
-    assert max(c.prompt_tokens for c in result.calls) < 8000
-    # and the plan does what was asked, by the simulator
-    final = verify_plan(graph, result.full_plan, strict_navigation=True).final_graph()
-    goal = goal_from_dict({"kind": "placed", "node": obj, "relation": "ontop_of", "target": target_asset})
-    assert check_goals(final, [goal]).success
+    replay_floor_search("sayplan", TRANSCRIPT)
 
 
 def test_the_same_building_below_the_threshold_starts_with_every_room() -> None:
-    """With floor_view_rooms above the room count the floor-level prompts are not used: replay refuses the run."""
-    graph = building()
-    backend = ReplayBackend.from_file(TRANSCRIPT, check_messages=True)
-    assert backend.instruction is not None
-    planner = make_planner("sayplan", backend, PlannerOptions(budget=FAST), SayPlanOptions(floor_view_rooms=1000))
-    result = planner.plan(graph, backend.instruction)
-    assert not result.success and "diverged from the recording" in result.message
+    assert_room_level_diverges("sayplan", TRANSCRIPT)
