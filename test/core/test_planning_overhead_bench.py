@@ -15,12 +15,18 @@ from sayplan_core.graph.views import collapse
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def test_a_small_run_plans_through_the_scripted_server_and_writes_its_table(tmp_path: Path) -> None:
-    out = tmp_path / "planning_overhead.md"
+def run_small(planners: str, *more: str) -> str:
+    """The bench on the 10-room building, one run, a 20 ms scripted model; what it printed."""
     command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", "10"]
-    command += ["--repeats", "1", "--planners", "sayplan,sayplan_lite,embodiedrag", "--write", str(out)]
+    command += ["--repeats", "1", "--planners", planners, *more]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout
+
+
+def test_a_small_run_plans_through_the_scripted_server_and_writes_its_table(tmp_path: Path) -> None:
+    out = tmp_path / "planning_overhead.md"
+    run_small("sayplan,sayplan_lite,embodiedrag", "--write", str(out))
     text = out.read_text(encoding="utf-8")
     assert text.startswith("# Planning overhead: non-LLM time and prompt tokens vs building size\n\nWritten by `")
     rows = {tuple(cell.strip() for cell in line.split("|")[1:3]): line for line in text.splitlines()}
@@ -47,11 +53,8 @@ def test_profile_writes_cprofile_stats_of_the_planner_runs(tmp_path: Path) -> No
     import pstats
 
     stats_file = tmp_path / "plan.prof"
-    command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", "10"]
-    command += ["--repeats", "1", "--planners", "llm_as_planner", "--profile", str(stats_file)]
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
+    stdout = run_small("llm_as_planner", "--profile", str(stats_file))
     stats = pstats.Stats(str(stats_file))
     functions = {name for (_, _, name) in stats.stats}  # type: ignore[attr-defined]
     assert "plan" in functions and "to_prompt_text" in functions  # the planner's run was what got profiled
-    assert "Collapsed graph tokens" not in done.stdout  # no token table in a profile run
+    assert "Collapsed graph tokens" not in stdout  # no token table in a profile run
