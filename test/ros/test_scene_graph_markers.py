@@ -8,6 +8,7 @@ depth 1, or latched with the server's history).
 
 from __future__ import annotations
 
+import threading
 from collections import Counter
 from typing import Any
 
@@ -33,21 +34,28 @@ RVIZ_DEFAULT_QOS = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
 
 
 class Viewer:
-    """The markers a MarkerArray display would hold."""
+    """The markers a MarkerArray display would hold. The executor's thread takes arrays while the test reads:
+    both go through the lock (reading the dict during a take raised "dictionary changed size")."""
 
     def __init__(self) -> None:
         self.held: dict[tuple[str, int], Marker] = {}
         self.arrays: list[MarkerArray] = []
+        self._lock = threading.Lock()
 
     def take(self, array: MarkerArray) -> None:
-        self.arrays.append(array)
-        for m in array.markers:
-            if m.action == Marker.DELETEALL:
-                self.held.clear()
-            elif m.action == Marker.DELETE:
-                self.held.pop((m.ns, m.id), None)
-            else:
-                self.held[(m.ns, m.id)] = m
+        with self._lock:
+            self.arrays.append(array)
+            for m in array.markers:
+                if m.action == Marker.DELETEALL:
+                    self.held.clear()
+                elif m.action == Marker.DELETE:
+                    self.held.pop((m.ns, m.id), None)
+                else:
+                    self.held[(m.ns, m.id)] = m
+
+    def markers(self) -> list[Marker]:
+        with self._lock:
+            return list(self.held.values())
 
 
 def shown(markers: Any) -> Counter[tuple[object, ...]]:
@@ -97,4 +105,4 @@ def test_viewers_early_and_late_hold_the_full_drawing_after_incremental_updates(
     final = markers_to_msg(server.graph, [], "map", Time()).markers
     assert any(m.text == "second orange" for m in final)
     for viewer in (early, late, latched, history):
-        ros.wait_for(lambda v=viewer: shown(v.held.values()) == shown(final), what="the final graph's drawing")
+        ros.wait_for(lambda v=viewer: shown(v.markers()) == shown(final), what="the final graph's drawing")
