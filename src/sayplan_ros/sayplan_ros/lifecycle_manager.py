@@ -9,6 +9,9 @@ launch then goes down instead of running a stack that fails at the first goal.
 
 Services: `~/manage_nodes` (sayplan_interfaces/ManageLifecycleNodes: STARTUP, PAUSE, RESUME, RESET, SHUTDOWN)
 and `~/is_active` (std_srvs/Trigger: true once every node is active, until a PAUSE, RESET or SHUTDOWN).
+A command checks where it leaves each node: a node found finalized at STARTUP, or unconfigured at RESUME, makes
+it fail with a line naming the node (never "active" over a node that is not); a node found in the middle of a
+transition another client started is waited for (up to `transition_timeout_s`) before anything is sent to it.
 
 Lost answers: on a loaded machine a node's answer can be lost for good. rmw_fastrtps drops a service's response
 when the service has not yet discovered the client's response reader 100 ms after the request came
@@ -52,21 +55,42 @@ QUERY_RESEND_S = 2.0
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
 _Table = dict[int, tuple[str, ...]]
-_UP: _Table = {State.PRIMARY_STATE_UNCONFIGURED: ("configure", "activate"), State.PRIMARY_STATE_INACTIVE: ("activate",)}
-_RESUME: _Table = {State.PRIMARY_STATE_INACTIVE: ("activate",)}
-_PAUSE: _Table = {State.PRIMARY_STATE_ACTIVE: ("deactivate",)}
-_RESET: _Table = {State.PRIMARY_STATE_ACTIVE: ("deactivate", "cleanup"), State.PRIMARY_STATE_INACTIVE: ("cleanup",)}
-_SHUTDOWN: _Table = {
-    State.PRIMARY_STATE_ACTIVE: ("deactivate", "cleanup", "shutdown"),
-    State.PRIMARY_STATE_INACTIVE: ("cleanup", "shutdown"),
-    State.PRIMARY_STATE_UNCONFIGURED: ("shutdown",),
+_ACTIVE, _INACTIVE = State.PRIMARY_STATE_ACTIVE, State.PRIMARY_STATE_INACTIVE
+_UNCONFIGURED, _FINALIZED = State.PRIMARY_STATE_UNCONFIGURED, State.PRIMARY_STATE_FINALIZED
+_PLANS: dict[str, _Table] = {
+    "startup": {_UNCONFIGURED: ("configure", "activate"), _INACTIVE: ("activate",)},
+    "resume": {_INACTIVE: ("activate",)},
+    "pause": {_ACTIVE: ("deactivate",)},
+    "reset": {_ACTIVE: ("deactivate", "cleanup"), _INACTIVE: ("cleanup",)},
+    "shutdown": {
+        _ACTIVE: ("deactivate", "cleanup", "shutdown"),
+        _INACTIVE: ("cleanup", "shutdown"),
+        _UNCONFIGURED: ("shutdown",),
+    },
 }
+#: The states a node may be left in by each command: a node found in any other (finalized before a startup,
+#: unconfigured at a resume) makes the command fail with a line naming it, instead of a stack reported active.
+_ENDS: dict[str, frozenset[int]] = {
+    "startup": frozenset({_ACTIVE}),
+    "resume": frozenset({_ACTIVE}),
+    "pause": frozenset({_INACTIVE, _UNCONFIGURED}),
+    "reset": frozenset({_UNCONFIGURED}),
+    "shutdown": frozenset({_FINALIZED}),
+}
+_LABELS = {_UNCONFIGURED: "unconfigured", _INACTIVE: "inactive", _ACTIVE: "active", _FINALIZED: "finalized"}
+#: What an operator can do about a node left in a state a command cannot take it from.
+_HINTS = {
+    _FINALIZED: "a finalized node cannot come back: restart its process",
+    _UNCONFIGURED: "resume only activates inactive nodes: send STARTUP",
+}
+#: How often the manager asks the state of a node found in a transition (another client drives it), seconds.
+SETTLE_POLL_S = 0.25
 _TRANSITIONS = {
     "configure": Transition.TRANSITION_CONFIGURE,
     "activate": Transition.TRANSITION_ACTIVATE,
     "deactivate": Transition.TRANSITION_DEACTIVATE,
     "cleanup": Transition.TRANSITION_CLEANUP,
-    "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,  # sent from unconfigured only (see _SHUTDOWN)
+    "shutdown": Transition.TRANSITION_UNCONFIGURED_SHUTDOWN,  # sent from unconfigured only (see _PLANS)
 }
 #: The primary state each transition ends in when it succeeds.
 _GOALS = {
@@ -189,12 +213,11 @@ class LifecycleManager(Node):
                 if not ok and not self._closing.is_set():
                     self.exit_reason = message
             return ok, message
-        table: _Table = {"pause": _PAUSE, "resume": _RESUME, "reset": _RESET, "shutdown": _SHUTDOWN}[command]
         nodes = self._nodes if command == "resume" else list(reversed(self._nodes))
         self._active = False
         try:
             for node in nodes:
-                self._drive(node, table)
+                self._drive(node, command)
         except ManagerError as exc:
             self.get_logger().error(str(exc))
             return False, str(exc)
@@ -206,7 +229,7 @@ class LifecycleManager(Node):
         brought_up: list[_Client] = []
         for node in self._nodes:
             try:
-                if self._drive(node, _UP):
+                if self._drive(node, "startup"):
                     brought_up.append(node)
             except ManagerError as exc:
                 if node not in brought_up:
@@ -222,19 +245,47 @@ class LifecycleManager(Node):
     def _take_down(self, nodes: list[_Client]) -> None:
         for node in reversed(nodes):
             try:
-                self._drive(node, _RESET)
+                self._drive(node, "reset")
             except ManagerError as exc:  # the original failure is the line; this one is logged as well
                 self.get_logger().warning(f"while taking the stack down: {exc}")
 
-    def _drive(self, node: _Client, table: dict[int, tuple[str, ...]]) -> bool:
-        """Send `node` the transitions `table` gives for its state; True when it sent any."""
-        transitions = table.get(self._state(node), ())
+    def _drive(self, node: _Client, command: str) -> bool:
+        """Send `node` the transitions `command` needs from its state; True when it sent any.
+
+        A node found in a transition (another client is driving it) is waited for; a node left in a state the
+        command does not end in (finalized, or unconfigured at a resume) is a ManagerError naming it."""
+        state = self._settled_state(node)
+        transitions = _PLANS[command].get(state, ())
         for transition in transitions:
             if self._closing.is_set():
                 raise ManagerError(f"{node.name}: not {transition}d: the manager is shutting down")
             if not self._change(node, transition):
                 raise ManagerError(self._why(node, transition))
+        if not transitions and state not in _ENDS[command]:
+            want = " or ".join(sorted(_LABELS[s] for s in _ENDS[command]))
+            hint = _HINTS.get(state)
+            raise ManagerError(
+                f"{node.name} is {_LABELS.get(state, str(state))}, not {want}, after {command}"
+                + (f": {hint}" if hint else "")
+            )
         return bool(transitions)
+
+    def _settled_state(self, node: _Client) -> int:
+        """The node's primary state, once any transition another client started on it has ended (bounded by
+        transition_timeout_s); asked from the worker thread, never from a callback."""
+        deadline = time.monotonic() + self._transition_timeout
+        state = self._state(node)
+        while state not in _LABELS:
+            if self._closing.is_set():
+                raise ManagerError(f"{node.name}: not driven: the manager is shutting down")
+            if time.monotonic() >= deadline:
+                raise ManagerError(
+                    f"{node.name}: still in transition (state {state}) after {self._transition_timeout:g} s: "
+                    "another client is changing its state"
+                )
+            self._closing.wait(SETTLE_POLL_S)
+            state = self._state(node)
+        return state
 
     def _change(self, node: _Client, transition: str) -> bool:
         """Send one transition; True when the node took it: its answer says so, or (the answer lost) the node is
