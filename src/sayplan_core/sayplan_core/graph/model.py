@@ -368,6 +368,7 @@ class SceneGraph:
 
     def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:
         """Induced subgraph of the chosen nodes plus their ancestors, so it stays a valid hierarchy."""
+        pred: dict[str, dict[str, dict[str, Any]]] = self.tree._pred  # networkx's dicts: no view per lookup
         keep: dict[str, int] = {}  # node -> its depth (its ancestors are kept before it: a walk stops at one)
         for node_id in node_ids:
             self.node(node_id)
@@ -375,22 +376,27 @@ class SceneGraph:
             current: str | None = node_id
             while current is not None and current not in keep:
                 chain.append(current)
-                current = self.parent(current)
+                current = next(iter(pred[current]), None)
             depth = -1 if current is None else keep[current]
             for item in reversed(chain):
                 depth += 1
                 keep[item] = depth
-        out = SceneGraph(self.name)
-        for node_id in sorted(keep, key=keep.__getitem__):
-            out.add_node(_copy_node(self.nodes[node_id]))
+        # The parts a loader would pass (prechecked_graph): this graph's nodes and edges passed its checks.
+        placed: tuple[list[str], list[str], list[str]] = ([], [], [])
         for node_id in keep:
-            parent = self.parent(node_id)
-            if parent is not None and parent in keep:
-                out.tree.add_edge(parent, node_id, relation=self.relation(node_id))
-        for a, b, data in self.nav.edges(data=True):
-            if a in keep and b in keep:
-                out.nav.add_edge(a, b, **data)
-        return out
+            for parent, data in pred[node_id].items():
+                placed[0].append(node_id)
+                placed[1].append(parent)
+                placed[2].append(data["relation"])
+        links: list[Link] = []
+        done: set[str] = set()  # each edge once, in self.nav.edges order
+        for a, around in self.nav._adj.items():
+            if a in keep:
+                links.extend((a, b, data.get("weight")) for b, data in around.items() if b not in done and b in keep)
+            done.add(a)
+        with gc_paused():
+            nodes = [_copy_node(self.nodes[n]) for n in sorted(keep, key=keep.__getitem__)]
+            return prechecked_graph(self.name, nodes, placed, links)
 
 
 def _copy_node(node: Node) -> Node:

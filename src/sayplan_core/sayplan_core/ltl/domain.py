@@ -52,7 +52,8 @@ from typing import Any
 import numpy as np
 
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph, a_or_an
-from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, PathPlanner
+from sayplan_core.graph.text import GraphReader
+from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, nav_edge_costs
 from sayplan_core.sim.plan import PlanStep
 
 DEFAULT_REACH_DISTANCE = 1.0  # metres, horizontal
@@ -147,14 +148,14 @@ class SearchDomain:
                     f"'{atom}' is {a_or_an(node.type)}; "
                     "propositions name rooms, poses, floors, assets, objects or workspaces"
                 )
-        self.locations: list[Location] = [self._nav_location(n) for n in sorted(graph.nav.nodes)]
+        reader = GraphReader(graph)  # one walk up per node for the floors of 10k navigation nodes
+        self.locations: list[Location] = [self._nav_location(reader, n) for n in sorted(graph.nav.nodes)]
         self.index = {loc.name: i for i, loc in enumerate(self.locations)}
         self.moves: list[list[tuple[int, float]]] = [[] for _ in self.locations]
-        planner = PathPlanner(graph)
-        for a, b in graph.nav.edges:
-            cost = planner.edge_cost(a, b)
-            self.moves[self.index[a]].append((self.index[b], cost))
-            self.moves[self.index[b]].append((self.index[a], cost))
+        index = self.index
+        for a, b, cost in nav_edge_costs(graph):
+            self.moves[index[a]].append((index[b], cost))
+            self.moves[index[b]].append((index[a], cost))
         self._held = graph.held_object()
         self._by_room: dict[str, list[int]] = {}
         for target in sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held):
@@ -174,11 +175,14 @@ class SearchDomain:
                 return position
         return None
 
-    def _nav_location(self, node_id: str) -> Location:
-        room = node_id if self.graph.nodes[node_id].type == "room" else self.graph.room_of(node_id)
-        return Location(
-            node_id, False, room, self.graph.enclosing(node_id, "floor"), self.graph.nodes[node_id].position
-        )
+    @staticmethod
+    def _nav_location(reader: GraphReader, node_id: str) -> Location:
+        node = reader.nodes[node_id]
+        room: str | None = node_id
+        if node.type != "room":  # a pose: in the room it hangs under, if any (SceneGraph.room_of)
+            parent = reader.parent(node_id)
+            room = parent if parent is not None and reader.nodes[parent].type == "room" else None
+        return Location(node_id, False, room, reader.enclosing(node_id, "floor"), node.position)
 
     def _stops_for(self, target: str) -> list[str]:
         """The assets and workspaces whose access reaches `target` (see the module docstring)."""

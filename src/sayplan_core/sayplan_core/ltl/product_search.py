@@ -18,7 +18,7 @@ from __future__ import annotations
 import heapq
 import math
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -115,6 +115,9 @@ class ProductSearch:
         reach."""
         if not self.use_heuristic:
             return 0.0
+        return float(self._row(q)[location])
+
+    def _row(self, q: int) -> np.ndarray:
         row = self._table.get(q)
         if row is None:
             row = np.full(len(self.labels), 0.0 if q in self.dfa.accepting else math.inf)
@@ -123,7 +126,36 @@ class ProductSearch:
                     if self.cost_to_accept[q2] < math.inf:
                         np.minimum(row, self._dist[key] + self.cost_to_accept[q2], out=row)
             self._table[q] = row
-        return float(row[location])
+        return row
+
+    def _rows(self) -> Callable[[int], list[float]]:
+        """h(., q) as a list of floats per automaton state (`heuristic`'s values: the search reads one per move,
+        and a list read costs less than a method call and a numpy scalar)."""
+        rows: dict[int, list[float]] = {}
+        zeros = [0.0] * len(self.labels)
+
+        def row(q: int) -> list[float]:
+            found = rows.get(q)
+            if found is None:
+                found = rows[q] = self._row(q).tolist() if self.use_heuristic else zeros
+            return found
+
+        return row
+
+    def _successors(self) -> Callable[[int], list[int]]:
+        """The automaton state after each location's label, per state (`dfa.step` once per distinct label)."""
+        ids: dict[frozenset[str], int] = {}
+        label_id = [ids.setdefault(label, len(ids)) for label in self.labels]
+        rows: dict[int, list[int]] = {}
+
+        def row(q: int) -> list[int]:
+            found = rows.get(q)
+            if found is None:
+                by_label = [self.dfa.step(q, label) for label in ids]
+                found = rows[q] = [by_label[i] for i in label_id]
+            return found
+
+        return row
 
     def search(self, start: str, weight: float = 1.0) -> LtlPath:
         """A* from the navigation node `start`; weight > 1 gives a faster, w-suboptimal path (weighted A*)."""
@@ -136,19 +168,22 @@ class ProductSearch:
                 f"no path through the navigation graph satisfies the mission: the start position {start} "
                 f"(where {_listing(self.labels[s])} hold) already violates it"
             )
-        h = self.heuristic
-        frontier = [(weight * h(s, q0), 0.0, 0, s, q0)]
+        row = self._rows()
+        frontier = [(weight * row(q0)[s], 0.0, 0, s, q0)]
         best_g = {(s, q0): 0.0}
         parent: dict[tuple[int, int], tuple[int, int] | None] = {(s, q0): None}
         closed: set[tuple[int, int]] = set()
         counter = expansions = 0
+        # read once: the loop below runs once per product state
+        accepting, live, moves, after = self.dfa.accepting, self.live, self.domain.moves, self._successors()
+        best, push, pop, inf = best_g.get, heapq.heappush, heapq.heappop, math.inf
         while frontier:
-            _, g, _, x, q = heapq.heappop(frontier)
+            _, g, _, x, q = pop(frontier)
             if (x, q) in closed:
                 continue
             closed.add((x, q))
             expansions += 1
-            if q in self.dfa.accepting:
+            if q in accepting:
                 path = [x]
                 back = parent[(x, q)]
                 while back is not None:
@@ -163,19 +198,20 @@ class ProductSearch:
                     [self.labels[i] for i in path],
                     self.domain.plan_steps(path),
                 )
-            for y, cost in self.domain.moves[x]:
-                q2 = self.dfa.step(q, self.labels[y])
-                if q2 not in self.live:
+            next_state = after(q)
+            for y, cost in moves[x]:
+                q2 = next_state[y]
+                if q2 not in live:
                     continue  # acceptance is unreachable from there
                 g2 = g + cost
-                if g2 < best_g.get((y, q2), math.inf):
-                    h2 = h(y, q2)
-                    if h2 == math.inf:
+                if g2 < best((y, q2), inf):
+                    h2 = row(q2)[y]
+                    if h2 == inf:
                         continue
                     best_g[(y, q2)] = g2
                     parent[(y, q2)] = (x, q)
                     counter += 1
-                    heapq.heappush(frontier, (g2 + weight * h2, g2, counter, y, q2))
+                    push(frontier, (g2 + weight * h2, g2, counter, y, q2))
         raise NoSatisfyingPathError(
             f"no path through the navigation graph satisfies the mission: {self._why_not(s, expansions)}"
         )

@@ -8,13 +8,13 @@ the straight line, the Euclidean heuristic is consistent and A* stays optimal.
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 
 import networkx as nx
 
-from sayplan_core.graph.model import NAV_TYPES, GraphError, SceneGraph, a_or_an
+from sayplan_core.graph.model import NAV_TYPES, GraphError, Position, SceneGraph, a_or_an
 from sayplan_core.sim.plan import PlanStep
 
 DEFAULT_EDGE_COST = 1.0
@@ -28,6 +28,27 @@ class NoPathError(GraphError):
 class PathResult:
     nodes: list[str]
     cost: float
+
+
+def link_cost(pa: Position | None, pb: Position | None, stored: float | None) -> float:
+    """The cost of a navigation edge between nodes at `pa` and `pb` with weight `stored` (the module docstring)."""
+    if pa is None or pb is None:
+        return float(stored) if stored is not None else DEFAULT_EDGE_COST
+    straight = math.dist(pa, pb)
+    return max(straight, float(stored)) if stored is not None else max(straight, 1e-6)
+
+
+def nav_edge_costs(graph: SceneGraph) -> Iterator[tuple[str, str, float]]:
+    """Every navigation edge once, with its cost, in `graph.nav.edges` order: for a consumer that needs them all
+    (the ltl planner's search domain), without PathPlanner's per-edge lookups through networkx's views."""
+    nodes = graph.nodes
+    done: set[str] = set()
+    for a, around in graph.nav._adj.items():  # how networkx's EdgeView walks an undirected graph
+        pa = nodes[a].position
+        for b, data in around.items():
+            if b not in done:
+                yield a, b, link_cost(pa, nodes[b].position, data.get("weight"))
+        done.add(a)
 
 
 class PathPlanner:
@@ -51,12 +72,7 @@ class PathPlanner:
         return self._positions_cache
 
     def _edge_cost(self, a: str, b: str, data: dict[str, float]) -> float:
-        pa, pb = self.graph.nodes[a].position, self.graph.nodes[b].position
-        stored = data.get("weight")
-        if pa is None or pb is None:
-            return float(stored) if stored is not None else DEFAULT_EDGE_COST
-        straight = math.dist(pa, pb)
-        return max(straight, float(stored)) if stored is not None else max(straight, 1e-6)
+        return link_cost(self.graph.nodes[a].position, self.graph.nodes[b].position, data.get("weight"))
 
     def edge_cost(self, a: str, b: str, _data: object = None) -> float:
         cost = self._costs.get((a, b))

@@ -31,8 +31,9 @@ MAX_STEPS = 40
 
 def memory_graph(truth: SceneGraph) -> SceneGraph:
     """Rooms, poses, assets and the agent (with what it holds); movable objects are left to be found."""
-    keep = [n for n in truth.nodes if truth.nodes[n].type != "object" or truth.parent(n) == truth.agent_id]
-    return truth.subgraph(keep)
+    agent = truth.agent_id
+    held = set(truth.children(agent)) if agent is not None else set()
+    return truth.subgraph([n for n, node in truth.nodes.items() if node.type != "object" or n in held])
 
 
 def truth_reveal_hook(truth: SceneGraph) -> RevealHook:
@@ -67,16 +68,19 @@ Call done when the instruction is carried out. If Feedback says your last move w
 
 
 def visible_nodes(state: WorldState, touched: list[str]) -> list[str]:
+    """Every room; the agent's room and what is in it; the nodes touched so far with the assets and objects they
+    rest on or in; the agent and what it holds. Where the state has things now: an object that was moved is shown
+    where it is, not where the memory graph first had it."""
     graph = state.graph
     room = state.agent_room()
     ids = set(graph.ids_of_type("room"))
     if room:
         ids.add(room)
-        ids.update(graph.descendants(room))
+        ids.update(state.descendants(room))
     for node in touched:
         if node in graph.nodes:
             ids.add(node)
-            ids.update(a for a in graph.ancestors(node) if graph.nodes[a].type in ("asset", "object"))
+            ids.update(a for a in state.ancestors(node) if state.node_type(a) in ("asset", "object"))
     if graph.agent_id:
         ids.add(graph.agent_id)
     if state.holding:
@@ -84,16 +88,10 @@ def visible_nodes(state: WorldState, touched: list[str]) -> list[str]:
     return sorted(ids)
 
 
-def shown_graph(state: WorldState, previous: SceneGraph | None) -> SceneGraph:
-    """The memory graph with the state's current placements and states (`WorldState.apply_to`): the graph the
-    previous step showed brought up to date in place (`WorldState.refresh`), not a copy of the whole memory graph
-    at every step (60 ms at 1,000 rooms)."""
-    return state.apply_to() if previous is None else state.refresh(previous)
-
-
-def state_text(shown: SceneGraph, ids: list[str]) -> str:
-    """The memory graph as the model sees it: `shown_graph`'s nodes `ids`."""
-    return json.dumps(graph_records(shown, ids), separators=(",", ":"))
+def state_text(memory: SceneGraph, ids: list[str]) -> str:
+    """The memory graph as the model sees it: its nodes `ids`, with the state's changes committed to it
+    (`WorldState.commit`, so no copy of the memory graph is made to show them)."""
+    return json.dumps(graph_records(memory, ids), separators=(",", ":"))
 
 
 class LookPlanGraphPlanner(Planner):
@@ -109,10 +107,10 @@ class LookPlanGraphPlanner(Planner):
         state = WorldState.from_graph(memory_graph(truth), reveal_hook=truth_reveal_hook(truth))
         system = system_prompt(actions)
         touched: list[str] = []
-        shown: SceneGraph | None = None
         feedback = job.context
         retries = 0
         for step in range(MAX_STEPS):
+            state.commit()  # the memory graph is the planner's own: it follows the world in place
             ids = visible_nodes(state, touched)
             schema = _obj(
                 {
@@ -125,8 +123,7 @@ class LookPlanGraphPlanner(Planner):
                     ),
                 }
             )
-            shown = shown_graph(state, shown)
-            user = prompts.dynamic(instruction, state_text(shown, ids), [], feedback)
+            user = prompts.dynamic(instruction, state_text(state.graph, ids), [], feedback)
             move = session.ask(
                 "replan" if retries else "plan",
                 [{"role": "system", "content": system}, {"role": "user", "content": user}],

@@ -147,7 +147,7 @@ class LtlPlanner(Planner):
         except AutomatonError as exc:
             result.message = f"the ltl planner cannot run here: {exc}"
             return
-        ids = [n for n in graph.nodes if graph.nodes[n].type in GROUNDABLE]
+        ids = [n for n, node in graph.nodes.items() if node.type in GROUNDABLE]
         mapping = session.ask(
             "ground",
             [
@@ -261,7 +261,7 @@ def plan_formula(
     with no path is a PlanResult that failed, saying why."""
     began = time.perf_counter()
     require_tools()
-    ids = [n for n in graph.nodes if graph.nodes[n].type in GROUNDABLE]
+    ids = [n for n, node in graph.nodes.items() if node.type in GROUNDABLE]
     parsed = formula if isinstance(formula, Formula) else parse_formula(formula)
     for atom in sorted(parsed.atoms() - set(ids)):
         close = difflib.get_close_matches(atom, ids, n=3)

@@ -71,6 +71,24 @@ class WorldState:
             current = self.parent(current)
         return out
 
+    def children(self, node_id: str) -> list[str]:
+        """The node's children where the state has them, sorted (SceneGraph.children with the moves applied)."""
+        kids = [c for c in self.graph.children(node_id) if c not in self._placement]
+        kids.extend(n for n, (parent, _) in self._placement.items() if parent == node_id)
+        return sorted(kids)
+
+    def descendants(self, node_id: str) -> list[str]:
+        """Everything below the node where the state has it, sorted (stops at a repeat, as `ancestors` does)."""
+        seen = {node_id}
+        todo = [node_id]
+        while todo:
+            for child in self.children(todo.pop()):
+                if child not in seen:
+                    seen.add(child)
+                    todo.append(child)
+        seen.discard(node_id)
+        return sorted(seen)
+
     def room_of(self, node_id: str) -> str | None:
         if self.node_type(node_id) == "agent" or node_id == self.holding:
             return self.agent_room()
@@ -137,6 +155,23 @@ class WorldState:
         if agent is not None and self.location is not None:
             shown.nodes[agent].attributes["location"] = self.location
         return shown
+
+    def commit(self) -> None:
+        """Write the state's changes into its own graph and clear them: the graph becomes what `apply_to()` returned
+        and every read of the state stays the same. Only for a state over a graph of its own (LookPlanGraph's
+        memory graph, which then shows the world as it is without a copy); `verify_plan` never commits, so the
+        graph it is given is never modified."""
+        graph = self.graph
+        for node_id, states in self._states.items():
+            graph.nodes[node_id].states = list(states)
+        for node_id, (parent, relation) in self._placement.items():
+            if graph.parent(node_id) != parent or graph.relation(node_id) != relation:
+                graph.set_parent(node_id, parent, relation)
+        agent = graph.agent_id
+        if agent is not None and self.location is not None:
+            graph.nodes[agent].attributes["location"] = self.location
+        self._states.clear()
+        self._placement.clear()
 
     def apply_to(self, graph: SceneGraph | None = None) -> SceneGraph:
         """A new graph with this state's changes applied (the input is not touched)."""
