@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import difflib
 import gc
+import itertools
 import math
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -51,6 +52,9 @@ EXCLUSIVE_STATES: tuple[frozenset[str], ...] = (
 )
 
 Position = tuple[float, float, float]
+
+#: Change stamps (SceneGraph.track_changes): unique in the process, so a stamp names one state of one node.
+_STAMPS = itertools.count(1)
 
 
 @contextmanager
@@ -164,6 +168,53 @@ class SceneGraph:
         self.nav: nx.Graph = nx.Graph()
         self._by_type: dict[str, set[str]] = {t: set() for t in NODE_TYPES}
         self._components: dict[str, int] | None = None
+        self._stamps: dict[str, int] | None = None
+        self._derived: dict[str, Any] = {}
+        self._log: list[str] = []  # ids as they are restamped, shared with tracked copies
+        self._log_at: int | None = None  # a tracked copy: the log's length when it was taken
+
+    # ------------------------------------------------------------------ change tracking
+    def track_changes(self) -> None:
+        """Stamp every node, and restamp a node whenever a mutator of this class changes it, so caches of text
+        derived from nodes (graph/text.py) redo only what changed. A node counts as changed when its fields, its
+        parent edge, its set of children or its navigation edges change.
+
+        The owner promises to change a tracked graph only through these mutators (add_node, set_parent,
+        remove_node, connect, disconnect, set_states, replace_node): a node changed in place (`node.states = ...`)
+        keeps its stamp, and text derived from it would be stale. Copies are untracked unless asked
+        (copy(tracked=True)), since copy-then-edit code changes nodes in place.
+        """
+        if self._stamps is None:
+            self._stamps = dict.fromkeys(self.nodes, next(_STAMPS))
+            self._derived, self._log, self._log_at = {}, [], None
+
+    @property
+    def change_stamps(self) -> dict[str, int] | None:
+        """Node id -> stamp while tracking (read-only by contract), else None."""
+        return self._stamps
+
+    @property
+    def derived(self) -> dict[str, Any]:
+        """Caches keyed by change stamps, shared by a tracked graph and its tracked copies (graph/text.py)."""
+        return self._derived
+
+    @property
+    def change_log(self) -> tuple[list[str], int]:
+        """The ids restamped so far, in order (shared with tracked copies), and how many of them this graph has
+        seen: between two graphs of one log, only the ids logged between their two counts can differ."""
+        return self._log, len(self._log) if self._log_at is None else self._log_at
+
+    def _touch(self, *node_ids: str | None) -> None:
+        stamps = self._stamps
+        if stamps is not None:
+            if self._log_at is not None or len(self._log) > 4 * len(self.nodes) + 1024:
+                # a tracked copy changing leaves its source's history (and caches); a long log starts anew
+                self._derived, self._log, self._log_at = ({} if self._log_at is not None else self._derived), [], None
+            stamp = next(_STAMPS)
+            for node_id in node_ids:
+                if node_id in self.nodes:
+                    stamps[node_id] = stamp
+                    self._log.append(node_id)
 
     # ------------------------------------------------------------------ queries
     def __contains__(self, node_id: object) -> bool:
@@ -299,6 +350,7 @@ class SceneGraph:
         if node.type in NAV_TYPES:
             self.nav.add_node(node.id)
             self._components = None
+        self._touch(node.id)
         if parent is not None:
             self.set_parent(node.id, parent, relation)
         return node
@@ -314,6 +366,7 @@ class SceneGraph:
         if old is not None:
             self.tree.remove_edge(old, node_id)
         self.tree.add_edge(parent, node_id, relation=relation)
+        self._touch(node_id, old, parent)
 
     def remove_node(self, node_id: str) -> None:
         node = self.node(node_id)
@@ -322,6 +375,9 @@ class SceneGraph:
                 f"cannot remove '{node_id}': it still has children ({', '.join(self.children(node_id)[:5])})",
                 node_id,
             )
+        if self._stamps is not None:
+            self._touch(node_id, self.parent(node_id), *self.neighbours(node_id))
+            del self._stamps[node_id]
         del self.nodes[node_id]
         self._by_type[node.type].discard(node_id)
         self.tree.remove_node(node_id)
@@ -346,17 +402,30 @@ class SceneGraph:
             attrs["weight"] = float(weight)
         self.nav.add_edge(a, b, **attrs)
         self._components = None
+        self._touch(a, b)
 
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
         self.nav.remove_edge(a, b)
         self._components = None
+        self._touch(a, b)
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
         self.node(node_id).states = list(states)
+        self._touch(node_id)
 
-    def copy(self) -> SceneGraph:
+    def replace_node(self, node: Node) -> None:
+        """Put `node` in place of the node with its id, keeping its edges; the type cannot change."""
+        old = self.node(node.id)
+        if old.type != node.type:
+            raise GraphError(f"node '{node.id}' cannot change type from {old.type} to {node.type}", node.id)
+        self.nodes[node.id] = node
+        self._touch(node.id)
+
+    def copy(self, tracked: bool = False) -> SceneGraph:
+        """A deep copy. tracked: keep tracking changes (if this graph does) and share its derived caches, for a
+        copy that only readers use (graph/snapshots.py); a copy to be edited in place must be untracked."""
         out = SceneGraph(self.name)
         with gc_paused():
             out.nodes = {k: _copy_node(v) for k, v in self.nodes.items()}
@@ -364,6 +433,9 @@ class SceneGraph:
             out.nav = self.nav.copy()
         out._by_type = {k: set(v) for k, v in self._by_type.items()}
         out._components = self._components
+        if tracked and self._stamps is not None:
+            out._stamps = dict(self._stamps)
+            out._derived, (out._log, out._log_at) = self._derived, self.change_log
         return out
 
     def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:

@@ -34,7 +34,10 @@ class GraphSnapshots:
         """
         source = self._source() if self._source is not None else None
         if self._copy is None or source is not graph or version != self._version:
-            self._copy = graph.copy()
+            # the owner changes its graph only through apply_in_place (the mutators), and readers never change a
+            # snapshot: both may be tracked, so the prompt text of the next version redoes only what changed
+            graph.track_changes()
+            self._copy = graph.copy(tracked=True)
             self._source, self._version = weakref.ref(graph), version
             self.taken += 1
         return self._copy

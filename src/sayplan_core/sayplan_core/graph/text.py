@@ -7,12 +7,25 @@ The whole graph of a 1,000-room building is 10k nodes: the writer reads each nod
 parent edge once and the agent's location and held object once per text, and sorts
 each type's ids once, instead of asking the graph per node (test_graph_text_equiv.py
 checks it against the straightforward writer).
+
+A planner node keeps its graph across goals, with small updates between them. On a tracked graph
+(SceneGraph.track_changes: the live copy and its snapshots, see graph/snapshots.py) the whole-graph text is kept
+as one JSON fragment per node, each valid for the node's change stamp: a later text redoes the records of the
+nodes whose stamps changed (and of those whose record reads them) and joins the rest
+(test_prompt_cache.py checks it against the uncached writer after random mutations).
 """
 
 from __future__ import annotations
 
+import bisect
 import json
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable
+from json.encoder import (  # type: ignore[attr-defined]
+    c_make_encoder,
+    encode_basestring,
+    encode_basestring_ascii,
+)
 from typing import Any
 
 from sayplan_core.graph.model import NODE_TYPES, SceneGraph
@@ -21,6 +34,8 @@ from sayplan_core.graph.model import NODE_TYPES, SceneGraph
 _PARENT_LINKED = frozenset({"room", "asset", "workspace"})
 #: Types whose navigation edges are links of the text.
 _NAV_LINKED = frozenset({"room", "pose"})
+_LINKED = sorted(_NAV_LINKED | _PARENT_LINKED)
+_LINKED_SET = frozenset(_LINKED)
 
 
 class GraphReader:
@@ -189,4 +204,193 @@ def graph_records(
 
 
 def to_prompt_text(graph: SceneGraph, node_ids: Iterable[str] | None = None, with_positions: bool = False) -> str:
+    if node_ids is None and graph.change_stamps is not None:
+        fragments: _TextFragments = cached(graph, f"text:{with_positions}", lambda: _TextFragments(with_positions))
+        return fragments.text(graph)
     return json.dumps(graph_records(graph, node_ids, with_positions), separators=(",", ":"), ensure_ascii=False)
+
+
+# ----------------------------------------------------------------------------- fragments kept across versions
+def _encoder(ensure_ascii: bool) -> Callable[[Any], str]:
+    """json.dumps(value, separators=(",", ":"), ensure_ascii=...) for one value of many: through the C encoder
+    made once, since json.dumps makes an encoder per call (2.5x slower per record)."""
+    encoder = json.JSONEncoder(separators=(",", ":"), ensure_ascii=ensure_ascii)
+    if c_make_encoder is None:
+        return encoder.encode
+    strings = encode_basestring_ascii if ensure_ascii else encode_basestring
+    chunks = c_make_encoder(None, encoder.default, strings, None, ":", ",", False, False, True)
+    return lambda value: "".join(chunks(value, 0))
+
+
+_dumps = _encoder(ensure_ascii=False)
+#: The same with ensure_ascii (json.dumps's default).
+dumps_ascii = _encoder(ensure_ascii=True)
+
+
+class NodeFragments:
+    """Text per node of a tracked graph, each kept with the change stamp of the node it was written for.
+
+    Shared by a tracked graph and its tracked copies (SceneGraph.derived), so the fragments written for one
+    version serve the next: an entry is used only while the graph at hand has the same stamp for that node,
+    which names one state of it (stamps are unique in the process). `sync` finds what differs by comparing the
+    stamp tables (C-level set operations, no Python loop over the nodes), keeps each type's ids sorted, and
+    `redo(graph, ids)` (subclasses) rewrites the entries of the changed nodes and of those whose text reads them.
+    A lock serialises users: planners on several snapshots at once share one cache.
+    """
+
+    #: Whose entries are kept (None: every type).
+    types: frozenset[str] | None = None
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.stamps: dict[str, int] = {}
+        self.kind: dict[str, str] = {}
+        self.order: dict[str, list[str]] = {t: [] for t in NODE_TYPES}
+        self.revision: dict[str, int] = dict.fromkeys(NODE_TYPES, 0)  # bumped when a type's order changes
+        self.log: list[str] | None = None  # the change log (SceneGraph.change_log) synced to, and how far
+        self.count = 0
+
+    def sync(self, graph: SceneGraph) -> set[str]:
+        """Catch up with `graph`'s stamps: forget the nodes it no longer has, place the new ones, and return the
+        ids that are new or restamped (their entries must be redone; the caller stores their stamps after)."""
+        stamps = graph.change_stamps
+        assert stamps is not None
+        seen = self.stamps.get
+        log, count = graph.change_log
+        if log is self.log:  # one history: only what was logged between the two counts can differ
+            logged = set(log[min(count, self.count) : max(count, self.count)])
+            changed = {node_id for node_id in logged if seen(node_id) != stamps.get(node_id)}
+            gone = {node_id for node_id in changed if node_id not in stamps}
+            changed -= gone
+        else:
+            changed = {node_id for node_id, stamp in stamps.items() if seen(node_id) != stamp}
+            arrived = sum(1 for node_id in changed if node_id not in self.stamps)
+            gone = self.stamps.keys() - stamps.keys() if len(self.stamps) + arrived != len(stamps) else set()
+        self.log, self.count = log, count
+        nodes, kind, order = graph.nodes, self.kind, self.order
+        moved = gone | {n for n in changed if kind.get(n) != nodes[n].type}
+        if len(moved) > 64:  # a fresh graph (or a large change): sort each type once
+            self.kind = kind = {node_id: node.type for node_id, node in nodes.items()}
+            self.order = order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            for node_type in NODE_TYPES:
+                self.revision[node_type] += 1
+        else:
+            for node_id in moved:
+                old = kind.pop(node_id, None)
+                if old is not None:
+                    ids = order[old]
+                    del ids[bisect.bisect_left(ids, node_id)]
+                    self.revision[old] += 1
+                if node_id in nodes:
+                    new = kind[node_id] = nodes[node_id].type
+                    bisect.insort(order[new], node_id)
+                    self.revision[new] += 1
+        for node_id in gone:
+            del self.stamps[node_id]
+            self.drop(node_id)
+        return changed
+
+    def stored(self, graph: SceneGraph, ids: Iterable[str]) -> None:
+        stamps = graph.change_stamps
+        assert stamps is not None
+        for node_id in ids:
+            self.stamps[node_id] = stamps[node_id]
+
+    def drop(self, node_id: str) -> None:
+        """Forget the entries of a node the graph no longer has."""
+
+
+def cached(graph: SceneGraph, key: str, make: Callable[[], NodeFragments]) -> Any:
+    """The fragment cache `key` of a tracked graph (made on first use, shared with its tracked copies)."""
+    derived = graph.derived
+    cache = derived.get(key)
+    if cache is None:
+        cache = derived.setdefault(key, make())
+    return cache
+
+
+def room_readers(graph: SceneGraph, changed: set[str]) -> set[str]:
+    """The assets and workspaces below the changed nodes whose room (room_of) is read through them."""
+    succ: dict[str, dict[str, Any]] = graph.tree._succ
+    nodes = graph.nodes
+    out: set[str] = set()
+    todo = [n for n in changed if n in succ]
+    while todo:
+        for child in succ[todo.pop()]:
+            if nodes[child].type in _WALKED_FOR_ROOM and child not in out:
+                out.add(child)
+                todo.append(child)
+    return out
+
+
+#: Records that read their room through their ancestors (room_of walks up through these types).
+_WALKED_FOR_ROOM = frozenset({"asset", "workspace"})
+
+
+class _TextFragments(NodeFragments):
+    """The whole-graph prompt text: each node's record and its links, as JSON."""
+
+    def __init__(self, with_positions: bool) -> None:
+        super().__init__()
+        self.with_positions = with_positions
+        self.records: dict[str, str] = {}
+        self.links: dict[str, str] = {}
+        self.linked: list[str] = []
+        self.linked_revision: tuple[int, ...] = ()
+        self.joined: dict[str, str] = dict.fromkeys(NODE_TYPES, "")  # per type: '"room":[...]' ('' when none)
+        self.joined_revision: dict[str, int] = {}
+        self.joined_links = ""
+
+    def drop(self, node_id: str) -> None:
+        self.records.pop(node_id, None)
+        self.links.pop(node_id, None)
+
+    def text(self, graph: SceneGraph) -> str:
+        with self.lock:
+            changed = self.sync(graph)
+            if len(changed) < len(graph.nodes):
+                changed |= room_readers(graph, changed)
+            writer = _Writer(graph, self.with_positions)
+            records, links, nav_adj, nodes = self.records, self.links, writer.nav_adj, graph.nodes
+            dirty = {t for t in NODE_TYPES if self.revision[t] != self.joined_revision.get(t)}
+            record = writer.record
+            for node_id in changed:
+                node_type = nodes[node_id].type
+                dirty.add(node_type)
+                records[node_id] = _dumps(record(node_id))
+                if node_type not in _LINKED_SET:
+                    links.pop(node_id, None)
+                    continue
+                mine: list[str] = []
+                if node_type in _NAV_LINKED and node_id in nav_adj:
+                    mine += [f"{node_id}<->{other}" for other in sorted(nav_adj[node_id]) if node_id < other]
+                if node_type in _PARENT_LINKED:
+                    parent = writer.parent(node_id)
+                    if parent is not None:
+                        mine.append(f"{parent}<->{node_id}")
+                links[node_id] = ",".join([_dumps(link) for link in mine])
+            self.stored(graph, changed)
+            for node_type in dirty:  # each type's records joined once per change of that type
+                ids = self.order[node_type]
+                self.joined[node_type] = f'"{node_type}":[{",".join([records[n] for n in ids])}]' if ids else ""
+                self.joined_revision[node_type] = self.revision[node_type]
+            if dirty & _LINKED_SET:
+                revision = tuple(self.revision[t] for t in _LINKED)
+                if self.linked_revision != revision:
+                    self.linked = sorted(n for t in _LINKED for n in self.order[t])
+                    self.linked_revision = revision
+                self.joined_links = ",".join([text for text in [links[n] for n in self.linked] if text])
+            groups = []
+            for node_type in NODE_TYPES:
+                if node_type == "agent":  # an agent's record reads the first agent's place and hand: always redone
+                    ids = self.order[node_type]
+                    if ids:
+                        groups.append(f'"agent":[{",".join([_dumps(writer.record(n)) for n in ids])}]')
+                elif self.joined[node_type]:
+                    groups.append(self.joined[node_type])
+            edges = self.joined_links
+            agent, location = graph.agent_id, writer.agent_location
+            if agent is not None and location is not None and location in nodes:
+                agent_link = _dumps(f"{location}<->{agent}")
+                edges = f"{edges},{agent_link}" if edges else agent_link
+            return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'

@@ -214,8 +214,8 @@ class AppliedUpdate:
 
     def replace(self, node: Node) -> None:
         graph, old = self.graph, self.graph.nodes[node.id]
-        graph.nodes[node.id] = node
-        self._undo.append(lambda: graph.nodes.__setitem__(node.id, old))
+        graph.replace_node(node)
+        self._undo.append(lambda: graph.replace_node(old))
 
     def add(self, node: Node) -> None:
         graph = self.graph

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import GraphReader
+from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, room_readers
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
@@ -61,6 +61,72 @@ def workspace_dictionary(graph: SceneGraph) -> dict[str, list[str]]:
         objects = [c for c in reader.descendants(asset) if graph.nodes[c].type == "object"]
         out[f"{asset} ({room})"] = sorted(objects)
     return out
+
+
+def workspace_text(graph: SceneGraph) -> str:
+    """The dictionary as the prompt shows it (compact JSON); on a tracked graph, kept per workspace across
+    versions, so a small update redoes only the workspaces it touched (test_prompt_cache.py)."""
+    if graph.change_stamps is None:
+        return json.dumps(workspace_dictionary(graph), separators=(",", ":"))
+    fragments: _WorkspaceFragments = cached(graph, "workspaces", _WorkspaceFragments)
+    return fragments.text(graph)
+
+
+class _WorkspaceFragments(NodeFragments):
+    """Each workspace's '"<id> (<room>)":[objects]' entry. An entry reads the workspace's room (through its
+    ancestors) and every object below it, so a change redoes the workspaces above the changed nodes and those
+    whose room is read through them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[str, str] = {}
+        self.keys: dict[str, str] = {}
+        self.ordered: list[str] = []
+        self.ordered_revision: tuple[int, ...] = ()
+        self.joined = ""
+
+    def drop(self, node_id: str) -> None:
+        self.entries.pop(node_id, None)
+        self.keys.pop(node_id, None)
+
+    def text(self, graph: SceneGraph) -> str:
+        with self.lock:
+            changed = self.sync(graph)
+            nodes = graph.nodes
+            if len(changed) < len(nodes):
+                reader = GraphReader(graph)
+                redo = room_readers(graph, changed)
+                for node_id in changed:
+                    current: str | None = node_id
+                    while current is not None:
+                        redo.add(current)
+                        current = reader.parent(current)
+            else:
+                redo = changed
+            reader = GraphReader(graph)
+            touched = False
+            for node_id in redo:
+                node = nodes.get(node_id)
+                if node is None or node.type not in WORKSPACE_TYPES:
+                    touched |= node_id in self.entries
+                    self.drop(node_id)
+                    continue
+                key = f"{node_id} ({reader.room_of(node_id) or '?'})"
+                objects = sorted(c for c in reader.descendants(node_id) if nodes[c].type == "object")
+                self.keys[node_id] = key
+                self.entries[node_id] = f"{dumps_ascii(key)}:{dumps_ascii(objects)}"
+                touched = True
+            self.stored(graph, changed)
+            revision = tuple(self.revision[t] for t in WORKSPACE_TYPES)
+            if revision != self.ordered_revision:
+                self.ordered = sorted(self.order["asset"] + self.order["workspace"])
+                self.ordered_revision = revision
+                touched = True
+            if touched:
+                self.joined = "{" + ",".join([self.entries[n] for n in self.ordered]) + "}"
+            if len(set(self.keys.values())) != len(self.keys):  # two workspaces with one key: the dict keeps one
+                return json.dumps(workspace_dictionary(graph), separators=(",", ":"))
+            return self.joined
 
 
 def system_prompt(count: int) -> str:
@@ -150,10 +216,7 @@ class AbstractCommandPlanner(Planner):
         )
         schema = _obj({"plans": {"type": "array", "items": _obj({"steps": {"type": "array", "items": step}})}})
         context = f"\nNote: {job.context}" if job.context else ""
-        user = (
-            f"Command: {instruction}\n"
-            f"Workspaces: {json.dumps(workspace_dictionary(graph), separators=(',', ':'))}{context}"
-        )
+        user = f"Command: {instruction}\nWorkspaces: {workspace_text(graph)}{context}"
         plans = session.ask(
             "plan",
             [{"role": "system", "content": system_prompt(options.candidate_plans)}, {"role": "user", "content": user}],
