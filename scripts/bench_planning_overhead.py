@@ -9,7 +9,13 @@ each request with the next scripted answer exactly `--latency` seconds after the
 prompt's tokens (cl100k) as a real server would, so the planner process does only its own work: building prompts
 and schemas, collapse/expand, parsing and validating answers, path planning, simulator verification, replans.
 Non-LLM time is the wall time of the run minus `latency x calls`; its share of wall time is the figure (goal < 1%
-at 1 s per call). The scripted answers are the ones a perfect model would give: they are derived from the
+at 1 s per call).
+
+Each planner plans as in a planner node, on a snapshot of a live graph (graph/snapshots.py, what the planner's
+graph follower hands it) in two tables: the first plan on a freshly loaded graph (cold: nothing derived from the
+graph is kept yet), and later plans on the same live graph after a skill moved one object (warm: the prompt
+text kept per node redoes only what the update touched, graph/text.py). Both are reported; the cold one is what a
+one-off plan costs. The scripted answers are the ones a perfect model would give: they are derived from the
 building (the task's rooms and nodes), never from the planner's prompts.
 
 The second table: tokens of the full graph, of SayPlan's room-level collapse (every room) and of its floor-level
@@ -27,6 +33,7 @@ transcript that test/core/test_sayplan_floors.py replays; with `--record-planner
 from __future__ import annotations
 
 import argparse
+import copy
 import cProfile
 import json
 import multiprocessing
@@ -46,8 +53,10 @@ import measured_doc
 
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import count_tokens
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.graph.views import collapse, floors_first
 from sayplan_core.llm.openai_backend import OpenAIBackend
 from sayplan_core.llm.replay import TRANSCRIPT_FORMAT, RecordingBackend, ReplayBackend
@@ -121,6 +130,23 @@ def task_for(graph: SceneGraph) -> Task:
     room_a, asset_a, obj = open_asset_with_object(graph, floors[-1], last=True)
     room_b, asset_b, _ = open_asset_with_object(graph, floors[0], last=False)
     return Task(obj, asset_a, room_a, asset_b, room_b)
+
+
+def small_update(graph: SceneGraph, task: Task, version: int) -> GraphUpdate:
+    """A skill's update that the task does not read: an object in a room the task does not visit moves between two
+    open assets of its room (back and forth with the version)."""
+    busy = {task.source_room, task.target_room}
+    for room in sorted(graph.ids_of_type("room")):
+        assets = [a for a in graph.children(room) if graph.nodes[a].type == "asset"]
+        assets = [a for a in assets if "closed" not in graph.nodes[a].states]
+        carriers = [a for a in assets if any(graph.nodes[c].type == "object" for c in graph.children(a))]
+        if room in busy or len(assets) < 2 or not carriers:
+            continue
+        obj = next(c for c in graph.children(carriers[0]) if graph.nodes[c].type == "object")
+        there = next(a for a in assets if a != graph.parent(obj))
+        moved = copy.deepcopy(graph.nodes[obj])
+        return GraphUpdate(upsert=[NodeUpsert(moved, there, "ontop_of")], source=f"bench {version}")
+    raise ValueError("no object to move outside the task's rooms")
 
 
 def _steps(plan: list[tuple[str, str]]) -> list[dict[str, str]]:
@@ -305,52 +331,68 @@ def plan_once(
     return Run(time.perf_counter() - wall, time.process_time() - cpu, result)
 
 
+COLUMNS = (
+    "| planner | rooms | nodes | verified | LLM calls | prompt tokens | largest prompt | wall s | non-LLM s "
+    "| non-LLM share | planner CPU s | CPU share |"
+)
+#: The two tables: the first plan on a freshly loaded graph, and later plans after a one-object update.
+PHASES = (
+    ("cold", "first plan on a freshly loaded graph"),
+    ("warm", "later plans on the same live graph, after a skill moved one object"),
+)
+
+
 def overhead_rows(
     sizes: list[int], latency: float, repeats: int, base: str, only: list[str], profile: cProfile.Profile | None = None
 ) -> list[str]:
-    lines = [
-        f"## Non-LLM time as a share of wall time (scripted model answering in {latency:g} s per call)",
-        "",
-        "| planner | rooms | nodes | verified | LLM calls | prompt tokens | largest prompt | wall s | non-LLM s "
-        "| non-LLM share | planner CPU s | CPU share |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    tables: dict[str, list[str]] = {phase: [] for phase, _ in PHASES}
     backend = OpenAIBackend("scripted", base_url=f"{base}/v1", timeout_s=max(60.0, latency * 10))
     warmed = False
     for rooms in sizes:
-        graph = building(rooms)
-        task = task_for(graph)
+        loaded = building(rooms)
+        task = task_for(loaded)
         for planner in only:
             script = SCRIPTS.get(planner, "not scripted: a planner this bench does not know")
             if isinstance(script, str):
-                lines.append(f"| {planner} | {rooms} | {len(graph.nodes)} | {script} | | | | | | | | |")
-                print(lines[-1], flush=True)
+                for phase, _ in PHASES:
+                    tables[phase].append(f"| {planner} | {rooms} | {len(loaded.nodes)} | {script} | | | | | | | | |")
+                print(tables["cold"][-1], flush=True)
                 continue
             if planner == "abstract" and not warmed:  # the embedding model loads once per process (about 7 s)
                 from sayplan_core.retrieval import default_embedder
 
                 default_embedder().embed(["warm-up"])
                 warmed = True
-            instruction, answers = script(graph, task)
-            runs = []
-            for _ in range(repeats):
-                post_script(base, answers)
-                runs.append(plan_once(planner, backend, graph, instruction, profile))
+            instruction, answers = script(loaded, task)
+            runs: dict[str, list[Run]] = {phase: [] for phase, _ in PHASES}
+            for _ in range(repeats):  # each repeat: a freshly loaded live graph, then a skill's update
+                live, snapshots = loaded.copy(), GraphSnapshots()
+                for version, (phase, _) in enumerate(PHASES, 1):
+                    if version > 1:
+                        apply_in_place(live, small_update(live, task, version))
+                    post_script(base, answers)
+                    runs[phase].append(plan_once(planner, backend, snapshots.of(live, version), instruction, profile))
             tokens = prompt_tokens(base)
-            run = runs[0]
-            calls = len(run.result.calls)
-            wall = statistics.median(r.wall_s for r in runs)
-            non_llm = statistics.median(r.wall_s - latency * len(r.result.calls) for r in runs)
-            cpu = statistics.median(r.cpu_s for r in runs)
-            verdict = "yes" if run.result.success else f"no: {run.result.message[:120]}"
-            lines.append(
-                f"| {planner} | {rooms} | {len(graph.nodes)} | {verdict} | {calls} | {sum(tokens[:calls])} "
-                f"| {max(tokens[:calls], default=0)} | {wall:.2f} | {non_llm:.3f} | {100 * non_llm / wall:.2f}% "
-                f"| {cpu:.3f} | {100 * cpu / (cpu + latency * calls):.2f}% |"
-            )
-            print(lines[-1], flush=True)
+            offset = 0
+            for phase, _ in PHASES:
+                tables[phase].append(_row(planner, rooms, len(loaded.nodes), runs[phase], tokens[offset:], latency))
+                offset += len(runs[phase][0].result.calls)
+                print(tables[phase][-1], flush=True)
+    lines: list[str] = []
+    for phase, title in PHASES:
+        lines += [
+            f"## Non-LLM time as a share of wall time, {title} (scripted model answering in {latency:g} s per call)",
+            "",
+            COLUMNS,
+            "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+            *tables[phase],
+            "",
+        ]
     lines += [
-        "",
+        "Every plan runs on a snapshot of a live graph, as a planner node's graph follower hands it (the snapshot's "
+        "copy is the follower's cost, not the planner's). Cold: the live graph was just loaded, so nothing derived "
+        "from it is kept. Warm: the same live graph after a skill's update moved one object in a room the task does "
+        "not visit (the prompt text kept per node redoes only what the update touched). "
         "Non-LLM s: wall time minus the scripted latency of every call (median of the runs); it includes the HTTP "
         "round trips to the local server and any wait for a core on a loaded machine. Planner CPU s: the planner "
         "process's CPU time (the server's is not in it), median of the runs; CPU share: that time over itself plus "
@@ -359,6 +401,20 @@ def overhead_rows(
         "",
     ]
     return lines
+
+
+def _row(planner: str, rooms: int, nodes: int, runs: list[Run], tokens: list[int], latency: float) -> str:
+    run = runs[0]
+    calls = len(run.result.calls)
+    wall = statistics.median(r.wall_s for r in runs)
+    non_llm = statistics.median(r.wall_s - latency * len(r.result.calls) for r in runs)
+    cpu = statistics.median(r.cpu_s for r in runs)
+    verdict = "yes" if run.result.success else f"no: {run.result.message[:120]}"
+    return (
+        f"| {planner} | {rooms} | {nodes} | {verdict} | {calls} | {sum(tokens[:calls])} "
+        f"| {max(tokens[:calls], default=0)} | {wall:.2f} | {non_llm:.3f} | {100 * non_llm / wall:.2f}% "
+        f"| {cpu:.3f} | {100 * cpu / (cpu + latency * calls):.2f}% |"
+    )
 
 
 def token_rows(sizes: list[int]) -> list[str]:
