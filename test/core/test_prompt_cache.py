@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from sayplan_core.graph.model import PLACEMENTS, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
-from sayplan_core.graph.text import graph_records, to_prompt_text
+from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
 
@@ -137,6 +137,7 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             with_positions = data.draw(st.booleans())
             assert to_prompt_text(graph, with_positions=with_positions) == uncached(graph, with_positions)
             assert workspace_text(graph) == json.dumps(workspace_dictionary(graph), separators=(",", ":"))
+            assert sorted_ids(graph) == sorted(graph.nodes)
 
 
 def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -> None:

@@ -309,6 +309,32 @@ def cached(graph: SceneGraph, key: str, make: Callable[[], NodeFragments]) -> An
     return cache
 
 
+class _SortedIds(NodeFragments):
+    """Every node id, sorted: redone only when a node arrives or leaves."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.ids: list[str] = []
+        self.ids_revision: tuple[int, ...] = ()
+
+    def sorted_ids(self, graph: SceneGraph) -> list[str]:
+        with self.lock:
+            self.stored(graph, self.sync(graph))
+            revision = tuple(self.revision.values())
+            if revision != self.ids_revision:
+                self.ids = sorted(graph.nodes)
+                self.ids_revision = revision
+            return self.ids
+
+
+def sorted_ids(graph: SceneGraph) -> list[str]:
+    """sorted(graph.nodes), kept across versions of a tracked graph (the caller must not change the list)."""
+    if graph.change_stamps is None:
+        return sorted(graph.nodes)
+    ids: _SortedIds = cached(graph, "ids", _SortedIds)
+    return ids.sorted_ids(graph)
+
+
 def room_readers(graph: SceneGraph, changed: set[str]) -> set[str]:
     """The assets and workspaces below the changed nodes whose room (room_of) is read through them."""
     succ: dict[str, dict[str, Any]] = graph.tree._succ
@@ -353,11 +379,14 @@ class _TextFragments(NodeFragments):
             writer = _Writer(graph, self.with_positions)
             records, links, nav_adj, nodes = self.records, self.links, writer.nav_adj, graph.nodes
             dirty = {t for t in NODE_TYPES if self.revision[t] != self.joined_revision.get(t)}
+            links_dirty = bool(dirty & _LINKED_SET)
             record = writer.record
             for node_id in changed:
                 node_type = nodes[node_id].type
-                dirty.add(node_type)
-                records[node_id] = _dumps(record(node_id))
+                text = _dumps(record(node_id))
+                if records.get(node_id) != text:  # restamped for its children only: the same record
+                    records[node_id] = text
+                    dirty.add(node_type)
                 if node_type not in _LINKED_SET:
                     links.pop(node_id, None)
                     continue
@@ -368,13 +397,16 @@ class _TextFragments(NodeFragments):
                     parent = writer.parent(node_id)
                     if parent is not None:
                         mine.append(f"{parent}<->{node_id}")
-                links[node_id] = ",".join([_dumps(link) for link in mine])
+                text = ",".join([_dumps(link) for link in mine])
+                if links.get(node_id) != text:
+                    links[node_id] = text
+                    links_dirty = True
             self.stored(graph, changed)
             for node_type in dirty:  # each type's records joined once per change of that type
                 ids = self.order[node_type]
                 self.joined[node_type] = f'"{node_type}":[{",".join([records[n] for n in ids])}]' if ids else ""
                 self.joined_revision[node_type] = self.revision[node_type]
-            if dirty & _LINKED_SET:
+            if links_dirty:
                 revision = tuple(self.revision[t] for t in _LINKED)
                 if self.linked_revision != revision:
                     self.linked = sorted(n for t in _LINKED for n in self.order[t])

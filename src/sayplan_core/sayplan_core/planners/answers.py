@@ -19,7 +19,7 @@ from sayplan_core.sim.plan import PlanStep
 
 
 def _enum(values: Iterable[str]) -> list[str]:
-    out = sorted(set(values))
+    out = list(dict.fromkeys(sorted(values)))  # sorted(set(...)), but linear when the values come sorted
     return out or [""]
 
 

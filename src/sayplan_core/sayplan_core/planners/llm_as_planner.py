@@ -6,7 +6,7 @@ navigation) so executability can be reported, and returned either way.
 
 from __future__ import annotations
 
-from sayplan_core.graph.text import to_prompt_text
+from sayplan_core.graph.text import sorted_ids, to_prompt_text
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners import answers, prompts
 from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
@@ -25,13 +25,14 @@ class LlmAsPlanner(Planner):
             {"role": "system", "content": prompts.full_plan_system(actions)},
             {"role": "user", "content": prompts.dynamic(instruction, to_prompt_text(graph), [], job.context)},
         ]
-        schema = answers.plan_schema(actions, graph.nodes)
+        ids = sorted_ids(graph)  # kept across versions of a planner node's graph, like the prompt text
+        schema = answers.plan_schema(actions, ids)
         command = session.ask("plan", messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan")
         check = verify_plan(graph, command.plan, actions, strict_navigation=True)
         result.plan = result.full_plan = command.plan
         result.answer = command.answer
         result.explored_nodes = graph.ids_of_type("room")
-        result.observed_nodes = sorted(graph.nodes)
+        result.observed_nodes = list(ids)
         progress(Progress(PlanStage.VERIFY, 0, "", 0, session.tokens_used, check.feedback))
         if not check.success:
             result.feedback_history.append(check.feedback)
