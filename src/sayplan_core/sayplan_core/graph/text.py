@@ -257,6 +257,13 @@ class NodeFragments:
         assert stamps is not None
         seen = self.stamps.get
         log, count = graph.change_log
+        if not self.stamps:  # first use: everything, with no pass in Python over the nodes but the types'
+            self.log, self.count, self.stamps = log, count, dict(stamps)
+            self.kind = {node_id: node.type for node_id, node in graph.nodes.items()}
+            self.order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            for node_type in NODE_TYPES:
+                self.revision[node_type] += 1
+            return set(stamps)
         if log is self.log:  # one history: only what was logged between the two counts can differ
             logged = set(log[min(count, self.count) : max(count, self.count)])
             changed = {node_id for node_id in logged if seen(node_id) != stamps.get(node_id)}
@@ -290,9 +297,13 @@ class NodeFragments:
             self.drop(node_id)
         return changed
 
-    def stored(self, graph: SceneGraph, ids: Iterable[str]) -> None:
+    def stored(self, graph: SceneGraph, ids: set[str]) -> None:
+        """The entries of `ids` (nodes of the graph) were redone: they now hold for the graph's stamps."""
         stamps = graph.change_stamps
         assert stamps is not None
+        if len(ids) == len(stamps):  # every node: one copy in C
+            self.stamps = dict(stamps)
+            return
         for node_id in ids:
             self.stamps[node_id] = stamps[node_id]
 
@@ -300,7 +311,7 @@ class NodeFragments:
         """Forget the entries of a node the graph no longer has."""
 
 
-def cached(graph: SceneGraph, key: str, make: Callable[[], NodeFragments]) -> Any:
+def cached(graph: SceneGraph, key: str, make: Callable[[], Any]) -> Any:
     """The fragment cache `key` of a tracked graph (made on first use, shared with its tracked copies)."""
     derived = graph.derived
     cache = derived.get(key)
@@ -309,21 +320,20 @@ def cached(graph: SceneGraph, key: str, make: Callable[[], NodeFragments]) -> An
     return cache
 
 
-class _SortedIds(NodeFragments):
-    """Every node id, sorted: redone only when a node arrives or leaves."""
+class _SortedIds:
+    """Every node id, sorted, and the id set it was sorted from: redone only when the set differs (a C-level
+    comparison of the key sets, so it cannot go stale whatever changed the graph)."""
 
     def __init__(self) -> None:
-        super().__init__()
+        self.lock = threading.Lock()
+        self.members: set[str] = set()
         self.ids: list[str] = []
-        self.ids_revision: tuple[int, ...] = ()
 
     def sorted_ids(self, graph: SceneGraph) -> list[str]:
         with self.lock:
-            self.stored(graph, self.sync(graph))
-            revision = tuple(self.revision.values())
-            if revision != self.ids_revision:
-                self.ids = sorted(graph.nodes)
-                self.ids_revision = revision
+            if graph.nodes.keys() != self.members:
+                self.members = set(graph.nodes)
+                self.ids = sorted(self.members)
             return self.ids
 
 
@@ -371,17 +381,34 @@ class _TextFragments(NodeFragments):
         self.records.pop(node_id, None)
         self.links.pop(node_id, None)
 
+    @staticmethod
+    def links_of(writer: _Writer, node_id: str) -> str:
+        """The node's links as JSON strings joined by commas: its navigation edges to greater ids, its parent."""
+        node_type = writer.nodes[node_id].type
+        mine: list[str] = []
+        if node_type in _NAV_LINKED and node_id in writer.nav_adj:
+            mine += [f"{node_id}<->{other}" for other in sorted(writer.nav_adj[node_id]) if node_id < other]
+        if node_type in _PARENT_LINKED:
+            parent = writer.parent(node_id)
+            if parent is not None:
+                mine.append(f"{parent}<->{node_id}")
+        return ",".join([encode_basestring(link) for link in mine])
+
     def text(self, graph: SceneGraph) -> str:
         with self.lock:
             changed = self.sync(graph)
             if len(changed) < len(graph.nodes):
                 changed |= room_readers(graph, changed)
             writer = _Writer(graph, self.with_positions)
-            records, links, nav_adj, nodes = self.records, self.links, writer.nav_adj, graph.nodes
+            records, links, nodes = self.records, self.links, graph.nodes
             dirty = {t for t in NODE_TYPES if self.revision[t] != self.joined_revision.get(t)}
             links_dirty = bool(dirty & _LINKED_SET)
             record = writer.record
-            for node_id in changed:
+            if len(changed) == len(nodes):  # the first write: every entry, no comparisons
+                self.records = records = {node_id: _dumps(record(node_id)) for node_id in nodes}
+                self.links = links = {n: self.links_of(writer, n) for t in _LINKED for n in self.order[t]}
+                dirty, links_dirty = set(NODE_TYPES), True
+            for node_id in changed if len(changed) < len(nodes) else ():
                 node_type = nodes[node_id].type
                 text = _dumps(record(node_id))
                 if records.get(node_id) != text:  # restamped for its children only: the same record
@@ -390,14 +417,7 @@ class _TextFragments(NodeFragments):
                 if node_type not in _LINKED_SET:
                     links.pop(node_id, None)
                     continue
-                mine: list[str] = []
-                if node_type in _NAV_LINKED and node_id in nav_adj:
-                    mine += [f"{node_id}<->{other}" for other in sorted(nav_adj[node_id]) if node_id < other]
-                if node_type in _PARENT_LINKED:
-                    parent = writer.parent(node_id)
-                    if parent is not None:
-                        mine.append(f"{parent}<->{node_id}")
-                text = ",".join([_dumps(link) for link in mine])
+                text = self.links_of(writer, node_id)
                 if links.get(node_id) != text:
                     links[node_id] = text
                     links_dirty = True
