@@ -23,9 +23,11 @@ from sayplan_core.perception.geometry import (
     Box3,
     CameraIntrinsics,
     Points,
-    backproject,
+    bounds,
+    grid_inliers,
     largest_cluster,
-    remove_outliers,
+    pixel_grid,
+    to_map,
     voxel_downsample,
 )
 
@@ -135,8 +137,10 @@ class ObjectMap:
         self.objects: dict[str, MapObject] = {}
         self.frames = 0
         self._counters: Counter[str] = Counter()
-        self._box_table = np.zeros((64, 6))  # rows beyond the live ones are spare room: appends do not copy
-        self._boxes = self._box_table[:0]  # the live rows (a view)
+        # one column per object, rows lo x, lo y, lo z, hi x, hi y, hi z: each test of all boxes on one axis reads a
+        # contiguous row; columns beyond the live ones are spare room (appends do not copy)
+        self._box_table = np.zeros((6, 64))
+        self._boxes = self._box_table[:, :0].T  # the live boxes, one row each (a view)
         self._box_ids: list[str] = []
         self._box_row: dict[str, int] = {}
         self._dirty: dict[str, None] = {}  # touched since their last upkeep, oldest first
@@ -149,11 +153,9 @@ class ObjectMap:
         pixels = int(window.sum())
         stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
         depth = frame.depth[v0 : v0 + window.shape[0], u0 : u0 + window.shape[1]]
-        points = backproject(depth, window, k, frame.pose, stride, c.max_depth, (v0, u0))
-        points = voxel_downsample(points, c.voxel)
-        if len(points) < c.min_points:
-            return points
-        return remove_outliers(points)
+        grid = pixel_grid(depth, window, k, stride, c.max_depth, (v0, u0))
+        # outliers (flying pixels at depth edges, speckles) go on the image grid, before back-projection
+        return voxel_downsample(to_map(grid, grid_inliers(grid), frame.pose), c.voxel)
 
     def _candidates(self, points: Points) -> list[str]:
         """Objects whose box, grown by the match radius, overlaps the detection's box."""
@@ -161,23 +163,24 @@ class ObjectMap:
 
     def _candidate_rows(self, points: Points) -> NDArray[np.intp]:
         """Rows of the box table whose box, grown by the match radius, overlaps the box of `points`."""
-        if not self._box_ids:
+        live = len(self._box_ids)
+        if not live:
             return np.zeros(0, dtype=np.intp)
-        lo, hi = points.min(axis=0) - self.config.match_radius, points.max(axis=0) + self.config.match_radius
-        b = self._boxes
-        # column by column: the same test as np.all over the axes, without the (N, 3) temporaries
-        hit = (b[:, 0] <= hi[0]) & (b[:, 1] <= hi[1]) & (b[:, 2] <= hi[2])
-        hit &= (b[:, 3] >= lo[0]) & (b[:, 4] >= lo[1]) & (b[:, 5] >= lo[2])
+        corners = bounds(points)
+        lo, hi = corners[:3] - self.config.match_radius, corners[3:] + self.config.match_radius
+        b = self._box_table
+        hit = (b[0, :live] <= hi[0]) & (b[1, :live] <= hi[1]) & (b[2, :live] <= hi[2])
+        hit &= (b[3, :live] >= lo[0]) & (b[4, :live] >= lo[1]) & (b[5, :live] >= lo[2])
         return np.flatnonzero(hit)
 
     def _refresh_boxes(self) -> None:
         """Rebuild the box table (after removals); single changes use _update_box."""
         self._box_ids = list(self.objects)
         self._box_row = {object_id: row for row, object_id in enumerate(self._box_ids)}
-        table = np.zeros((max(64, 2 * len(self._box_ids)), 6))
+        table = np.zeros((6, max(64, 2 * len(self._box_ids))))
         for row, obj in enumerate(self.objects.values()):
-            table[row, :3], table[row, 3:] = obj.points.min(axis=0), obj.points.max(axis=0)
-        self._box_table, self._boxes = table, table[: len(self._box_ids)]
+            table[:, row] = bounds(obj.points)
+        self._box_table, self._boxes = table, table[:, : len(self._box_ids)].T
 
     def _remove_box(self, object_id: str) -> None:
         """Drop one row of the box table by moving the last row into its place."""
@@ -188,10 +191,10 @@ class ObjectMap:
         if row != last:
             moved = self._box_ids[last]
             self._box_ids[row] = moved
-            self._box_table[row] = self._box_table[last]
+            self._box_table[:, row] = self._box_table[:, last]
             self._box_row[moved] = row
         self._box_ids.pop()
-        self._boxes = self._box_table[:last]
+        self._boxes = self._box_table[:, :last].T
 
     def _update_box(self, object_id: str) -> None:
         points = self.objects[object_id].points
@@ -199,10 +202,10 @@ class ObjectMap:
         if row is None:
             row = self._box_row[object_id] = len(self._box_ids)
             self._box_ids.append(object_id)
-            if row == len(self._box_table):  # full: double the room (amortized O(1) per append)
-                self._box_table = np.concatenate([self._box_table, np.zeros_like(self._box_table)])
-            self._boxes = self._box_table[: row + 1]
-        self._box_table[row, :3], self._box_table[row, 3:] = points.min(axis=0), points.max(axis=0)
+            if row == self._box_table.shape[1]:  # full: double the room (amortized O(1) per append)
+                self._box_table = np.concatenate([self._box_table, np.zeros_like(self._box_table)], axis=1)
+            self._boxes = self._box_table[:, : row + 1].T
+        self._box_table[:, row] = bounds(points)
 
     def overlap(self, points: Points, obj: MapObject) -> float:
         """Share of `points` within the match radius of the object's points (on an even subsample of large clouds)."""
@@ -224,9 +227,12 @@ class ObjectMap:
         and only the points inside need the query.
         """
         grow = self.config.match_radius * (1 + 1e-9) + 1e-12  # a hair wider: float rounding never cuts the bound
-        boxes = self._boxes[rows]
-        inside = (sample[None, :, :] >= boxes[:, None, :3] - grow) & (sample[None, :, :] <= boxes[:, None, 3:] + grow)
-        return np.asarray(inside.all(axis=2), dtype=np.bool_)
+        boxes = self._box_table[:, rows]
+        lo, hi = boxes[:3, :, None] - grow, boxes[3:, :, None] + grow
+        inside = (sample[:, 0] >= lo[0]) & (sample[:, 0] <= hi[0])  # axis by axis: (boxes, points) arrays
+        for axis in (1, 2):
+            inside &= (sample[:, axis] >= lo[axis]) & (sample[:, axis] <= hi[axis])
+        return np.asarray(inside, dtype=np.bool_)
 
     def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
         """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap."""
@@ -237,11 +243,11 @@ class ObjectMap:
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
         """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies).
 
-        Ties go to the first candidate in box-table order; candidates that cannot reach the threshold or beat
-        the best so far (even at their upper bound) are skipped without computing their overlap, and the others
-        query only the sample points inside their grown box (the rest cannot be near: same share).
+        Ties go to the first candidate in box-table order. Candidates are scored from the highest upper bound down
+        (the share of the sample inside their grown box plus the similarity): once the best score so far beats
+        every remaining bound, or a bound is under the threshold, the rest are skipped without their KD-tree
+        query; and a query asks only for the sample points inside the grown box (the rest cannot be near).
         """
-        best, best_score = None, -1.0
         rows = self._candidate_rows(points)
         if len(rows) == 0:
             return None, -1.0
@@ -250,20 +256,24 @@ class ObjectMap:
         if size == 0:
             return None, -1.0
         inside = self._grown_box_inside(sample, rows)
-        counts = inside.sum(axis=1)
+        counts = inside.sum(axis=1).tolist()
         threshold, radius = self.config.threshold, self.config.match_radius
-        for index, row in enumerate(rows.tolist()):
-            object_id = self._box_ids[row]
-            obj = self.objects[object_id]
-            similarity = semantic_similarity(obj, detection.label, detection.feature)
-            # the same float as inside[index].mean(): an integer count over the sample size
-            bound = float(counts[index]) / size
-            if similarity + bound < threshold or similarity + bound <= best_score:
-                continue
+        ids = [self._box_ids[row] for row in rows.tolist()]
+        objects = [self.objects[object_id] for object_id in ids]
+        similarity = [semantic_similarity(obj, detection.label, detection.feature) for obj in objects]
+        # the same floats as inside[index].mean() + similarity: an integer count over the sample size
+        bound = [count / size + sim for count, sim in zip(counts, similarity, strict=True)]
+        best, best_score, best_index = None, -1.0, len(rows)
+        for index in sorted(range(len(rows)), key=lambda i: (-bound[i], i)):
+            if bound[index] < threshold or bound[index] < best_score:
+                break  # neither this one nor any after it can qualify or win
+            if bound[index] == best_score and index > best_index:
+                continue  # at best a tie, and ties go to the earlier row
+            obj = objects[index]
             distances, _ = obj.tree.query(sample[inside[index]], distance_upper_bound=radius)
-            score = float(np.count_nonzero(np.isfinite(distances))) / size + similarity
-            if score > best_score:
-                best, best_score = object_id, score
+            score = float(np.count_nonzero(np.isfinite(distances))) / size + similarity[index]
+            if score > best_score or (score == best_score and index < best_index):
+                best, best_score, best_index = ids[index], score, index
         if best is not None and best_score >= threshold:
             return best, best_score
         return None, -1.0
