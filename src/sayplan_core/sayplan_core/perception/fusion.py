@@ -144,6 +144,7 @@ class ObjectMap:
         self._box_ids: list[str] = []
         self._box_row: dict[str, int] = {}
         self._dirty: dict[str, None] = {}  # touched since their last upkeep, oldest first
+        self._rng = np.random.default_rng(0)  # subsamples of merged clouds over max_points
 
     # ------------------------------------------------------------------ per detection
     def detection_points(self, frame: Frame, detection: Detection) -> Points:
@@ -281,9 +282,10 @@ class ObjectMap:
     def _merge_into(self, obj: MapObject, points: Points, labels: Counter[str], count: int, feature: Any) -> None:
         merged = voxel_downsample(np.vstack([obj.points, points]), self.config.voxel)
         if len(merged) > self.config.max_points:
-            merged = merged[
-                np.random.default_rng(len(merged)).choice(len(merged), self.config.max_points, replace=False)
-            ]
+            # a uniform random subset: the smallest of one uniform draw per point (one generator per map, so the
+            # same frames give the same map; a partition is cheaper than choice(replace=False) and a new generator)
+            draws = self._rng.random(len(merged))
+            merged = merged[np.sort(np.argpartition(draws, self.config.max_points)[: self.config.max_points])]
         obj.set_points(merged)
         if feature is not None:
             total = obj.detections + count

@@ -41,9 +41,7 @@ class PixelGrid:
     (1 right, `width` down, `width` -+ 1 diagonally), and numpy works on contiguous slices.
     """
 
-    x: NDArray[np.float64]
-    y: NDArray[np.float64]
-    z: NDArray[np.float64]
+    xyz: NDArray[np.float64]  # (3, pixels); NaN where not valid, so no pair with such a pixel is ever close
     valid: NDArray[np.bool_]  # masked, with a finite depth in (0, max_depth)
     width: int  # padded row length
     gaps: tuple[float, float, float]  # the gap to the right, lower and diagonal neighbour per metre of depth
@@ -62,22 +60,26 @@ def pixel_grid(
         raise ValueError(f"depth {depth.shape} and mask {mask.shape} differ in size")
     sub = depth[::stride, ::stride]
     h, w = sub.shape
-    z = np.zeros((h, w + 1))
+    xyz = np.empty((3, h, w + 1))
+    z = xyz[2]
     z[:, :w] = sub
+    z[:, w] = np.nan
     valid = np.zeros((h, w + 1), dtype=bool)
     valid[:, :w] = mask[::stride, ::stride]
-    valid &= np.isfinite(z) & (z > 0.0) & (z < max_depth)
-    z[~valid] = 0.0  # no NaN in the arithmetic below (invalid pixels are never read as neighbours)
+    with np.errstate(invalid="ignore"):  # NaN depths compare False
+        valid &= (z > 0.0) & (z < max_depth)
+    z[~valid] = np.nan
     u = np.arange(w + 1) * stride + origin[1]
     v = (np.arange(h) * stride + origin[0])[:, None]
-    x, y = (u - k.cx) * z / k.fx, (v - k.cy) * z / k.fy
+    np.divide((u - k.cx) * z, k.fx, out=xyz[0])
+    np.divide((v - k.cy) * z, k.fy, out=xyz[1])
     gaps = (stride / k.fx, stride / k.fy, stride * float(np.hypot(1 / k.fx, 1 / k.fy)))
-    return PixelGrid(x.ravel(), y.ravel(), z.ravel(), valid.ravel(), w + 1, gaps)
+    return PixelGrid(xyz.reshape(3, -1), valid.ravel(), w + 1, gaps)
 
 
 def to_map(grid: PixelGrid, keep: NDArray[np.bool_], t_map_cam: NDArray[np.floating]) -> Points:
-    """Map-frame points of the kept grid pixels, in row-major order."""
-    cam = np.stack((grid.x[keep], grid.y[keep], grid.z[keep]), axis=1)
+    """Map-frame points of the kept (valid) grid pixels, in row-major order."""
+    cam = grid.xyz[:, keep].T
     rotation, translation = t_map_cam[:3, :3], t_map_cam[:3, 3]
     return np.asarray(cam @ rotation.T + translation, dtype=np.float64)
 
@@ -113,20 +115,20 @@ def grid_inliers(
     Flying pixels at a depth edge (between foreground and background), a line of them along the edge, speckles and
     a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels, corners included, have 3+.
     """
-    x, y, z, valid, n = grid.x, grid.y, grid.z, grid.valid, len(grid.z)
-    offsets = (1, grid.width, grid.width - 1, grid.width + 1)
+    xyz, n = grid.xyz, len(grid.valid)
+    z = xyz[2]
     gaps = (grid.gaps[0], grid.gaps[1], grid.gaps[2], grid.gaps[2])
     pairs = []
-    for offset in offsets:
+    for offset in (1, grid.width, grid.width - 1, grid.width + 1):
         a, b = slice(0, max(n - offset, 0)), slice(offset, n)
-        dx, dy, dz = x[a] - x[b], y[a] - y[b], z[a] - z[b]
-        dist2 = dx * dx
-        dist2 += dy * dy
-        dist2 += dz * dz
-        pairs.append((a, b, dist2, z[a] * z[b], valid[a] & valid[b]))
-    # e^2 of the right and lower pairs, both pixels valid
-    ratios = [dist2[both] / (scale[both] * gap * gap) for (_, _, dist2, scale, both), gap in zip(pairs[:2], gaps)]
-    e = np.sqrt(np.concatenate(ratios))
+        d = xyz[:, a] - xyz[:, b]
+        d *= d
+        ratio = d[0] + d[1]
+        ratio += d[2]
+        ratio /= z[a] * z[b]  # (e * gap)^2; NaN when either pixel is not valid
+        pairs.append((a, b, ratio))
+    # e of the right and lower pairs of valid pixels (NaN compares False)
+    e = np.sqrt(np.concatenate([ratio[ratio >= 0.0] / (gap * gap) for (_, _, ratio), gap in zip(pairs, gaps[:2])]))
     if len(e) == 0:
         return np.zeros(n, dtype=bool)
     middle = (len(e) - 1) // 2
@@ -134,11 +136,11 @@ def grid_inliers(
     common = e[e <= usual * median]
     limit = max(floor, float(common.mean()) + std_ratio * float(common.std()))
     close = np.zeros(n, dtype=np.int8)
-    for (a, b, dist2, scale, both), gap in zip(pairs, gaps):
-        near = both & (dist2 <= scale * (limit * gap) ** 2)
+    for (a, b, ratio), gap in zip(pairs, gaps):
+        near = ratio <= (limit * gap) ** 2
         close[a] += near
         close[b] += near
-    return np.asarray(valid & (close >= min_close), dtype=np.bool_)
+    return np.asarray(close >= min_close, dtype=np.bool_)  # an invalid pixel has no close neighbour
 
 
 def voxel_downsample(points: Points, voxel: float) -> Points:
