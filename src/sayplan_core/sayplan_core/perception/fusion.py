@@ -329,7 +329,8 @@ class ObjectMap:
         targets = [i for i in (ids if ids is not None else list(self._dirty)) if i in self.objects]
         for object_id in targets:
             obj = self.objects[object_id]
-            cleaned = largest_cluster(obj.points, self.config.dbscan_eps)
+            # the object's own tree: association queries it next, unchanged when nothing is cut
+            cleaned = largest_cluster(obj.points, self.config.dbscan_eps, tree=obj.tree)
             if len(cleaned) != len(obj.points):
                 obj.set_points(cleaned)
                 changed.add(obj.id)

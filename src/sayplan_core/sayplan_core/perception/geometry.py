@@ -128,7 +128,8 @@ def grid_inliers(
         ratio /= z[a] * z[b]  # (e * gap)^2; NaN when either pixel is not valid
         pairs.append((a, b, ratio))
     # e of the right and lower pairs of valid pixels (NaN compares False)
-    e = np.sqrt(np.concatenate([ratio[ratio >= 0.0] / (gap * gap) for (_, _, ratio), gap in zip(pairs, gaps[:2])]))
+    axis = [ratio[ratio >= 0.0] / (gap * gap) for (_, _, ratio), gap in zip(pairs[:2], gaps[:2], strict=True)]
+    e = np.sqrt(np.concatenate(axis))
     if len(e) == 0:
         return np.zeros(n, dtype=bool)
     middle = (len(e) - 1) // 2
@@ -136,7 +137,7 @@ def grid_inliers(
     common = e[e <= usual * median]
     limit = max(floor, float(common.mean()) + std_ratio * float(common.std()))
     close = np.zeros(n, dtype=np.int8)
-    for (a, b, ratio), gap in zip(pairs, gaps):
+    for (a, b, ratio), gap in zip(pairs, gaps, strict=True):
         near = ratio <= (limit * gap) ** 2
         close[a] += near
         close[b] += near
@@ -196,19 +197,21 @@ def remove_outliers(points: Points, neighbours: int = 6, std_ratio: float = 2.0)
     return np.asarray(points[keep], dtype=np.float64)
 
 
-def dbscan_labels(points: Points, eps: float, min_samples: int = 5) -> NDArray[np.int64]:
+def dbscan_labels(points: Points, eps: float, min_samples: int = 5, tree: cKDTree | None = None) -> NDArray[np.int64]:
     """DBSCAN cluster labels (-1: noise), numbered and with border points assigned as scikit-learn does.
 
     Core points have at least `min_samples` points (themselves included) within `eps`; clusters are the connected
     groups of core points, numbered in the order of their lowest-index core point; a border point joins the
     lowest-numbered cluster among its core neighbours. One KD-tree pair query and a sparse connected-components pass
     replace scikit-learn's per-point neighbourhood lists, which cost several times more on clouds of a few thousand.
+    `tree`, a KD-tree of `points` the caller already has, saves building one (the pairs, hence the labels, are the
+    same whatever the tree's shape).
     """
     n = len(points)
     labels = np.full(n, -1, dtype=np.int64)
     if n == 0:
         return labels
-    pairs = cKDTree(points).query_pairs(eps, output_type="ndarray")
+    pairs = (tree if tree is not None else cKDTree(points)).query_pairs(eps, output_type="ndarray")
     first, second = pairs[:, 0], pairs[:, 1]
     core = 1 + np.bincount(first, minlength=n) + np.bincount(second, minlength=n) >= min_samples
     if not core.any():
@@ -233,11 +236,11 @@ def dbscan_labels(points: Points, eps: float, min_samples: int = 5) -> NDArray[n
     return labels
 
 
-def largest_cluster(points: Points, eps: float, min_samples: int = 5) -> Points:
+def largest_cluster(points: Points, eps: float, min_samples: int = 5, tree: cKDTree | None = None) -> Points:
     """The biggest DBSCAN cluster (mask jitter and depth edges leave stray blobs); ties go to the first found."""
     if len(points) < min_samples:
         return points
-    labels = dbscan_labels(points, eps, min_samples)
+    labels = dbscan_labels(points, eps, min_samples, tree)
     clustered = labels[labels >= 0]
     if len(clustered) == 0:
         return points
