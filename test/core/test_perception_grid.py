@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from collections import Counter
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 from scipy.spatial import cKDTree
 
-from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, ObjectMap
+from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, MapObject, ObjectMap
 from sayplan_core.perception.geometry import (
     CameraIntrinsics,
     dbscan_labels,
@@ -194,3 +195,22 @@ def test_dbscan_labels_do_not_depend_on_the_tree_passed_in(seed: int, count: int
     quick = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
     assert np.array_equal(dbscan_labels(points, eps, 5, quick), dbscan_labels(points, eps, 5))
     assert np.array_equal(largest_cluster(points, eps, tree=quick), largest_cluster(points, eps))
+
+
+@BOUNDED
+@given(st.integers(0, 10_000), st.sampled_from([0, 64, 256]))
+def test_merge_check_with_box_bounds_decides_as_the_full_overlap(seed: int, sample: int) -> None:
+    """merge_duplicates asks whether an overlap reaches a share, skipping the KD-tree when the box cannot."""
+    rng = np.random.default_rng(seed)
+    fmap = ObjectMap(FusionConfig(overlap_sample=sample))
+    clouds = []
+    for _ in range(4):
+        centre = rng.uniform(0, 0.6, 3)
+        clouds.append(voxel_downsample(centre + rng.normal(0, rng.uniform(0.02, 0.2), (300, 3)), 0.025))
+    for index, cloud in enumerate(clouds):
+        fmap.objects[f"o{index}"] = MapObject(f"o{index}", cloud, Counter({"mug": 1}), 1)
+    for points in clouds:
+        for obj in fmap.objects.values():
+            overlap = fmap.overlap(points, obj)
+            for share in (0.0, 0.1, 0.5, 0.9, overlap, overlap + 1e-12, 1.0):
+                assert fmap._overlap_reaches(points, obj, share) == (overlap >= share)

@@ -220,26 +220,32 @@ class ObjectMap:
         distances, _ = obj.tree.query(sample, distance_upper_bound=self.config.match_radius)
         return float(np.isfinite(distances).mean()) if len(sample) else 0.0
 
-    def _grown_box_inside(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.bool_]:
-        """Per box row and sample point: is the point inside the box grown by the match radius?
+    def _grown_box_inside(self, sample: Points, boxes: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Per box (a column of lo x, lo y, lo z, hi x, hi y, hi z) and sample point: is the point inside the box
+        grown by the match radius?
 
         A point within the radius of an object's point lies in that grown box, so the share of points inside
         bounds the overlap from above (a candidate whose bound cannot win is skipped without its KD-tree query),
         and only the points inside need the query.
         """
         grow = self.config.match_radius * (1 + 1e-9) + 1e-12  # a hair wider: float rounding never cuts the bound
-        boxes = self._box_table[:, rows]
         lo, hi = boxes[:3, :, None] - grow, boxes[3:, :, None] + grow
         inside = (sample[:, 0] >= lo[0]) & (sample[:, 0] <= hi[0])  # axis by axis: (boxes, points) arrays
         for axis in (1, 2):
             inside &= (sample[:, axis] >= lo[axis]) & (sample[:, axis] <= hi[axis])
         return np.asarray(inside, dtype=np.bool_)
 
-    def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap."""
+    def _overlap_reaches(self, points: Points, obj: MapObject, share: float) -> bool:
+        """overlap(points, obj) >= share, without the KD-tree query (or its build) when the share of the sample
+        inside the object's grown box is already under it, and querying only the points inside."""
+        sample = self._overlap_sample(points)
         if len(sample) == 0:
-            return np.zeros(len(rows))
-        return np.asarray(self._grown_box_inside(sample, rows).mean(axis=1), dtype=np.float64)
+            return 0.0 >= share
+        inside = self._grown_box_inside(sample, bounds(obj.points)[:, None])[0]
+        if float(np.count_nonzero(inside)) / len(sample) < share:
+            return False
+        distances, _ = obj.tree.query(sample[inside], distance_upper_bound=self.config.match_radius)
+        return float(np.count_nonzero(np.isfinite(distances))) / len(sample) >= share
 
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
         """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies).
@@ -256,7 +262,7 @@ class ObjectMap:
         size = len(sample)
         if size == 0:
             return None, -1.0
-        inside = self._grown_box_inside(sample, rows)
+        inside = self._grown_box_inside(sample, self._box_table[:, rows])
         counts = inside.sum(axis=1).tolist()
         threshold, radius = self.config.threshold, self.config.match_radius
         ids = [self._box_ids[row] for row in rows.tolist()]
@@ -356,9 +362,10 @@ class ObjectMap:
                 if other_id == keep_id or other_id in removed:
                     continue
                 other = self.objects[other_id]
-                overlap = max(self.overlap(other.points, keep), self.overlap(keep.points, other))
                 agree = semantic_similarity(keep, other.label, other.feature) >= 0.5 or keep.label == other.label
-                if overlap >= self.config.merge_overlap and (agree or overlap >= 0.9):
+                # the larger of the two overlaps must reach merge_overlap, and 0.9 when they disagree
+                need = self.config.merge_overlap if agree else max(self.config.merge_overlap, 0.9)
+                if self._overlap_reaches(other.points, keep, need) or self._overlap_reaches(keep.points, other, need):
                     self._merge_into(keep, other.points, other.labels, other.detections, other.feature)
                     del self.objects[other_id]
                     self._remove_box(other_id)
