@@ -240,7 +240,7 @@ class ObjectMap:
         inside the object's grown box is already under it, and querying only the points inside."""
         sample = self._overlap_sample(points)
         if len(sample) == 0:
-            return 0.0 >= share
+            return share <= 0.0  # an empty sample overlaps by 0
         inside = self._grown_box_inside(sample, bounds(obj.points)[:, None])[0]
         if float(np.count_nonzero(inside)) / len(sample) < share:
             return False

@@ -6,6 +6,7 @@ and `T_map_cam` the 4x4 pose of the camera in the map frame.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -135,7 +136,10 @@ def grid_inliers(
     middle = (len(e) - 1) // 2
     median = float(np.partition(e, middle)[middle])  # the lower median
     common = e[e <= usual * median]
-    limit = max(floor, float(common.mean()) + std_ratio * float(common.std()))
+    mean = float(np.add.reduce(common)) / len(common)
+    spread = common - mean
+    # the population standard deviation (np.std's), without its Python-level wrapper
+    limit = max(floor, mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common)))
     close = np.zeros(n, dtype=np.int8)
     for (a, b, ratio), gap in zip(pairs, gaps, strict=True):
         near = ratio <= (limit * gap) ** 2
