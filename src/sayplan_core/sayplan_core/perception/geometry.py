@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
-from scipy.sparse import coo_matrix
+from scipy.sparse import csr_matrix
 from scipy.sparse.csgraph import connected_components
 from scipy.spatial import cKDTree
 
@@ -221,8 +221,16 @@ def dbscan_labels(points: Points, eps: float, min_samples: int = 5, tree: cKDTre
     if not core.any():
         return labels
     linked = core[first] & core[second]
-    graph = coo_matrix((np.ones(int(linked.sum()), dtype=np.int8), (first[linked], second[linked])), shape=(n, n))
-    _, component = connected_components(graph, directed=False)
+    # the core-core links as CSR rows built by hand (one sort of row << 32 | column keys, float data as csgraph
+    # wants it), and weak components of that one-way graph: the same partition as the undirected components of
+    # a COO matrix, without scipy's conversion and symmetrization (about a third of the clustering's time)
+    rows, columns = first[linked], second[linked]
+    keys = (rows.astype(np.int64) << 32) | columns
+    keys.sort()
+    indptr = np.zeros(n + 1, dtype=np.int32)
+    np.cumsum(np.bincount(rows, minlength=n), out=indptr[1:])
+    graph = csr_matrix((np.ones(len(keys)), (keys & 0xFFFFFFFF).astype(np.int32), indptr), shape=(n, n))
+    _, component = connected_components(graph, directed=True, connection="weak")
     core_index = np.flatnonzero(core)
     groups, first_core = np.unique(component[core_index], return_index=True)
     rank = np.zeros(int(component.max()) + 1, dtype=np.int64)
