@@ -289,9 +289,11 @@ class ObjectMap:
         merged = voxel_downsample(np.vstack([obj.points, points]), self.config.voxel)
         if len(merged) > self.config.max_points:
             # a uniform random subset: the smallest of one uniform draw per point (one generator per map, so the
-            # same frames give the same map; a partition is cheaper than choice(replace=False) and a new generator)
+            # same frames give the same map; a partition is cheaper than choice(replace=False) and a new generator;
+            # two equal draws in a few thousand doubles would keep one point more)
             draws = self._rng.random(len(merged))
-            merged = merged[np.sort(np.argpartition(draws, self.config.max_points)[: self.config.max_points])]
+            cut = np.partition(draws, self.config.max_points - 1)[self.config.max_points - 1]
+            merged = merged[draws <= cut]  # the max_points smallest draws, in the cloud's order
         obj.set_points(merged)
         if feature is not None:
             total = obj.detections + count
