@@ -23,9 +23,11 @@ from sayplan_core.perception.geometry import (
     Box3,
     CameraIntrinsics,
     Points,
-    backproject,
+    bounds,
+    grid_inliers,
     largest_cluster,
-    remove_outliers,
+    pixel_grid,
+    to_map,
     voxel_downsample,
 )
 
@@ -135,11 +137,14 @@ class ObjectMap:
         self.objects: dict[str, MapObject] = {}
         self.frames = 0
         self._counters: Counter[str] = Counter()
-        self._box_table = np.zeros((64, 6))  # rows beyond the live ones are spare room: appends do not copy
-        self._boxes = self._box_table[:0]  # the live rows (a view)
+        # one column per object, rows lo x, lo y, lo z, hi x, hi y, hi z: each test of all boxes on one axis reads a
+        # contiguous row; columns beyond the live ones are spare room (appends do not copy)
+        self._box_table = np.zeros((6, 64))
+        self._boxes = self._box_table[:, :0].T  # the live boxes, one row each (a view)
         self._box_ids: list[str] = []
         self._box_row: dict[str, int] = {}
         self._dirty: dict[str, None] = {}  # touched since their last upkeep, oldest first
+        self._rng = np.random.default_rng(0)  # subsamples of merged clouds over max_points
 
     # ------------------------------------------------------------------ per detection
     def detection_points(self, frame: Frame, detection: Detection) -> Points:
@@ -149,11 +154,9 @@ class ObjectMap:
         pixels = int(window.sum())
         stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
         depth = frame.depth[v0 : v0 + window.shape[0], u0 : u0 + window.shape[1]]
-        points = backproject(depth, window, k, frame.pose, stride, c.max_depth, (v0, u0))
-        points = voxel_downsample(points, c.voxel)
-        if len(points) < c.min_points:
-            return points
-        return remove_outliers(points)
+        grid = pixel_grid(depth, window, k, stride, c.max_depth, (v0, u0))
+        # outliers (flying pixels at depth edges, speckles) go on the image grid, before back-projection
+        return voxel_downsample(to_map(grid, grid_inliers(grid), frame.pose), c.voxel)
 
     def _candidates(self, points: Points) -> list[str]:
         """Objects whose box, grown by the match radius, overlaps the detection's box."""
@@ -161,23 +164,24 @@ class ObjectMap:
 
     def _candidate_rows(self, points: Points) -> NDArray[np.intp]:
         """Rows of the box table whose box, grown by the match radius, overlaps the box of `points`."""
-        if not self._box_ids:
+        live = len(self._box_ids)
+        if not live:
             return np.zeros(0, dtype=np.intp)
-        lo, hi = points.min(axis=0) - self.config.match_radius, points.max(axis=0) + self.config.match_radius
-        b = self._boxes
-        # column by column: the same test as np.all over the axes, without the (N, 3) temporaries
-        hit = (b[:, 0] <= hi[0]) & (b[:, 1] <= hi[1]) & (b[:, 2] <= hi[2])
-        hit &= (b[:, 3] >= lo[0]) & (b[:, 4] >= lo[1]) & (b[:, 5] >= lo[2])
+        corners = bounds(points)
+        lo, hi = corners[:3] - self.config.match_radius, corners[3:] + self.config.match_radius
+        b = self._box_table
+        hit = (b[0, :live] <= hi[0]) & (b[1, :live] <= hi[1]) & (b[2, :live] <= hi[2])
+        hit &= (b[3, :live] >= lo[0]) & (b[4, :live] >= lo[1]) & (b[5, :live] >= lo[2])
         return np.flatnonzero(hit)
 
     def _refresh_boxes(self) -> None:
         """Rebuild the box table (after removals); single changes use _update_box."""
         self._box_ids = list(self.objects)
         self._box_row = {object_id: row for row, object_id in enumerate(self._box_ids)}
-        table = np.zeros((max(64, 2 * len(self._box_ids)), 6))
+        table = np.zeros((6, max(64, 2 * len(self._box_ids))))
         for row, obj in enumerate(self.objects.values()):
-            table[row, :3], table[row, 3:] = obj.points.min(axis=0), obj.points.max(axis=0)
-        self._box_table, self._boxes = table, table[: len(self._box_ids)]
+            table[:, row] = bounds(obj.points)
+        self._box_table, self._boxes = table, table[:, : len(self._box_ids)].T
 
     def _remove_box(self, object_id: str) -> None:
         """Drop one row of the box table by moving the last row into its place."""
@@ -188,10 +192,10 @@ class ObjectMap:
         if row != last:
             moved = self._box_ids[last]
             self._box_ids[row] = moved
-            self._box_table[row] = self._box_table[last]
+            self._box_table[:, row] = self._box_table[:, last]
             self._box_row[moved] = row
         self._box_ids.pop()
-        self._boxes = self._box_table[:last]
+        self._boxes = self._box_table[:, :last].T
 
     def _update_box(self, object_id: str) -> None:
         points = self.objects[object_id].points
@@ -199,10 +203,10 @@ class ObjectMap:
         if row is None:
             row = self._box_row[object_id] = len(self._box_ids)
             self._box_ids.append(object_id)
-            if row == len(self._box_table):  # full: double the room (amortized O(1) per append)
-                self._box_table = np.concatenate([self._box_table, np.zeros_like(self._box_table)])
-            self._boxes = self._box_table[: row + 1]
-        self._box_table[row, :3], self._box_table[row, 3:] = points.min(axis=0), points.max(axis=0)
+            if row == self._box_table.shape[1]:  # full: double the room (amortized O(1) per append)
+                self._box_table = np.concatenate([self._box_table, np.zeros_like(self._box_table)], axis=1)
+            self._boxes = self._box_table[:, : row + 1].T
+        self._box_table[:, row] = bounds(points)
 
     def overlap(self, points: Points, obj: MapObject) -> float:
         """Share of `points` within the match radius of the object's points (on an even subsample of large clouds)."""
@@ -216,32 +220,41 @@ class ObjectMap:
         distances, _ = obj.tree.query(sample, distance_upper_bound=self.config.match_radius)
         return float(np.isfinite(distances).mean()) if len(sample) else 0.0
 
-    def _grown_box_inside(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.bool_]:
-        """Per box row and sample point: is the point inside the box grown by the match radius?
+    def _grown_box_inside(self, sample: Points, boxes: NDArray[np.float64]) -> NDArray[np.bool_]:
+        """Per box (a column of lo x, lo y, lo z, hi x, hi y, hi z) and sample point: is the point inside the box
+        grown by the match radius?
 
         A point within the radius of an object's point lies in that grown box, so the share of points inside
         bounds the overlap from above (a candidate whose bound cannot win is skipped without its KD-tree query),
         and only the points inside need the query.
         """
         grow = self.config.match_radius * (1 + 1e-9) + 1e-12  # a hair wider: float rounding never cuts the bound
-        boxes = self._boxes[rows]
-        inside = (sample[None, :, :] >= boxes[:, None, :3] - grow) & (sample[None, :, :] <= boxes[:, None, 3:] + grow)
-        return np.asarray(inside.all(axis=2), dtype=np.bool_)
+        lo, hi = boxes[:3, :, None] - grow, boxes[3:, :, None] + grow
+        inside = (sample[:, 0] >= lo[0]) & (sample[:, 0] <= hi[0])  # axis by axis: (boxes, points) arrays
+        for axis in (1, 2):
+            inside &= (sample[:, axis] >= lo[axis]) & (sample[:, axis] <= hi[axis])
+        return np.asarray(inside, dtype=np.bool_)
 
-    def _box_shares(self, sample: Points, rows: NDArray[np.intp]) -> NDArray[np.float64]:
-        """Per box row, the share of `sample` inside the box grown by the match radius: at least the overlap."""
+    def _overlap_reaches(self, points: Points, obj: MapObject, share: float) -> bool:
+        """overlap(points, obj) >= share, without the KD-tree query (or its build) when the share of the sample
+        inside the object's grown box is already under it, and querying only the points inside."""
+        sample = self._overlap_sample(points)
         if len(sample) == 0:
-            return np.zeros(len(rows))
-        return np.asarray(self._grown_box_inside(sample, rows).mean(axis=1), dtype=np.float64)
+            return share <= 0.0  # an empty sample overlaps by 0
+        inside = self._grown_box_inside(sample, bounds(obj.points)[:, None])[0]
+        if float(np.count_nonzero(inside)) / len(sample) < share:
+            return False
+        distances, _ = obj.tree.query(sample[inside], distance_upper_bound=self.config.match_radius)
+        return float(np.count_nonzero(np.isfinite(distances))) / len(sample) >= share
 
     def associate(self, points: Points, detection: Detection) -> tuple[str | None, float]:
         """The best-scoring object at or above the threshold, and its score (None and -1 when none qualifies).
 
-        Ties go to the first candidate in box-table order; candidates that cannot reach the threshold or beat
-        the best so far (even at their upper bound) are skipped without computing their overlap, and the others
-        query only the sample points inside their grown box (the rest cannot be near: same share).
+        Ties go to the first candidate in box-table order. Candidates are scored from the highest upper bound down
+        (the share of the sample inside their grown box plus the similarity): once the best score so far beats
+        every remaining bound, or a bound is under the threshold, the rest are skipped without their KD-tree
+        query; and a query asks only for the sample points inside the grown box (the rest cannot be near).
         """
-        best, best_score = None, -1.0
         rows = self._candidate_rows(points)
         if len(rows) == 0:
             return None, -1.0
@@ -249,21 +262,25 @@ class ObjectMap:
         size = len(sample)
         if size == 0:
             return None, -1.0
-        inside = self._grown_box_inside(sample, rows)
-        counts = inside.sum(axis=1)
+        inside = self._grown_box_inside(sample, self._box_table[:, rows])
+        counts = inside.sum(axis=1).tolist()
         threshold, radius = self.config.threshold, self.config.match_radius
-        for index, row in enumerate(rows.tolist()):
-            object_id = self._box_ids[row]
-            obj = self.objects[object_id]
-            similarity = semantic_similarity(obj, detection.label, detection.feature)
-            # the same float as inside[index].mean(): an integer count over the sample size
-            bound = float(counts[index]) / size
-            if similarity + bound < threshold or similarity + bound <= best_score:
-                continue
+        ids = [self._box_ids[row] for row in rows.tolist()]
+        objects = [self.objects[object_id] for object_id in ids]
+        similarity = [semantic_similarity(obj, detection.label, detection.feature) for obj in objects]
+        # the same floats as inside[index].mean() + similarity: an integer count over the sample size
+        bound = [count / size + sim for count, sim in zip(counts, similarity, strict=True)]
+        best, best_score, best_index = None, -1.0, len(rows)
+        for index in sorted(range(len(rows)), key=lambda i: (-bound[i], i)):
+            if bound[index] < threshold or bound[index] < best_score:
+                break  # neither this one nor any after it can qualify or win
+            if bound[index] == best_score and index > best_index:
+                continue  # at best a tie, and ties go to the earlier row
+            obj = objects[index]
             distances, _ = obj.tree.query(sample[inside[index]], distance_upper_bound=radius)
-            score = float(np.count_nonzero(np.isfinite(distances))) / size + similarity
-            if score > best_score:
-                best, best_score = object_id, score
+            score = float(np.count_nonzero(np.isfinite(distances))) / size + similarity[index]
+            if score > best_score or (score == best_score and index < best_index):
+                best, best_score, best_index = ids[index], score, index
         if best is not None and best_score >= threshold:
             return best, best_score
         return None, -1.0
@@ -271,9 +288,12 @@ class ObjectMap:
     def _merge_into(self, obj: MapObject, points: Points, labels: Counter[str], count: int, feature: Any) -> None:
         merged = voxel_downsample(np.vstack([obj.points, points]), self.config.voxel)
         if len(merged) > self.config.max_points:
-            merged = merged[
-                np.random.default_rng(len(merged)).choice(len(merged), self.config.max_points, replace=False)
-            ]
+            # a uniform random subset: the smallest of one uniform draw per point (one generator per map, so the
+            # same frames give the same map; a partition is cheaper than choice(replace=False) and a new generator;
+            # two equal draws in a few thousand doubles would keep one point more)
+            draws = self._rng.random(len(merged))
+            cut = np.partition(draws, self.config.max_points - 1)[self.config.max_points - 1]
+            merged = merged[draws <= cut]  # the max_points smallest draws, in the cloud's order
         obj.set_points(merged)
         if feature is not None:
             total = obj.detections + count
@@ -317,7 +337,8 @@ class ObjectMap:
         targets = [i for i in (ids if ids is not None else list(self._dirty)) if i in self.objects]
         for object_id in targets:
             obj = self.objects[object_id]
-            cleaned = largest_cluster(obj.points, self.config.dbscan_eps)
+            # the object's own tree: association queries it next, unchanged when nothing is cut
+            cleaned = largest_cluster(obj.points, self.config.dbscan_eps, tree=obj.tree)
             if len(cleaned) != len(obj.points):
                 obj.set_points(cleaned)
                 changed.add(obj.id)
@@ -343,9 +364,10 @@ class ObjectMap:
                 if other_id == keep_id or other_id in removed:
                     continue
                 other = self.objects[other_id]
-                overlap = max(self.overlap(other.points, keep), self.overlap(keep.points, other))
                 agree = semantic_similarity(keep, other.label, other.feature) >= 0.5 or keep.label == other.label
-                if overlap >= self.config.merge_overlap and (agree or overlap >= 0.9):
+                # the larger of the two overlaps must reach merge_overlap, and 0.9 when they disagree
+                need = self.config.merge_overlap if agree else max(self.config.merge_overlap, 0.9)
+                if self._overlap_reaches(other.points, keep, need) or self._overlap_reaches(keep.points, other, need):
                     self._merge_into(keep, other.points, other.labels, other.detections, other.feature)
                     del self.objects[other_id]
                     self._remove_box(other_id)

@@ -1,0 +1,216 @@
+"""Outlier removal on the depth image's pixel grid and voxel downsampling (issue 28) against their definitions.
+
+`grid_inliers` is checked against the rule written out pixel by pixel (dictionaries and loops, no shifted arrays),
+on small random depth images with holes, spikes and masks; a depth edge with flying pixels between the foreground
+and the background must lose every flying pixel and keep the surfaces. `voxel_downsample` is checked against a
+dictionary of voxels, in both of its sorting paths, including the order of its output.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections import Counter
+
+import numpy as np
+import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
+from scipy.spatial import cKDTree
+
+from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, MapObject, ObjectMap
+from sayplan_core.perception.geometry import (
+    CameraIntrinsics,
+    dbscan_labels,
+    grid_inliers,
+    largest_cluster,
+    pixel_grid,
+    voxel_downsample,
+)
+
+BOUNDED = settings(max_examples=60, derandomize=True, deadline=None)
+
+Pixel = tuple[int, int]
+
+
+def rule_inliers(
+    depth: np.ndarray, mask: np.ndarray, k: CameraIntrinsics, stride: int, max_depth: float, origin: Pixel
+) -> tuple[set[Pixel], float]:
+    """The kept grid pixels by the written rule, and how close any decision came to its limit (relative)."""
+    points: dict[Pixel, np.ndarray] = {}
+    for i, row in enumerate(range(0, depth.shape[0], stride)):
+        for j, col in enumerate(range(0, depth.shape[1], stride)):
+            d = float(depth[row, col])
+            if mask[row, col] and math.isfinite(d) and 0.0 < d < max_depth:
+                u, v = col + origin[1], row + origin[0]
+                points[(i, j)] = np.array([(u - k.cx) * d / k.fx, (v - k.cy) * d / k.fy, d])
+
+    def e(p: Pixel, q: Pixel) -> float:
+        """The 3D gap over the gap of a camera-facing surface at their depth."""
+        di, dj = q[0] - p[0], q[1] - p[1]
+        gap = stride * math.hypot(dj / k.fx, di / k.fy)
+        return float(np.linalg.norm(points[p] - points[q])) / (gap * math.sqrt(points[p][2] * points[q][2]))
+
+    axis = [e(p, q) for p in points for q in ((p[0], p[1] + 1), (p[0] + 1, p[1])) if q in points]
+    if not axis:
+        return set(), math.inf
+    median = sorted(axis)[(len(axis) - 1) // 2]
+    common = [x for x in axis if x <= 3.0 * median]
+    limit = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
+    margin = min([abs(x - 3.0 * median) / (3.0 * median) for x in axis if median > 0] + [math.inf])
+    kept = set()
+    for p in points:
+        close = 0
+        for di in (-1, 0, 1):
+            for dj in (-1, 0, 1):
+                q = (p[0] + di, p[1] + dj)
+                if q != p and q in points:
+                    gap = e(p, q)
+                    margin = min(margin, abs(gap - limit) / limit)
+                    close += gap <= limit
+        if close >= 3:
+            kept.add(p)
+    return kept, margin
+
+
+def kept_pixels(depth: np.ndarray, mask: np.ndarray, k: CameraIntrinsics, stride: int, max_depth: float) -> set[Pixel]:
+    grid = pixel_grid(depth, mask, k, stride, max_depth, (5, 7))
+    rows = grid.valid.reshape(-1, grid.width)
+    keep = grid_inliers(grid).reshape(rows.shape)
+    assert not keep[:, -1].any()  # the padding column is never kept
+    return {(int(i), int(j)) for i, j in zip(*np.nonzero(keep), strict=True)}
+
+
+@BOUNDED
+@given(
+    st.integers(0, 10_000),
+    st.integers(1, 11),
+    st.integers(1, 11),
+    st.sampled_from([1, 2, 3]),
+    st.floats(0.0, 0.3),
+    st.floats(0.0, 0.2),
+)
+def test_grid_inliers_follow_the_written_rule(
+    seed: int, height: int, width: int, stride: int, holes: float, spikes: float
+) -> None:
+    rng = np.random.default_rng(seed)
+    k = CameraIntrinsics(float(rng.uniform(20, 60)), float(rng.uniform(20, 60)), 8.0, 6.0, 24, 18)
+    v, u = np.mgrid[0:height, 0:width]
+    # a tilted plane with noise, holes (0 and NaN), spikes in front and behind, a ragged mask
+    depth = rng.uniform(0.5, 4.0) + rng.uniform(-0.05, 0.05) * u + rng.uniform(-0.05, 0.05) * v
+    depth = depth + rng.normal(0.0, rng.uniform(0.0, 0.02), depth.shape)
+    spike = rng.random(depth.shape) < spikes
+    depth[spike] = rng.uniform(0.2, 7.0, int(spike.sum()))
+    depth[rng.random(depth.shape) < holes / 2] = 0.0
+    depth[rng.random(depth.shape) < holes / 2] = np.nan
+    mask = rng.random(depth.shape) > rng.uniform(0.0, 0.3)
+    depth = depth.astype(np.float32)
+    expected, margin = rule_inliers(depth, mask, k, stride, 5.0, (5, 7))
+    assume(margin > 1e-9)  # no pair within rounding of the limit
+    assert kept_pixels(depth, mask, k, stride, 5.0) == expected
+
+
+def depth_edge(phase: int) -> tuple[np.ndarray, np.ndarray, CameraIntrinsics, np.ndarray]:
+    """A table edge 1 m away in front of a wall 3 m away, with flying pixels along the edge and a few speckles.
+
+    Returns depth, the detection's mask (the foreground grown past the edge, as a ragged mask is), the
+    intrinsics and which pixels are wrong. A time-of-flight or stereo camera mixes foreground and background at an
+    edge into depths in between: here a band two pixels wide, each column at its own depth along the whole edge
+    (a line of mutually close points, which a few nearest neighbours in 3D would keep). `phase` moves the edge by a
+    pixel, so a grid of every second pixel meets either column of the band.
+    """
+    rng = np.random.default_rng(11 + phase)
+    k = CameraIntrinsics.from_fov(80, 60, 70.0)
+    depth = np.full((60, 80), 3.0)
+    edge = 40 + phase
+    depth[:, :edge] = 1.0
+    depth += rng.normal(0.0, 0.002, depth.shape) * depth**2
+    wrong = np.zeros(depth.shape, dtype=bool)
+    wrong[:, edge : edge + 2] = True
+    depth[:, edge] = 1.6 + rng.normal(0.0, 0.005, 60)
+    depth[:, edge + 1] = 2.4 + rng.normal(0.0, 0.005, 60)
+    speckles = (rng.integers(5, 55, 6), rng.integers(5, 35, 6))  # lone wrong depths inside the surface
+    depth[speckles] = rng.uniform(1.3, 2.7, 6)
+    wrong[speckles] = True
+    mask = np.zeros(depth.shape, dtype=bool)
+    mask[:, : edge + 4] = True
+    return depth.astype(np.float32), mask, k, wrong
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+@pytest.mark.parametrize("phase", [0, 1])
+def test_flying_pixels_at_a_depth_edge_are_removed(stride: int, phase: int) -> None:
+    depth, mask, k, wrong = depth_edge(phase)
+    grid = pixel_grid(depth, mask, k, stride, 8.0)
+    keep = grid_inliers(grid).reshape(-1, grid.width)[:, :-1]
+    sampled = (slice(None, None, stride), slice(None, None, stride))
+    assert wrong[sampled].any(axis=0).sum() >= 1  # the grid does meet the band
+    assert not (keep & wrong[sampled]).any()
+    surface = mask[sampled] & ~wrong[sampled] & (depth[sampled] < 1.5)
+    assert (keep & surface).sum() >= 0.95 * surface.sum()  # the surface stays, edges and corners included
+
+
+def test_fused_points_of_a_depth_edge_have_no_flying_pixels() -> None:
+    """Through ObjectMap: a camera at the map origin, so a point's z is its depth."""
+    depth, mask, k, _ = depth_edge(0)
+    config = FusionConfig(voxel=0.005, stride=1, min_points=5)
+    points = ObjectMap(config).detection_points(Frame(depth, k, np.eye(4), []), Detection("table", 0.9, mask))
+    assert len(points) > 1000
+    assert not ((points[:, 2] > 1.1) & (points[:, 2] < 2.9)).any()
+
+
+def dictionary_downsample(points: np.ndarray, voxel: float) -> list[tuple[tuple[int, ...], np.ndarray]]:
+    """(cell, mean) per occupied voxel, in the cells' (x, y, z) order."""
+    groups: dict[tuple[int, ...], list[np.ndarray]] = {}
+    for point in points:
+        groups.setdefault(tuple(int(c) for c in np.floor(point / voxel)), []).append(point)
+    return [(cell, np.mean(groups[cell], axis=0)) for cell in sorted(groups)]
+
+
+@BOUNDED
+@given(st.integers(0, 10_000), st.integers(1, 300), st.sampled_from([0.01, 0.025, 0.1]), st.booleans())
+def test_voxel_downsample_is_the_mean_per_voxel_in_cell_order(seed: int, count: int, voxel: float, wide: bool) -> None:
+    rng = np.random.default_rng(seed)
+    # wide clouds leave no room for the point index in the 64-bit key: the argsort path
+    spread = 2.0e4 * voxel if wide else rng.uniform(0.05, 3.0)
+    points = rng.uniform(-spread, spread, (count, 3))
+    points = np.vstack([points, points[: count // 3] + rng.normal(0.0, voxel / 10, (count // 3, 3))])
+    expected = dictionary_downsample(points, voxel)
+    got = voxel_downsample(points, voxel)
+    assert got.shape == (len(expected), 3)
+    assert np.allclose(got, np.array([mean for _, mean in expected]), rtol=0.0, atol=1e-9 * max(spread, 1.0))
+
+
+def test_voxel_downsample_refuses_a_cloud_too_wide_for_one_key() -> None:
+    with pytest.raises(ValueError, match="downsample in parts"):
+        voxel_downsample(np.array([[0.0, 0.0, 0.0], [1e5, 1e5, 1e5]]), 0.001)
+
+
+@BOUNDED
+@given(st.integers(0, 10_000), st.integers(2, 300), st.sampled_from([0.03, 0.06, 0.1]))
+def test_dbscan_labels_do_not_depend_on_the_tree_passed_in(seed: int, count: int, eps: float) -> None:
+    """Denoising hands DBSCAN the object's own (unbalanced, 32-point-leaf) KD-tree instead of a new one."""
+    rng = np.random.default_rng(seed)
+    points = np.vstack([rng.normal(c, 0.03, (count, 3)) for c in rng.uniform(0, 0.5, (3, 3))])
+    quick = cKDTree(points, leafsize=32, balanced_tree=False, compact_nodes=False)
+    assert np.array_equal(dbscan_labels(points, eps, 5, quick), dbscan_labels(points, eps, 5))
+    assert np.array_equal(largest_cluster(points, eps, tree=quick), largest_cluster(points, eps))
+
+
+@BOUNDED
+@given(st.integers(0, 10_000), st.sampled_from([0, 64, 256]))
+def test_merge_check_with_box_bounds_decides_as_the_full_overlap(seed: int, sample: int) -> None:
+    """merge_duplicates asks whether an overlap reaches a share, skipping the KD-tree when the box cannot."""
+    rng = np.random.default_rng(seed)
+    fmap = ObjectMap(FusionConfig(overlap_sample=sample))
+    clouds = []
+    for _ in range(4):
+        centre = rng.uniform(0, 0.6, 3)
+        clouds.append(voxel_downsample(centre + rng.normal(0, rng.uniform(0.02, 0.2), (300, 3)), 0.025))
+    for index, cloud in enumerate(clouds):
+        fmap.objects[f"o{index}"] = MapObject(f"o{index}", cloud, Counter({"mug": 1}), 1)
+    for points in clouds:
+        for obj in fmap.objects.values():
+            overlap = fmap.overlap(points, obj)
+            for share in (0.0, 0.1, 0.5, 0.9, overlap, overlap + 1e-12, 1.0):
+                assert fmap._overlap_reaches(points, obj, share) == (overlap >= share)
