@@ -103,11 +103,12 @@ def bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
 
 def _ints(column: Any, end: int) -> bool:
     """A list of ints (not bools) each in 0..end-1."""
-    return (
-        type(column) is list
-        and not set(map(type, column)) - {int}
-        and (not column or (min(column) >= 0 and max(column) < end))
-    )
+    return _indices(column) and (not column or max(column) < end)
+
+
+def _indices(column: Any) -> bool:
+    """A list of ints (not bools) each >= 0: indices whose upper bound the list they index checks (IndexError)."""
+    return type(column) is list and not set(map(type, column)) - {int} and (not column or min(column) >= 0)
 
 
 def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
@@ -115,15 +116,15 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
         return None
     ids = data["ids"]
     count = len(ids)
-    if type(ids) is not list or set(map(type, ids)) - {str} or not all(map(str.strip, ids)):
-        return None
+    if type(ids) is not list or (not owned and set(map(type, ids)) - {str}) or not all(map(str.strip, ids)):
+        return None  # owned: the parser makes no str subclass, and str.strip refuses anything else (TypeError)
     if max(map(len, ids), default=0) > limits.MAX_ID_CHARS:
         return None  # duplicate ids: prechecked_graph refuses them when it fills the node table
     table = data["types"]
     if type(table) is not list or not _TYPES.issuperset(table) or set(map(type, table)) - {str}:
         return None
     codes = data["type"]
-    if len(codes) != count or not _ints(codes, len(table)):
+    if len(codes) != count or not _indices(codes):
         return None
     types = list(map(table.__getitem__, codes))
     names = list(map(str.replace, ids, repeat("_"), repeat(" ")))
@@ -202,7 +203,10 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
 
 def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | None:
     """Triples from the flat column with None at the unplaced nodes, or None unless each triple holds numbers
-    whose sum is finite (the rows loader's test)."""
+    whose sum is finite (the rows loader's test).
+
+    Each triple's sum is at most the sum of all magnitudes (rounding is monotonic), and a NaN or an infinity makes
+    that sum not finite: one pass over the numbers, and the per-triple test only for files that fail it."""
     if type(flat) is not list or not _ints(unplaced, count) or len(flat) != 3 * (count - len(unplaced)):
         return None
     if any(map(int.__ge__, unplaced, unplaced[1:])):
@@ -214,8 +218,6 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
         flat = list(map(float, flat))
     values = iter(flat)
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
-    # Each triple's sum is at most the sum of all magnitudes (rounding is monotonic), and a NaN or an infinity
-    # makes that sum not finite: one pass over the numbers, and the per-triple test only for files that fail it.
     if not math.isfinite(sum(map(abs, flat))) and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
     if not unplaced:
@@ -237,8 +239,7 @@ def _placements(
     table = data.get("relations", [])
     if type(table) is not list or not HIERARCHY_RELATIONS.issuperset(table) or set(map(type, table)) - {str}:
         return None
-    count = len(ids)
-    if not (_ints(children, count) and _ints(parents, count) and _ints(codes, len(table))):
+    if not (_indices(children) and _indices(parents) and _indices(codes)):
         return None
     if not len(children) == len(parents) == len(codes):
         return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
@@ -259,7 +260,7 @@ def _placements(
 
 def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:
     ends = data.get("links", [])
-    if not _ints(ends, len(ids)) or len(ends) % 2:
+    if not _indices(ends) or len(ends) % 2:
         return None
     ends_a, ends_b = ends[0::2], ends[1::2]
     if any(map(eq, ends_a, ends_b)) or not NAV_TYPES.issuperset(map(types.__getitem__, ends)):
