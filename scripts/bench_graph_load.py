@@ -12,6 +12,11 @@ a child process (its readers can crash on odd input, so it never runs in this on
 the ratios to spark_dsg are the columns layout's, the one meant for large graphs. "Item by item" is the loader
 this one replaced (json module, one check and one networkx call per node and edge), kept as the path that names a
 bad file's culprit. Targets (issue 28): 10k nodes <= 30 ms, 100k <= 400 ms.
+
+The loads are interleaved and each frees the graph before the next, so at 100k nodes every load faults its memory
+in afresh, as a program's first load does; the time includes that and the collector's first pass on purpose.
+CPU time moves by 15-30% between runs on a shared machine: compare layouts or builds within one run, and see
+docs/concepts/graph_loading.md for instruction counts, which do not.
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ file. So a columns file loads, or is refused, as the same graph written as rows 
 from __future__ import annotations
 
 import math
+from bisect import bisect_right
 from collections.abc import Mapping
-from itertools import repeat
+from itertools import chain, repeat
 from operator import eq
 from typing import Any
 
@@ -37,6 +38,7 @@ from sayplan_core.graph.model import (
     GraphError,
     Position,
     SceneGraph,
+    TypeRun,
     prechecked_graph,
     prechecked_nodes,
 )
@@ -101,11 +103,12 @@ def bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
 
 def _ints(column: Any, end: int) -> bool:
     """A list of ints (not bools) each in 0..end-1."""
-    return (
-        type(column) is list
-        and not set(map(type, column)) - {int}
-        and (not column or (min(column) >= 0 and max(column) < end))
-    )
+    return _indices(column) and (not column or max(column) < end)
+
+
+def _indices(column: Any) -> bool:
+    """A list of ints (not bools) each >= 0: indices whose upper bound the list they index checks (IndexError)."""
+    return type(column) is list and not set(map(type, column)) - {int} and (not column or min(column) >= 0)
 
 
 def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
@@ -113,15 +116,15 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
         return None
     ids = data["ids"]
     count = len(ids)
-    if type(ids) is not list or set(map(type, ids)) - {str} or not all(map(str.strip, ids)):
-        return None
-    if max(map(len, ids), default=0) > limits.MAX_ID_CHARS or len(set(ids)) != count:
-        return None
+    if type(ids) is not list or (not owned and set(map(type, ids)) - {str}) or not all(map(str.strip, ids)):
+        return None  # owned: the parser makes no str subclass, and str.strip refuses anything else (TypeError)
+    if max(map(len, ids), default=0) > limits.MAX_ID_CHARS:
+        return None  # duplicate ids: prechecked_graph refuses them when it fills the node table
     table = data["types"]
     if type(table) is not list or not _TYPES.issuperset(table) or set(map(type, table)) - {str}:
         return None
     codes = data["type"]
-    if len(codes) != count or not _ints(codes, len(table)):
+    if len(codes) != count or not _indices(codes):
         return None
     types = list(map(table.__getitem__, codes))
     names = list(map(str.replace, ids, repeat("_"), repeat(" ")))
@@ -139,8 +142,7 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     attributes = _sparse(data.get("attributes", []), count, {dict})
     if attributes is None:
         return None
-    empty: list[dict[str, Any]] = [{} for _ in ids]
-    nodes = prechecked_nodes(zip(ids, types, names, states, affordances, empty, positions, strict=True))
+    nodes = prechecked_nodes(zip(ids, types, names, states, affordances, positions, strict=True))
     for index, given in attributes.items():  # rare (the agent's location): checked as Node checks it
         nodes[index].attributes = dict(given)
         nodes[index].check()
@@ -148,7 +150,20 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     links = _links(data, ids, types)
     if placements is None or links is None:
         return None
-    return prechecked_graph(str(data.get("name", "")), nodes, placements, links)
+    return prechecked_graph(str(data.get("name", "")), nodes, placements, links, ids, _runs(codes, table))
+
+
+def _runs(codes: list[int], table: list[str]) -> list[TypeRun] | None:
+    """The nodes as runs of one type code each, if the codes ascend (as `to_columns` writes them); else None."""
+    if codes != sorted(codes):
+        return None
+    runs: list[TypeRun] = []
+    start = 0
+    while start < len(codes):
+        stop = bisect_right(codes, codes[start], start)
+        runs.append((table[codes[start]], start, stop))
+        start = stop
+    return runs
 
 
 def _sparse(column: Any, count: int, kinds: set[type]) -> dict[int, Any] | None:
@@ -175,10 +190,10 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
     kinds = set(map(type, column))
     if kinds - _LISTS:
         return None
-    given = [labels for labels in column if labels]
+    given = column if kinds == {list} else [labels for labels in column if labels]
     if max(map(len, given), default=0) > limits.MAX_LABELS:
         return None
-    words = [word for labels in given for word in labels]
+    words = list(chain.from_iterable(given))
     if set(map(type, words)) - {str} or max(map(len, words), default=0) > limits.MAX_ID_CHARS:
         return None
     if owned and kinds == {list}:
@@ -188,7 +203,10 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
 
 def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | None:
     """Triples from the flat column with None at the unplaced nodes, or None unless each triple holds numbers
-    whose sum is finite (the rows loader's test)."""
+    whose sum is finite (the rows loader's test).
+
+    Each triple's sum is at most the sum of all magnitudes (rounding is monotonic), and a NaN or an infinity makes
+    that sum not finite: one pass over the numbers, and the per-triple test only for files that fail it."""
     if type(flat) is not list or not _ints(unplaced, count) or len(flat) != 3 * (count - len(unplaced)):
         return None
     if any(map(int.__ge__, unplaced, unplaced[1:])):
@@ -200,12 +218,18 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
         flat = list(map(float, flat))
     values = iter(flat)
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
-    if not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
+    if not math.isfinite(sum(map(abs, flat))) and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
     if not unplaced:
         return triples
-    holes, placed = set(unplaced), iter(triples)  # one pass: an insert per unplaced node was quadratic
-    return [None if index in holes else next(placed) for index in range(count)]
+    out: list[Position | None] = []  # a slice per run of placed nodes: an insert per unplaced node was quadratic
+    taken = 0
+    for k, hole in enumerate(unplaced):  # ascending: hole - k placed nodes come before it
+        out += triples[taken : hole - k]
+        out.append(None)
+        taken = hole - k
+    out += triples[taken:]
+    return out
 
 
 def _placements(
@@ -215,27 +239,28 @@ def _placements(
     table = data.get("relations", [])
     if type(table) is not list or not HIERARCHY_RELATIONS.issuperset(table) or set(map(type, table)) - {str}:
         return None
-    count = len(ids)
-    if not (_ints(children, count) and _ints(parents, count) and _ints(codes, len(table))):
+    if not (_indices(children) and _indices(parents) and _indices(codes)):
         return None
-    if not len(children) == len(parents) == len(codes) or len(set(children)) != len(children):
-        return None
+    if not len(children) == len(parents) == len(codes):
+        return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
     relations = list(map(table.__getitem__, codes))
-    below, above = list(map(types.__getitem__, children)), list(map(types.__getitem__, parents))
-    triples = set(zip(below, above, relations, strict=True))
+    triples = set(zip(map(types.__getitem__, children), map(types.__getitem__, parents), relations, strict=True))
     if not PLACEMENTS.issuperset(triples):
         return None
     child_ids, parent_ids = list(map(ids.__getitem__, children)), list(map(ids.__getitem__, parents))
     if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
         from sayplan_core.graph.native_format import check_nested_acyclic  # here: native_format imports this module
 
+        if len(set(children)) != len(children):
+            return None  # the walk follows one parent per node
+        below, above = list(map(types.__getitem__, children)), list(map(types.__getitem__, parents))
         check_nested_acyclic((child_ids, parent_ids, relations), (below, above))
     return child_ids, parent_ids, relations
 
 
 def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:
     ends = data.get("links", [])
-    if not _ints(ends, len(ids)) or len(ends) % 2:
+    if not _indices(ends) or len(ends) % 2:
         return None
     ends_a, ends_b = ends[0::2], ends[1::2]
     if any(map(eq, ends_a, ends_b)) or not NAV_TYPES.issuperset(map(types.__getitem__, ends)):

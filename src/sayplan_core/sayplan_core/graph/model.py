@@ -548,9 +548,10 @@ Link = tuple[str, str, float | None]
 
 
 def prechecked_nodes(
-    rows: Iterable[tuple[str, str, str, list[str], list[str], dict[str, Any], Position | None]],
+    rows: Iterable[tuple[str, str, str, list[str], list[str], Position | None]],
 ) -> list[Node]:
-    """Nodes from (id, type, name, states, affordances, attributes, position) rows without __post_init__.
+    """Nodes from (id, type, name, states, affordances, position) rows without __post_init__, each with attributes
+    of its own (an empty dict).
 
     Only for a loader that has already checked every field of every row against the rules of Node.check (see
     native_format's bulk path): running check() once per node was half of loading a large graph.
@@ -558,49 +559,74 @@ def prechecked_nodes(
     new = object.__new__
     nodes: list[Node] = []
     append = nodes.append
-    for node_id, node_type, name, states, affordances, attributes, position in rows:
+    for node_id, node_type, name, states, affordances, position in rows:
         node = new(Node)
         node.id = node_id
         node.type = node_type
         node.name = name
         node.states = states
         node.affordances = affordances
-        node.attributes = attributes
+        node.attributes = {}
         node.position = position
         append(node)
     return nodes
 
 
+#: A run of consecutive nodes of one type: (type, first index, end index) into a loader's node list.
+TypeRun = tuple[str, int, int]
+
+
 def prechecked_graph(
-    name: str, nodes: list[Node], placements: tuple[list[str], list[str], list[str]], links: list[Link]
+    name: str,
+    nodes: list[Node],
+    placements: tuple[list[str], list[str], list[str]],
+    links: list[Link],
+    ids: list[str] | None = None,
+    runs: list[TypeRun] | None = None,
 ) -> SceneGraph:
-    """A SceneGraph from parts a loader has checked: unique ids, one parent at most per node, PLACEMENTS, no
-    cycle, links between distinct room or pose nodes with valid weights.
+    """A SceneGraph from parts a loader has checked: one parent at most per node, PLACEMENTS, no cycle, links
+    between distinct room or pose nodes with valid weights. Raises GraphError if two nodes share an id or a node
+    has two parents (the loader then names the culprit through its item-by-item path).
 
     Fills networkx's adjacency dicts directly, the same dicts add_node/add_edge would leave (one per node and
     edge, shared between both directions, in the same order), because the per-call bookkeeping of add_edge cost
-    more than the edge. placements: (children, their parents, their relations), in file order.
+    more than the edge. placements: (children, their parents, their relations), in file order. ids: the nodes'
+    ids, if the loader has them. runs: the nodes as consecutive runs of one type each, in order, if the loader
+    knows them (the per-type sets then take whole slices instead of a call per node).
     """
     graph = SceneGraph(name)
-    ids = [node.id for node in nodes]
-    graph.nodes.update(zip(ids, nodes, strict=True))
+    if ids is None:
+        ids = [node.id for node in nodes]
+    table = graph.nodes
+    table.update(zip(ids, nodes, strict=True))
+    if len(table) != len(nodes):
+        raise GraphError("duplicate node id")
     by_type = graph._by_type
-    for node in nodes:
-        by_type[node.type].add(node.id)
-    children, parents, relations = placements
-    datas = [{"relation": relation} for relation in relations]
-    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
-    pred.update(zip(children, [{p: d} for p, d in zip(parents, datas, strict=True)], strict=True))
-    for root in [node_id for node_id, up in pred.items() if up is None]:
-        pred[root] = {}
-    succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
-    for parent, child, data in zip(parents, children, datas, strict=True):
-        succ[parent][child] = data
+    places: list[str] = []
+    if runs is None:
+        for node in nodes:
+            by_type[node.type].add(node.id)
+        places = [node.id for node in nodes if node.type in NAV_TYPES]
+    else:
+        for node_type, start, stop in runs:
+            by_type[node_type].update(ids[start:stop])  # in node order, as add() one at a time
+            if node_type in NAV_TYPES:
+                places += ids[start:stop]
     tree, nav = graph.tree, graph.nav
+    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
+    succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
+    for child, parent, relation in zip(*placements, strict=True):
+        data = {"relation": relation}
+        succ[parent][child] = data
+        pred[child] = {parent: data}
+    roots = [node_id for node_id, up in pred.items() if up is None]
+    if len(roots) != len(ids) - len(placements[0]):
+        raise GraphError("a node with two parents")
+    for root in roots:
+        pred[root] = {}
     tree._node.update({node_id: {} for node_id in ids})
     tree._succ.update(succ)
     tree._pred.update(pred)
-    places = [node.id for node in nodes if node.type in NAV_TYPES]
     nav._node.update({node_id: {} for node_id in places})
     adj: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in places}
     for a, b, weight in links:

@@ -376,8 +376,7 @@ def _bulk_nodes(raw_nodes: list[Any]) -> list[Node] | None:
         return None
     names = [name or node_id.replace("_", " ") for node_id, name in zip(ids, names, strict=True)]
     attributes = list(map(dict.get, raw_nodes, repeat("attributes")))
-    empty: list[dict[str, Any]] = [{} for _ in ids]
-    nodes = prechecked_nodes(zip(ids, types, names, states, affordances, empty, positions, strict=True))
+    nodes = prechecked_nodes(zip(ids, types, names, states, affordances, positions, strict=True))
     for index, given in enumerate(attributes):
         if given:  # rare (the agent's location): the whole node through the checked path
             nodes[index] = node_from_dict(raw_nodes[index], index)

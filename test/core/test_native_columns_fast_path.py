@@ -1,0 +1,107 @@
+"""The columns bulk path's shortcuts against the straightforward versions written here.
+
+- A columns file loads as the item-by-item loader builds the same nodes and edges, with its nodes in the type
+  order `to_columns` writes (per-type runs) or in any order: the same node table, per-type sets, networkx dicts
+  and their order.
+- Positions: the one magnitude sum that stands for the per-triple finiteness test, and the hole filling by
+  slices, against a loop over the nodes that applies the rows loader's test to each triple.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import orjson
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from test_native_columns import buildings
+
+from sayplan_core.graph import native_format
+from sayplan_core.graph.columns import _positions, bulk_graph, to_rows
+from sayplan_core.graph.model import SceneGraph
+
+
+def _shuffled(data: dict[str, Any], order: list[int]) -> dict[str, Any]:
+    """The same graph with its nodes listed in `order` (every index column renumbered)."""
+    new_of = {old: new for new, old in enumerate(order)}
+    unplaced = set(data["unplaced"])
+    placed = [i for i in range(len(data["ids"])) if i not in unplaced]
+    triple = {i: data["positions"][3 * k : 3 * k + 3] for k, i in enumerate(placed)}
+    out = dict(data)
+    out["ids"] = [data["ids"][i] for i in order]
+    out["type"] = [data["type"][i] for i in order]
+    for key in ("states", "affordances"):
+        out[key] = [data[key][i] for i in order]
+    out["names"] = sorted([new_of[i], name] for i, name in data["names"])
+    out["attributes"] = sorted(([new_of[i], value] for i, value in data["attributes"]), key=lambda e: e[0])
+    out["unplaced"] = sorted(new_of[i] for i in unplaced)
+    out["positions"] = [v for i in order if i not in unplaced for v in triple[i]]
+    for key in ("child", "parent", "links"):
+        out[key] = [new_of[i] for i in data[key]]
+    return out
+
+
+def _shape(graph: SceneGraph) -> list[Any]:
+    """Everything whose content or order a caller could see."""
+    return [
+        [(k, v.id, v.type, v.name, v.states, v.affordances, v.attributes, v.position) for k, v in graph.nodes.items()],
+        [(t, list(ids)) for t, ids in graph._by_type.items()],
+        list(graph.tree._node.items()),
+        [(k, list(v.items())) for k, v in graph.tree._succ.items()],
+        [(k, list(v.items())) for k, v in graph.tree._pred.items()],
+        list(graph.nav._node.items()),
+        [(k, list(v.items())) for k, v in graph.nav._adj.items()],
+    ]
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(buildings(), st.randoms(use_true_random=False))
+def test_nodes_in_any_order_load_as_the_item_by_item_loader_builds_them(graph: SceneGraph, rng: Any) -> None:
+    data = orjson.loads(native_format.dumps(graph, layout="columns"))
+    order = list(range(len(data["ids"])))
+    rng.shuffle(order)
+    for layout in (data, _shuffled(data, order)):  # in type order (runs of one type) and in any order
+        built = bulk_graph(orjson.loads(orjson.dumps(layout)), owned=True)
+        assert built is not None
+        expected = native_format._checked_graph("b", *to_rows(layout, "<test>"), "<test>")
+        assert _shape(built) == _shape(expected)
+
+
+def _reference_positions(flat: list[Any], unplaced: list[int], count: int) -> list[Any] | None:
+    """A node at a time, each triple through the rows loader's test (float() of each, a finite sum)."""
+    out: list[Any] = []
+    values = iter(flat)
+    for index in range(count):
+        if index in unplaced:
+            out.append(None)
+            continue
+        triple = [next(values), next(values), next(values)]
+        if any(type(v) not in (int, float) for v in triple):
+            return None  # the bulk path leaves anything else to the item-by-item path
+        floats = tuple(float(v) for v in triple)
+        if not math.isfinite(sum(floats)):
+            return None
+        out.append(floats)
+    return out
+
+
+NUMBER = st.one_of(
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e308, -1e308, 1.7e308, 0.0, -0.0, 5e-324]),
+    st.integers(-(10**6), 10**6),
+)
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(st.integers(0, 12), st.data())
+def test_positions_as_the_per_triple_test_decides(count: int, data: st.DataObject) -> None:
+    unplaced = sorted(data.draw(st.sets(st.integers(0, max(count - 1, 0)), max_size=count)))
+    flat = data.draw(st.lists(NUMBER, min_size=3 * (count - len(unplaced)), max_size=3 * (count - len(unplaced))))
+    got = _positions(list(flat), list(unplaced), count)
+    expected = _reference_positions(flat, unplaced, count)
+    if expected is None:
+        assert got is None
+    else:
+        assert got == expected
+        assert all(type(v) is float for triple in got if triple is not None for v in triple)
