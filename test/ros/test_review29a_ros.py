@@ -202,3 +202,30 @@ def test_a_refused_resume_leaves_no_node_active_behind_a_stack_reported_not_acti
     assert first.state() == State.PRIMARY_STATE_INACTIVE, first.state()
     assert command(ros, Request.STARTUP).success  # what the line says to do, and it works
     assert first.state() == second.state() == State.PRIMARY_STATE_ACTIVE
+
+
+def test_a_node_that_goes_silent_while_it_is_waited_for_fails_the_startup_naming_it(ros: Any) -> None:
+    """The node being waited out stops answering (its process hangs or goes away): the wait is bounded by
+    node_wait_s per question, and the line names the node."""
+    stuck = ros.add(StuckConfiguring("stuck_node", ros.context))
+    try:
+        shell = ros.node("shell").create_client(ChangeState, "/stuck_node/change_state")
+        assert shell.wait_for_service(timeout_sec=10.0)
+        request = ChangeState.Request()
+        request.transition.id = Transition.TRANSITION_CONFIGURE
+        shell.call_async(request)
+        assert stuck.entered.wait(10.0)
+        params = [
+            Parameter("node_names", value=["stuck_node"]),
+            Parameter("node_wait_s", value=2.0),
+            Parameter("transition_timeout_s", value=60.0),
+        ]
+        boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+        time.sleep(1.5)  # the manager is polling the busy node
+        assert not boss.started.is_set()
+        ros.executor.remove_node(stuck)  # silent from now on
+        assert boss.started.wait(30.0)  # not the 60 s transition_timeout_s
+        ok, line = boss.startup_result
+        assert not ok and line.startswith("stuck_node: no answer asking it for its state"), line
+    finally:
+        stuck.release.set()
