@@ -113,6 +113,11 @@ class ManagerError(RuntimeError):
     """A node did not take a transition: the message names the node and why."""
 
 
+class _NothingSentError(ManagerError):
+    """The command failed on a node before anything was sent to it (not there, still in another client's
+    transition, or in a state the command cannot take it from): there is nothing of ours to take back down."""
+
+
 @dataclass
 class _Client:
     name: str
@@ -150,6 +155,8 @@ class LifecycleManager(Node):
         self.startup_result: tuple[bool, str] = (False, "not started")
         self._work: queue.Queue[tuple[str, threading.Event, list[tuple[bool, str]]] | None] = queue.Queue()
         self._closing = threading.Event()
+        #: Held while a command is queued or the manager closes: no command is queued behind the worker's end.
+        self._queue_lock = threading.Lock()
         self._worker = threading.Thread(target=self._serve_work, name="lifecycle_manager", daemon=True)
         self._worker.start()
         self.create_service(ManageLifecycleNodes, "~/manage_nodes", self._on_manage, callback_group=self._group)
@@ -177,7 +184,11 @@ class LifecycleManager(Node):
             response.success, response.message = False, f"unknown command {request.command} (0 to 4)"
             return response
         done, answer = threading.Event(), list[tuple[bool, str]]()
-        self._work.put((command, done, answer))
+        with self._queue_lock:
+            if self._closing.is_set():
+                response.success, response.message = False, "the manager is shutting down"
+                return response
+            self._work.put((command, done, answer))
         done.wait()  # the worker always answers (a transition's own wait is bounded)
         response.success, response.message = answer[0] if answer else (False, "the manager is shutting down")
         return response
@@ -206,23 +217,52 @@ class LifecycleManager(Node):
 
     def _run(self, command: str) -> tuple[bool, str]:
         if command in ("autostart", "startup"):
-            ok, message = self._startup()
+            try:
+                ok, message = self._startup()
+            except Exception as exc:  # the autostart must end either way: demo.py and launch wait on `started`
+                closing = self._closing.is_set()
+                ok, message = False, "the manager is shutting down" if closing else f"internal error: {exc!r}"
             if command == "autostart":
                 self.startup_result = (ok, message)
                 self.started.set()
                 if not ok and not self._closing.is_set():
                     self.exit_reason = message
             return ok, message
-        nodes = self._nodes if command == "resume" else list(reversed(self._nodes))
         self._active = False
-        try:
-            for node in nodes:
+        if command == "resume":
+            return self._resume()
+        # Pause, reset and shutdown take every node they can down: one node they cannot drive (finalized, gone)
+        # must not leave the others running. The command fails naming each such node.
+        nodes = list(reversed(self._nodes))
+        failures: list[str] = []
+        for node in nodes:
+            try:
                 self._drive(node, command)
-        except ManagerError as exc:
-            self.get_logger().error(str(exc))
-            return False, str(exc)
-        self._active = command == "resume"
+            except ManagerError as exc:
+                self.get_logger().error(str(exc))
+                failures.append(str(exc))
+        if failures:
+            return False, "; ".join(failures)
         return True, f"{command}: {', '.join(n.name for n in nodes) or 'no nodes'}"
+
+    def _resume(self) -> tuple[bool, str]:
+        """Activate each node in order; on a refusal deactivate the ones this resume activated (as a failed
+        startup takes its nodes down), so the stack is not left part active while reported not active."""
+        activated: list[_Client] = []
+        for node in self._nodes:
+            try:
+                if self._drive(node, "resume"):
+                    activated.append(node)
+            except ManagerError as exc:
+                for done in reversed(activated):
+                    try:
+                        self._drive(done, "pause")
+                    except ManagerError as again:
+                        self.get_logger().warning(f"while pausing the stack again: {again}")
+                self.get_logger().error(str(exc))
+                return False, str(exc)
+        self._active = True
+        return True, f"resume: {', '.join(n.name for n in self._nodes) or 'no nodes'}"
 
     def _startup(self) -> tuple[bool, str]:
         """Configure and activate each node in order; on a refusal take the ones brought up back down."""
@@ -232,7 +272,7 @@ class LifecycleManager(Node):
                 if self._drive(node, "startup"):
                     brought_up.append(node)
             except ManagerError as exc:
-                if node not in brought_up:
+                if node not in brought_up and not isinstance(exc, _NothingSentError):
                     brought_up.append(node)  # half up (configured, refused to activate): taken down too
                 self._take_down(brought_up)
                 self.get_logger().error(str(exc))
@@ -254,7 +294,10 @@ class LifecycleManager(Node):
 
         A node found in a transition (another client is driving it) is waited for; a node left in a state the
         command does not end in (finalized, or unconfigured at a resume) is a ManagerError naming it."""
-        state = self._settled_state(node)
+        try:
+            state = self._settled_state(node)
+        except ManagerError as exc:
+            raise _NothingSentError(str(exc)) from exc
         transitions = _PLANS[command].get(state, ())
         for transition in transitions:
             if self._closing.is_set():
@@ -264,7 +307,7 @@ class LifecycleManager(Node):
         if not transitions and state not in _ENDS[command]:
             want = " or ".join(sorted(_LABELS[s] for s in _ENDS[command]))
             hint = _HINTS.get(state)
-            raise ManagerError(
+            raise _NothingSentError(
                 f"{node.name} is {_LABELS.get(state, str(state))}, not {want}, after {command}"
                 + (f": {hint}" if hint else "")
             )
@@ -315,6 +358,8 @@ class LifecycleManager(Node):
         finally:
             if not future.done():
                 node.change.remove_pending_request(future)
+        if self._closing.is_set():
+            raise ManagerError(f"{node.name}: not {transition}d: the manager is shutting down")
         raise ManagerError(f"{node.name}: no answer asking it to {transition} within {self._transition_timeout:g} s")
 
     def _peek(self, node: _Client) -> int | None:
@@ -376,11 +421,14 @@ class LifecycleManager(Node):
             for future in futures:
                 if not future.done():
                     client.remove_pending_request(future)
+        if self._closing.is_set():  # the wait ended because the manager is closing, not for want of an answer
+            raise ManagerError(f"{name}: not asked {asking}: the manager is shutting down")
         raise ManagerError(f"{name}: no answer asking it {asking} within {timeout:g} s")
 
     def destroy_node(self) -> None:
-        self._closing.set()
-        self._work.put(None)
+        with self._queue_lock:
+            self._closing.set()
+            self._work.put(None)
         self._worker.join(timeout=2.0)
         super().destroy_node()
 
