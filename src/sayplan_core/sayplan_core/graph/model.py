@@ -204,6 +204,13 @@ class SceneGraph:
         seen: between two graphs of one log, only the ids logged between their two counts can differ."""
         return self._log, len(self._log) if self._log_at is None else self._log_at
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled or deep-copied: untracked, as copy() is. The caches hold locks (they cannot be pickled), and a
+        deep copy is the usual copy-then-edit idiom: edited in place, tracked stamps would keep stale text."""
+        state = dict(self.__dict__)
+        state.update(_stamps=None, _derived={}, _log=[], _log_at=None)
+        return state
+
     def _touch(self, *node_ids: str | None) -> None:
         stamps = self._stamps
         if stamps is not None:
