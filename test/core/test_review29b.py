@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import copy
 import random
+import sys
 import json
 import pickle
 import threading
@@ -288,3 +289,34 @@ def test_deep_copy_or_pickle_of_a_written_snapshot_is_an_untracked_graph() -> No
         assert '"open"' in to_prompt_text(clone)
     assert '"open"' not in to_prompt_text(snapshot)
     check(snapshot)
+
+
+def test_navigation_components_of_a_shared_snapshot_from_two_threads() -> None:
+    """Found in review: a snapshot is shared by every reader of its version (skill goals run in parallel on a
+    reentrant group); SceneGraph.nav_component published its table before filling it, so a second thread got -1
+    ("no path") for connected places. Fixed: the table is published once filled."""
+    graph = SceneGraph("chain")
+    graph.add_node(Node("floor0", "floor"))
+    size = 20000
+    for index in range(size):
+        graph.add_node(Node(f"p{index:05}", "pose"), "floor0")
+        if index:
+            graph.connect(f"p{index - 1:05}", f"p{index:05}")
+    answers: list[int] = []
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)  # switch threads often, so the second reader meets the table being filled
+    try:
+        for _ in range(5):
+            snapshot = GraphSnapshots().of(graph, 1)  # no table: the live graph never computed one
+            first = threading.Thread(target=lambda s=snapshot: answers.append(s.nav_component("p00000")))
+            second = threading.Thread(
+                target=lambda s=snapshot: answers.extend(s.nav_component(f"p{size - 1:05}") for _ in range(500))
+            )
+            first.start()
+            second.start()
+            first.join(60)
+            second.join(60)
+    finally:
+        sys.setswitchinterval(interval)
+    assert len(answers) == 5 * 501
+    assert answers.count(-1) == 0, f"{answers.count(-1)} answers said a connected place cannot be reached"

@@ -314,13 +314,16 @@ class SceneGraph:
         return None
 
     def nav_component(self, node_id: str) -> int:
-        """Index of the connected navigation component (cached until the nav layer changes)."""
-        if self._components is None:
-            self._components = {}
+        """Index of the connected navigation component (cached until the nav layer changes). The table is filled
+        before it is published: readers of one snapshot on other threads must never see it half filled."""
+        components = self._components
+        if components is None:
+            components = {}
             for index, members in enumerate(nx.connected_components(self.nav)):
                 for member in members:
-                    self._components[member] = index
-        return self._components.get(node_id, -1)
+                    components[member] = index
+            self._components = components
+        return components.get(node_id, -1)
 
     def neighbours(self, node_id: str) -> list[str]:
         if node_id not in self.nav:
