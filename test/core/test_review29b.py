@@ -17,10 +17,10 @@ stale prompt, the LLM seeing a graph that is not the graph.
 from __future__ import annotations
 
 import copy
-import random
-import sys
 import json
 import pickle
+import random
+import sys
 import threading
 
 from sayplan_core.graph.model import Node, SceneGraph
@@ -135,7 +135,9 @@ def test_replace_moves_and_agent() -> None:
     agent = copy.deepcopy(live.nodes["agent"])
     agent.attributes["location"] = "room3"
     pen = copy.deepcopy(live.nodes["pen"])
-    apply_in_place(live, GraphUpdate(upsert=[NodeUpsert(box), NodeUpsert(agent), NodeUpsert(pen, "agent", "inside_hand")]))
+    apply_in_place(
+        live, GraphUpdate(upsert=[NodeUpsert(box), NodeUpsert(agent), NodeUpsert(pen, "agent", "inside_hand")])
+    )
     graphs.append(snapshots.of(live, 4))
     # a link re-weighed, then removed
     apply_in_place(live, GraphUpdate(connect=[("room0", "room1", 7.5)]))
@@ -186,7 +188,9 @@ def test_planner_threads_write_while_the_follower_applies_updates() -> None:
                     agent.attributes["location"] = room
                     update = GraphUpdate(upsert=[NodeUpsert(moved, f"desk{index % 6}", "ontop_of"), NodeUpsert(agent)])
                     if index % 3 == 0:
-                        update.upsert.append(NodeUpsert(Node(f"new{index}", "object"), f"desk{(index + 1) % 6}", "ontop_of"))
+                        update.upsert.append(
+                            NodeUpsert(Node(f"new{index}", "object"), f"desk{(index + 1) % 6}", "ontop_of")
+                        )
                     if index % 3 == 2:
                         update.remove.append(f"new{index - 2}")
                     apply_in_place(live, update)
@@ -239,14 +243,16 @@ def test_long_random_history_across_the_wrap_and_bulk_changes() -> None:
             elif op == "bulk_add" and rng.random() < 0.1:
                 for index in range(rng.randint(60, 90)):
                     node_id = f"{rng.choice('abz')}{count}_{index}"
-                    live.add_node(Node(node_id, "object"), rng.choice(sorted(live.type_index("workspace"))), "inside_of")
+                    live.add_node(
+                        Node(node_id, "object"), rng.choice(sorted(live.type_index("workspace"))), "inside_of"
+                    )
             elif op == "bulk_remove":
                 leaves = [n for n in ids if live.nodes[n].type == "object" and not live.children(n)]
                 for node_id in rng.sample(leaves, min(len(leaves), rng.randint(1, 80))):
                     live.remove_node(node_id)
             elif op == "replace":
                 node = copy.deepcopy(live.nodes[rng.choice(ids)])
-                node.name = rng.choice(["", "Ünï \"name\"", "other"]) or node.id.replace("_", " ")
+                node.name = rng.choice(["", 'Ünï "name"', "other"]) or node.id.replace("_", " ")
                 if node.type != "agent":
                     node.attributes = rng.choice([{}, {"k": [1, 2]}])
                 live.replace_node(node)
