@@ -204,6 +204,13 @@ class SceneGraph:
         seen: between two graphs of one log, only the ids logged between their two counts can differ."""
         return self._log, len(self._log) if self._log_at is None else self._log_at
 
+    def __getstate__(self) -> dict[str, Any]:
+        """Pickled or deep-copied: untracked, as copy() is. The caches hold locks (they cannot be pickled), and a
+        deep copy is the usual copy-then-edit idiom: edited in place, tracked stamps would keep stale text."""
+        state = dict(self.__dict__)
+        state.update(_stamps=None, _derived={}, _log=[], _log_at=None)
+        return state
+
     def _touch(self, *node_ids: str | None) -> None:
         stamps = self._stamps
         if stamps is not None:
@@ -307,13 +314,16 @@ class SceneGraph:
         return None
 
     def nav_component(self, node_id: str) -> int:
-        """Index of the connected navigation component (cached until the nav layer changes)."""
-        if self._components is None:
-            self._components = {}
+        """Index of the connected navigation component (cached until the nav layer changes). The table is filled
+        before it is published: readers of one snapshot on other threads must never see it half filled."""
+        components = self._components
+        if components is None:
+            components = {}
             for index, members in enumerate(nx.connected_components(self.nav)):
                 for member in members:
-                    self._components[member] = index
-        return self._components.get(node_id, -1)
+                    components[member] = index
+            self._components = components
+        return components.get(node_id, -1)
 
     def neighbours(self, node_id: str) -> list[str]:
         if node_id not in self.nav:
