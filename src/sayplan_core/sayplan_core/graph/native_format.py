@@ -164,7 +164,7 @@ def _parse_position(raw: Any, node_id: str) -> tuple[float, float, float] | None
         raise GraphError(f"node '{node_id}': position must be [x, y] or [x, y, z], got {raw!r}", node_id)
     try:
         values = [float(v) for v in raw]
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # OverflowError: an int past a float's range
         raise GraphError(f"node '{node_id}': position must hold numbers, got {raw!r}", node_id) from None
     if not math.isfinite(sum(values)):
         raise GraphError(f"node '{node_id}': position must be finite, got {raw!r}", node_id)

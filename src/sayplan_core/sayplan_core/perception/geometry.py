@@ -153,7 +153,12 @@ def voxel_downsample(points: Points, voxel: float) -> Points:
     n = len(points)
     if n == 0:
         return points
-    cells = np.floor(points / voxel).astype(np.int64)
+    scaled = np.floor(points / voxel)
+    # a NaN or a cell past +-2^62 would cast to one garbage int64 (distinct points merged without a word); within
+    # that range no difference of two cells overflows
+    if not (scaled.min() >= -(2.0**62) and scaled.max() < 2.0**62):
+        raise ValueError(f"points not finite or beyond int64 cells of {voxel}")
+    cells = scaled.astype(np.int64)
     x, y, z = cells[:, 0], cells[:, 1], cells[:, 2]
     lx, ly, lz = x.min(), y.min(), z.min()
     bx, by, bz = (int(c.max() - low).bit_length() for c, low in ((x, lx), (y, ly), (z, lz)))
