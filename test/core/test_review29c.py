@@ -348,3 +348,30 @@ def test_a_huge_int_coordinate_is_a_graph_error_naming_the_node() -> None:
     with pytest.raises(GraphError) as caught:
         graph_from_dict(rows)
     assert caught.value.node_id == placed[1]
+
+
+@pytest.mark.parametrize("cells", [[], [(0, 0)], [(479, 639)], [(479, 638), (479, 639), (478, 639)]])
+def test_a_detection_of_nothing_or_of_a_few_corner_pixels_gives_no_points(cells: list[tuple[int, int]]) -> None:
+    """Through ObjectMap: an empty mask and 1-3 pixels at the image's corners give an empty cloud, no error."""
+    mask = np.zeros((K.height, K.width), dtype=bool)
+    for cell in cells:
+        mask[cell] = True
+    points = fused_points(np.full((K.height, K.width), 2.0), mask)
+    assert points.shape == (0, 3)
+
+
+def test_a_frame_with_a_nan_pose_adds_nothing_and_raises_nothing() -> None:
+    """Localization lost (a NaN pose): the frame's detections add no object. Before the voxel fix above an all-NaN
+    cloud fell into one NaN voxel (under min_points, skipped); the fix refuses NaN points, so the frame is now
+    skipped before back-projection rather than with a ValueError that would end the perception node."""
+    depth = np.full((K.height, K.width), 2.0, dtype=np.float32)
+    mask = np.zeros(depth.shape, dtype=bool)
+    mask[100:200, 100:200] = True
+    for bad in (np.nan, np.inf):
+        pose = np.eye(4)
+        pose[0, 3] = bad
+        world = ObjectMap(FusionConfig())
+        assert world.integrate(Frame(depth, K, pose, [Detection("box", 0.9, mask)])) == set()
+        assert not world.objects
+    world = ObjectMap(FusionConfig())
+    assert len(world.integrate(Frame(depth, K, np.eye(4), [Detection("box", 0.9, mask)]))) == 1

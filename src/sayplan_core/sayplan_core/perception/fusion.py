@@ -150,6 +150,8 @@ class ObjectMap:
     def detection_points(self, frame: Frame, detection: Detection) -> Points:
         c = self.config
         k = frame.intrinsics
+        if not np.isfinite(frame.pose).all():  # localization lost: no map points from this frame (nor an error)
+            return np.zeros((0, 3))
         v0, u0, window = detection.pixel_window(k.height, k.width)
         pixels = int(window.sum())
         stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
