@@ -51,13 +51,18 @@ def rule_inliers(
         gap = stride * math.hypot(dj / k.fx, di / k.fy)
         return float(np.linalg.norm(points[p] - points[q])) / (gap * math.sqrt(points[p][2] * points[q][2]))
 
-    axis = [e(p, q) for p in points for q in ((p[0], p[1] + 1), (p[0] + 1, p[1])) if q in points]
-    if not axis:
-        return set(), math.inf
-    median = sorted(axis)[(len(axis) - 1) // 2]
-    common = [x for x in axis if x <= 3.0 * median]
-    limit = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
-    margin = min([abs(x - 3.0 * median) / (3.0 * median) for x in axis if median > 0] + [math.inf])
+    # one limit per direction (right, down, down-left, down-right), from that direction's own pairs
+    limits: dict[Pixel, float] = {}
+    margin = math.inf
+    for step in ((0, 1), (1, 0), (1, -1), (1, 1)):
+        pairs = [e(p, q) for p in points if (q := (p[0] + step[0], p[1] + step[1])) in points]
+        if not pairs:
+            continue
+        median = sorted(pairs)[(len(pairs) - 1) // 2]
+        common = [x for x in pairs if x <= 3.0 * median]
+        limits[step] = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
+        if median > 0:
+            margin = min([margin] + [abs(x - 3.0 * median) / (3.0 * median) for x in pairs])
     kept = set()
     for p in points:
         close = 0
@@ -65,6 +70,8 @@ def rule_inliers(
             for dj in (-1, 0, 1):
                 q = (p[0] + di, p[1] + dj)
                 if q != p and q in points:
+                    forward = (di, dj) if di > 0 or (di == 0 and dj > 0) else (-di, -dj)
+                    limit = limits[forward]  # the pair (p, q) exists, so its direction has a limit
                     gap = e(p, q)
                     margin = min(margin, abs(gap - limit) / limit)
                     close += gap <= limit
