@@ -51,18 +51,20 @@ def rule_inliers(
         gap = stride * math.hypot(dj / k.fx, di / k.fy)
         return float(np.linalg.norm(points[p] - points[q])) / (gap * math.sqrt(points[p][2] * points[q][2]))
 
-    # one limit per direction (right, down, down-left, down-right), from that direction's own pairs
+    # a limit on e per axis (right, down), from that axis's own pairs; 1.5 for an axis with no pair
     limits: dict[Pixel, float] = {}
     margin = math.inf
-    for step in ((0, 1), (1, 0), (1, -1), (1, 1)):
+    for step in ((0, 1), (1, 0)):
         pairs = [e(p, q) for p in points if (q := (p[0] + step[0], p[1] + step[1])) in points]
-        if not pairs:
-            continue
-        median = sorted(pairs)[(len(pairs) - 1) // 2]
-        common = [x for x in pairs if x <= 3.0 * median]
-        limits[step] = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
-        if median > 0:
-            margin = min([margin] + [abs(x - 3.0 * median) / (3.0 * median) for x in pairs])
+        limits[step] = 1.5
+        if pairs:
+            median = sorted(pairs)[(len(pairs) - 1) // 2]
+            common = [x for x in pairs if x <= 3.0 * median]
+            limits[step] = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
+            if median > 0:
+                margin = min([margin] + [abs(x - 3.0 * median) / (3.0 * median) for x in pairs])
+    # in metres per metre of depth: one step right, one step down, and a diagonal step as one of each
+    right, down = stride * limits[(0, 1)] / k.fx, stride * limits[(1, 0)] / k.fy
     kept = set()
     for p in points:
         close = 0
@@ -70,11 +72,10 @@ def rule_inliers(
             for dj in (-1, 0, 1):
                 q = (p[0] + di, p[1] + dj)
                 if q != p and q in points:
-                    forward = (di, dj) if di > 0 or (di == 0 and dj > 0) else (-di, -dj)
-                    limit = limits[forward]  # the pair (p, q) exists, so its direction has a limit
-                    gap = e(p, q)
-                    margin = min(margin, abs(gap - limit) / limit)
-                    close += gap <= limit
+                    most = right if di == 0 else down if dj == 0 else right + down
+                    gap = float(np.linalg.norm(points[p] - points[q])) / math.sqrt(points[p][2] * points[q][2])
+                    margin = min(margin, abs(gap - most) / most)
+                    close += gap <= most
         if close >= 3:
             kept.add(p)
     return kept, margin

@@ -110,41 +110,51 @@ def grid_inliers(
     the image grid, before back-projection, instead of a k-NN search in 3D.
 
     The gap between neighbours p and q counts in units of what it would be on a surface facing the camera at their
-    depth, e = |P_p - P_q| / (gap * sqrt(z_p * z_q)), so one limit holds near and far. Each of the four directions
-    (right, down and the two diagonals) has its own limit, from the detection's own pairs in that direction: mean +
-    `std_ratio` standard deviations of the usual ones (e at most `usual` times that direction's lower median, so the
-    outliers sought do not widen it), and never under `floor`. One limit per direction because a surface seen at a
-    shallow angle (a table top from standing height) has e~1 across the slant and e~5-10 along it.
-    Flying pixels at a depth edge (between foreground and background), a line of them along the edge, speckles and
-    a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels, corners included, have 3+.
+    depth, e = |P_p - P_q| / (gap * sqrt(z_p * z_q)), so one limit holds near and far. The horizontal and the
+    vertical direction each have their own limit, from the detection's own right (lower) pairs: mean + `std_ratio`
+    standard deviations of the usual ones (e at most `usual` times that direction's lower median, so the outliers
+    sought do not widen it), and never under `floor` (nor, with no pair, other than `floor`). A diagonal step is a
+    horizontal plus a vertical one, so a diagonal pair is close when its gap is at most the two limits' steps added.
+    Per direction because a surface seen at a shallow angle (a table top from standing height) has e~1 across the
+    slant and e~5-10 along it. Flying pixels at a depth edge (between foreground and background), a line of them
+    along the edge, speckles and a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels,
+    corners included, have 3+.
     """
     xyz, n = grid.xyz, len(grid.valid)
     z = xyz[2]
-    gaps = (grid.gaps[0], grid.gaps[1], grid.gaps[2], grid.gaps[2])
     close = np.zeros(n, dtype=np.int8)
-    for offset, gap in zip((1, grid.width, grid.width - 1, grid.width + 1), gaps, strict=True):
+    most = [0.0, 0.0]  # the largest close gap per metre of depth to the right and to the lower neighbour
+    for index, offset in enumerate((1, grid.width, grid.width - 1, grid.width + 1)):
         a, b = slice(0, max(n - offset, 0)), slice(offset, n)
         d = xyz[:, a] - xyz[:, b]
         d *= d
         ratio = d[0] + d[1]
         ratio += d[2]
         ratio /= z[a] * z[b]  # (e * gap)^2; NaN when either pixel is not valid
-        e = ratio[ratio >= 0.0]  # the valid pairs (NaN compares False)
-        if len(e) == 0:
-            continue  # no pair in this direction: nothing close in it
-        e /= gap * gap
-        np.sqrt(e, out=e)
-        middle = (len(e) - 1) // 2
-        median = float(np.partition(e, middle)[middle])  # the lower median
-        common = e[e <= usual * median]
-        mean = float(np.add.reduce(common)) / len(common)
-        spread = common - mean
-        # the population standard deviation (np.std's), without its Python-level wrapper
-        limit = max(floor, mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common)))
-        near = ratio <= (limit * gap) ** 2
+        if index < 2:
+            gap = grid.gaps[index]
+            most[index] = gap * _axis_limit(ratio / (gap * gap), std_ratio, floor, usual)
+            near = ratio <= most[index] ** 2
+        else:  # a diagonal step: one step right (or left) and one down
+            near = ratio <= (most[0] + most[1]) ** 2
         close[a] += near
         close[b] += near
     return np.asarray(close >= min_close, dtype=np.bool_)  # an invalid pixel has no close neighbour
+
+
+def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float) -> float:
+    """The limit on e from one direction's e^2 (NaN for pairs with an invalid pixel): see `grid_inliers`."""
+    e = squares[squares >= 0.0]  # NaN compares False
+    if len(e) == 0:
+        return floor
+    np.sqrt(e, out=e)
+    middle = (len(e) - 1) // 2
+    median = float(np.partition(e, middle)[middle])  # the lower median
+    common = e[e <= usual * median]
+    mean = float(np.add.reduce(common)) / len(common)
+    spread = common - mean
+    # the population standard deviation (np.std's), without its Python-level wrapper
+    return max(floor, mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common)))
 
 
 def voxel_downsample(points: Points, voxel: float) -> Points:
