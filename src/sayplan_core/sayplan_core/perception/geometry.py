@@ -113,7 +113,7 @@ def grid_inliers(
     depth, e = |P_p - P_q| / (gap * sqrt(z_p * z_q)), so one limit holds near and far. The horizontal and the
     vertical direction each have their own limit, from the detection's own right (lower) pairs: mean + `std_ratio`
     standard deviations of the usual ones (e at most `usual` times that direction's lower median, so the outliers
-    sought do not widen it), and never under `floor` (nor, with no pair, other than `floor`). A diagonal step is a
+    sought do not widen it), never under `floor`, and `floor` for a direction with no pair. A diagonal step is a
     horizontal plus a vertical one, so a diagonal pair is close when its gap is at most the two limits' steps added.
     Per direction because a surface seen at a shallow angle (a table top from standing height) has e~1 across the
     slant and e~5-10 along it. Flying pixels at a depth edge (between foreground and background), a line of them
