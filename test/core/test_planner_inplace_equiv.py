@@ -13,34 +13,20 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
 
 import networkx as nx
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
+from world_shapes import BOUNDED, BUILDINGS, shape
 
-from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.native_format import graph_to_dict
-from sayplan_core.graph.text import graph_records
 from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, PathPlanner
 from sayplan_core.planners.lookplangraph import memory_graph, truth_reveal_hook
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step, check_step
 from sayplan_core.sim.world_state import WorldState
-
-BOUNDED = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-BUILDINGS = {seed: generate_building(BuildingSpec(floors=2, rooms_per_floor=3, seed=seed)) for seed in range(3)}
-
-
-def shape(graph: SceneGraph) -> dict[str, Any]:
-    """What a reader can see of a graph: every node with its fields, parent and relation, and the nav edges."""
-    return {
-        "nodes": {n: (graph.nodes[n], graph.parent(n), graph.relation(n)) for n in graph.nodes},
-        "nav": sorted(tuple(sorted(e)) for e in graph.nav.edges),
-        "records": graph_records(graph),
-    }
 
 
 # ----------------------------------------------------------------------------- WorldState.refresh vs apply_to

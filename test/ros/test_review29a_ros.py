@@ -58,6 +58,16 @@ class StuckConfiguring(Plain):
         return TransitionCallbackReturn.SUCCESS
 
 
+def configure_from_a_shell(ros: Any, stuck: StuckConfiguring) -> None:
+    """Another client (`ros2 lifecycle set` from a shell) starts the node's configure, which stays under way."""
+    shell = ros.node("shell").create_client(ChangeState, "/stuck_node/change_state")
+    assert shell.wait_for_service(timeout_sec=10.0)
+    request = ChangeState.Request()
+    request.transition.id = Transition.TRANSITION_CONFIGURE
+    shell.call_async(request)
+    assert stuck.entered.wait(10.0)
+
+
 def manager(ros: Any, names: list[str], autostart: bool = True, timeout_s: float = 30.0) -> LifecycleManager:
     params = [
         Parameter("node_names", value=names),
@@ -128,12 +138,7 @@ def test_a_node_stuck_in_a_transition_fails_the_startup_once_not_twice(
 ) -> None:
     stuck = ros.add(StuckConfiguring("stuck_node", ros.context))
     try:
-        shell = ros.node("shell").create_client(ChangeState, "/stuck_node/change_state")
-        assert shell.wait_for_service(timeout_sec=10.0)
-        request = ChangeState.Request()
-        request.transition.id = Transition.TRANSITION_CONFIGURE
-        shell.call_async(request)
-        assert stuck.entered.wait(10.0)
+        configure_from_a_shell(ros, stuck)
         boss = manager(ros, ["stuck_node"], timeout_s=2.0)
         assert boss.started.wait(40.0)
         ok, line = boss.startup_result
@@ -148,12 +153,7 @@ def test_a_node_stuck_in_a_transition_fails_the_startup_once_not_twice(
 def test_destroying_the_manager_while_it_waits_for_a_settling_node_ends_its_wait(ros: Any) -> None:
     stuck = ros.add(StuckConfiguring("stuck_node", ros.context))
     try:
-        shell = ros.node("shell").create_client(ChangeState, "/stuck_node/change_state")
-        assert shell.wait_for_service(timeout_sec=10.0)
-        request = ChangeState.Request()
-        request.transition.id = Transition.TRANSITION_CONFIGURE
-        shell.call_async(request)
-        assert stuck.entered.wait(10.0)
+        configure_from_a_shell(ros, stuck)
         params = [
             Parameter("node_names", value=["stuck_node"]),
             Parameter("node_wait_s", value=10.0),
@@ -209,12 +209,7 @@ def test_a_node_that_goes_silent_while_it_is_waited_for_fails_the_startup_naming
     node_wait_s per question, and the line names the node."""
     stuck = ros.add(StuckConfiguring("stuck_node", ros.context))
     try:
-        shell = ros.node("shell").create_client(ChangeState, "/stuck_node/change_state")
-        assert shell.wait_for_service(timeout_sec=10.0)
-        request = ChangeState.Request()
-        request.transition.id = Transition.TRANSITION_CONFIGURE
-        shell.call_async(request)
-        assert stuck.entered.wait(10.0)
+        configure_from_a_shell(ros, stuck)
         params = [
             Parameter("node_names", value=["stuck_node"]),
             Parameter("node_wait_s", value=2.0),
