@@ -110,6 +110,7 @@ class PerceptionNode(Node):
         self._info: CameraInfo | None = None
         self.frames_fused = 0
         self.frames_skipped = 0  # detections whose depth image, pose or camera info never arrived
+        self.updates_sent = 0  # non-empty updates handed to apply_graph_update (an empty one is never sent)
         self._not_applied: deque[GraphUpdate] = deque()  # filled by response callbacks, drained with the mapper
         group = MutuallyExclusiveCallbackGroup()  # frames are fused one at a time, in order
         self._follower = GraphFollower(self)
@@ -181,6 +182,7 @@ class PerceptionNode(Node):
             self._not_applied.append(update)
             return
         future = self._updates.call_async(ApplyGraphUpdate.Request(update=update_to_msg(update)))
+        self.updates_sent += 1
         future.add_done_callback(lambda done: self._on_applied(done, update))
 
     def _on_applied(self, future: Future, update: GraphUpdate) -> None:
