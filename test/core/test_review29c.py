@@ -140,6 +140,19 @@ def test_a_pole_one_grid_pixel_wide_is_kept(orientation: str) -> None:
     assert np.allclose(points[:, 2], 2.0)
 
 
+def test_flying_pixels_between_the_pole_and_the_wall_go() -> None:
+    """The same rod with a flying pixel on either side (depths a third and two thirds of the way to the wall) and a
+    mask bled over them and a pixel of the wall: only the rod's points are fused."""
+    mask = rod("vertical")
+    depth = np.where(mask, 2.0, 4.0)
+    depth[40:440, 300], depth[40:440, 303] = 2.7, 3.3
+    grown = np.zeros(mask.shape, dtype=bool)
+    grown[40:440, 298:306] = True
+    points = fused_points(depth, grown)
+    assert len(points) >= FusionConfig().min_points
+    assert np.allclose(points[:, 2], 2.0)
+
+
 # ---------------------------------------------------------------------------------------- perception: held up
 def test_invalid_depths_are_never_kept_and_raise_no_warning() -> None:
     """16UC1 zeros, NaN, +-inf, negative and beyond-range depths in a camera-facing patch: only the valid pixels
