@@ -180,17 +180,16 @@ _STEP_LIMIT = np.array([2, 1, 2, 0, 0, 2, 1, 2])
 
 def _stands_out(grid: PixelGrid, pixels: NDArray[np.intp], right: float, down: float) -> NDArray[np.bool_]:
     """Per grid pixel (flat index): is every neighbour that is not one of its close masked ones, read from the
-    depth image whatever the mask, either without a valid depth or farther and not close? See `grid_inliers`."""
+    depth image whatever the mask, either without a valid depth or not nearer and not close? See `grid_inliers`."""
     rows, cols = np.divmod(pixels, grid.width)
     r = rows + _STEPS[:, 0, None]  # (8, pixels)
     c = cols + _STEPS[:, 1, None]
     s, k, image = grid.stride, grid.k, grid.image
     iy, ix = grid.first[0] + r * s, grid.first[1] + c * s  # in `image`
     inside = (iy >= 0) & (iy < image.shape[0]) & (ix >= 0) & (ix < image.shape[1])
-    zq = np.full(r.shape, np.nan)
-    zq[inside] = image[iy[inside], ix[inside]]
+    zq = image[iy.clip(0, image.shape[0] - 1), ix.clip(0, image.shape[1] - 1)].astype(np.float64)
     with np.errstate(invalid="ignore"):  # NaN depths compare False
-        seen = (zq > 0.0) & (zq < grid.max_depth)
+        seen = inside & (zq > 0.0) & (zq < grid.max_depth)
     zq[~seen] = np.nan  # no arithmetic on zeros and infinities (nor their warnings)
     # the same arithmetic as pixel_grid and grid_inliers, so a masked neighbour is close here as it was there
     xq = np.divide((ix + grid.origin[1] - k.cx) * zq, k.fx)
@@ -199,14 +198,19 @@ def _stands_out(grid: PixelGrid, pixels: NDArray[np.intp], right: float, down: f
     ratio = (p[0] - xq) ** 2 + (p[1] - yq) ** 2
     ratio += (p[2] - zq) ** 2
     ratio /= p[2] * zq
-    limit = np.array([right, down, right + down])[_STEP_LIMIT]
-    near = ratio <= (limit**2)[:, None]  # NaN (no valid depth) compares False
-    height = len(grid.valid) // grid.width
-    in_grid = (r >= 0) & (r < height) & (c >= 0) & (c < grid.width - 1)
-    masked = np.zeros(r.shape, dtype=bool)
-    masked[in_grid] = grid.valid[r[in_grid] * grid.width + c[in_grid]]
-    veto = seen & np.where(near, ~masked, zq < p[2])
+    near = ratio <= _limit_squares(right, down)  # NaN (no valid depth) compares False
+    # masked: inside the grid (the padding column never valid) and valid there
+    masked = (r >= 0) & (r < len(grid.valid) // grid.width) & (c >= 0)
+    masked &= grid.valid[(r * grid.width + c).clip(0, len(grid.valid) - 1)]
+    veto = np.where(near, ~masked, zq < p[2])
+    veto &= seen
     return np.asarray(~veto.any(axis=0), dtype=np.bool_)
+
+
+def _limit_squares(right: float, down: float) -> NDArray[np.float64]:
+    """The squared limit per step of _STEPS, as a column against (8, pixels) arrays."""
+    limit = np.array([right, down, right + down])[_STEP_LIMIT]
+    return np.asarray((limit**2)[:, None], dtype=np.float64)
 
 
 def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float, ceiling: float) -> float:
