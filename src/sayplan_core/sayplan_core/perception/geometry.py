@@ -67,8 +67,9 @@ def pixel_grid(
 ) -> PixelGrid:
     """The camera-frame grid of the masked window `depth` whose top-left pixel is `origin` (row, column).
 
-    `image`, the whole depth image the window was cut from (`depth` is `image[origin[0]:, origin[1]:]`'s corner),
-    lets the thin-object test see the depth one grid step beyond the window; without it nothing is known there.
+    `image`, the whole depth image the window was cut from (`depth` is its part from row `origin[0]` and column
+    `origin[1]` on), lets the thin-object test see the depth one grid step beyond the window; without it nothing
+    is known there.
     """
     if depth.shape != mask.shape:
         raise ValueError(f"depth {depth.shape} and mask {mask.shape} differ in size")
@@ -143,7 +144,7 @@ def grid_inliers(
     a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels, corners included, have 3+.
     A pixel with exactly 2 (on a line: a rod, a cable, one grid pixel wide) is kept when it stands out in front:
     each of its other neighbours in the depth image, masked or not and one step past the window too, has no valid
-    depth or is farther and not close. A flying pixel has the nearer side of its edge next to it, and a sliver
+    depth or is neither nearer nor close. A flying pixel has the nearer side of its edge next to it, and a sliver
     a close neighbour outside the mask.
     """
     xyz, n = grid.xyz, len(grid.valid)
