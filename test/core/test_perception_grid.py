@@ -2,8 +2,9 @@
 
 `grid_inliers` is checked against the rule written out pixel by pixel (dictionaries and loops, no shifted arrays),
 on small random depth images with holes, spikes and masks; a depth edge with flying pixels between the foreground
-and the background must lose every flying pixel and keep the surfaces. `voxel_downsample` is checked against a
-dictionary of voxels, in both of its sorting paths, including the order of its output.
+and the background must lose every flying pixel and keep the surfaces. A thin object one grid pixel wide (a rod,
+a cable) is kept in any orientation, and the flying pixels between it and the wall behind it go. `voxel_downsample`
+is checked against a dictionary of voxels, in both of its sorting paths, including the order of its output.
 """
 
 from __future__ import annotations
