@@ -2,8 +2,9 @@
 
 `grid_inliers` is checked against the rule written out pixel by pixel (dictionaries and loops, no shifted arrays),
 on small random depth images with holes, spikes and masks; a depth edge with flying pixels between the foreground
-and the background must lose every flying pixel and keep the surfaces. `voxel_downsample` is checked against a
-dictionary of voxels, in both of its sorting paths, including the order of its output.
+and the background must lose every flying pixel and keep the surfaces. A thin object one grid pixel wide (a rod,
+a cable) is kept in any orientation, and the flying pixels between it and the wall behind it go. `voxel_downsample`
+is checked against a dictionary of voxels, in both of its sorting paths, including the order of its output.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
+from scipy import ndimage
 from scipy.spatial import cKDTree
 
 from sayplan_core.perception.fusion import Detection, Frame, FusionConfig, MapObject, ObjectMap
@@ -34,16 +36,40 @@ Pixel = tuple[int, int]
 
 
 def rule_inliers(
-    depth: np.ndarray, mask: np.ndarray, k: CameraIntrinsics, stride: int, max_depth: float, origin: Pixel
+    depth: np.ndarray,
+    mask: np.ndarray,
+    k: CameraIntrinsics,
+    stride: int,
+    max_depth: float,
+    origin: Pixel,
+    image: np.ndarray | None = None,
 ) -> tuple[set[Pixel], float]:
-    """The kept grid pixels by the written rule, and how close any decision came to its limit (relative)."""
+    """The kept grid pixels by the written rule, and how close any decision came to its limit (relative).
+
+    `image`: the whole depth image the window `depth` was cut from at `origin`; without it nothing is seen beyond
+    the window.
+    """
+    at = (0, 0) if image is None else origin  # the window's first pixel in `image`
+    seen_image = depth if image is None else image
+
+    def seen(p: Pixel) -> np.ndarray | None:
+        """The 3D point of grid pixel p whatever the mask (None: outside the image or no valid depth there)."""
+        row, col = at[0] + p[0] * stride, at[1] + p[1] * stride
+        if not (0 <= row < seen_image.shape[0] and 0 <= col < seen_image.shape[1]):
+            return None
+        d = float(seen_image[row, col])
+        if not (math.isfinite(d) and 0.0 < d < max_depth):
+            return None
+        u, v = origin[1] + p[1] * stride, origin[0] + p[0] * stride
+        return np.array([(u - k.cx) * d / k.fx, (v - k.cy) * d / k.fy, d])
+
+    # the valid pixels: masked, with a valid depth
     points: dict[Pixel, np.ndarray] = {}
-    for i, row in enumerate(range(0, depth.shape[0], stride)):
-        for j, col in enumerate(range(0, depth.shape[1], stride)):
-            d = float(depth[row, col])
-            if mask[row, col] and math.isfinite(d) and 0.0 < d < max_depth:
-                u, v = col + origin[1], row + origin[0]
-                points[(i, j)] = np.array([(u - k.cx) * d / k.fx, (v - k.cy) * d / k.fy, d])
+    for i in range(len(range(0, depth.shape[0], stride))):
+        for j in range(len(range(0, depth.shape[1], stride))):
+            point = seen((i, j))
+            if mask[i * stride, j * stride] and point is not None:
+                points[(i, j)] = point
 
     def e(p: Pixel, q: Pixel) -> float:
         """The 3D gap over the gap of a camera-facing surface at their depth."""
@@ -51,7 +77,7 @@ def rule_inliers(
         gap = stride * math.hypot(dj / k.fx, di / k.fy)
         return float(np.linalg.norm(points[p] - points[q])) / (gap * math.sqrt(points[p][2] * points[q][2]))
 
-    # a limit on e per axis (right, down), from that axis's own pairs; 1.5 for an axis with no pair
+    # a limit on e per axis (right, down), from that axis's own pairs, within [1.5, 12]; 1.5 for an axis with no pair
     limits: dict[Pixel, float] = {}
     margin = math.inf
     for step in ((0, 1), (1, 0)):
@@ -60,23 +86,30 @@ def rule_inliers(
         if pairs:
             median = sorted(pairs)[(len(pairs) - 1) // 2]
             common = [x for x in pairs if x <= 3.0 * median]
-            limits[step] = max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common))
+            limits[step] = min(12.0, max(1.5, statistics.fmean(common) + 2.0 * statistics.pstdev(common)))
             if median > 0:
                 margin = min([margin] + [abs(x - 3.0 * median) / (3.0 * median) for x in pairs])
     # in metres per metre of depth: one step right, one step down, and a diagonal step as one of each
     right, down = stride * limits[(0, 1)] / k.fx, stride * limits[(1, 0)] / k.fy
     kept = set()
     for p in points:
-        close = 0
+        close = 0  # masked neighbours within the limit
+        stands_out = True  # every other neighbour with a valid depth, masked or not, is not nearer and not close
         for di in (-1, 0, 1):
             for dj in (-1, 0, 1):
                 q = (p[0] + di, p[1] + dj)
-                if q != p and q in points:
-                    most = right if di == 0 else down if dj == 0 else right + down
-                    gap = float(np.linalg.norm(points[p] - points[q])) / math.sqrt(points[p][2] * points[q][2])
-                    margin = min(margin, abs(gap - most) / most)
-                    close += gap <= most
-        if close >= 3:
+                other = seen(q)
+                if q == p or other is None:
+                    continue
+                most = right if di == 0 else down if dj == 0 else right + down
+                gap = float(np.linalg.norm(points[p] - other)) / math.sqrt(points[p][2] * other[2])
+                margin = min(margin, abs(gap - most) / most)
+                if gap <= most and q in points:
+                    close += 1
+                elif gap <= most or other[2] < points[p][2]:
+                    stands_out = False
+        # a surface's pixel, or one on a line one grid pixel wide standing out in front of what is around it
+        if close >= 3 or (close == 2 and stands_out):
             kept.add(p)
     return kept, margin
 
@@ -116,6 +149,49 @@ def test_grid_inliers_follow_the_written_rule(
     expected, margin = rule_inliers(depth, mask, k, stride, 5.0, (5, 7))
     assume(margin > 1e-9)  # no pair within rounding of the limit
     assert kept_pixels(depth, mask, k, stride, 5.0) == expected
+
+
+@BOUNDED
+@given(
+    st.integers(0, 10_000),
+    st.integers(6, 14),
+    st.integers(6, 14),
+    st.sampled_from([1, 2, 3]),
+    st.integers(1, 4),
+    st.booleans(),
+)
+def test_grid_inliers_follow_the_written_rule_around_thin_lines(
+    seed: int, height: int, width: int, stride: int, lines: int, around: bool
+) -> None:
+    """Thin lines (digital lines in any direction, one pixel wide) in front of or behind a noisy background with
+    holes, flying pixels beside them and a ragged mask over lines, their neighbours and some background; the window
+    cut from a larger image whose depth (beyond the window too) the thin-object test reads, or alone."""
+    rng = np.random.default_rng(seed)
+    k = CameraIntrinsics(float(rng.uniform(20, 60)), float(rng.uniform(20, 60)), 12.0, 10.0, 30, 24)
+    big = rng.uniform(1.0, 4.0) + rng.normal(0.0, rng.uniform(0.0, 0.02), (24, 30))
+    drawn = np.zeros(big.shape, dtype=bool)
+    for _ in range(lines):
+        start = (int(rng.integers(0, 24)), int(rng.integers(0, 30)))
+        for i, j in grid_line(float(rng.uniform(0, 2 * math.pi)), int(rng.integers(2, 20))):
+            at = (start[0] + i * stride, start[1] + j * stride)
+            if 0 <= at[0] < 24 and 0 <= at[1] < 30:
+                drawn[at] = True
+        big[drawn] = rng.uniform(0.5, 5.0)
+    beside = ndimage.binary_dilation(drawn, iterations=stride) & ~drawn
+    flying = beside & (rng.random(big.shape) < 0.5)
+    big[flying] = rng.uniform(0.5, 5.0, int(flying.sum()))
+    big[rng.random(big.shape) < 0.05] = 0.0
+    big[rng.random(big.shape) < 0.05] = np.nan
+    mask = (drawn | beside | (rng.random(big.shape) < 0.3)) & (rng.random(big.shape) > 0.1)
+    top, left = int(rng.integers(0, 24 - height + 1)), int(rng.integers(0, 30 - width + 1))
+    window = (slice(top, top + height), slice(left, left + width))
+    big = big.astype(np.float32)
+    image = big if around else None
+    expected, margin = rule_inliers(big[window], mask[window], k, stride, 4.5, (top, left), image)
+    assume(margin > 1e-9)
+    grid = pixel_grid(big[window], mask[window], k, stride, 4.5, (top, left), image)
+    keep = grid_inliers(grid).reshape(-1, grid.width)
+    assert {(int(i), int(j)) for i, j in zip(*np.nonzero(keep), strict=True)} == expected
 
 
 def depth_edge(phase: int) -> tuple[np.ndarray, np.ndarray, CameraIntrinsics, np.ndarray]:
@@ -310,3 +386,133 @@ def test_merge_check_with_box_bounds_decides_as_the_full_overlap(seed: int, samp
             overlap = fmap.overlap(points, obj)
             for share in (0.0, 0.1, 0.5, 0.9, overlap, overlap + 1e-12, 1.0):
                 assert fmap._overlap_reaches(points, obj, share) == (overlap >= share)
+
+
+# ------------------------------------------------------------------------------ thin objects one grid pixel wide
+THIN = CameraIntrinsics(554.0, 554.0, 119.5, 119.5, 240, 240)  # a 640x480, 60-degree camera's focal length
+
+
+def grid_line(angle: float, length: int) -> list[Pixel]:
+    """An 8-connected digital line (Bresenham) of `length` steps at `angle` (radians, 0: along a row), from the
+    origin: each pixel but the ends has exactly its two neighbours on the line."""
+    di, dj = round(length * math.sin(angle)), round(length * math.cos(angle))
+    steps = max(abs(di), abs(dj), 1)
+    return [(round(t * di / steps), round(t * dj / steps)) for t in range(steps + 1)]
+
+
+def blocks(shape: tuple[int, int], line: list[Pixel], stride: int, top: int, left: int) -> np.ndarray:
+    """The image pixels of the grid pixels `line` (each a stride x stride block) placed at (top, left)."""
+    out = np.zeros(shape, dtype=bool)
+    for i, j in line:
+        out[top + i * stride : top + (i + 1) * stride, left + j * stride : left + (j + 1) * stride] = True
+    return out
+
+
+def kept_in_image(depth: np.ndarray, mask: np.ndarray, k: CameraIntrinsics, stride: int) -> np.ndarray:
+    """grid_inliers through the detection's window (the mask's bounding box) with the whole image around it, as
+    ObjectMap.detection_points runs it; the answer as an image-sized mask of the kept pixels."""
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    v0, u0 = int(rows[0]), int(cols[0])
+    window = (slice(v0, int(rows[-1]) + 1), slice(u0, int(cols[-1]) + 1))
+    grid = pixel_grid(depth[window], mask[window], k, stride, 8.0, (v0, u0), depth)
+    keep = grid_inliers(grid).reshape(-1, grid.width)[:, :-1]
+    out = np.zeros(depth.shape, dtype=bool)
+    out[window][::stride, ::stride] = keep
+    return out
+
+
+@BOUNDED
+@given(
+    st.floats(0.0, math.pi),
+    st.integers(6, 60),
+    st.sampled_from([1, 2, 3]),
+    st.floats(0.5, 4.0),
+    st.sampled_from(["wall", "nothing"]),
+    st.floats(0.3, 3.0),
+)
+@example(angle=math.pi / 2, length=40, stride=2, near=2.0, behind="wall", step=2.0)  # a pole
+@example(angle=0.0, length=40, stride=2, near=2.0, behind="wall", step=2.0)  # a cable
+@example(angle=math.pi / 4, length=40, stride=2, near=2.0, behind="wall", step=2.0)
+@example(angle=3 * math.pi / 4, length=40, stride=2, near=2.0, behind="nothing", step=2.0)
+def test_a_line_one_grid_pixel_wide_is_kept_in_any_orientation(
+    angle: float, length: int, stride: int, near: float, behind: str, step: float
+) -> None:
+    """A rod or cable whose mask is one grid pixel wide (review29c finding 2), standing in front of a wall or of
+    nothing (no valid depth): every pixel of it but its two ends is kept, whatever its orientation."""
+    k = THIN
+    line = grid_line(angle, length)
+    top, left = 30 - stride * min(i for i, _ in line), 30 - stride * min(j for _, j in line)
+    depth = np.full((k.height, k.width), near + step if behind == "wall" else 0.0)
+    rod = blocks(depth.shape, line, stride, top, left)
+    depth[rod] = near
+    keep = kept_in_image(depth.astype(np.float32), rod, k, stride)
+    for i, j in line[1:-1]:
+        assert keep[top + i * stride, left + j * stride]
+
+
+def four_ring(pixels: list[Pixel]) -> list[Pixel]:
+    """The grid pixels next to `pixels` across a side (not a corner), outside them: a band one grid pixel wide."""
+    inside = set(pixels)
+    return sorted({(i + di, j + dj) for i, j in pixels for di, dj in ((-1, 0), (1, 0), (0, -1), (0, 1))} - inside)
+
+
+def pole_scene(
+    orientation: str, stride: int, near: float, step: float, shares: tuple[float, float], bleed: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A pole one grid pixel wide `near` m away in front of a wall `step` m further, with a band of flying pixels
+    one grid pixel wide between them on either side (at `shares` of the way to the wall), and a mask over the pole,
+    the flying pixels and `bleed` grid pixels of the wall. Returns depth, mask and the middle part (away from
+    the pole's ends) of the pole, the flying pixels and the wall."""
+    angle = {"vertical": math.pi / 2, "horizontal": 0.0, "diagonal": math.pi / 4, "anti-diagonal": 3 * math.pi / 4}
+    line = grid_line(angle[orientation], 60 // stride)
+    top, left = 40 - stride * min(i for i, _ in line), 40 - stride * min(j for _, j in line)
+    depth = np.full((THIN.height, THIN.width), near + step)
+    pole = blocks(depth.shape, line, stride, top, left)
+    ring = blocks(depth.shape, four_ring(line), stride, top, left)
+    v, u = np.mgrid[0 : THIN.height, 0 : THIN.width]
+    (i0, j0), (i1, j1) = line[0], line[-1]
+    side = (u - left - j0 * stride) * (i1 - i0) - (v - top - i0 * stride) * (j1 - j0) > 0
+    depth[ring & side] = near + shares[0] * step
+    depth[ring & ~side] = near + shares[1] * step
+    depth[pole] = near
+    mask = pole | ring
+    if bleed:
+        mask |= blocks(depth.shape, four_ring(line + four_ring(line)), stride, top, left)
+    middle = ndimage.binary_dilation(blocks(depth.shape, line[4:-4], stride, top, left), iterations=3 * stride)
+    wall = mask & ~pole & ~ring
+    return depth.astype(np.float32), mask, pole & middle, ring & middle, wall & middle
+
+
+@BOUNDED
+@given(
+    st.sampled_from(["vertical", "horizontal", "diagonal", "anti-diagonal"]),
+    st.sampled_from([1, 2]),
+    st.floats(0.5, 3.0),
+    st.floats(0.5, 3.0),
+    st.floats(0.2, 0.8),
+    st.floats(0.2, 0.8),
+    st.integers(0, 1),
+)
+def test_flying_pixels_between_a_thin_pole_and_the_wall_behind_it_go(
+    orientation: str, stride: int, near: float, step: float, first: float, second: float, bleed: int
+) -> None:
+    """The pole is kept, the flying pixels between it and the wall all go, and so does a sliver of the wall one
+    grid pixel wide in the mask. Flying pixels nearer to the pole or the wall than the limits' ceiling (12 steps
+    of a camera-facing surface) are a surface to any local test and are not tried; nor are flying pixels at alike
+    depths on both sides of a diagonal pole, which touch diagonally across it (a surface behind the pole)."""
+    k = THIN
+    gaps = [first, 1.0 - first, second, 1.0 - second]
+    if orientation in ("diagonal", "anti-diagonal"):
+        gaps.append(abs(first - second))
+    # the smallest depth jump in camera-facing steps (the diagonal limit is the two axes' added: 24 at most)
+    assume(min(gaps) * step * k.fx / (stride * (near + step)) > 30.0)
+    depth, mask, pole, flying, wall = pole_scene(orientation, stride, near, step, (first, second), bleed)
+    keep = kept_in_image(depth, mask, k, stride)
+    sampled = np.zeros(depth.shape, dtype=bool)
+    rows, cols = np.flatnonzero(mask.any(axis=1)), np.flatnonzero(mask.any(axis=0))
+    sampled[rows[0] :: stride, cols[0] :: stride] = True
+    assert (flying & sampled).any()
+    assert not (keep & flying).any()
+    if bleed:
+        assert not (keep & wall).any()
+    assert (keep & pole).sum() == (pole & sampled).sum()

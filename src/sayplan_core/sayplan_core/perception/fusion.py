@@ -156,8 +156,9 @@ class ObjectMap:
         pixels = int(window.sum())
         stride = max(c.stride, int(np.ceil(np.sqrt(pixels / c.max_pixels)))) if pixels else c.stride
         depth = frame.depth[v0 : v0 + window.shape[0], u0 : u0 + window.shape[1]]
-        grid = pixel_grid(depth, window, k, stride, c.max_depth, (v0, u0))
-        # outliers (flying pixels at depth edges, speckles) go on the image grid, before back-projection
+        grid = pixel_grid(depth, window, k, stride, c.max_depth, (v0, u0), frame.depth)
+        # outliers (flying pixels at depth edges, speckles) go on the image grid, before back-projection; a thin
+        # object's test looks at the depth around the mask
         return voxel_downsample(to_map(grid, grid_inliers(grid), frame.pose), c.voxel)
 
     def _candidates(self, points: Points) -> list[str]:

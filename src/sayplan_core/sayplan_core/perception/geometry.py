@@ -39,13 +39,21 @@ class PixelGrid:
 
     Each row carries one padding pixel at its end (never valid), so the pixels left and right of a row's ends are
     padding rather than the neighbouring row's: a neighbour in the grid is then a fixed offset in the flat arrays
-    (1 right, `width` down, `width` -+ 1 diagonally), and numpy works on contiguous slices.
+    (1 right, `width` down, `width` -+ 1 diagonally), and numpy works on contiguous slices. The depth image the
+    window was cut from stays at hand: the thin-object test of `grid_inliers` looks at a few pixels' neighbours
+    whatever the mask says, and beyond the window.
     """
 
     xyz: NDArray[np.float64]  # (3, pixels); NaN where not valid, so no pair with such a pixel is ever close
     valid: NDArray[np.bool_]  # masked, with a finite depth in (0, max_depth)
     width: int  # padded row length
     gaps: tuple[float, float, float]  # the gap to the right, lower and diagonal neighbour per metre of depth
+    image: NDArray[np.floating]  # the depth image around the window (the window itself when none was given)
+    first: tuple[int, int]  # (row, column) in `image` of the grid's first pixel
+    origin: tuple[int, int]  # (row, column) in the camera image of `image`'s first pixel
+    stride: int
+    max_depth: float
+    k: CameraIntrinsics
 
 
 def pixel_grid(
@@ -55,8 +63,14 @@ def pixel_grid(
     stride: int = 1,
     max_depth: float = 10.0,
     origin: tuple[int, int] = (0, 0),
+    image: NDArray[np.floating] | None = None,
 ) -> PixelGrid:
-    """The camera-frame grid of the masked window `depth` whose top-left pixel is `origin` (row, column)."""
+    """The camera-frame grid of the masked window `depth` whose top-left pixel is `origin` (row, column).
+
+    `image`, the whole depth image the window was cut from (`depth` is its part from row `origin[0]` and column
+    `origin[1]` on), lets the thin-object test see the depth one grid step beyond the window; without it nothing
+    is known there.
+    """
     if depth.shape != mask.shape:
         raise ValueError(f"depth {depth.shape} and mask {mask.shape} differ in size")
     sub = depth[::stride, ::stride]
@@ -75,7 +89,8 @@ def pixel_grid(
     np.divide((u - k.cx) * z, k.fx, out=xyz[0])
     np.divide((v - k.cy) * z, k.fy, out=xyz[1])
     gaps = (stride / k.fx, stride / k.fy, stride * float(np.hypot(1 / k.fx, 1 / k.fy)))
-    return PixelGrid(xyz.reshape(3, -1), valid.ravel(), w + 1, gaps)
+    around, first, corner = (depth, (0, 0), origin) if image is None else (image, origin, (0, 0))
+    return PixelGrid(xyz.reshape(3, -1), valid.ravel(), w + 1, gaps, around, first, corner, stride, max_depth, k)
 
 
 def to_map(grid: PixelGrid, keep: NDArray[np.bool_], t_map_cam: NDArray[np.floating]) -> Points:
@@ -104,21 +119,33 @@ def backproject(
 
 
 def grid_inliers(
-    grid: PixelGrid, min_close: int = 3, std_ratio: float = 2.0, floor: float = 1.5, usual: float = 3.0
+    grid: PixelGrid,
+    min_close: int = 3,
+    std_ratio: float = 2.0,
+    floor: float = 1.5,
+    usual: float = 3.0,
+    ceiling: float = 12.0,
 ) -> NDArray[np.bool_]:
-    """The valid grid pixels with at least `min_close` of their 8 grid neighbours close in 3D: outlier removal on
-    the image grid, before back-projection, instead of a k-NN search in 3D.
+    """The valid grid pixels with at least `min_close` of their 8 grid neighbours close in 3D, or on a thin object
+    standing in front of what is around it: outlier removal on the image grid, before back-projection, instead of
+    a k-NN search in 3D.
 
     The gap between neighbours p and q counts in units of what it would be on a surface facing the camera at their
     depth, e = |P_p - P_q| / (gap * sqrt(z_p * z_q)), so one limit holds near and far. The horizontal and the
     vertical direction each have their own limit, from the detection's own right (lower) pairs: mean + `std_ratio`
     standard deviations of the usual ones (e at most `usual` times that direction's lower median, so the outliers
-    sought do not widen it), never under `floor`, and `floor` for a direction with no pair. A diagonal step is a
-    horizontal plus a vertical one, so a diagonal pair is close when its gap is at most the two limits' steps added.
-    Per direction because a surface seen at a shallow angle (a table top from standing height) has e~1 across the
-    slant and e~5-10 along it. Flying pixels at a depth edge (between foreground and background), a line of them
-    along the edge, speckles and a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels,
-    corners included, have 3+.
+    sought do not widen it), within [`floor`, `ceiling`], and `floor` for a direction with no pair. A diagonal step
+    is a horizontal plus a vertical one, so a diagonal pair is close when its gap is at most the two limits' steps
+    added. Per direction because a surface seen at a shallow angle (a table top from standing height) has e~1
+    across the slant and e~5-10 along it; the ceiling (a surface about 85 degrees from facing the camera) because a
+    narrow mask's pairs across are mostly pairs across its depth edges, which would otherwise set the limit.
+
+    Flying pixels at a depth edge (between foreground and background), a line of them along the edge, speckles and
+    a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels, corners included, have 3+.
+    A pixel with exactly 2 (on a line: a rod, a cable, one grid pixel wide) is kept when it stands out in front:
+    each of its other neighbours in the depth image, masked or not and one step past the window too, has no valid
+    depth or is neither nearer nor close. A flying pixel has the nearer side of its edge next to it, and a sliver
+    a close neighbour outside the mask.
     """
     xyz, n = grid.xyz, len(grid.valid)
     z = xyz[2]
@@ -133,16 +160,61 @@ def grid_inliers(
         ratio /= z[a] * z[b]  # (e * gap)^2; NaN when either pixel is not valid
         if index < 2:
             gap = grid.gaps[index]
-            most[index] = gap * _axis_limit(ratio / (gap * gap), std_ratio, floor, usual)
+            most[index] = gap * _axis_limit(ratio / (gap * gap), std_ratio, floor, usual, ceiling)
             near = ratio <= most[index] ** 2
         else:  # a diagonal step: one step right (or left) and one down
             near = ratio <= (most[0] + most[1]) ** 2
         close[a] += near
         close[b] += near
-    return np.asarray(close >= min_close, dtype=np.bool_)  # an invalid pixel has no close neighbour
+    keep = close >= min_close  # an invalid pixel has no close neighbour
+    if min_close > 2:
+        line = np.flatnonzero(close == 2)
+        if len(line):
+            keep[line] = _stands_out(grid, line, most[0], most[1])
+    return np.asarray(keep, dtype=np.bool_)
 
 
-def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float) -> float:
+# the 8 neighbours' (row, column) steps, and which limit each uses: 0 horizontal, 1 vertical, 2 diagonal
+_STEPS = np.array([(-1, -1), (-1, 0), (-1, 1), (0, -1), (0, 1), (1, -1), (1, 0), (1, 1)])
+_STEP_LIMIT = np.array([2, 1, 2, 0, 0, 2, 1, 2])
+
+
+def _stands_out(grid: PixelGrid, pixels: NDArray[np.intp], right: float, down: float) -> NDArray[np.bool_]:
+    """Per grid pixel (flat index): is every neighbour that is not one of its close masked ones, read from the
+    depth image whatever the mask, either without a valid depth or not nearer and not close? See `grid_inliers`."""
+    rows, cols = np.divmod(pixels, grid.width)
+    r = rows + _STEPS[:, 0, None]  # (8, pixels)
+    c = cols + _STEPS[:, 1, None]
+    s, k, image = grid.stride, grid.k, grid.image
+    iy, ix = grid.first[0] + r * s, grid.first[1] + c * s  # in `image`
+    inside = (iy >= 0) & (iy < image.shape[0]) & (ix >= 0) & (ix < image.shape[1])
+    zq = image[iy.clip(0, image.shape[0] - 1), ix.clip(0, image.shape[1] - 1)].astype(np.float64)
+    with np.errstate(invalid="ignore"):  # NaN depths compare False
+        seen = inside & (zq > 0.0) & (zq < grid.max_depth)
+    zq[~seen] = np.nan  # no arithmetic on zeros and infinities (nor their warnings)
+    # the same arithmetic as pixel_grid and grid_inliers, so a masked neighbour is close here as it was there
+    xq = np.divide((ix + grid.origin[1] - k.cx) * zq, k.fx)
+    yq = np.divide((iy + grid.origin[0] - k.cy) * zq, k.fy)
+    p = grid.xyz[:, pixels]
+    ratio = (p[0] - xq) ** 2 + (p[1] - yq) ** 2
+    ratio += (p[2] - zq) ** 2
+    ratio /= p[2] * zq
+    near = ratio <= _limit_squares(right, down)  # NaN (no valid depth) compares False
+    # masked: inside the grid (the padding column never valid) and valid there
+    masked = (r >= 0) & (r < len(grid.valid) // grid.width) & (c >= 0)
+    masked &= grid.valid[(r * grid.width + c).clip(0, len(grid.valid) - 1)]
+    veto = np.where(near, ~masked, zq < p[2])
+    veto &= seen
+    return np.asarray(~veto.any(axis=0), dtype=np.bool_)
+
+
+def _limit_squares(right: float, down: float) -> NDArray[np.float64]:
+    """The squared limit per step of _STEPS, as a column against (8, pixels) arrays."""
+    limit = np.array([right, down, right + down])[_STEP_LIMIT]
+    return np.asarray((limit**2)[:, None], dtype=np.float64)
+
+
+def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float, ceiling: float) -> float:
     """The limit on e from one direction's e^2 (NaN for pairs with an invalid pixel): see `grid_inliers`."""
     e = squares[squares >= 0.0]  # NaN compares False
     if len(e) == 0:
@@ -154,7 +226,8 @@ def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, us
     mean = float(np.add.reduce(common)) / len(common)
     spread = common - mean
     # the population standard deviation (np.std's), without its Python-level wrapper
-    return max(floor, mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common)))
+    limit = mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common))
+    return min(ceiling, max(floor, limit))
 
 
 def voxel_downsample(points: Points, voxel: float) -> Points:
