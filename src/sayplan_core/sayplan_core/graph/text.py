@@ -446,3 +446,98 @@ class _TextFragments(NodeFragments):
                 agent_link = _dumps(f"{location}<->{agent}")
                 edges = f"{edges},{agent_link}" if edges else agent_link
             return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'
+
+
+class ShownRecords:
+    """The text of a subset of one graph's nodes (graph_records + json.dumps, ASCII), for a graph that its owner
+    changes in place between texts and shows again at every step (LookPlanGraph's memory graph): each node's
+    record and its candidate links are kept until the owner says the node changed (`forget`). Why: every step
+    shows every room (1,000 records at 1,000 rooms) and a step changes a handful of nodes.
+
+    A record reads the node, its parent edge and, for assets and workspaces, the room above them; its links read
+    the node's navigation edges and parent. The agent's record reads the first agent's place and hand, so it is
+    always redone. test_lookplangraph_commit_equiv.py checks it against the uncached writer at every step.
+    """
+
+    def __init__(self, graph: SceneGraph) -> None:
+        self.graph = graph
+        self.records: dict[str, str] = {}
+        self.links: dict[str, tuple[list[str], str | None]] = {}  # nav neighbours above the node, its parent
+
+    def forget(self, changed: Iterable[str]) -> None:
+        """The nodes whose fields, parent edge or navigation edges changed (or that were added or removed) since
+        the last text: drop what reads them (their records and links, their neighbours' links, the records of the
+        assets and workspaces that read their room through them)."""
+        graph = self.graph
+        nav_adj: dict[str, dict[str, Any]] = graph.nav._adj
+        ids = set(changed)
+        for node_id in list(ids):
+            ids.update(nav_adj.get(node_id, ()))
+        ids |= room_readers(graph, {node_id for node_id in ids if node_id in graph.nodes})
+        for node_id in ids:
+            self.records.pop(node_id, None)
+            self.links.pop(node_id, None)
+
+    def text(self, node_ids: Iterable[str]) -> str:
+        """json.dumps(graph_records(graph, node_ids), separators=(",", ":")), from the kept records."""
+        graph = self.graph
+        nodes = graph.nodes
+        by_type: dict[str, list[str]] = {t: [] for t in NODE_TYPES}
+        for node_id in node_ids:  # in the given order, repeats kept, as graph_records
+            if node_id in nodes:
+                by_type[nodes[node_id].type].append(node_id)
+        records, writer = self.records, None
+        groups: list[str] = []
+        visible: set[str] = set()
+        for node_type, ids in by_type.items():
+            if not ids:
+                continue
+            ids.sort()
+            visible.update(ids)
+            texts: list[str] = []
+            for node_id in ids:
+                text = records.get(node_id) if node_type != "agent" else None
+                if text is None:
+                    writer = writer or _Writer(graph, False)
+                    text = dumps_ascii(writer.record(node_id))
+                    if node_type != "agent":
+                        records[node_id] = text
+                texts.append(text)
+            groups.append(f'"{node_type}":[{",".join(texts)}]')
+        links: list[str] = []
+        kept = self.links
+        linked = [n for t in _LINKED for n in by_type[t]]
+        linked.sort()
+        for node_id in dict.fromkeys(linked):  # graph_records: each linked node once
+            entry = kept.get(node_id)
+            if entry is None:
+                entry = kept[node_id] = self._link_candidates(node_id)
+            above, parent = entry
+            for other in above:
+                if other in visible:
+                    links.append(f"{node_id}<->{other}")
+            if parent is not None and parent in visible:
+                links.append(f"{parent}<->{node_id}")
+        agent = graph.agent_id
+        if agent in visible:
+            location = graph.agent_location()
+            if location in visible:
+                links.append(f"{location}<->{agent}")
+        edges = ",".join([dumps_ascii(link) for link in links])
+        return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'
+
+    def _link_candidates(self, node_id: str) -> tuple[list[str], str | None]:
+        graph = self.graph
+        node_type = graph.nodes[node_id].type
+        nav_adj: dict[str, dict[str, Any]] = graph.nav._adj
+        above = (
+            sorted(o for o in nav_adj[node_id] if node_id < o)
+            if node_type in _NAV_LINKED and node_id in nav_adj
+            else []
+        )
+        parent = None
+        if node_type in _PARENT_LINKED:
+            for up in graph.tree._pred.get(node_id, {}):
+                parent = str(up)
+                break
+        return above, parent
