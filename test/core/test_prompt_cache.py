@@ -6,7 +6,8 @@ snapshots of earlier versions (older than the cache's last state) and snapshots 
 
 Every mutator is exercised: add_node, set_parent, remove_node, connect, disconnect, set_states, replace_node,
 and updates applied in place (apply_in_place) or refused and rolled back; plus copies, tracked or not.
-The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary."""
+The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary, and the
+ltl planner's grounding catalogue against grounding_hierarchy."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
+from sayplan_core.planners.ltl import grounding_catalogue, grounding_hierarchy
 
 TYPES = ("floor", "room", "pose", "workspace", "asset", "object", "agent")
 OPS = ("add", "move", "remove", "connect", "disconnect", "states", "replace", "update", "bad_update", "snapshot")
@@ -137,6 +139,7 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             with_positions = data.draw(st.booleans())
             assert to_prompt_text(graph, with_positions=with_positions) == uncached(graph, with_positions)
             assert workspace_text(graph) == json.dumps(workspace_dictionary(graph), separators=(",", ":"))
+            assert grounding_catalogue(graph) == json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
             assert sorted_ids(graph) == sorted(graph.nodes)
 
 
@@ -154,3 +157,18 @@ def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -
     assert edited.change_stamps is None
     edited.nodes["fridge"].states = ["open"]
     assert '"open"' in to_prompt_text(edited).split('"fridge"', 1)[1].split("}", 1)[0]
+
+
+def test_a_pose_is_listed_under_the_new_floor_of_its_room() -> None:
+    """The ltl catalogue reads a pose's floor through the room it hangs under: moving the room moves the pose,
+    which keeps its stamp (a case the random sequences rarely build)."""
+    live = start()
+    live.add_node(Node("floor1", "floor"), "building")
+    live.add_node(Node("door", "pose"), "kitchen")
+    snapshots = GraphSnapshots()
+    first = snapshots.of(live, 1)
+    assert grounding_catalogue(first) == json.dumps(grounding_hierarchy(first), separators=(",", ":"))
+    live.set_parent("kitchen", "floor1")
+    second = snapshots.of(live, 2)
+    assert '"floor1":{"rooms":{"kitchen"' in grounding_catalogue(second)
+    assert grounding_catalogue(second) == json.dumps(grounding_hierarchy(second), separators=(",", ":"))
