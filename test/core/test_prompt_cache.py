@@ -7,7 +7,8 @@ snapshots of earlier versions (older than the cache's last state) and snapshots 
 Every mutator is exercised: add_node, set_parent, remove_node, connect, disconnect, set_states, replace_node,
 and updates applied in place (apply_in_place) or refused and rolled back; plus copies, tracked or not.
 The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary, and the
-ltl planner's grounding catalogue against grounding_hierarchy."""
+ltl planner's grounding catalogue against grounding_hierarchy, and its search domain's navigation part (kept
+across versions too) against the domain of an untracked copy."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from sayplan_core.graph.model import PLACEMENTS, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
+from sayplan_core.ltl.domain import SearchDomain
 from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
 from sayplan_core.planners.ltl import grounding_catalogue, grounding_hierarchy
 
@@ -30,6 +32,12 @@ OPS = ("add", "move", "remove", "connect", "disconnect", "states", "replace", "u
 
 def uncached(graph: SceneGraph, with_positions: bool) -> str:
     return json.dumps(graph_records(graph, None, with_positions), separators=(",", ":"), ensure_ascii=False)
+
+
+def navigation(graph: SceneGraph) -> tuple[object, ...]:
+    """What an ltl search domain with no atoms holds: its locations, their index and the moves between them."""
+    domain = SearchDomain(graph, ())
+    return domain.locations, domain.index, domain.moves
 
 
 def start() -> SceneGraph:
@@ -140,6 +148,7 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             assert to_prompt_text(graph, with_positions=with_positions) == uncached(graph, with_positions)
             assert workspace_text(graph) == json.dumps(workspace_dictionary(graph), separators=(",", ":"))
             assert grounding_catalogue(graph) == json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
+            assert navigation(graph) == navigation(graph.copy())
             assert sorted_ids(graph) == sorted(graph.nodes)
 
 

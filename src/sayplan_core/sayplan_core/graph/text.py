@@ -238,7 +238,7 @@ class NodeFragments:
     A lock serialises users: planners on several snapshots at once share one cache.
     """
 
-    #: Whose entries are kept (None: every type).
+    #: The types whose ids are kept sorted in `order` (None: every type; the others' lists stay empty).
     types: frozenset[str] | None = None
 
     def __init__(self) -> None:
@@ -260,7 +260,7 @@ class NodeFragments:
         if not self.stamps:  # first use: everything, with no pass in Python over the nodes but the types'
             self.log, self.count, self.stamps = log, count, dict(stamps)
             self.kind = {node_id: node.type for node_id, node in graph.nodes.items()}
-            self.order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            self.order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
             return set(stamps)
@@ -278,24 +278,31 @@ class NodeFragments:
         moved = gone | {n for n in changed if kind.get(n) != nodes[n].type}
         if len(moved) > 64:  # a fresh graph (or a large change): sort each type once
             self.kind = kind = {node_id: node.type for node_id, node in nodes.items()}
-            self.order = order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            self.order = order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
         else:
             for node_id in moved:
                 old = kind.pop(node_id, None)
-                if old is not None:
+                if old is not None and self._kept(old):
                     ids = order[old]
                     del ids[bisect.bisect_left(ids, node_id)]
                     self.revision[old] += 1
                 if node_id in nodes:
                     new = kind[node_id] = nodes[node_id].type
-                    bisect.insort(order[new], node_id)
-                    self.revision[new] += 1
+                    if self._kept(new):
+                        bisect.insort(order[new], node_id)
+                        self.revision[new] += 1
         for node_id in gone:
             del self.stamps[node_id]
             self.drop(node_id)
         return changed
+
+    def _kept(self, node_type: str) -> bool:
+        return self.types is None or node_type in self.types
+
+    def _sorted(self, graph: SceneGraph) -> dict[str, list[str]]:
+        return {t: sorted(graph.type_index(t)) if self._kept(t) else [] for t in NODE_TYPES}
 
     def stored(self, graph: SceneGraph, ids: set[str]) -> None:
         """The entries of `ids` (nodes of the graph) were redone: they now hold for the graph's stamps."""

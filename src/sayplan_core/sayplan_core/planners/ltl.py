@@ -20,6 +20,7 @@ from __future__ import annotations
 import difflib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -121,6 +122,8 @@ class _CatalogueFragments(NodeFragments):
     either, its ancestors. So a change redoes the rooms and poses at and above the changed nodes and the poses
     just below them (a pose's floor is read through the room it hangs under)."""
 
+    types = frozenset({"floor", "room", "pose"})
+
     def __init__(self) -> None:
         super().__init__()
         self.entries: dict[str, tuple[str, str]] = {}
@@ -133,7 +136,7 @@ class _CatalogueFragments(NodeFragments):
             changed = self.sync(graph)
             nodes = graph.nodes
             reader = GraphReader(graph)
-            redo = changed
+            redo: Iterable[str] = self.order["room"] + self.order["pose"]  # the first text: every entry
             if len(changed) < len(nodes):
                 walked: set[str] = set()
                 for node_id in changed:
