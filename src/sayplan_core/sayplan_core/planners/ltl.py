@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii
+from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, sorted_ids
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.ltl import (
     AutomatonError,
@@ -229,7 +229,8 @@ class LtlPlanner(Planner):
         except AutomatonError as exc:
             result.message = f"the ltl planner cannot run here: {exc}"
             return
-        ids = [n for n, node in graph.nodes.items() if node.type in GROUNDABLE]
+        nodes = graph.nodes
+        ids = [n for n in sorted_ids(graph) if nodes[n].type in GROUNDABLE]  # sorted: _enum keeps them in one pass
         mapping = session.ask(
             "ground",
             [
