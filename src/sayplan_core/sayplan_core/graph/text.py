@@ -157,6 +157,58 @@ class _Writer(GraphReader):
             rec["position"] = [round(v, 2) for v in node.position]
         return rec
 
+    def record_text(self, node_id: str, ascii_only: bool = False) -> str:
+        """dumps(record(node_id)) (compact; ASCII-escaped when `ascii_only`), written as text directly: a
+        whole-graph write makes 10.5k records, and the dict plus an encoder call per record cost a third more."""
+        strings = encode_basestring_ascii if ascii_only else encode_basestring
+        dumps = dumps_ascii if ascii_only else _dumps
+        node = self.nodes[node_id]
+        parts = ['{"id":', strings(node.id)]
+        name = node.name
+        if name and name != node.id.replace("_", " "):
+            parts += [',"name":', strings(name)]
+        node_type = node.type
+        if node_type == "object":
+            for parent, edge in self.pred.get(node_id, _NO_EDGES).items():
+                relation = str(edge["relation"])
+                state = "inside_hand" if relation == "inside_hand" else f"{relation}({parent})"
+                parts += [',"state":', strings(state)]
+                break
+        elif node_type in ("asset", "workspace"):
+            room = self.room_of(node_id)
+            if room:
+                parts += [',"room":', strings(room)]
+            for parent in self.pred.get(node_id, _NO_EDGES):
+                if parent and self.nodes[parent].type == "workspace":
+                    parts += [',"workspace":', strings(parent)]
+                break
+        elif node_type in ("room", "pose"):
+            for parent in self.pred.get(node_id, _NO_EDGES):
+                if parent and self.nodes[parent].type == "floor":
+                    parts += [',"floor":', strings(parent)]
+                break
+        elif node_type == "agent":
+            if self.agent_location:
+                parts += [',"location":', strings(self.agent_location)]
+            if self.held:
+                parts += [',"holding":', strings(self.held)]
+        if node.states:
+            parts += [',"states":', dumps(node.states)]
+        if node.affordances:
+            parts += [',"affordances":', dumps(node.affordances)]
+        if node.attributes:
+            attrs = {k: v for k, v in node.attributes.items() if not (node_type == "agent" and k == "location")}
+            if attrs:
+                parts += [',"attributes":', dumps(attrs)]
+        if self.with_positions and node.position is not None:
+            parts += [',"position":', dumps([round(v, 2) for v in node.position])]
+        parts.append("}")
+        return "".join(parts)
+
+
+#: No hierarchy edges (a node missing from the tree's dicts).
+_NO_EDGES: dict[str, dict[str, Any]] = {}
+
 
 def node_record(graph: SceneGraph, node_id: str, with_positions: bool = False) -> dict[str, Any]:
     """The prompt view of one node: only the fields an LLM planner needs."""
@@ -410,14 +462,14 @@ class _TextFragments(NodeFragments):
             records, links, nodes = self.records, self.links, graph.nodes
             dirty = {t for t in NODE_TYPES if self.revision[t] != self.joined_revision.get(t)}
             links_dirty = bool(dirty & _LINKED_SET)
-            record = writer.record
+            record = writer.record_text
             if len(changed) == len(nodes):  # the first write: every entry, no comparisons
-                self.records = records = {node_id: _dumps(record(node_id)) for node_id in nodes}
+                self.records = records = {node_id: record(node_id) for node_id in nodes}
                 self.links = links = {n: self.links_of(writer, n) for t in _LINKED for n in self.order[t]}
                 dirty, links_dirty = set(NODE_TYPES), True
             for node_id in changed if len(changed) < len(nodes) else ():
                 node_type = nodes[node_id].type
-                text = _dumps(record(node_id))
+                text = record(node_id)
                 if records.get(node_id) != text:  # restamped for its children only: the same record
                     records[node_id] = text
                     dirty.add(node_type)
@@ -444,7 +496,7 @@ class _TextFragments(NodeFragments):
                 if node_type == "agent":  # an agent's record reads the first agent's place and hand: always redone
                     ids = self.order[node_type]
                     if ids:
-                        groups.append(f'"agent":[{",".join([_dumps(writer.record(n)) for n in ids])}]')
+                        groups.append(f'"agent":[{",".join([writer.record_text(n) for n in ids])}]')
                 elif self.joined[node_type]:
                     groups.append(self.joined[node_type])
             edges = self.joined_links
@@ -506,7 +558,7 @@ class ShownRecords:
                 text = records.get(node_id) if node_type != "agent" else None
                 if text is None:
                     writer = writer or _Writer(graph, False)
-                    text = dumps_ascii(writer.record(node_id))
+                    text = writer.record_text(node_id, ascii_only=True)
                     if node_type != "agent":
                         records[node_id] = text
                 texts.append(text)
