@@ -8,13 +8,14 @@ Every mutator is exercised: add_node, set_parent, remove_node, connect, disconne
 and updates applied in place (apply_in_place) or refused and rolled back; plus copies, tracked or not.
 The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary, and the
 ltl planner's grounding catalogue against grounding_hierarchy, and its search domain's navigation part (kept
-across versions too) against the domain of an untracked copy."""
+across versions too) against the domain of an untracked copy, and the navigation components against networkx's."""
 
 from __future__ import annotations
 
 import copy
 import json
 
+import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -38,6 +39,18 @@ def navigation(graph: SceneGraph) -> tuple[object, ...]:
     """What an ltl search domain with no atoms holds: its locations, their index and the moves between them."""
     domain = SearchDomain(graph, ())
     return domain.locations, domain.index, domain.moves
+
+
+def components(graph: SceneGraph) -> list[int]:
+    """SceneGraph.nav_component of every node (kept across versions of a tracked graph while the navigation layer
+    stays the same), in node order."""
+    return [graph.nav_component(node_id) for node_id in graph.nodes]
+
+
+def components_reference(graph: SceneGraph) -> list[int]:
+    """The components by their definition, computed afresh (a copy would inherit the graph's table)."""
+    table = {member: index for index, members in enumerate(nx.connected_components(graph.nav)) for member in members}
+    return [table.get(node_id, -1) for node_id in graph.nodes]
 
 
 def start() -> SceneGraph:
@@ -149,6 +162,7 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             assert workspace_text(graph) == json.dumps(workspace_dictionary(graph), separators=(",", ":"))
             assert grounding_catalogue(graph) == json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
             assert navigation(graph) == navigation(graph.copy())
+            assert components(graph) == components_reference(graph)
             assert sorted_ids(graph) == sorted(graph.nodes)
 
 

@@ -168,6 +168,7 @@ class SceneGraph:
         self.nav: nx.Graph = nx.Graph()
         self._by_type: dict[str, set[str]] = {t: set() for t in NODE_TYPES}
         self._components: dict[str, int] | None = None
+        self._nav_version = 0  # a new stamp whenever the navigation layer changes (nav_component's key)
         self._stamps: dict[str, int] | None = None
         self._derived: dict[str, Any] = {}
         self._log: list[str] = []  # ids as they are restamped, shared with tracked copies
@@ -318,10 +319,16 @@ class SceneGraph:
         before it is published: readers of one snapshot on other threads must never see it half filled."""
         components = self._components
         if components is None:
-            components = {}
-            for index, members in enumerate(nx.connected_components(self.nav)):
-                for member in members:
-                    components[member] = index
+            kept = self._derived.get("nav_components") if self._stamps is not None else None
+            if kept is not None and kept[0] == self._nav_version:  # a tracked copy of the same navigation layer
+                components = kept[1]
+            else:
+                components = {}
+                for index, members in enumerate(nx.connected_components(self.nav)):
+                    for member in members:
+                        components[member] = index
+                if self._stamps is not None:  # shared with the tracked copies (snapshots) of later versions
+                    self._derived["nav_components"] = (self._nav_version, components)
             self._components = components
         return components.get(node_id, -1)
 
@@ -359,7 +366,7 @@ class SceneGraph:
         self.tree.add_node(node.id)
         if node.type in NAV_TYPES:
             self.nav.add_node(node.id)
-            self._components = None
+            self._components, self._nav_version = None, next(_STAMPS)
         self._touch(node.id)
         if parent is not None:
             self.set_parent(node.id, parent, relation)
@@ -393,7 +400,7 @@ class SceneGraph:
         self.tree.remove_node(node_id)
         if node_id in self.nav:
             self.nav.remove_node(node_id)
-            self._components = None
+            self._components, self._nav_version = None, next(_STAMPS)
 
     def connect(self, a: str, b: str, weight: float | None = None) -> None:
         for end in (a, b):
@@ -411,14 +418,14 @@ class SceneGraph:
                 raise GraphError(f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight}", a)
             attrs["weight"] = float(weight)
         self.nav.add_edge(a, b, **attrs)
-        self._components = None
+        self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
         self.nav.remove_edge(a, b)
-        self._components = None
+        self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
@@ -442,7 +449,7 @@ class SceneGraph:
             out.tree = self.tree.copy()
             out.nav = self.nav.copy()
         out._by_type = {k: set(v) for k, v in self._by_type.items()}
-        out._components = self._components
+        out._components, out._nav_version = self._components, self._nav_version
         if tracked and self._stamps is not None:
             out._stamps = dict(self._stamps)
             out._derived, (out._log, out._log_at) = self._derived, self.change_log
