@@ -359,6 +359,7 @@ def test_a_snapshot_node_copies_into_a_plain_node_and_mutators_still_work() -> N
     snapshot = GraphSnapshots().of(live, 1)
     node = snapshot.nodes["cup1"]
     assert isinstance(node, SnapshotNode) and node == live.nodes["cup1"] and live.nodes["cup1"] == node
+    assert repr(node) == repr(live.nodes["cup1"])
     for clone in (
         copy.copy(node),
         copy.deepcopy(node),

@@ -185,6 +185,10 @@ class SnapshotNode(Node):
 
     __hash__ = None  # type: ignore[assignment]  # as Node's (mutable dataclass)
 
+    def __repr__(self) -> str:
+        """As a Node's, so messages and logs read the same whichever graph the node came from."""
+        return "Node" + Node.__repr__(self).removeprefix("SnapshotNode")
+
     def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
         return _plain_node, _fields(self)
 
