@@ -8,7 +8,7 @@ Every mutator is exercised: add_node, set_parent, remove_node, connect, disconne
 and updates applied in place (apply_in_place) or refused and rolled back; plus copies, tracked or not.
 The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary, and the
 ltl planner's grounding catalogue against grounding_hierarchy, and its search domain's navigation part (kept
-across versions too) against the domain of an untracked copy, and the navigation components against networkx's."""
+across versions too) against the domain of an untracked copy, and the navigation components against networkx's; llm_as_planner's schema against answers.plan_schema."""
 
 from __future__ import annotations
 
@@ -24,9 +24,12 @@ from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.ltl.domain import SearchDomain
+from sayplan_core.planners import answers, llm_as_planner
 from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
 from sayplan_core.planners.ltl import grounding_catalogue, grounding_hierarchy
+from sayplan_core.sim.action_set import load_action_set
 
+ACTIONS = load_action_set("sayplan")
 TYPES = ("floor", "room", "pose", "workspace", "asset", "object", "agent")
 OPS = ("add", "move", "remove", "connect", "disconnect", "states", "replace", "update", "bad_update", "snapshot")
 
@@ -164,6 +167,8 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             assert navigation(graph) == navigation(graph.copy())
             assert components(graph) == components_reference(graph)
             assert sorted_ids(graph) == sorted(graph.nodes)
+            schema = llm_as_planner.plan_schema(graph, ACTIONS, sorted_ids(graph))  # its enums kept too
+            assert json.dumps(schema) == json.dumps(answers.plan_schema(ACTIONS, sorted(graph.nodes)))
 
 
 def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -> None:
