@@ -136,7 +136,9 @@ class _CatalogueFragments(NodeFragments):
             changed = self.sync(graph)
             nodes = graph.nodes
             reader = GraphReader(graph)
-            redo: Iterable[str] = self.order["room"] + self.order["pose"]  # the first text: every entry
+            redo: Iterable[str] = self.order["room"] + self.order["pose"]  # every node new to the cache
+            for node_id in self.entries.keys() - set(redo) if len(changed) == len(nodes) else ():
+                del self.entries[node_id]  # a node kept from another history that is no room or pose now
             if len(changed) < len(nodes):
                 walked: set[str] = set()
                 for node_id in changed:
