@@ -311,7 +311,7 @@ class NodeFragments:
         log, count = graph.change_log
         if not self.stamps:  # first use: everything, with no pass in Python over the nodes but the types'
             self.log, self.count, self.stamps = log, count, dict(stamps)
-            self.kind = {node_id: node.type for node_id, node in graph.nodes.items()}
+            self.kind = self._kinds(graph)
             self.order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
@@ -327,9 +327,10 @@ class NodeFragments:
             gone = self.stamps.keys() - stamps.keys() if len(self.stamps) + arrived != len(stamps) else set()
         self.log, self.count = log, count
         nodes, kind, order = graph.nodes, self.kind, self.order
-        moved = gone | {n for n in changed if kind.get(n) != nodes[n].type}
+        # a node moves between the kept lists when its type differs from the one kept for it (untyped: not kept)
+        moved = gone | {n for n in changed if kind.get(n) != (t := nodes[n].type) and (n in kind or self._kept(t))}
         if len(moved) > 64:  # a fresh graph (or a large change): sort each type once
-            self.kind = kind = {node_id: node.type for node_id, node in nodes.items()}
+            self.kind = kind = self._kinds(graph)
             self.order = order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
@@ -352,6 +353,12 @@ class NodeFragments:
 
     def _kept(self, node_type: str) -> bool:
         return self.types is None or node_type in self.types
+
+    def _kinds(self, graph: SceneGraph) -> dict[str, str]:
+        """Node -> type, for the nodes of the kept types (every node when `types` is None)."""
+        if self.types is None:
+            return {node_id: node.type for node_id, node in graph.nodes.items()}
+        return {node_id: t for t in self.types for node_id in graph.type_index(t)}
 
     def _sorted(self, graph: SceneGraph) -> dict[str, list[str]]:
         return {t: sorted(graph.type_index(t)) if self._kept(t) else [] for t in NODE_TYPES}

@@ -130,8 +130,8 @@ class Location:
     position: tuple[float, float, float] | None
 
 
-#: The navigation part of a domain: locations, their index, the moves between them (shared: copy before changing).
-Navigation = tuple[tuple[Location, ...], dict[str, int], tuple[tuple[tuple[int, float], ...], ...]]
+#: The navigation part of a domain: locations, their index, the moves from each (shared: never changed in place).
+Navigation = tuple[tuple[Location, ...], dict[str, int], tuple[list[tuple[int, float]], ...]]
 
 
 def _nav_location(reader: GraphReader, node_id: str) -> Location:
@@ -164,7 +164,7 @@ def _navigation(graph: SceneGraph) -> Navigation:
     for a, b, cost in nav_edge_costs(graph):
         moves[index[a]].append((index[b], cost))
         moves[index[b]].append((index[a], cost))
-    navigation = (locations, index, tuple(tuple(around) for around in moves))
+    navigation = (locations, index, tuple(moves))
     if key is not None:
         graph.derived["ltl_navigation"] = (key, navigation)  # one tuple: readers on other threads see all or none
     return navigation
@@ -191,7 +191,7 @@ class SearchDomain:
         locations, index, moves = _navigation(graph)
         self.locations: list[Location] = list(locations)
         self.index = dict(index)
-        self.moves: list[list[tuple[int, float]]] = [list(around) for around in moves]
+        self.moves: list[list[tuple[int, float]]] = list(moves)  # shared lists: _add_stop replaces, never appends
         self._held = graph.held_object()
         self._by_room: dict[str, list[int]] = {}
         for target in sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held):
@@ -247,7 +247,7 @@ class SearchDomain:
         for j in [self.index[room], *self._by_room.get(room, [])]:
             cost = self._straight(stop, self.locations[j])
             self.moves[i].append((j, cost))
-            self.moves[j].append((i, cost))
+            self.moves[j] = [*self.moves[j], (i, cost)]  # a new list: the navigation part's lists are shared
         self._by_room.setdefault(room, []).append(i)
 
     def explain_unreachable(self, atom: str) -> str:
