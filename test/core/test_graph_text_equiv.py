@@ -16,7 +16,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sayplan_core.graph.model import NODE_TYPES, PLACEMENTS, Node, SceneGraph
-from sayplan_core.graph.text import graph_records, node_record, to_prompt_text
+from sayplan_core.graph.text import _Writer, graph_records, node_record, to_prompt_text
 from sayplan_core.planners.abstract import WORKSPACE_TYPES, workspace_dictionary
 from sayplan_core.planners.ltl import grounding_catalogue
 
@@ -121,7 +121,7 @@ def graphs(draw: st.DrawFn) -> SceneGraph:
     for i in range(draw(st.integers(0, 40))):
         node_type = draw(st.sampled_from(NODE_TYPES))
         node_id = f"{draw(WORDS)}_{i}"
-        name = draw(st.sampled_from(["", node_id.replace("_", " "), f"name {i}"]))
+        name = draw(st.sampled_from(["", node_id.replace("_", " "), f"name {i}", f'Café "{i}"']))
         node = Node(
             node_id,
             node_type,
@@ -165,8 +165,13 @@ def test_graph_text_is_the_straightforward_writers_text(data: st.DataObject, wit
     assert graph_records(graph, node_ids, with_positions) == expected
     text = json.dumps(expected, separators=(",", ":"), ensure_ascii=False)
     assert to_prompt_text(graph, None if node_ids is None else iter(node_ids), with_positions) == text
+    writer = _Writer(graph, with_positions)
     for node_id in graph.nodes:
-        assert node_record(graph, node_id, with_positions) == oracle_record(graph, node_id, with_positions)
+        record = oracle_record(graph, node_id, with_positions)
+        assert node_record(graph, node_id, with_positions) == record
+        for ascii_only in (False, True):  # the record written as text directly (the cached writers' path)
+            encoded = json.dumps(record, separators=(",", ":"), ensure_ascii=ascii_only)
+            assert writer.record_text(node_id, ascii_only) == encoded
 
 
 @given(graphs())

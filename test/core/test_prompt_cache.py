@@ -6,13 +6,16 @@ snapshots of earlier versions (older than the cache's last state) and snapshots 
 
 Every mutator is exercised: add_node, set_parent, remove_node, connect, disconnect, set_states, replace_node,
 and updates applied in place (apply_in_place) or refused and rolled back; plus copies, tracked or not.
-The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary."""
+The abstract planner's workspace dictionary text is checked the same way against workspace_dictionary, and the
+ltl planner's grounding catalogue against grounding_hierarchy, and its search domain's navigation part (kept
+across versions too) against the domain of an untracked copy, and the navigation components against networkx's; llm_as_planner's schema against answers.plan_schema."""
 
 from __future__ import annotations
 
 import copy
 import json
 
+import networkx as nx
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -20,14 +23,38 @@ from sayplan_core.graph.model import PLACEMENTS, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
+from sayplan_core.ltl.domain import SearchDomain
+from sayplan_core.planners import answers, llm_as_planner
 from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
+from sayplan_core.planners.ltl import grounding_catalogue, grounding_hierarchy
+from sayplan_core.sim.action_set import load_action_set
 
+ACTIONS = load_action_set("sayplan")
 TYPES = ("floor", "room", "pose", "workspace", "asset", "object", "agent")
 OPS = ("add", "move", "remove", "connect", "disconnect", "states", "replace", "update", "bad_update", "snapshot")
 
 
 def uncached(graph: SceneGraph, with_positions: bool) -> str:
     return json.dumps(graph_records(graph, None, with_positions), separators=(",", ":"), ensure_ascii=False)
+
+
+def navigation(graph: SceneGraph) -> tuple[object, ...]:
+    """What an ltl search domain with no atoms holds: its locations, their index and the moves between them."""
+    SearchDomain(graph, sorted(graph.type_index("asset")))  # stops added to a domain never reach the kept part
+    domain = SearchDomain(graph, ())
+    return domain.locations, domain.index, domain.moves
+
+
+def components(graph: SceneGraph) -> list[int]:
+    """SceneGraph.nav_component of every node (kept across versions of a tracked graph while the navigation layer
+    stays the same), in node order."""
+    return [graph.nav_component(node_id) for node_id in graph.nodes]
+
+
+def components_reference(graph: SceneGraph) -> list[int]:
+    """The components by their definition, computed afresh (a copy would inherit the graph's table)."""
+    table = {member: index for index, members in enumerate(nx.connected_components(graph.nav)) for member in members}
+    return [table.get(node_id, -1) for node_id in graph.nodes]
 
 
 def start() -> SceneGraph:
@@ -137,7 +164,12 @@ def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) 
             with_positions = data.draw(st.booleans())
             assert to_prompt_text(graph, with_positions=with_positions) == uncached(graph, with_positions)
             assert workspace_text(graph) == json.dumps(workspace_dictionary(graph), separators=(",", ":"))
+            assert grounding_catalogue(graph) == json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
+            assert navigation(graph) == navigation(graph.copy())
+            assert components(graph) == components_reference(graph)
             assert sorted_ids(graph) == sorted(graph.nodes)
+            schema = llm_as_planner.plan_schema(graph, ACTIONS, sorted_ids(graph))  # its enums kept too
+            assert json.dumps(schema) == json.dumps(answers.plan_schema(ACTIONS, sorted(graph.nodes)))
 
 
 def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -> None:
@@ -154,3 +186,18 @@ def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -
     assert edited.change_stamps is None
     edited.nodes["fridge"].states = ["open"]
     assert '"open"' in to_prompt_text(edited).split('"fridge"', 1)[1].split("}", 1)[0]
+
+
+def test_a_pose_is_listed_under_the_new_floor_of_its_room() -> None:
+    """The ltl catalogue reads a pose's floor through the room it hangs under: moving the room moves the pose,
+    which keeps its stamp (a case the random sequences rarely build)."""
+    live = start()
+    live.add_node(Node("floor1", "floor"), "building")
+    live.add_node(Node("door", "pose"), "kitchen")
+    snapshots = GraphSnapshots()
+    first = snapshots.of(live, 1)
+    assert grounding_catalogue(first) == json.dumps(grounding_hierarchy(first), separators=(",", ":"))
+    live.set_parent("kitchen", "floor1")
+    second = snapshots.of(live, 2)
+    assert '"floor1":{"rooms":{"kitchen"' in grounding_catalogue(second)
+    assert grounding_catalogue(second) == json.dumps(grounding_hierarchy(second), separators=(",", ":"))

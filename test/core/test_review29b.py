@@ -16,7 +16,8 @@ stale prompt, the LLM seeing a graph that is not the graph.
 Found and fixed here: a written snapshot could not be deep-copied or pickled (the caches' locks), and a deep copy
 would have kept stamps its in-place edits make stale (SceneGraph.__getstate__ now drops tracking); a snapshot read
 from two threads could answer "no path" for connected places (SceneGraph.nav_component published its table half
-filled). Left as xfail: nothing guards the contract that readers never change a snapshot in place.
+filled); a reader writing into its snapshot's node would have poisoned the shared cache for later versions
+(snapshot nodes now refuse writes, SnapshotNode).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ import threading
 
 import pytest
 
-from sayplan_core.graph.model import Node, SceneGraph
+from sayplan_core.graph.model import GraphError, Node, SceneGraph, SnapshotNode
 from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
@@ -335,22 +336,43 @@ def test_navigation_components_of_a_shared_snapshot_from_two_threads() -> None:
     assert answers.count(-1) == 0, f"{answers.count(-1)} answers said a connected place cannot be reached"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="latent, not fixed: nothing guards the contract that readers never change a snapshot in place. No code "
-    "in src/ does (review29b grepped every in-place write), but one that did would poison the shared cache: the "
-    "record redone from its snapshot keeps the node's stamp, so later versions of the live graph, which never "
-    "had the change, show it until that node changes again (docs say only that graph's own text goes stale)",
-)
 def test_a_reader_writing_into_its_snapshot_does_not_change_later_prompts() -> None:
     live = building()
     snapshots = GraphSnapshots()
     check(snapshots.of(live, 1))
     apply_in_place(live, upsert(live, "cup2", states=["dirty"]))
     second = snapshots.of(live, 2)
-    second.nodes["cup2"].states = ["eaten"]  # the broken contract: a reader edits its snapshot in place
+    with pytest.raises(GraphError, match="snapshot"):  # the broken contract: a reader edits its snapshot in place
+        second.nodes["cup2"].states = ["eaten"]
     to_prompt_text(second)
     apply_in_place(live, upsert(live, "cup0", states=["clean"]))
     third = snapshots.of(live, 3)
     assert '"eaten"' not in str(live.nodes["cup2"].states)
-    check(third)  # fails: version 3's prompt says cup2 is eaten
+    check(third)  # with the write let through, version 3's prompt said cup2 is eaten
+
+
+def test_a_snapshot_node_copies_into_a_plain_node_and_mutators_still_work() -> None:
+    """Snapshot nodes refuse writes (SnapshotNode); what readers do with them otherwise works as with a Node:
+    copies (copy, deepcopy, pickle, SceneGraph.copy) are plain editable nodes, they equal the nodes they copy, and
+    a mutator on the snapshot itself (which then leaves the shared caches) changes a node of its own."""
+    live = building()
+    snapshot = GraphSnapshots().of(live, 1)
+    node = snapshot.nodes["cup1"]
+    assert isinstance(node, SnapshotNode) and node == live.nodes["cup1"] and live.nodes["cup1"] == node
+    assert repr(node) == repr(live.nodes["cup1"])
+    for clone in (
+        copy.copy(node),
+        copy.deepcopy(node),
+        pickle.loads(pickle.dumps(node)),
+        snapshot.copy().nodes["cup1"],
+    ):
+        assert type(clone) is Node and clone == node
+        clone.states = ["edited"]
+        assert node.states == [] and live.nodes["cup1"].states == []
+    with pytest.raises(GraphError):
+        node.name = "renamed"
+    snapshot.set_states("cup1", ["dirty"])
+    assert snapshot.nodes["cup1"].states == ["dirty"] and type(snapshot.nodes["cup1"]) is Node
+    assert live.nodes["cup1"].states == [] and node.states == []
+    check(snapshot)
+    check(GraphSnapshots().of(live, 2))

@@ -158,6 +158,52 @@ class Node:
             limits.check_json_value(value, f"attribute '{key}'")
 
 
+class SnapshotNode(Node):
+    """A node of a snapshot (a tracked copy, graph/snapshots.py): it refuses writes to its fields.
+
+    Why: snapshots share the per-node prompt text of the live graph (graph/text.py), each record kept under the
+    node's change stamp. A reader that changed a snapshot's node in place would have its change written into
+    that record and shown in the prompts of later versions of the live graph, which never had it. A copy of it
+    (copy.copy, copy.deepcopy, pickle) is a plain Node again, for copy-then-edit code; mutators of the graph
+    that holds it (set_states) put a plain copy in its place first.
+    """
+
+    __slots__ = ()
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise GraphError(
+            f"node '{self.id}' belongs to a snapshot shared by its readers and cannot be changed in place; "
+            "copy the graph (SceneGraph.copy) or the node (copy.deepcopy) to edit it",
+            self.id,
+        )
+
+    def __eq__(self, other: object) -> bool:
+        """As a Node's (a snapshot's node equals the plain node it copies)."""
+        if not isinstance(other, Node):
+            return NotImplemented
+        return _fields(self) == _fields(other)
+
+    __hash__ = None  # type: ignore[assignment]  # as Node's (mutable dataclass)
+
+    def __repr__(self) -> str:
+        """As a Node's, so messages and logs read the same whichever graph the node came from."""
+        return "Node" + Node.__repr__(self).removeprefix("SnapshotNode")
+
+    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
+        return _plain_node, _fields(self)
+
+
+def _fields(node: Node) -> tuple[Any, ...]:
+    return node.id, node.type, node.name, node.states, node.affordances, node.attributes, node.position
+
+
+def _plain_node(*fields: Any) -> Node:
+    """A plain Node from a SnapshotNode's fields (its copies and pickles), without __post_init__'s checks."""
+    clone = object.__new__(Node)
+    clone.id, clone.type, clone.name, clone.states, clone.affordances, clone.attributes, clone.position = fields
+    return clone
+
+
 class SceneGraph:
     """A 3DSG: node table, hierarchy tree and navigation graph."""
 
@@ -168,6 +214,7 @@ class SceneGraph:
         self.nav: nx.Graph = nx.Graph()
         self._by_type: dict[str, set[str]] = {t: set() for t in NODE_TYPES}
         self._components: dict[str, int] | None = None
+        self._nav_version = 0  # a new stamp whenever the navigation layer changes (nav_component's key)
         self._stamps: dict[str, int] | None = None
         self._derived: dict[str, Any] = {}
         self._log: list[str] = []  # ids as they are restamped, shared with tracked copies
@@ -318,10 +365,16 @@ class SceneGraph:
         before it is published: readers of one snapshot on other threads must never see it half filled."""
         components = self._components
         if components is None:
-            components = {}
-            for index, members in enumerate(nx.connected_components(self.nav)):
-                for member in members:
-                    components[member] = index
+            kept = self._derived.get("nav_components") if self._stamps is not None else None
+            if kept is not None and kept[0] == self._nav_version:  # a tracked copy of the same navigation layer
+                components = kept[1]
+            else:
+                components = {}
+                for index, members in enumerate(nx.connected_components(self.nav)):
+                    for member in members:
+                        components[member] = index
+                if self._stamps is not None:  # shared with the tracked copies (snapshots) of later versions
+                    self._derived["nav_components"] = (self._nav_version, components)
             self._components = components
         return components.get(node_id, -1)
 
@@ -359,7 +412,7 @@ class SceneGraph:
         self.tree.add_node(node.id)
         if node.type in NAV_TYPES:
             self.nav.add_node(node.id)
-            self._components = None
+            self._components, self._nav_version = None, next(_STAMPS)
         self._touch(node.id)
         if parent is not None:
             self.set_parent(node.id, parent, relation)
@@ -393,7 +446,7 @@ class SceneGraph:
         self.tree.remove_node(node_id)
         if node_id in self.nav:
             self.nav.remove_node(node_id)
-            self._components = None
+            self._components, self._nav_version = None, next(_STAMPS)
 
     def connect(self, a: str, b: str, weight: float | None = None) -> None:
         for end in (a, b):
@@ -411,18 +464,21 @@ class SceneGraph:
                 raise GraphError(f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight}", a)
             attrs["weight"] = float(weight)
         self.nav.add_edge(a, b, **attrs)
-        self._components = None
+        self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
         self.nav.remove_edge(a, b)
-        self._components = None
+        self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
-        self.node(node_id).states = list(states)
+        node = self.node(node_id)
+        if type(node) is SnapshotNode:  # a snapshot changed through a mutator: its own node from now on
+            node = self.nodes[node_id] = _copy_node(node)
+        node.states = list(states)
         self._touch(node_id)
 
     def replace_node(self, node: Node) -> None:
@@ -438,11 +494,13 @@ class SceneGraph:
         copy that only readers use (graph/snapshots.py); a copy to be edited in place must be untracked."""
         out = SceneGraph(self.name)
         with gc_paused():
-            out.nodes = {k: _copy_node(v) for k, v in self.nodes.items()}
-            out.tree = self.tree.copy()
-            out.nav = self.nav.copy()
+            snapshot = tracked and self._stamps is not None  # its nodes refuse writes (SnapshotNode)
+            make = _copy_snapshot_node if snapshot else _copy_node
+            out.nodes = {k: make(v) for k, v in self.nodes.items()}
+            out.tree = _copy_tree(self.tree)
+            out.nav = _copy_nav(self.nav)
         out._by_type = {k: set(v) for k, v in self._by_type.items()}
-        out._components = self._components
+        out._components, out._nav_version = self._components, self._nav_version
         if tracked and self._stamps is not None:
             out._stamps = dict(self._stamps)
             out._derived, (out._log, out._log_at) = self._derived, self.change_log
@@ -492,6 +550,56 @@ def _copy_node(node: Node) -> Node:
     clone.states = list(node.states)
     clone.affordances = list(node.affordances)
     clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
+    return clone
+
+
+def _copy_tree(tree: nx.DiGraph) -> nx.DiGraph:
+    """tree.copy(), the same dicts in the same order (each edge's data copied once, shared by both directions),
+    filled directly: networkx's add_edges_from bookkeeping was most of a snapshot's copy at 10k nodes."""
+    out = nx.DiGraph()
+    out.graph.update(tree.graph)
+    out._node.update({node: data.copy() for node, data in tree._node.items()})
+    succ: dict[Any, dict[Any, dict[str, Any]]] = {node: {} for node in tree._node}
+    pred: dict[Any, dict[Any, dict[str, Any]]] = {node: {} for node in tree._node}
+    for parent, children in tree._succ.items():
+        row = succ[parent]
+        for child, data in children.items():
+            row[child] = pred[child][parent] = data.copy()
+    out._succ.update(succ)
+    out._pred.update(pred)
+    return out
+
+
+def _copy_nav(nav: nx.Graph) -> nx.Graph:
+    """nav.copy(), the same dicts in the same order (networkx's copy adds each edge from both ends: an end's
+    neighbours come in the order the edges are first met), filled directly."""
+    out = nx.Graph()
+    out.graph.update(nav.graph)
+    out._node.update({node: data.copy() for node, data in nav._node.items()})
+    adj: dict[Any, dict[Any, dict[str, Any]]] = {node: {} for node in nav._node}
+    for a, around in nav._adj.items():
+        row = adj[a]
+        for b, data in around.items():
+            link = row.get(b)
+            if link is None:
+                row[b] = adj[b][a] = data.copy()
+            else:
+                link.update(data)
+    out._adj.update(adj)
+    return out
+
+
+def _copy_snapshot_node(node: Node) -> Node:
+    """_copy_node, as a SnapshotNode (the class is set last: from then on the slots refuse writes)."""
+    clone = object.__new__(Node)
+    clone.id = node.id
+    clone.type = node.type
+    clone.name = node.name
+    clone.position = node.position
+    clone.states = list(node.states)
+    clone.affordances = list(node.affordances)
+    clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
+    clone.__class__ = SnapshotNode
     return clone
 
 

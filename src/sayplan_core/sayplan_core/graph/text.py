@@ -157,6 +157,58 @@ class _Writer(GraphReader):
             rec["position"] = [round(v, 2) for v in node.position]
         return rec
 
+    def record_text(self, node_id: str, ascii_only: bool = False) -> str:
+        """dumps(record(node_id)) (compact; ASCII-escaped when `ascii_only`), written as text directly: a
+        whole-graph write makes 10.5k records, and the dict plus an encoder call per record cost a third more."""
+        strings = encode_basestring_ascii if ascii_only else encode_basestring
+        dumps = dumps_ascii if ascii_only else _dumps
+        node = self.nodes[node_id]
+        parts = ['{"id":', strings(node.id)]
+        name = node.name
+        if name and name != node.id.replace("_", " "):
+            parts += [',"name":', strings(name)]
+        node_type = node.type
+        if node_type == "object":
+            for parent, edge in self.pred.get(node_id, _NO_EDGES).items():
+                relation = str(edge["relation"])
+                state = "inside_hand" if relation == "inside_hand" else f"{relation}({parent})"
+                parts += [',"state":', strings(state)]
+                break
+        elif node_type in ("asset", "workspace"):
+            room = self.room_of(node_id)
+            if room:
+                parts += [',"room":', strings(room)]
+            for parent in self.pred.get(node_id, _NO_EDGES):
+                if parent and self.nodes[parent].type == "workspace":
+                    parts += [',"workspace":', strings(parent)]
+                break
+        elif node_type in ("room", "pose"):
+            for parent in self.pred.get(node_id, _NO_EDGES):
+                if parent and self.nodes[parent].type == "floor":
+                    parts += [',"floor":', strings(parent)]
+                break
+        elif node_type == "agent":
+            if self.agent_location:
+                parts += [',"location":', strings(self.agent_location)]
+            if self.held:
+                parts += [',"holding":', strings(self.held)]
+        if node.states:
+            parts += [',"states":', dumps(node.states)]
+        if node.affordances:
+            parts += [',"affordances":', dumps(node.affordances)]
+        if node.attributes:
+            attrs = {k: v for k, v in node.attributes.items() if not (node_type == "agent" and k == "location")}
+            if attrs:
+                parts += [',"attributes":', dumps(attrs)]
+        if self.with_positions and node.position is not None:
+            parts += [',"position":', dumps([round(v, 2) for v in node.position])]
+        parts.append("}")
+        return "".join(parts)
+
+
+#: No hierarchy edges (a node missing from the tree's dicts).
+_NO_EDGES: dict[str, dict[str, Any]] = {}
+
 
 def node_record(graph: SceneGraph, node_id: str, with_positions: bool = False) -> dict[str, Any]:
     """The prompt view of one node: only the fields an LLM planner needs."""
@@ -238,7 +290,7 @@ class NodeFragments:
     A lock serialises users: planners on several snapshots at once share one cache.
     """
 
-    #: Whose entries are kept (None: every type).
+    #: The types whose ids are kept sorted in `order` (None: every type; the others' lists stay empty).
     types: frozenset[str] | None = None
 
     def __init__(self) -> None:
@@ -259,8 +311,8 @@ class NodeFragments:
         log, count = graph.change_log
         if not self.stamps:  # first use: everything, with no pass in Python over the nodes but the types'
             self.log, self.count, self.stamps = log, count, dict(stamps)
-            self.kind = {node_id: node.type for node_id, node in graph.nodes.items()}
-            self.order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            self.kind = self._kinds(graph)
+            self.order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
             return set(stamps)
@@ -275,27 +327,41 @@ class NodeFragments:
             gone = self.stamps.keys() - stamps.keys() if len(self.stamps) + arrived != len(stamps) else set()
         self.log, self.count = log, count
         nodes, kind, order = graph.nodes, self.kind, self.order
-        moved = gone | {n for n in changed if kind.get(n) != nodes[n].type}
+        # a node moves between the kept lists when its type differs from the one kept for it (untyped: not kept)
+        moved = gone | {n for n in changed if kind.get(n) != (t := nodes[n].type) and (n in kind or self._kept(t))}
         if len(moved) > 64:  # a fresh graph (or a large change): sort each type once
-            self.kind = kind = {node_id: node.type for node_id, node in nodes.items()}
-            self.order = order = {t: sorted(graph.type_index(t)) for t in NODE_TYPES}
+            self.kind = kind = self._kinds(graph)
+            self.order = order = self._sorted(graph)
             for node_type in NODE_TYPES:
                 self.revision[node_type] += 1
         else:
             for node_id in moved:
                 old = kind.pop(node_id, None)
-                if old is not None:
+                if old is not None and self._kept(old):
                     ids = order[old]
                     del ids[bisect.bisect_left(ids, node_id)]
                     self.revision[old] += 1
                 if node_id in nodes:
                     new = kind[node_id] = nodes[node_id].type
-                    bisect.insort(order[new], node_id)
-                    self.revision[new] += 1
+                    if self._kept(new):
+                        bisect.insort(order[new], node_id)
+                        self.revision[new] += 1
         for node_id in gone:
             del self.stamps[node_id]
             self.drop(node_id)
         return changed
+
+    def _kept(self, node_type: str) -> bool:
+        return self.types is None or node_type in self.types
+
+    def _kinds(self, graph: SceneGraph) -> dict[str, str]:
+        """Node -> type, for the nodes of the kept types (every node when `types` is None)."""
+        if self.types is None:
+            return {node_id: node.type for node_id, node in graph.nodes.items()}
+        return {node_id: t for t in self.types for node_id in graph.type_index(t)}
+
+    def _sorted(self, graph: SceneGraph) -> dict[str, list[str]]:
+        return {t: sorted(graph.type_index(t)) if self._kept(t) else [] for t in NODE_TYPES}
 
     def stored(self, graph: SceneGraph, ids: set[str]) -> None:
         """The entries of `ids` (nodes of the graph) were redone: they now hold for the graph's stamps."""
@@ -403,14 +469,14 @@ class _TextFragments(NodeFragments):
             records, links, nodes = self.records, self.links, graph.nodes
             dirty = {t for t in NODE_TYPES if self.revision[t] != self.joined_revision.get(t)}
             links_dirty = bool(dirty & _LINKED_SET)
-            record = writer.record
+            record = writer.record_text
             if len(changed) == len(nodes):  # the first write: every entry, no comparisons
-                self.records = records = {node_id: _dumps(record(node_id)) for node_id in nodes}
+                self.records = records = {node_id: record(node_id) for node_id in nodes}
                 self.links = links = {n: self.links_of(writer, n) for t in _LINKED for n in self.order[t]}
                 dirty, links_dirty = set(NODE_TYPES), True
             for node_id in changed if len(changed) < len(nodes) else ():
                 node_type = nodes[node_id].type
-                text = _dumps(record(node_id))
+                text = record(node_id)
                 if records.get(node_id) != text:  # restamped for its children only: the same record
                     records[node_id] = text
                     dirty.add(node_type)
@@ -437,7 +503,7 @@ class _TextFragments(NodeFragments):
                 if node_type == "agent":  # an agent's record reads the first agent's place and hand: always redone
                     ids = self.order[node_type]
                     if ids:
-                        groups.append(f'"agent":[{",".join([_dumps(writer.record(n)) for n in ids])}]')
+                        groups.append(f'"agent":[{",".join([writer.record_text(n) for n in ids])}]')
                 elif self.joined[node_type]:
                     groups.append(self.joined[node_type])
             edges = self.joined_links
@@ -446,3 +512,98 @@ class _TextFragments(NodeFragments):
                 agent_link = _dumps(f"{location}<->{agent}")
                 edges = f"{edges},{agent_link}" if edges else agent_link
             return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'
+
+
+class ShownRecords:
+    """The text of a subset of one graph's nodes (graph_records + json.dumps, ASCII), for a graph that its owner
+    changes in place between texts and shows again at every step (LookPlanGraph's memory graph): each node's
+    record and its candidate links are kept until the owner says the node changed (`forget`). Why: every step
+    shows every room (1,000 records at 1,000 rooms) and a step changes a handful of nodes.
+
+    A record reads the node, its parent edge and, for assets and workspaces, the room above them; its links read
+    the node's navigation edges and parent. The agent's record reads the first agent's place and hand, so it is
+    always redone. test_lookplangraph_commit_equiv.py checks it against the uncached writer at every step.
+    """
+
+    def __init__(self, graph: SceneGraph) -> None:
+        self.graph = graph
+        self.records: dict[str, str] = {}
+        self.links: dict[str, tuple[list[str], str | None]] = {}  # nav neighbours above the node, its parent
+
+    def forget(self, changed: Iterable[str]) -> None:
+        """The nodes whose fields, parent edge or navigation edges changed (or that were added or removed) since
+        the last text: drop what reads them (their records and links, their neighbours' links, the records of the
+        assets and workspaces that read their room through them)."""
+        graph = self.graph
+        nav_adj: dict[str, dict[str, Any]] = graph.nav._adj
+        ids = set(changed)
+        for node_id in list(ids):
+            ids.update(nav_adj.get(node_id, ()))
+        ids |= room_readers(graph, {node_id for node_id in ids if node_id in graph.nodes})
+        for node_id in ids:
+            self.records.pop(node_id, None)
+            self.links.pop(node_id, None)
+
+    def text(self, node_ids: Iterable[str]) -> str:
+        """json.dumps(graph_records(graph, node_ids), separators=(",", ":")), from the kept records."""
+        graph = self.graph
+        nodes = graph.nodes
+        by_type: dict[str, list[str]] = {t: [] for t in NODE_TYPES}
+        for node_id in node_ids:  # in the given order, repeats kept, as graph_records
+            if node_id in nodes:
+                by_type[nodes[node_id].type].append(node_id)
+        records, writer = self.records, None
+        groups: list[str] = []
+        visible: set[str] = set()
+        for node_type, ids in by_type.items():
+            if not ids:
+                continue
+            ids.sort()
+            visible.update(ids)
+            texts: list[str] = []
+            for node_id in ids:
+                text = records.get(node_id) if node_type != "agent" else None
+                if text is None:
+                    writer = writer or _Writer(graph, False)
+                    text = writer.record_text(node_id, ascii_only=True)
+                    if node_type != "agent":
+                        records[node_id] = text
+                texts.append(text)
+            groups.append(f'"{node_type}":[{",".join(texts)}]')
+        links: list[str] = []
+        kept = self.links
+        linked = [n for t in _LINKED for n in by_type[t]]
+        linked.sort()
+        for node_id in dict.fromkeys(linked):  # graph_records: each linked node once
+            entry = kept.get(node_id)
+            if entry is None:
+                entry = kept[node_id] = self._link_candidates(node_id)
+            above, parent = entry
+            for other in above:
+                if other in visible:
+                    links.append(f"{node_id}<->{other}")
+            if parent is not None and parent in visible:
+                links.append(f"{parent}<->{node_id}")
+        agent = graph.agent_id
+        if agent in visible:
+            location = graph.agent_location()
+            if location in visible:
+                links.append(f"{location}<->{agent}")
+        edges = ",".join([dumps_ascii(link) for link in links])
+        return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'
+
+    def _link_candidates(self, node_id: str) -> tuple[list[str], str | None]:
+        graph = self.graph
+        node_type = graph.nodes[node_id].type
+        nav_adj: dict[str, dict[str, Any]] = graph.nav._adj
+        above = (
+            sorted(o for o in nav_adj[node_id] if node_id < o)
+            if node_type in _NAV_LINKED and node_id in nav_adj
+            else []
+        )
+        parent = None
+        if node_type in _PARENT_LINKED:
+            for up in graph.tree._pred.get(node_id, {}):
+                parent = str(up)
+                break
+        return above, parent

@@ -130,6 +130,46 @@ class Location:
     position: tuple[float, float, float] | None
 
 
+#: The navigation part of a domain: locations, their index, the moves from each (shared: never changed in place).
+Navigation = tuple[tuple[Location, ...], dict[str, int], tuple[list[tuple[int, float]], ...]]
+
+
+def _nav_location(reader: GraphReader, node_id: str) -> Location:
+    node = reader.nodes[node_id]
+    room: str | None = node_id
+    if node.type != "room":  # a pose: in the room it hangs under, if any (SceneGraph.room_of)
+        parent = reader.parent(node_id)
+        room = parent if parent is not None and reader.nodes[parent].type == "room" else None
+    return Location(node_id, False, room, reader.enclosing(node_id, "floor"), node.position)
+
+
+def _navigation(graph: SceneGraph) -> Navigation:
+    """The navigation nodes as locations, and the moves between them. On a tracked graph (a planner node's
+    snapshots) it is kept across versions while every navigation node keeps its change stamp: a location reads its
+    node, its parent and the parent's parent (the floor of a pose in a room, whose room is itself a navigation
+    node), and a move its two ends (connect and disconnect restamp both)."""
+    stamps = graph.change_stamps
+    ids = sorted(graph.nav.nodes)
+    key: tuple[tuple[str, ...], tuple[int, ...]] | None = None
+    if stamps is not None:
+        key = (tuple(ids), tuple([stamps[n] for n in ids]))
+        kept = graph.derived.get("ltl_navigation")
+        if kept is not None and kept[0] == key:
+            navigation: Navigation = kept[1]
+            return navigation
+    reader = GraphReader(graph)  # one walk up per node for the floors of 10k navigation nodes
+    locations = tuple(_nav_location(reader, n) for n in ids)
+    index = {loc.name: i for i, loc in enumerate(locations)}
+    moves: list[list[tuple[int, float]]] = [[] for _ in locations]
+    for a, b, cost in nav_edge_costs(graph):
+        moves[index[a]].append((index[b], cost))
+        moves[index[b]].append((index[a], cost))
+    navigation = (locations, index, tuple(moves))
+    if key is not None:
+        graph.derived["ltl_navigation"] = (key, navigation)  # one tuple: readers on other threads see all or none
+    return navigation
+
+
 class SearchDomain:
     """Locations (indices 0..n-1), weighted moves between them, and the atoms that hold at each."""
 
@@ -148,14 +188,10 @@ class SearchDomain:
                     f"'{atom}' is {a_or_an(node.type)}; "
                     "propositions name rooms, poses, floors, assets, objects or workspaces"
                 )
-        reader = GraphReader(graph)  # one walk up per node for the floors of 10k navigation nodes
-        self.locations: list[Location] = [self._nav_location(reader, n) for n in sorted(graph.nav.nodes)]
-        self.index = {loc.name: i for i, loc in enumerate(self.locations)}
-        self.moves: list[list[tuple[int, float]]] = [[] for _ in self.locations]
-        index = self.index
-        for a, b, cost in nav_edge_costs(graph):
-            self.moves[index[a]].append((index[b], cost))
-            self.moves[index[b]].append((index[a], cost))
+        locations, index, moves = _navigation(graph)
+        self.locations: list[Location] = list(locations)
+        self.index = dict(index)
+        self.moves: list[list[tuple[int, float]]] = list(moves)  # shared lists: _add_stop replaces, never appends
         self._held = graph.held_object()
         self._by_room: dict[str, list[int]] = {}
         for target in sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held):
@@ -174,15 +210,6 @@ class SearchDomain:
             if position is not None:
                 return position
         return None
-
-    @staticmethod
-    def _nav_location(reader: GraphReader, node_id: str) -> Location:
-        node = reader.nodes[node_id]
-        room: str | None = node_id
-        if node.type != "room":  # a pose: in the room it hangs under, if any (SceneGraph.room_of)
-            parent = reader.parent(node_id)
-            room = parent if parent is not None and reader.nodes[parent].type == "room" else None
-        return Location(node_id, False, room, reader.enclosing(node_id, "floor"), node.position)
 
     def _stops_for(self, target: str) -> list[str]:
         """The assets and workspaces whose access reaches `target` (see the module docstring)."""
@@ -220,7 +247,7 @@ class SearchDomain:
         for j in [self.index[room], *self._by_room.get(room, [])]:
             cost = self._straight(stop, self.locations[j])
             self.moves[i].append((j, cost))
-            self.moves[j].append((i, cost))
+            self.moves[j] = [*self.moves[j], (i, cost)]  # a new list: the navigation part's lists are shared
         self._by_room.setdefault(room, []).append(i)
 
     def explain_unreachable(self, atom: str) -> str:

@@ -77,6 +77,8 @@ class _WorkspaceFragments(NodeFragments):
     ancestors) and every object below it, so a change redoes the workspaces above the changed nodes and those
     whose room is read through them."""
 
+    types = frozenset(WORKSPACE_TYPES)
+
     def __init__(self) -> None:
         super().__init__()
         self.entries: dict[str, str] = {}
@@ -101,8 +103,10 @@ class _WorkspaceFragments(NodeFragments):
                     while current is not None:
                         redo.add(current)
                         current = reader.parent(current)
-            else:
-                redo = changed
+            else:  # every node is new to the cache: every workspace, and no entry of another node is kept
+                redo = set(self.order["asset"]) | set(self.order["workspace"])
+                for node_id in self.entries.keys() - redo:
+                    self.drop(node_id)
             reader = GraphReader(graph)
             touched = False
             for node_id in redo:

@@ -15,7 +15,7 @@ import json
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import graph_records
+from sayplan_core.graph.text import ShownRecords, graph_records
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import prompts
@@ -94,6 +94,28 @@ def state_text(memory: SceneGraph, ids: list[str]) -> str:
     return json.dumps(graph_records(memory, ids), separators=(",", ":"))
 
 
+class ShownMemory:
+    """The memory graph as each step shows it: commits the state's changes (`WorldState.commit`) and keeps each
+    node's text from one step to the next (graph/text.py ShownRecords), redoing only the nodes the step changed
+    (the state's changes and what looking revealed). `state_text` without it writes every record at every step,
+    1,000 rooms at 1,000 rooms."""
+
+    def __init__(self, state: WorldState) -> None:
+        self.state = state
+        self.shown = ShownRecords(state.graph)
+        self.revealed = len(state.revealed)
+
+    def step(self, touched: list[str]) -> tuple[list[str], str]:
+        """Commit the state's changes; the visible ids and their text."""
+        state = self.state
+        changed = state.changed_nodes() | set(state.revealed[self.revealed :])
+        self.revealed = len(state.revealed)
+        state.commit()  # the memory graph is the planner's own: it follows the world in place
+        self.shown.forget(changed)
+        ids = visible_nodes(state, touched)
+        return ids, self.shown.text(ids)
+
+
 class LookPlanGraphPlanner(Planner):
     name = "lookplangraph"
     summary = "LookPlanGraph: one action at a time on a memory graph that grows by looking"
@@ -109,9 +131,9 @@ class LookPlanGraphPlanner(Planner):
         touched: list[str] = []
         feedback = job.context
         retries = 0
+        shown = ShownMemory(state)
         for step in range(MAX_STEPS):
-            state.commit()  # the memory graph is the planner's own: it follows the world in place
-            ids = visible_nodes(state, touched)
+            ids, text = shown.step(touched)
             schema = _obj(
                 {
                     "chain_of_thought": {"type": "string"},
@@ -123,7 +145,7 @@ class LookPlanGraphPlanner(Planner):
                     ),
                 }
             )
-            user = prompts.dynamic(instruction, state_text(state.graph, ids), [], feedback)
+            user = prompts.dynamic(instruction, text, [], feedback)
             move = session.ask(
                 "replan" if retries else "plan",
                 [{"role": "system", "content": system}, {"role": "user", "content": user}],

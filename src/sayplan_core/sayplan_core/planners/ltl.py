@@ -20,11 +20,12 @@ from __future__ import annotations
 import difflib
 import json
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import GraphReader
+from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, sorted_ids
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.ltl import (
     AutomatonError,
@@ -70,7 +71,7 @@ kitchen afterwards; reach the desk" -> & F desk G -> printer F kitchen.
 Answer with one JSON object: {"formula": "<prefix formula over the given node ids>"}"""
 
 
-def grounding_catalogue(graph: SceneGraph) -> str:
+def grounding_hierarchy(graph: SceneGraph) -> dict[str, Any]:
     """The attribute hierarchy (Dai et al. fig. 2a): floors -> rooms (connections, contents) and poses, ids only;
     and the object in the robot's hand, if any."""
     floors: dict[str, dict[str, Any]] = {}
@@ -99,7 +100,90 @@ def grounding_catalogue(graph: SceneGraph) -> str:
     held = graph.held_object()
     if held is not None:  # in no room, but a proposition all the same (it holds everywhere)
         catalogue["in the robot's hand"] = [held]
-    return json.dumps(catalogue, separators=(",", ":"))
+    return catalogue
+
+
+def grounding_catalogue(graph: SceneGraph) -> str:
+    """The hierarchy as the grounding prompt shows it (compact JSON); on a tracked graph, each room's and pose's
+    entry is kept across versions, so a small update redoes only the entries it touched (test_prompt_cache.py)."""
+    if graph.change_stamps is None or _UNPLACED in graph.nodes or _HELD in graph.nodes:
+        return json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
+    fragments: _CatalogueFragments = cached(graph, "ltl_catalogue", _CatalogueFragments)
+    return fragments.text(graph)
+
+
+_UNPLACED = "(no floor)"
+_HELD = "in the robot's hand"
+
+
+class _CatalogueFragments(NodeFragments):
+    """Each room's and pose's '"<id>":{...}' entry, with the floor it is listed under. A room's entry reads its
+    navigation edges, everything below it and its pose children; a pose's, its navigation edges; the floor of
+    either, its ancestors. So a change redoes the rooms and poses at and above the changed nodes and the poses
+    just below them (a pose's floor is read through the room it hangs under)."""
+
+    types = frozenset({"floor", "room", "pose"})
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.entries: dict[str, tuple[str, str]] = {}
+
+    def drop(self, node_id: str) -> None:
+        self.entries.pop(node_id, None)
+
+    def text(self, graph: SceneGraph) -> str:
+        with self.lock:
+            changed = self.sync(graph)
+            nodes = graph.nodes
+            reader = GraphReader(graph)
+            redo: Iterable[str] = self.order["room"] + self.order["pose"]  # every node new to the cache
+            for node_id in self.entries.keys() - set(redo) if len(changed) == len(nodes) else ():
+                del self.entries[node_id]  # a node kept from another history that is no room or pose now
+            if len(changed) < len(nodes):
+                walked: set[str] = set()
+                for node_id in changed:
+                    current: str | None = node_id
+                    while current is not None and current not in walked:
+                        walked.add(current)
+                        current = reader.parent(current)
+                redo = walked | {c for n in changed for c in reader.succ.get(n, ()) if nodes[c].type == "pose"}
+            entries = self.entries
+            for node_id in redo:
+                node = nodes.get(node_id)
+                if node is None or node.type not in ("room", "pose"):
+                    entries.pop(node_id, None)
+                elif node.type == "room":
+                    entries[node_id] = self._room(reader, node_id)
+                else:
+                    poses = [n for n in reader.neighbours(node_id) if nodes[n].type == "pose"]
+                    entries[node_id] = (self._floor(reader, node_id), f"{dumps_ascii(node_id)}:{dumps_ascii(poses)}")
+            self.stored(graph, changed)
+            floors: dict[str, tuple[list[str], list[str]]] = {floor: ([], []) for floor in self.order["floor"]}
+            for index, node_type in enumerate(("room", "pose")):
+                for node_id in self.order[node_type]:
+                    floor, text = entries[node_id]
+                    floors.setdefault(floor, ([], []))[index].append(text)
+            parts = [
+                f'{dumps_ascii(floor)}:{{"rooms":{{{",".join(rooms)}}},"poses":{{{",".join(poses)}}}}}'
+                for floor, (rooms, poses) in sorted(floors.items())
+            ]
+            held = graph.held_object()
+            if held is not None:
+                parts.append(f"{dumps_ascii(_HELD)}:{dumps_ascii([held])}")
+            return "{" + ",".join(parts) + "}"
+
+    @staticmethod
+    def _floor(reader: GraphReader, node_id: str) -> str:
+        return reader.enclosing(node_id, "floor") or _UNPLACED
+
+    def _room(self, reader: GraphReader, room: str) -> tuple[str, str]:
+        nodes = reader.nodes
+        contents = sorted(n for n in reader.descendants(room) if nodes[n].type in ("asset", "object", "workspace"))
+        entry: dict[str, Any] = {"connects_to": reader.neighbours(room), "contains": contents}
+        poses = sorted(n for n in reader.succ.get(room, ()) if nodes[n].type == "pose")
+        if poses:
+            entry["poses"] = poses
+        return self._floor(reader, room), f"{dumps_ascii(room)}:{dumps_ascii(entry)}"
 
 
 def trace_violation(formula: Formula, path: LtlPath) -> str | None:
@@ -147,7 +231,8 @@ class LtlPlanner(Planner):
         except AutomatonError as exc:
             result.message = f"the ltl planner cannot run here: {exc}"
             return
-        ids = [n for n, node in graph.nodes.items() if node.type in GROUNDABLE]
+        nodes = graph.nodes
+        ids = [n for n in sorted_ids(graph) if nodes[n].type in GROUNDABLE]  # sorted: _enum keeps them in one pass
         mapping = session.ask(
             "ground",
             [
