@@ -105,3 +105,29 @@ def test_positions_as_the_per_triple_test_decides(count: int, data: st.DataObjec
     else:
         assert got == expected
         assert all(type(v) is float for triple in got if triple is not None for v in triple)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(buildings(), st.data())
+def test_a_cycle_of_objects_is_refused_by_the_walk_after_the_build(graph: SceneGraph, data: st.DataObject) -> None:
+    """The bulk path checks placements while it builds the tree and walks the nesting edges for cycles after: a
+    cycle of two or more objects (every edge of it a valid placement) must still send the file to the item-by-item
+    path, which names it."""
+    columns = orjson.loads(native_format.dumps(graph, layout="columns"))
+    ids, types = columns["ids"], [columns["types"][code] for code in columns["type"]]
+    nested = [k for k, (c, p) in enumerate(zip(columns["child"], columns["parent"], strict=True))
+              if types[c] == types[p] == "object"]  # fmt: skip
+    if not nested:
+        assert bulk_graph(columns, owned=True) is not None
+        return
+    k = data.draw(st.sampled_from(nested))  # a in b: b's own edge now puts b in a
+    a, b = columns["child"][k], columns["parent"][k]
+    columns["parent"][columns["child"].index(b)] = a
+    columns["relation"][columns["child"].index(b)] = columns["relations"].index("inside_of")
+    assert bulk_graph(orjson.loads(orjson.dumps(columns)), owned=True) is None
+    try:
+        native_format._checked_graph("b", *to_rows(columns, "<test>"), "<test>")
+    except native_format.GraphError as error:
+        assert str(error).startswith("cycle in the hierarchy: ") and error.node_id in (ids[a], ids[b])
+    else:
+        raise AssertionError("a cycle loaded")

@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping
-from itertools import chain, repeat
+from itertools import chain, product, repeat
 from operator import eq
 from typing import Any
 
@@ -36,6 +36,7 @@ from sayplan_core.graph.model import (
     NODE_TYPES,
     PLACEMENTS,
     GraphError,
+    IndexedPlacements,
     Position,
     SceneGraph,
     TypeRun,
@@ -146,11 +147,20 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     for index, given in attributes.items():  # rare (the agent's location): checked as Node checks it
         nodes[index].attributes = dict(given)
         nodes[index].check()
-    placements = _placements(data, ids, types)
+    placements = _placements(data, codes, table)
     links = _links(data, ids, types)
     if placements is None or links is None:
         return None
-    return prechecked_graph(str(data.get("name", "")), nodes, placements, links, ids, _runs(codes, table))
+    columns, indexed = placements
+    graph = prechecked_graph(str(data.get("name", "")), nodes, columns, links, ids, _runs(codes, table), indexed)
+    nested = indexed[-1]
+    if nested:  # edges that may close a cycle (objects in objects), each child's one parent now in the tree
+        from sayplan_core.graph.native_format import check_acyclic  # here: native_format imports this module
+
+        pred = graph.tree._pred
+        below = [ids[c] for c in nested]
+        check_acyclic({child: next(iter(pred[child].items())) for child in below})
+    return graph
 
 
 def _runs(codes: list[int], table: list[str]) -> list[TypeRun] | None:
@@ -233,29 +243,27 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
 
 
 def _placements(
-    data: Mapping[str, Any], ids: list[str], types: list[str]
-) -> tuple[list[str], list[str], list[str]] | None:
-    children, parents, codes = data.get("child", []), data.get("parent", []), data.get("relation", [])
+    data: Mapping[str, Any], codes: list[int], types: list[str]
+) -> tuple[tuple[list[int], list[int], list[int]], IndexedPlacements] | None:
+    """The hierarchy's index columns (child, parent, relation) and what prechecked_graph needs to check each edge
+    as it builds it (PLACEMENTS in index space), or None unless they are lists of ints >= 0 of one length.
+    codes: each node's index into `types`, the file's type table."""
+    children, parents, relations = data.get("child", []), data.get("parent", []), data.get("relation", [])
     table = data.get("relations", [])
     if type(table) is not list or not HIERARCHY_RELATIONS.issuperset(table) or set(map(type, table)) - {str}:
         return None
-    if not (_indices(children) and _indices(parents) and _indices(codes)):
+    if len(set(table)) != len(table) or len(set(types)) != len(types):
+        return None  # so the index triples below stay few (to_rows reads tables with repeats)
+    if not (_indices(children) and _indices(parents) and _indices(relations)):
         return None
-    if not len(children) == len(parents) == len(codes):
+    if not len(children) == len(parents) == len(relations):
         return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
-    relations = list(map(table.__getitem__, codes))
-    triples = set(zip(map(types.__getitem__, children), map(types.__getitem__, parents), relations, strict=True))
-    if not PLACEMENTS.issuperset(triples):
-        return None
-    child_ids, parent_ids = list(map(ids.__getitem__, children)), list(map(ids.__getitem__, parents))
-    if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        from sayplan_core.graph.native_format import check_nested_acyclic  # here: native_format imports this module
-
-        if len(set(children)) != len(children):
-            return None  # the walk follows one parent per node
-        below, above = list(map(types.__getitem__, children)), list(map(types.__getitem__, parents))
-        check_nested_acyclic((child_ids, parent_ids, relations), (below, above))
-    return child_ids, parent_ids, relations
+    allowed: set[tuple[int, int, int]] = set()
+    nesting: set[tuple[int, int, int]] = set()
+    for (c, below), (p, above), (r, relation) in product(enumerate(types), enumerate(types), enumerate(table)):
+        if (below, above, relation) in PLACEMENTS:
+            (nesting if (below, above) in NESTING else allowed).add((c, p, r))
+    return (children, parents, relations), (codes, table, allowed, nesting, [])
 
 
 def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:

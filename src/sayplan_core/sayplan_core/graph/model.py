@@ -584,15 +584,22 @@ def prechecked_nodes(
 
 #: A run of consecutive nodes of one type: (type, first index, end index) into a loader's node list.
 TypeRun = tuple[str, int, int]
+#: How prechecked_graph checks hierarchy edges given as index columns (children and parents into the node list,
+#: relations into a table), inside the loop that builds them instead of in whole-column passes before: each node's
+#: type code; the relation table; the allowed (child code, parent code, relation code) triples other than those
+#: that can nest (NESTING); those; and a list that gets the child index of every nesting edge (the loader then
+#: walks those for cycles). The index columns must hold ints >= 0 (an index past the end raises IndexError).
+IndexedPlacements = tuple[list[int], list[str], set[tuple[int, int, int]], set[tuple[int, int, int]], list[int]]
 
 
 def prechecked_graph(
     name: str,
     nodes: list[Node],
-    placements: tuple[list[str], list[str], list[str]],
+    placements: tuple[list[Any], list[Any], list[Any]],
     links: list[Link],
     ids: list[str] | None = None,
     runs: list[TypeRun] | None = None,
+    indexed: IndexedPlacements | None = None,
 ) -> SceneGraph:
     """A SceneGraph from parts a loader has checked: one parent at most per node, PLACEMENTS, no cycle, links
     between distinct room or pose nodes with valid weights. Raises GraphError if two nodes share an id or a node
@@ -602,7 +609,9 @@ def prechecked_graph(
     edge, shared between both directions, in the same order), because the per-call bookkeeping of add_edge cost
     more than the edge. placements: (children, their parents, their relations), in file order. ids: the nodes'
     ids, if the loader has them. runs: the nodes as consecutive runs of one type each, in order, if the loader
-    knows them (the per-type sets then take whole slices instead of a call per node).
+    knows them (the per-type sets then take whole slices instead of a call per node). indexed: the placements
+    are index columns (children and parents into `ids`, relations into a table) checked here, edge by edge
+    (`IndexedPlacements`).
     """
     graph = SceneGraph(name)
     if ids is None:
@@ -625,10 +634,23 @@ def prechecked_graph(
     tree, nav = graph.tree, graph.nav
     pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
     succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
-    for child, parent, relation in zip(*placements, strict=True):
-        data = {"relation": relation}
-        succ[parent][child] = data
-        pred[child] = {parent: data}
+    if indexed is None:
+        for child, parent, relation in zip(*placements, strict=True):
+            data = {"relation": relation}
+            succ[parent][child] = data
+            pred[child] = {parent: data}
+    else:
+        codes, relations, allowed, nesting, nested = indexed
+        for c, p, r in zip(*placements, strict=True):
+            key = (codes[c], codes[p], r)
+            if key not in allowed:
+                if key not in nesting:
+                    raise GraphError("a placement PLACEMENTS refuses")
+                nested.append(c)
+            child, parent = ids[c], ids[p]
+            data = {"relation": relations[r]}
+            succ[parent][child] = data
+            pred[child] = {parent: data}
     roots = [node_id for node_id, up in pred.items() if up is None]
     if len(roots) != len(ids) - len(placements[0]):
         raise GraphError("a node with two parents")
