@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping
-from itertools import chain, product, repeat
+from itertools import chain, repeat
 from operator import eq
 from typing import Any
 
@@ -253,17 +253,27 @@ def _placements(
     if type(table) is not list or not HIERARCHY_RELATIONS.issuperset(table) or set(map(type, table)) - {str}:
         return None
     if len(set(table)) != len(table) or len(set(types)) != len(types):
-        return None  # so the index triples below stay few (to_rows reads tables with repeats)
+        return None  # so the rule tables below stay small (to_rows reads tables with repeats)
     if not (_indices(children) and _indices(parents) and _indices(relations)):
         return None
     if not len(children) == len(parents) == len(relations):
         return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
-    allowed: set[tuple[int, int, int]] = set()
-    nesting: set[tuple[int, int, int]] = set()
-    for (c, below), (p, above), (r, relation) in product(enumerate(types), enumerate(types), enumerate(table)):
-        if (below, above, relation) in PLACEMENTS:
-            (nesting if (below, above) in NESTING else allowed).add((c, p, r))
+    allowed, nesting = _rules(types, table, nesting=False), _rules(types, table, nesting=True)
     return (children, parents, relations), (codes, table, allowed, nesting, [])
+
+
+def _rules(types: list[str], relations: list[str], nesting: bool) -> list[list[tuple[int, ...]]]:
+    """[child type code][parent type code] -> the relation codes PLACEMENTS allows, for the (child, parent) type
+    pairs in NESTING (nesting) or not in it: a placement test is two list subscripts and a small tuple's `in`."""
+    return [
+        [
+            tuple(r for r, rel in enumerate(relations) if (below, above, rel) in PLACEMENTS)
+            if ((below, above) in NESTING) == nesting
+            else ()
+            for above in types
+        ]
+        for below in types
+    ]
 
 
 def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:

@@ -586,10 +586,11 @@ def prechecked_nodes(
 TypeRun = tuple[str, int, int]
 #: How prechecked_graph checks hierarchy edges given as index columns (children and parents into the node list,
 #: relations into a table), inside the loop that builds them instead of in whole-column passes before: each node's
-#: type code; the relation table; the allowed (child code, parent code, relation code) triples other than those
-#: that can nest (NESTING); those; and a list that gets the child index of every nesting edge (the loader then
-#: walks those for cycles). The index columns must hold ints >= 0 (an index past the end raises IndexError).
-IndexedPlacements = tuple[list[int], list[str], set[tuple[int, int, int]], set[tuple[int, int, int]], list[int]]
+#: type code; the relation table; [child type code][parent type code] -> the relation codes PLACEMENTS allows
+#: there, for pairs that cannot nest and (next) for those that can (NESTING); and a list that gets the child index
+#: of every nesting edge (the loader then walks those for cycles). The index columns must hold ints >= 0 (an
+#: index past the end raises IndexError).
+IndexedPlacements = tuple[list[int], list[str], list[list[tuple[int, ...]]], list[list[tuple[int, ...]]], list[int]]
 
 
 def prechecked_graph(
@@ -642,9 +643,8 @@ def prechecked_graph(
     else:
         codes, relations, allowed, nesting, nested = indexed
         for c, p, r in zip(*placements, strict=True):
-            key = (codes[c], codes[p], r)
-            if key not in allowed:
-                if key not in nesting:
+            if r not in allowed[codes[c]][codes[p]]:  # two list subscripts and a small tuple: no key to build
+                if r not in nesting[codes[c]][codes[p]]:
                     raise GraphError("a placement PLACEMENTS refuses")
                 nested.append(c)
             child, parent = ids[c], ids[p]
