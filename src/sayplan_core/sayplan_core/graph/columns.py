@@ -56,6 +56,8 @@ KEYS = frozenset({
 _TYPES = frozenset(NODE_TYPES)
 _NUMBERS = {int, float}
 _LISTS = {list, type(None)}
+#: Coordinates at most this far from 0 sum to a finite number three at a time (_positions).
+_FAR = 1e300
 
 
 def to_columns(graph: SceneGraph, header: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,23 +214,21 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
 
 
 def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | None:
-    """Triples from the flat column with None at the unplaced nodes, or None unless each triple holds numbers
-    whose sum is finite (the rows loader's test).
+    """Triples from the flat column with None at the unplaced nodes, or None unless each triple's values pass the
+    rows loader's test: `float()` of each (which also takes ints, bools and numeric strings, as rows does) and a
+    finite sum.
 
-    Each triple's sum is at most the sum of all magnitudes (rounding is monotonic), and a NaN or an infinity makes
-    that sum not finite: one pass over the numbers, and the per-triple test only for files that fail it."""
+    One conversion pass and one C pass over the numbers: math.hypot is at least the largest magnitude and is not
+    finite if a value is not, so when it is at most _FAR no triple's sum can overflow; the per-triple test runs
+    only for files with coordinates beyond that (or not finite)."""
     if type(flat) is not list or not _ints(unplaced, count) or len(flat) != 3 * (count - len(unplaced)):
         return None
     if any(map(int.__ge__, unplaced, unplaced[1:])):
         return None  # not ascending
-    kinds = set(map(type, flat))
-    if kinds - _NUMBERS:
-        return None
-    if int in kinds:
-        flat = list(map(float, flat))
+    flat = list(map(float, flat))  # TypeError, ValueError, OverflowError where rows' float() raises them
     values = iter(flat)
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
-    if not math.isfinite(sum(map(abs, flat))) and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
+    if not math.hypot(*flat) <= _FAR and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
     if not unplaced:
         return triples
