@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 from typing import Any
 
@@ -17,8 +18,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_native_columns import buildings
 
-from sayplan_core.graph import native_format
-from sayplan_core.graph.columns import _positions, bulk_graph, to_rows
+from sayplan_core.graph import limits, native_format
+from sayplan_core.graph.columns import _labels, _positions, bulk_graph, to_rows
 from sayplan_core.graph.model import SceneGraph
 
 
@@ -136,3 +137,39 @@ def test_a_cycle_of_objects_is_refused_by_the_walk_after_the_build(graph: SceneG
         assert str(error).startswith("cycle in the hierarchy: ") and error.node_id in (ids[a], ids[b])
     else:
         raise AssertionError("a cycle loaded")
+
+
+WORD = st.one_of(
+    st.text(max_size=3),
+    st.sampled_from(["w" * limits.MAX_ID_CHARS, "w" * (limits.MAX_ID_CHARS + 1), 3, None, True, 1.5, ["a"], {}]),
+)
+ENTRY = st.one_of(
+    st.none(),
+    st.lists(WORD, max_size=4),
+    st.sampled_from([["a"] * limits.MAX_LABELS, ["a"] * (limits.MAX_LABELS + 1), "ab", {}, 0, ()]),
+)
+
+
+def _reference_labels(column: list[Any]) -> list[list[str]] | None:
+    """An entry at a time: None or a list of at most MAX_LABELS strings of at most MAX_ID_CHARS each."""
+    out: list[list[str]] = []
+    for entry in column:
+        if entry is None:
+            out.append([])
+            continue
+        if type(entry) is not list or len(entry) > limits.MAX_LABELS:
+            return None
+        if any(type(word) is not str or len(word) > limits.MAX_ID_CHARS for word in entry):
+            return None
+        out.append(list(entry))
+    return out
+
+
+@settings(max_examples=300, deadline=None, derandomize=True)
+@given(st.lists(ENTRY, max_size=6), st.booleans())
+def test_labels_as_an_entry_by_entry_test_decides(column: list[Any], owned: bool) -> None:
+    try:
+        got = _labels(copy.deepcopy(column), len(column), owned)
+    except (TypeError, ValueError):
+        got = None  # bulk_graph gives up on these (the item-by-item path then names the node)
+    assert got == _reference_labels(column)
