@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from test_native_columns import buildings
 
 from sayplan_core.graph import limits, native_format
-from sayplan_core.graph.columns import _labels, _positions, bulk_graph, to_rows
+from sayplan_core.graph.columns import _default_names, _labels, _positions, bulk_graph, to_rows
 from sayplan_core.graph.model import SceneGraph
 
 
@@ -173,3 +173,9 @@ def test_labels_as_an_entry_by_entry_test_decides(column: list[Any], owned: bool
     except (TypeError, ValueError):
         got = None  # bulk_graph gives up on these (the item-by-item path then names the node)
     assert got == _reference_labels(column)
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(st.lists(st.text(alphabet=st.sampled_from(["a", "_", " ", "\0", "é", "😀"]), max_size=5), max_size=6))
+def test_default_names_are_each_id_with_spaces_for_underscores(ids: list[str]) -> None:
+    assert _default_names(ids) == [node_id.replace("_", " ") for node_id in ids]

@@ -130,7 +130,7 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     if len(codes) != count or not _indices(codes):
         return None
     types = list(map(table.__getitem__, codes))
-    names = list(map(str.replace, ids, repeat("_"), repeat(" ")))
+    names = _default_names(ids)
     given_names = _sparse(data.get("names", []), count, {str})
     if given_names is None or max(map(len, given_names.values()), default=0) > limits.MAX_NAME_CHARS:
         return None
@@ -163,6 +163,15 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
         below = [ids[c] for c in nested]
         check_acyclic({child: next(iter(pred[child].items())) for child in below})
     return graph
+
+
+def _default_names(ids: list[str]) -> list[str]:
+    """Each id with "_" as " " (Node's default name): three C passes over one joined string cost less than a
+    str.replace call per id, unless an id holds the separator."""
+    names = "\0".join(ids).replace("_", " ").split("\0")
+    if len(names) != len(ids):
+        return list(map(str.replace, ids, repeat("_"), repeat(" ")))
+    return names
 
 
 def _runs(codes: list[int], table: list[str]) -> list[TypeRun] | None:

@@ -633,7 +633,7 @@ def prechecked_graph(
             if node_type in NAV_TYPES:
                 places += ids[start:stop]
     tree, nav = graph.tree, graph.nav
-    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
+    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(table)  # from a dict: presized, no rehash
     succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
     if indexed is None:
         for child, parent, relation in zip(*placements, strict=True):
