@@ -233,13 +233,13 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
 
     One conversion pass and one C pass over the numbers: math.hypot is at least the largest magnitude and is not
     finite if a value is not, so when it is at most _FAR no triple's sum can overflow; the per-triple test runs
-    only for files with coordinates beyond that (or not finite)."""
+    only for files with coordinates beyond that (or not finite). hypot reads ints and bools as float() does and
+    refuses strings (TypeError: the item-by-item path then takes the file)."""
     if type(flat) is not list or not _ints(unplaced, count) or len(flat) != 3 * (count - len(unplaced)):
         return None
     if any(map(int.__ge__, unplaced, unplaced[1:])):
         return None  # not ascending
-    flat = list(map(float, flat))  # TypeError, ValueError, OverflowError where rows' float() raises them
-    values = iter(flat)
+    values = map(float, flat)  # TypeError, ValueError, OverflowError where rows' float() raises them
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
     if not math.hypot(*flat) <= _FAR and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
