@@ -179,3 +179,26 @@ def test_labels_as_an_entry_by_entry_test_decides(column: list[Any], owned: bool
 @given(st.lists(st.text(alphabet=st.sampled_from(["a", "_", " ", "\0", "é", "😀"]), max_size=5), max_size=6))
 def test_default_names_are_each_id_with_spaces_for_underscores(ids: list[str]) -> None:
     assert _default_names(ids) == [node_id.replace("_", " ") for node_id in ids]
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(buildings(), st.data())
+def test_a_bad_index_in_an_edge_column_is_never_built(graph: SceneGraph, data: st.DataObject) -> None:
+    """The bulk path checks the hierarchy's index columns in the loop that builds the edges: a negative index (which
+    a list would read from its end), a bool (which a list reads as 0 or 1), a float or an index past the end must
+    still send the file to the item-by-item path, which refuses it naming the edge's node."""
+    columns = orjson.loads(native_format.dumps(graph, layout="columns"))
+    count = len(columns["ids"])
+    key = data.draw(st.sampled_from(["child", "parent", "relation", "links"]))
+    if not columns[key]:
+        return
+    at = data.draw(st.integers(0, len(columns[key]) - 1))
+    end = count if key != "relation" else len(columns["relations"])
+    columns[key][at] = data.draw(st.sampled_from([-1, -2, -end, True, False, 0.0, 1.0, end, None, "0"]))
+    assert bulk_graph(orjson.loads(orjson.dumps(columns)), owned=True) is None
+    try:
+        native_format._checked_graph("b", *to_rows(columns, "<test>"), "<test>")
+    except native_format.GraphError as error:
+        assert "\n" not in str(error) and error.node_id in columns["ids"]
+    else:
+        raise AssertionError("a bad index loaded")

@@ -259,7 +259,7 @@ def _placements(
     data: Mapping[str, Any], codes: list[int], types: list[str]
 ) -> tuple[tuple[list[int], list[int], list[int]], IndexedPlacements] | None:
     """The hierarchy's index columns (child, parent, relation) and what prechecked_graph needs to check each edge
-    as it builds it (PLACEMENTS in index space), or None unless they are lists of ints >= 0 of one length.
+    as it builds it (PLACEMENTS in index space), or None unless they are lists of one length.
     codes: each node's index into `types`, the file's type table."""
     children, parents, relations = data.get("child", []), data.get("parent", []), data.get("relation", [])
     table = data.get("relations", [])
@@ -267,8 +267,8 @@ def _placements(
         return None
     if len(set(table)) != len(table) or len(set(types)) != len(types):
         return None  # so the rule tables below stay small (to_rows reads tables with repeats)
-    if not (_indices(children) and _indices(parents) and _indices(relations)):
-        return None
+    if not type(children) is type(parents) is type(relations) is list:
+        return None  # their values: prechecked_graph checks each as it builds the edge
     if not len(children) == len(parents) == len(relations):
         return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
     allowed, nesting = _rules(types, table, nesting=False), _rules(types, table, nesting=True)

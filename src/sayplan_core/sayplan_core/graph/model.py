@@ -588,8 +588,8 @@ TypeRun = tuple[str, int, int]
 #: relations into a table), inside the loop that builds them instead of in whole-column passes before: each node's
 #: type code; the relation table; [child type code][parent type code] -> the relation codes PLACEMENTS allows
 #: there, for pairs that cannot nest and (next) for those that can (NESTING); and a list that gets the child index
-#: of every nesting edge (the loader then walks those for cycles). The index columns must hold ints >= 0 (an
-#: index past the end raises IndexError).
+#: of every nesting edge (the loader then walks those for cycles). An index that is not an int >= 0 raises
+#: GraphError, one past the end IndexError.
 IndexedPlacements = tuple[list[int], list[str], list[list[tuple[int, ...]]], list[list[tuple[int, ...]]], list[int]]
 
 
@@ -643,6 +643,8 @@ def prechecked_graph(
     else:
         codes, relations, allowed, nesting, nested = indexed
         for c, p, r in zip(*placements, strict=True):
+            if type(c) is not int or type(p) is not int or type(r) is not int or c < 0 or p < 0:
+                raise GraphError("an index that is not an int >= 0")  # cheaper here than three passes before
             if r not in allowed[codes[c]][codes[p]]:  # two list subscripts and a small tuple: no key to build
                 if r not in nesting[codes[c]][codes[p]]:
                     raise GraphError("a placement PLACEMENTS refuses")
