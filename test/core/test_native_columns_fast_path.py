@@ -53,6 +53,11 @@ def _shape(graph: SceneGraph) -> list[Any]:
         [(k, list(v.items())) for k, v in graph.tree._pred.items()],
         list(graph.nav._node.items()),
         [(k, list(v.items())) for k, v in graph.nav._adj.items()],
+        graph.tree._adj is graph.tree._succ,  # the bulk path hands networkx its own dicts: views must see them
+        list(graph.tree.edges(data="relation")),
+        list(graph.tree.pred.items()),
+        list(graph.nav.edges(data="weight")),
+        list(graph.nav.nodes),
     ]
 
 

@@ -658,10 +658,12 @@ def prechecked_graph(
         raise GraphError("a node with two parents")
     for root in roots:
         pred[root] = {}
-    tree._node.update({node_id: {} for node_id in ids})
-    tree._succ.update(succ)
-    tree._pred.update(pred)
-    nav._node.update({node_id: {} for node_id in places})
+    # The dicts made here become networkx's own (its attributes take them, resetting any cached view; _adj and
+    # _succ are one dict): an update() would copy each table, touching every entry again (page faults at 100k).
+    tree._node = {node_id: {} for node_id in ids}
+    tree._adj = tree._succ = succ
+    tree._pred = pred
+    nav._node = {node_id: {} for node_id in places}
     adj: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in places}
     for a, b, weight in links:
         link: dict[str, Any] | None = adj[a].get(b)
@@ -669,7 +671,7 @@ def prechecked_graph(
             link = adj[a][b] = adj[b][a] = {}
         if weight is not None:
             link["weight"] = weight
-    nav._adj.update(adj)
+    nav._adj = adj
     return graph
 
 
