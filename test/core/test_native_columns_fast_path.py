@@ -186,24 +186,33 @@ def test_default_names_are_each_id_with_spaces_for_underscores(ids: list[str]) -
     assert _default_names(ids) == [node_id.replace("_", " ") for node_id in ids]
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=60, deadline=None, derandomize=True)
 @given(buildings(), st.data())
 def test_a_bad_index_in_an_edge_column_is_never_built(graph: SceneGraph, data: st.DataObject) -> None:
-    """The bulk path checks the hierarchy's index columns in the loop that builds the edges: a negative index (which
-    a list would read from its end), a bool (which a list reads as 0 or 1), a float or an index past the end must
-    still send the file to the item-by-item path, which refuses it naming the edge's node."""
+    """The bulk path checks the edges' index columns in the loops that build the edges: a negative index (which a
+    list would read from its end), a bool (which a list reads as 0 or 1), a float, an index past the end, a link
+    from a node to itself or to a node off the navigation layer must still send the file to the item-by-item path,
+    which refuses it naming the edge's node. Each bad value in turn, at one drawn place of each column."""
     columns = orjson.loads(native_format.dumps(graph, layout="columns"))
     count = len(columns["ids"])
-    key = data.draw(st.sampled_from(["child", "parent", "relation", "links"]))
-    if not columns[key]:
-        return
-    at = data.draw(st.integers(0, len(columns[key]) - 1))
-    end = count if key != "relation" else len(columns["relations"])
-    columns[key][at] = data.draw(st.sampled_from([-1, -2, -end, True, False, 0.0, 1.0, end, None, "0"]))
-    assert bulk_graph(orjson.loads(orjson.dumps(columns)), owned=True) is None
-    try:
-        native_format._checked_graph("b", *to_rows(columns, "<test>"), "<test>")
-    except native_format.GraphError as error:
-        assert "\n" not in str(error) and error.node_id in columns["ids"]
-    else:
-        raise AssertionError("a bad index loaded")
+    off = [i for i, code in enumerate(columns["type"]) if columns["types"][code] not in ("room", "pose")]
+    for key in ("child", "parent", "relation", "links"):
+        if not columns[key]:
+            continue
+        at = data.draw(st.integers(0, len(columns[key]) - 1))
+        end = count if key != "relation" else len(columns["relations"])
+        good = columns[key][at]
+        # good - end: the same node or relation to a list, which reads a negative index from its end
+        bad: list[Any] = [good - end, -1, -2, -end, True, False, float(good), end, None, str(good)]
+        if key == "links":
+            bad += [columns[key][at ^ 1], *off[:1]]  # a link from a node to itself, to a node off the layer
+        for value in bad:
+            columns[key][at] = value
+            assert bulk_graph(orjson.loads(orjson.dumps(columns)), owned=True) is None, (key, value)
+            try:
+                native_format._checked_graph("b", *to_rows(columns, "<test>"), "<test>")
+            except native_format.GraphError as error:
+                assert "\n" not in str(error) and error.node_id in columns["ids"]
+            else:
+                raise AssertionError(f"a bad index loaded: {key}[{at}] = {value!r}")
+        columns[key][at] = good

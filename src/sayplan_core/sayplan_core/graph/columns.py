@@ -24,14 +24,12 @@ import math
 from bisect import bisect_right
 from collections.abc import Mapping
 from itertools import chain, repeat
-from operator import eq
 from typing import Any
 
 from sayplan_core.graph import limits
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
-    NAV_TYPES,
     NESTING,
     NODE_TYPES,
     PLACEMENTS,
@@ -150,7 +148,7 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
         nodes[index].attributes = dict(given)
         nodes[index].check()
     placements = _placements(data, codes, table)
-    links = _links(data, ids, types)
+    links = _links(data)
     if placements is None or links is None:
         return None
     columns, indexed = placements
@@ -289,14 +287,12 @@ def _rules(types: list[str], relations: list[str], nesting: bool) -> list[list[t
     ]
 
 
-def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:
+def _links(data: Mapping[str, Any]) -> list[tuple[Any, Any, float | None]] | None:
+    """The links as (end index, end index, weight); prechecked_graph checks the ends as it builds each link."""
     ends = data.get("links", [])
-    if not _indices(ends) or len(ends) % 2:
+    if type(ends) is not list or len(ends) % 2:
         return None
-    ends_a, ends_b = ends[0::2], ends[1::2]
-    if any(map(eq, ends_a, ends_b)) or not NAV_TYPES.issuperset(map(types.__getitem__, ends)):
-        return None
-    weights: list[float | None] = [None] * len(ends_a)
+    weights: list[float | None] = [None] * (len(ends) // 2)
     given = _sparse(data.get("weights", []), len(weights), _NUMBERS)
     if given is None:
         return None
@@ -304,7 +300,7 @@ def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tu
         if not math.isfinite(weight) or weight < 0:
             return None
         weights[k] = float(weight)
-    return list(zip(map(ids.__getitem__, ends_a), map(ids.__getitem__, ends_b), weights, strict=True))
+    return list(zip(ends[0::2], ends[1::2], weights, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------------- rows

@@ -597,7 +597,7 @@ def prechecked_graph(
     name: str,
     nodes: list[Node],
     placements: tuple[list[Any], list[Any], list[Any]],
-    links: list[Link],
+    links: list[tuple[Any, Any, float | None]],
     ids: list[str] | None = None,
     runs: list[TypeRun] | None = None,
     indexed: IndexedPlacements | None = None,
@@ -611,8 +611,9 @@ def prechecked_graph(
     more than the edge. placements: (children, their parents, their relations), in file order. ids: the nodes'
     ids, if the loader has them. runs: the nodes as consecutive runs of one type each, in order, if the loader
     knows them (the per-type sets then take whole slices instead of a call per node). indexed: the placements
-    are index columns (children and parents into `ids`, relations into a table) checked here, edge by edge
-    (`IndexedPlacements`).
+    are index columns (children and parents into `ids`, relations into a table) and the links' ends indices into
+    `ids`, checked here, edge by edge (`IndexedPlacements`; a link's end off the navigation layer raises
+    KeyError).
     """
     graph = SceneGraph(name)
     if ids is None:
@@ -666,6 +667,10 @@ def prechecked_graph(
     nav._node = {node_id: {} for node_id in places}
     adj: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in places}
     for a, b, weight in links:
+        if indexed is not None:
+            if type(a) is not int or type(b) is not int or a < 0 or b < 0 or a == b:
+                raise GraphError("a link end that is not an int >= 0, or a link from a node to itself")
+            a, b = ids[a], ids[b]  # adj[...] below: KeyError unless both are rooms or poses
         link: dict[str, Any] | None = adj[a].get(b)
         if link is None:
             link = adj[a][b] = adj[b][a] = {}
