@@ -24,18 +24,17 @@ import math
 from bisect import bisect_right
 from collections.abc import Mapping
 from itertools import chain, repeat
-from operator import eq
 from typing import Any
 
 from sayplan_core.graph import limits
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
-    NAV_TYPES,
     NESTING,
     NODE_TYPES,
     PLACEMENTS,
     GraphError,
+    IndexedPlacements,
     Position,
     SceneGraph,
     TypeRun,
@@ -55,6 +54,8 @@ KEYS = frozenset({
 _TYPES = frozenset(NODE_TYPES)
 _NUMBERS = {int, float}
 _LISTS = {list, type(None)}
+#: Coordinates at most this far from 0 sum to a finite number three at a time (_positions).
+_FAR = 1e300
 
 
 def to_columns(graph: SceneGraph, header: Mapping[str, Any]) -> dict[str, Any]:
@@ -127,7 +128,7 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     if len(codes) != count or not _indices(codes):
         return None
     types = list(map(table.__getitem__, codes))
-    names = list(map(str.replace, ids, repeat("_"), repeat(" ")))
+    names = _default_names(ids)
     given_names = _sparse(data.get("names", []), count, {str})
     if given_names is None or max(map(len, given_names.values()), default=0) > limits.MAX_NAME_CHARS:
         return None
@@ -146,11 +147,29 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     for index, given in attributes.items():  # rare (the agent's location): checked as Node checks it
         nodes[index].attributes = dict(given)
         nodes[index].check()
-    placements = _placements(data, ids, types)
-    links = _links(data, ids, types)
+    placements = _placements(data, codes, table)
+    links = _links(data)
     if placements is None or links is None:
         return None
-    return prechecked_graph(str(data.get("name", "")), nodes, placements, links, ids, _runs(codes, table))
+    columns, indexed = placements
+    graph = prechecked_graph(str(data.get("name", "")), nodes, columns, links, ids, _runs(codes, table), indexed)
+    nested = indexed[-1]
+    if nested:  # edges that may close a cycle (objects in objects), each child's one parent now in the tree
+        from sayplan_core.graph.native_format import check_acyclic  # here: native_format imports this module
+
+        pred = graph.tree._pred
+        below = [ids[c] for c in nested]
+        check_acyclic({child: next(iter(pred[child].items())) for child in below})
+    return graph
+
+
+def _default_names(ids: list[str]) -> list[str]:
+    """Each id with "_" as " " (Node's default name): three C passes over one joined string cost less than a
+    str.replace call per id, unless an id holds the separator."""
+    names = "\0".join(ids).replace("_", " ").split("\0")
+    if len(names) != len(ids):
+        return list(map(str.replace, ids, repeat("_"), repeat(" ")))
+    return names
 
 
 def _runs(codes: list[int], table: list[str]) -> list[TypeRun] | None:
@@ -194,7 +213,11 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
     if max(map(len, given), default=0) > limits.MAX_LABELS:
         return None
     words = list(chain.from_iterable(given))
-    if set(map(type, words)) - {str} or max(map(len, words), default=0) > limits.MAX_ID_CHARS:
+    if owned:
+        "".join(words)  # TypeError unless str (the parser makes no subclass): a tenth of a type pass's cost
+    elif set(map(type, words)) - {str}:
+        return None
+    if max(map(len, words), default=0) > limits.MAX_ID_CHARS:
         return None
     if owned and kinds == {list}:
         return column
@@ -202,23 +225,21 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
 
 
 def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | None:
-    """Triples from the flat column with None at the unplaced nodes, or None unless each triple holds numbers
-    whose sum is finite (the rows loader's test).
+    """Triples from the flat column with None at the unplaced nodes, or None unless each triple's values pass the
+    rows loader's test: `float()` of each (which also takes ints, bools and numeric strings, as rows does) and a
+    finite sum.
 
-    Each triple's sum is at most the sum of all magnitudes (rounding is monotonic), and a NaN or an infinity makes
-    that sum not finite: one pass over the numbers, and the per-triple test only for files that fail it."""
+    One conversion pass and one C pass over the numbers: math.hypot is at least the largest magnitude and is not
+    finite if a value is not, so when it is at most _FAR no triple's sum can overflow; the per-triple test runs
+    only for files with coordinates beyond that (or not finite). hypot reads ints and bools as float() does and
+    refuses strings (TypeError: the item-by-item path then takes the file)."""
     if type(flat) is not list or not _ints(unplaced, count) or len(flat) != 3 * (count - len(unplaced)):
         return None
     if any(map(int.__ge__, unplaced, unplaced[1:])):
         return None  # not ascending
-    kinds = set(map(type, flat))
-    if kinds - _NUMBERS:
-        return None
-    if int in kinds:
-        flat = list(map(float, flat))
-    values = iter(flat)
+    values = map(float, flat)  # TypeError, ValueError, OverflowError where rows' float() raises them
     triples: list[Position | None] = list(zip(values, values, values, strict=True))
-    if not math.isfinite(sum(map(abs, flat))) and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
+    if not math.hypot(*flat) <= _FAR and not all(map(math.isfinite, map(sum, triples))):  # type: ignore[arg-type]
         return None
     if not unplaced:
         return triples
@@ -233,39 +254,45 @@ def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | 
 
 
 def _placements(
-    data: Mapping[str, Any], ids: list[str], types: list[str]
-) -> tuple[list[str], list[str], list[str]] | None:
-    children, parents, codes = data.get("child", []), data.get("parent", []), data.get("relation", [])
+    data: Mapping[str, Any], codes: list[int], types: list[str]
+) -> tuple[tuple[list[int], list[int], list[int]], IndexedPlacements] | None:
+    """The hierarchy's index columns (child, parent, relation) and what prechecked_graph needs to check each edge
+    as it builds it (PLACEMENTS in index space), or None unless they are lists of one length.
+    codes: each node's index into `types`, the file's type table."""
+    children, parents, relations = data.get("child", []), data.get("parent", []), data.get("relation", [])
     table = data.get("relations", [])
     if type(table) is not list or not HIERARCHY_RELATIONS.issuperset(table) or set(map(type, table)) - {str}:
         return None
-    if not (_indices(children) and _indices(parents) and _indices(codes)):
-        return None
-    if not len(children) == len(parents) == len(codes):
+    if len(set(table)) != len(table) or len(set(types)) != len(types):
+        return None  # so the rule tables below stay small (to_rows reads tables with repeats)
+    if not type(children) is type(parents) is type(relations) is list:
+        return None  # their values: prechecked_graph checks each as it builds the edge
+    if not len(children) == len(parents) == len(relations):
         return None  # a child with two parents: prechecked_graph refuses it when it counts the roots
-    relations = list(map(table.__getitem__, codes))
-    triples = set(zip(map(types.__getitem__, children), map(types.__getitem__, parents), relations, strict=True))
-    if not PLACEMENTS.issuperset(triples):
-        return None
-    child_ids, parent_ids = list(map(ids.__getitem__, children)), list(map(ids.__getitem__, parents))
-    if not NESTING.isdisjoint((child, parent) for child, parent, _ in triples):
-        from sayplan_core.graph.native_format import check_nested_acyclic  # here: native_format imports this module
-
-        if len(set(children)) != len(children):
-            return None  # the walk follows one parent per node
-        below, above = list(map(types.__getitem__, children)), list(map(types.__getitem__, parents))
-        check_nested_acyclic((child_ids, parent_ids, relations), (below, above))
-    return child_ids, parent_ids, relations
+    allowed, nesting = _rules(types, table, nesting=False), _rules(types, table, nesting=True)
+    return (children, parents, relations), (codes, table, allowed, nesting, [])
 
 
-def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tuple[str, str, float | None]] | None:
+def _rules(types: list[str], relations: list[str], nesting: bool) -> list[list[tuple[int, ...]]]:
+    """[child type code][parent type code] -> the relation codes PLACEMENTS allows, for the (child, parent) type
+    pairs in NESTING (nesting) or not in it: a placement test is two list subscripts and a small tuple's `in`."""
+    return [
+        [
+            tuple(r for r, rel in enumerate(relations) if (below, above, rel) in PLACEMENTS)
+            if ((below, above) in NESTING) == nesting
+            else ()
+            for above in types
+        ]
+        for below in types
+    ]
+
+
+def _links(data: Mapping[str, Any]) -> list[tuple[Any, Any, float | None]] | None:
+    """The links as (end index, end index, weight); prechecked_graph checks the ends as it builds each link."""
     ends = data.get("links", [])
-    if not _indices(ends) or len(ends) % 2:
+    if type(ends) is not list or len(ends) % 2:
         return None
-    ends_a, ends_b = ends[0::2], ends[1::2]
-    if any(map(eq, ends_a, ends_b)) or not NAV_TYPES.issuperset(map(types.__getitem__, ends)):
-        return None
-    weights: list[float | None] = [None] * len(ends_a)
+    weights: list[float | None] = [None] * (len(ends) // 2)
     given = _sparse(data.get("weights", []), len(weights), _NUMBERS)
     if given is None:
         return None
@@ -273,7 +300,7 @@ def _links(data: Mapping[str, Any], ids: list[str], types: list[str]) -> list[tu
         if not math.isfinite(weight) or weight < 0:
             return None
         weights[k] = float(weight)
-    return list(zip(map(ids.__getitem__, ends_a), map(ids.__getitem__, ends_b), weights, strict=True))
+    return list(zip(ends[0::2], ends[1::2], weights, strict=True))
 
 
 # ---------------------------------------------------------------------------------------------------- rows

@@ -692,15 +692,23 @@ def prechecked_nodes(
 
 #: A run of consecutive nodes of one type: (type, first index, end index) into a loader's node list.
 TypeRun = tuple[str, int, int]
+#: How prechecked_graph checks hierarchy edges given as index columns (children and parents into the node list,
+#: relations into a table), inside the loop that builds them instead of in whole-column passes before: each node's
+#: type code; the relation table; [child type code][parent type code] -> the relation codes PLACEMENTS allows
+#: there, for pairs that cannot nest and (next) for those that can (NESTING); and a list that gets the child index
+#: of every nesting edge (the loader then walks those for cycles). An index that is not an int >= 0 raises
+#: GraphError, one past the end IndexError.
+IndexedPlacements = tuple[list[int], list[str], list[list[tuple[int, ...]]], list[list[tuple[int, ...]]], list[int]]
 
 
 def prechecked_graph(
     name: str,
     nodes: list[Node],
-    placements: tuple[list[str], list[str], list[str]],
-    links: list[Link],
+    placements: tuple[list[Any], list[Any], list[Any]],
+    links: list[tuple[Any, Any, float | None]],
     ids: list[str] | None = None,
     runs: list[TypeRun] | None = None,
+    indexed: IndexedPlacements | None = None,
 ) -> SceneGraph:
     """A SceneGraph from parts a loader has checked: one parent at most per node, PLACEMENTS, no cycle, links
     between distinct room or pose nodes with valid weights. Raises GraphError if two nodes share an id or a node
@@ -710,7 +718,10 @@ def prechecked_graph(
     edge, shared between both directions, in the same order), because the per-call bookkeeping of add_edge cost
     more than the edge. placements: (children, their parents, their relations), in file order. ids: the nodes'
     ids, if the loader has them. runs: the nodes as consecutive runs of one type each, in order, if the loader
-    knows them (the per-type sets then take whole slices instead of a call per node).
+    knows them (the per-type sets then take whole slices instead of a call per node). indexed: the placements
+    are index columns (children and parents into `ids`, relations into a table) and the links' ends indices into
+    `ids`, checked here, edge by edge (`IndexedPlacements`; a link's end off the navigation layer raises
+    KeyError).
     """
     graph = SceneGraph(name)
     if ids is None:
@@ -731,29 +742,49 @@ def prechecked_graph(
             if node_type in NAV_TYPES:
                 places += ids[start:stop]
     tree, nav = graph.tree, graph.nav
-    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(ids)
+    pred: dict[str, dict[str, dict[str, Any]] | None] = dict.fromkeys(table)  # from a dict: presized, no rehash
     succ: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in ids}
-    for child, parent, relation in zip(*placements, strict=True):
-        data = {"relation": relation}
-        succ[parent][child] = data
-        pred[child] = {parent: data}
+    if indexed is None:
+        for child, parent, relation in zip(*placements, strict=True):
+            data = {"relation": relation}
+            succ[parent][child] = data
+            pred[child] = {parent: data}
+    else:
+        codes, relations, allowed, nesting, nested = indexed
+        for c, p, r in zip(*placements, strict=True):
+            if type(c) is not int or type(p) is not int or type(r) is not int or c < 0 or p < 0:
+                raise GraphError("an index that is not an int >= 0")  # cheaper here than three passes before
+            if r not in allowed[codes[c]][codes[p]]:  # two list subscripts and a small tuple: no key to build
+                if r not in nesting[codes[c]][codes[p]]:
+                    raise GraphError("a placement PLACEMENTS refuses")
+                nested.append(c)
+            child, parent = ids[c], ids[p]
+            data = {"relation": relations[r]}
+            succ[parent][child] = data
+            pred[child] = {parent: data}
     roots = [node_id for node_id, up in pred.items() if up is None]
     if len(roots) != len(ids) - len(placements[0]):
         raise GraphError("a node with two parents")
     for root in roots:
         pred[root] = {}
-    tree._node.update({node_id: {} for node_id in ids})
-    tree._succ.update(succ)
-    tree._pred.update(pred)
-    nav._node.update({node_id: {} for node_id in places})
+    # The dicts made here become networkx's own (its attributes take them, resetting any cached view; _adj and
+    # _succ are one dict): an update() would copy each table, touching every entry again (page faults at 100k).
+    tree._node = {node_id: {} for node_id in ids}
+    tree._adj = tree._succ = succ
+    tree._pred = pred
+    nav._node = {node_id: {} for node_id in places}
     adj: dict[str, dict[str, dict[str, Any]]] = {node_id: {} for node_id in places}
     for a, b, weight in links:
+        if indexed is not None:
+            if type(a) is not int or type(b) is not int or a < 0 or b < 0 or a == b:
+                raise GraphError("a link end that is not an int >= 0, or a link from a node to itself")
+            a, b = ids[a], ids[b]  # adj[...] below: KeyError unless both are rooms or poses
         link: dict[str, Any] | None = adj[a].get(b)
         if link is None:
             link = adj[a][b] = adj[b][a] = {}
         if weight is not None:
             link["weight"] = weight
-    nav._adj.update(adj)
+    nav._adj = adj
     return graph
 
 

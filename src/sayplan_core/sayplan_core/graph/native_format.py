@@ -304,7 +304,7 @@ def _checked_graph(name: str, raw_nodes: list[Any], raw_edges: list[Any], source
             )
         parents[src] = (dst, str(rel))
 
-    _check_acyclic(parents)
+    check_acyclic(parents)
     for child, (parent, rel) in parents.items():
         check_parent(graph.nodes[child], graph.nodes[parent], rel)
         graph.tree.add_edge(parent, child, relation=rel)
@@ -425,10 +425,11 @@ def check_nested_acyclic(
     A cycle of nodes is a cycle of types, so it is made of NESTING edges only (objects in objects): only those are
     walked, and the walk finds the cycle the whole hierarchy's walk would report first."""
     edges = zip(*placements, *types, strict=True)
-    _check_acyclic({child: (parent, rel) for child, parent, rel, *pair in edges if tuple(pair) in NESTING})
+    check_acyclic({child: (parent, rel) for child, parent, rel, *pair in edges if tuple(pair) in NESTING})
 
 
-def _check_acyclic(parents: Mapping[str, tuple[str, str]]) -> None:
+def check_acyclic(parents: Mapping[str, Any]) -> None:
+    """No cycle in {child: (parent, ...)}; a GraphError naming a node on the first cycle found."""
     done: set[str] = set()
     for start in parents:
         path: list[str] = []
