@@ -23,7 +23,8 @@ Held (passing tests below): windows at the image's corners and edges, strides 1-
 nearer depth on the image's far row and column that a wrapped negative index would read, against the rule written
 pixel by pixel (`rule_inliers` of test_perception_grid.py, which reads the image through its own bounds checks);
 float16 / float64 / uint16 (millimetres) / Fortran-ordered / strided views of the image give the same answer as
-float32; all-NaN, zero, infinite and negative images keep nothing and warn nothing; rods along each border of the
+float32 (so do negative-stride views and a 100-megapixel zero-stride broadcast, read only around the window);
+all-NaN, zero, infinite and negative images keep nothing and warn nothing; rods along each border of the
 image through `ObjectMap.detection_points`; a striped detection whose every pixel has exactly 2 close neighbours
 costs no more than a flat one of the same size (no performance cliff).
 """
@@ -223,6 +224,8 @@ def test_dtypes_and_memory_layouts_of_the_image_give_the_same_answer(seed: int) 
     for image in (depth.astype(np.uint16), depth.astype(np.float64), np.asfortranarray(depth.astype(np.float32))):
         assert np.array_equal(kept(image, mask, K, 2, 8000.0), reference)
     assert np.array_equal(kept(wide[:, ::2], mask, K, 2, 8000.0), reference)
+    flipped = depth.astype(np.float32)[::-1, ::-1][::-1, ::-1]  # negative strides twice: a view, not a copy
+    assert np.array_equal(kept(flipped, mask, K, 2, 8000.0), reference)
     metres = (depth / 1000).astype(np.float16)
     assert np.array_equal(kept(metres, mask, K, 2, 8.0), kept(metres.astype(np.float32), mask, K, 2, 8.0))
 
@@ -289,3 +292,20 @@ def test_a_striped_detection_costs_no_more_than_a_flat_one() -> None:
     grid = pixel_grid(striped[window], mask[window], K, 2, 8.0, (100, 100), striped)
     assert grid_inliers(grid).sum() >= 0.95 * grid.valid.sum()  # rows with no depth between: lines, kept
     assert best[1] <= 4.0 * best[0], best
+
+
+def test_a_small_window_in_a_very_large_image_reads_only_around_it() -> None:
+    """A 100-megapixel image (a zero-stride, read-only broadcast: no memory, no copy possible in time) with a rod's
+    window in a corner: the same answer as the rod in a 640x480 image, and no pass over the whole image."""
+    small = np.full((K.height, K.width), 4.0, dtype=np.float32)
+    rod = np.zeros(small.shape, dtype=bool)
+    rod[0:200, 0:2] = True
+    small[rod] = 2.0
+    window = (slice(0, 200), slice(0, 2))
+    reference = grid_inliers(pixel_grid(small[window], rod[window], K, 2, 8.0, (0, 0), small))
+    huge = np.broadcast_to(np.float32(4.0), (10_000, 10_000))
+    start = time.perf_counter()
+    grid = pixel_grid(small[window], rod[window], K, 2, 8.0, (0, 0), huge)
+    assert np.array_equal(grid_inliers(grid), reference)
+    assert time.perf_counter() - start < 0.5
+    assert reference.sum() == 98  # all but the rod's two ends
