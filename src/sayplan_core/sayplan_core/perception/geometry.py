@@ -73,6 +73,13 @@ def pixel_grid(
     """
     if depth.shape != mask.shape:
         raise ValueError(f"depth {depth.shape} and mask {mask.shape} differ in size")
+    if image is not None and not (
+        image.ndim == 2
+        and 0 <= origin[0] <= image.shape[0] - depth.shape[0]
+        and 0 <= origin[1] <= image.shape[1] - depth.shape[1]
+    ):
+        # the thin-object test would read the depth around other pixels than the window's
+        raise ValueError(f"window {depth.shape} at {origin} is not inside the depth image {image.shape}")
     sub = depth[::stride, ::stride]
     h, w = sub.shape
     xyz = np.empty((3, h, w + 1))
