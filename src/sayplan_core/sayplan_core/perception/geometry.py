@@ -131,7 +131,6 @@ def grid_inliers(
     std_ratio: float = 2.0,
     floor: float = 1.5,
     usual: float = 3.0,
-    ceiling: float = 12.0,
 ) -> NDArray[np.bool_]:
     """The valid grid pixels with at least `min_close` of their 8 grid neighbours close in 3D, or on a thin object
     standing in front of what is around it: outlier removal on the image grid, before back-projection, instead of
@@ -141,11 +140,12 @@ def grid_inliers(
     depth, e = |P_p - P_q| / (gap * sqrt(z_p * z_q)), so one limit holds near and far. The horizontal and the
     vertical direction each have their own limit, from the detection's own right (lower) pairs: mean + `std_ratio`
     standard deviations of the usual ones (e at most `usual` times that direction's lower median, so the outliers
-    sought do not widen it), within [`floor`, `ceiling`], and `floor` for a direction with no pair. A diagonal step
+    sought do not widen it), at least `floor`, and `floor` for a direction with no pair. A diagonal step
     is a horizontal plus a vertical one, so a diagonal pair is close when its gap is at most the two limits' steps
     added. Per direction because a surface seen at a shallow angle (a table top from standing height) has e~1
-    across the slant and e~5-10 along it; the ceiling (a surface about 85 degrees from facing the camera) because a
-    narrow mask's pairs across are mostly pairs across its depth edges, which would otherwise set the limit.
+    across the slant and e~5-10 along it, and a counter top just below the camera e~15-20 along it. No ceiling: a
+    ceiling of 12 removed the flying pixels of a narrow pole mask (whose pairs across are mostly pairs across its
+    depth edges) but dropped 80% of such a counter top (docs/concepts/perception_speed.md).
 
     Flying pixels at a depth edge (between foreground and background), a line of them along the edge, speckles and
     a mask's one-pixel slivers have fewer than 3 close neighbours; a surface's pixels, corners included, have 3+.
@@ -167,7 +167,7 @@ def grid_inliers(
         ratio /= z[a] * z[b]  # (e * gap)^2; NaN when either pixel is not valid
         if index < 2:
             gap = grid.gaps[index]
-            most[index] = gap * _axis_limit(ratio / (gap * gap), std_ratio, floor, usual, ceiling)
+            most[index] = gap * _axis_limit(ratio / (gap * gap), std_ratio, floor, usual)
             near = ratio <= most[index] ** 2
         else:  # a diagonal step: one step right (or left) and one down
             near = ratio <= (most[0] + most[1]) ** 2
@@ -221,7 +221,7 @@ def _limit_squares(right: float, down: float) -> NDArray[np.float64]:
     return np.asarray((limit**2)[:, None], dtype=np.float64)
 
 
-def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float, ceiling: float) -> float:
+def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, usual: float) -> float:
     """The limit on e from one direction's e^2 (NaN for pairs with an invalid pixel): see `grid_inliers`."""
     e = squares[squares >= 0.0]  # NaN compares False
     if len(e) == 0:
@@ -234,7 +234,7 @@ def _axis_limit(squares: NDArray[np.float64], std_ratio: float, floor: float, us
     spread = common - mean
     # the population standard deviation (np.std's), without its Python-level wrapper
     limit = mean + std_ratio * math.sqrt(float(np.dot(spread, spread)) / len(common))
-    return min(ceiling, max(floor, limit))
+    return max(floor, limit)
 
 
 def voxel_downsample(points: Points, voxel: float) -> Points:
