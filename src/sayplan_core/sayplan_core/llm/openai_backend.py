@@ -43,9 +43,11 @@ class OpenAIBackend:
             max_retries=0,
             http_client=http_client(_sdk_httpx(), timeout_s, MAX_ANSWER_BODY_BYTES),
         )
-        # The SDK imports its chat resources on first use (about 40 ms of CPU): here, with the client, rather than
-        # inside the first planning call.
-        self._completions = self._client.chat.completions
+        # The answer's type, imported here with the client (the SDK's chat types take tens of ms of CPU to import)
+        # rather than inside the first planning call.
+        from openai.types.chat import ChatCompletion
+
+        self._completion_type = ChatCompletion
         self.strict_schema = strict_schema
         self.info = BackendInfo("openai", model, base_url or "https://api.openai.com/v1")
 
@@ -66,21 +68,26 @@ class OpenAIBackend:
                 url = f"data:{image_mime(image)};base64,{base64.b64encode(image).decode()}"
                 parts.append({"type": "image_url", "image_url": {"url": url}})
             messages[-1] = {"role": last["role"], "content": parts}
-        kwargs: dict[str, Any] = {
-            "model": self.info.model,
-            "messages": messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
+        # The body is built here and sent through the SDK's own POST (`client.post`, for endpoints and bodies the
+        # typed methods do not cover): `create` would first walk the request against its TypedDicts (`transform`,
+        # which hashes the model's Literal of every known model name and recurses through every message and the
+        # schema) and find nothing to change in plain strings, numbers and dicts. About 40% of a call's CPU. The
+        # SDK still encodes the body, sets the headers and authenticates as `create` does, maps errors, and parses
+        # the ChatCompletion. Keys in `create`'s order: test_planning_speed_equiv checks the bytes and headers on the
+        # wire against a plain `create`.
+        body: dict[str, Any] = {"model": self.info.model, "messages": messages, "max_tokens": request.max_tokens}
         if request.schema is not None:
-            kwargs["response_format"] = {
+            body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {"name": request.schema_name, "schema": request.schema, "strict": self.strict_schema},
             }
+        body["temperature"] = request.temperature
         start = time.perf_counter()
         try:
             with deadline(self.timeout_s):
-                completion = self._completions.create(**kwargs)
+                completion = self._client.post(
+                    "/chat/completions", body=body, cast_to=self._completion_type, options=_create_options()
+                )
         except BodyTooLargeError as exc:
             return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except openai.APITimeoutError as exc:
@@ -115,6 +122,12 @@ class OpenAIBackend:
             finish_reason=str(choice.finish_reason or "stop"),
             refusal=getattr(choice.message, "refusal", None),
         )
+
+
+def _create_options() -> Any:
+    """The request options `chat.completions.create` passes when given nothing else (a new dict per call: the SDK
+    keeps what it is given)."""
+    return {"security": {"bearer_auth": True}}
 
 
 def _sdk_httpx() -> Any:
