@@ -23,13 +23,14 @@ import networkx as nx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from openai.types.chat import ChatCompletion
 from world_shapes import BOUNDED, BUILDINGS
 
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import GraphError, Node, SceneGraph
 from sayplan_core.graph.views import collapse, floors_first
 from sayplan_core.llm.openai_backend import OpenAIBackend, image_mime
-from sayplan_core.llm.types import LlmRequest
+from sayplan_core.llm.types import LlmRequest, LlmTransientError
 from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, NoPathError, PathPlanner
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
@@ -51,6 +52,7 @@ class Wire:
 
     def __init__(self) -> None:
         self.seen: list[tuple[str, list[tuple[str, str]], bytes]] = []
+        self.reply = REPLY
         wire = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -64,9 +66,9 @@ class Wire:
                 wire.seen.append((self.requestline, list(self.headers.items()), body))
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(REPLY)))
+                self.send_header("Content-Length", str(len(wire.reply)))
                 self.end_headers()
-                self.wfile.write(REPLY)
+                self.wfile.write(wire.reply)
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
@@ -149,11 +151,96 @@ def test_openai_body_is_the_sdks(
     backend = OpenAIBackend("gpt-test", base_url=wire.url, api_key=api_key or None, strict_schema=strict)
     request = LlmRequest(messages, schema, schema_name, temperature, max_tokens, images)
     wire.seen.clear()
+    wire.reply = REPLY
     create_as_before(backend, request)
     answer = backend.complete(request)
     assert (answer.text, answer.prompt_tokens, answer.completion_tokens) == ("{}", 3, 2)
     before, now = wire.seen
     assert now == before  # request line, headers (names, values, order) and body bytes
+
+
+def read_as_before(backend: OpenAIBackend, completion: ChatCompletion) -> tuple[Any, ...]:
+    """What the backend read from the SDK's ChatCompletion before."""
+    if not completion.choices:
+        return ("empty_response",)
+    choice, usage = completion.choices[0], completion.usage
+    return (
+        choice.message.content or "",
+        usage.prompt_tokens if usage else 0,
+        usage.completion_tokens if usage else 0,
+        completion.model or backend.info.model,
+        str(choice.finish_reason or "stop"),
+        getattr(choice.message, "refusal", None),
+    )
+
+
+MAYBE_TEXT = st.none() | TEXT
+
+
+@BOUNDED
+@given(
+    content=MAYBE_TEXT,
+    refusal=MAYBE_TEXT,
+    finish=st.sampled_from([None, "stop", "length", "content_filter", "tool_calls"]),
+    usage=st.none() | st.tuples(st.integers(-5, 10**7) | st.booleans(), st.integers(0, 10**7)),
+    model=st.sampled_from([None, "", "gpt-test", "other-model"]),
+    choices=st.sampled_from([0, 1, 2]),
+)
+def test_openai_reads_the_answer_as_the_sdks_model(
+    wire: Wire,
+    content: str | None,
+    refusal: str | None,
+    finish: str | None,
+    usage: tuple[int, int] | None,
+    model: str | None,
+    choices: int,
+) -> None:
+    message: dict[str, Any] = {"role": "assistant", "content": content}
+    if refusal is not None:
+        message["refusal"] = refusal
+    body: dict[str, Any] = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 1,
+        "model": model,
+        "choices": [{"index": i, "message": message, "finish_reason": finish} for i in range(choices)],
+    }
+    if usage is not None:
+        body["usage"] = {"prompt_tokens": usage[0], "completion_tokens": usage[1], "total_tokens": 1}
+    wire.reply = json.dumps(body).encode()
+    backend = OpenAIBackend("gpt-test", base_url=wire.url)
+    request = LlmRequest([{"role": "user", "content": "hi"}])
+    expected = read_as_before(
+        backend, backend._client.chat.completions.create(model="gpt-test", messages=request.messages)
+    )
+    try:
+        answer = backend.complete(request)
+    except LlmTransientError as exc:
+        assert (exc.kind,) == expected
+        return
+    read = (
+        answer.text,
+        answer.prompt_tokens,
+        answer.completion_tokens,
+        answer.model,
+        answer.finish_reason,
+        answer.refusal,
+    )
+    assert read == expected
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [b"[1, 2]", b'"text"', b'{"choices": {"a": 1}}', b'{"choices": [{"no_message": 1}]}', b'{"choices": ["x"]}'],
+)
+def test_openai_answers_it_cannot_read_are_bad_responses(wire: Wire, reply: bytes) -> None:
+    """Shapes the SDK's model let through unchecked, so reading them failed with an AttributeError; now they are a
+    transient bad response, which the session retries."""
+    wire.reply = reply
+    backend = OpenAIBackend("gpt-test", base_url=wire.url)
+    with pytest.raises(LlmTransientError, match="cannot be read") as refused:
+        backend.complete(LlmRequest([{"role": "user", "content": "hi"}]))
+    assert refused.value.kind == "bad_response"
 
 
 # ----------------------------------------------------------------------------- PathPlanner vs networkx
