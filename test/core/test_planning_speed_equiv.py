@@ -2,7 +2,8 @@
 
 - `OpenAIBackend` builds the request body itself and sends it through the SDK's `client.post` instead of
   `chat.completions.create` (whose `transform` walk changes nothing in plain data). Oracle: `create` with the
-  arguments the backend used to pass; the bytes of the body and every header on the wire must be the same.
+  arguments the backend used to pass; the bytes of the body and every header on the wire must be the same. It reads
+  the answer from the JSON the SDK decodes. Oracle: the SDK's `ChatCompletion`, read as the backend read it before.
 - `PathPlanner` runs networkx's bidirectional Dijkstra written out with inline edge costs, and finds out that two
   nodes are not connected from the search instead of computing the components first. Oracle: networkx's
   `bidirectional_dijkstra` on the same costs (the same path, ties included) and the components check.
