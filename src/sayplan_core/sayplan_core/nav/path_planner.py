@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from itertools import pairwise
+from heapq import heappop, heappush
+from itertools import count, pairwise
 
 import networkx as nx
 
@@ -113,12 +114,27 @@ class PathPlanner:
         self._check(goal, "goal")
         if start == goal:
             return PathResult([start], 0.0)
-        if self.graph.nav_component(start) != self.graph.nav_component(goal):
-            raise NoPathError(f"'{goal}' is unreachable from '{start}': no navigation path joins them", goal)
+        unreachable = f"'{goal}' is unreachable from '{start}': no navigation path joins them"
+        nav = self.graph.nav
+        if method not in ("dijkstra", "astar") or start not in nav or goal not in nav:
+            # cases the graph's own mutators never make (a room outside the nav graph) or a bad method: the
+            # checks in their first order, so each fails as it did
+            if self.graph.nav_component(start) != self.graph.nav_component(goal):
+                raise NoPathError(unreachable, goal)
+            return self._search_in(start, goal, method)
+        # Two nodes of the undirected nav graph have no path exactly when they lie in different components, so the
+        # search says it itself: the components (a walk over the whole building, once per snapshot) are not
+        # computed first. The same error with the same text.
+        try:
+            return self._search_in(start, goal, method)
+        except NoPathError:
+            raise NoPathError(unreachable, goal) from None
+
+    def _search_in(self, start: str, goal: str, method: str) -> PathResult:
         weight = self.edge_cost
         try:
             if method == "dijkstra":
-                cost, nodes = nx.bidirectional_dijkstra(self.graph.nav, start, goal, weight=weight)
+                cost, nodes = self._bidirectional_dijkstra(start, goal)
             elif method == "astar":
                 heuristic = self._heuristic(goal)
                 nodes = nx.astar_path(self.graph.nav, start, goal, heuristic=heuristic, weight=weight)
@@ -128,6 +144,54 @@ class PathPlanner:
         except nx.NetworkXNoPath:
             raise NoPathError(f"'{goal}' is unreachable from '{start}'", goal) from None
         return PathResult([str(n) for n in nodes], float(cost))
+
+    def _bidirectional_dijkstra(self, source: str, target: str) -> tuple[float, list[str]]:
+        """networkx's `bidirectional_dijkstra` (3.x), step for step (the same heap order, ties broken the same,
+        so the same path), with the edge costs read from this planner's table inline instead of through a
+        weight function per edge. test_planning_speed_equiv checks it against networkx on random graphs with ties.
+        """
+        adj = self.graph.nav._adj  # networkx's dicts: no view per lookup
+        costs = self._costs
+        dists: tuple[dict[str, float], dict[str, float]] = ({}, {})
+        preds: tuple[dict[str, str | None], dict[str, str | None]] = ({source: None}, {target: None})
+        fringe: tuple[list[tuple[float, int, str]], list[tuple[float, int, str]]] = ([], [])
+        seen: tuple[dict[str, float], dict[str, float]] = ({source: 0}, {target: 0})
+        tick = count()
+        heappush(fringe[0], (0, next(tick), source))
+        heappush(fringe[1], (0, next(tick), target))
+        finaldist: float | None = None
+        meetnode: str | None = None
+        direction = 1
+        while fringe[0] and fringe[1]:
+            direction = 1 - direction
+            dist, _, v = heappop(fringe[direction])
+            done = dists[direction]
+            if v in done:
+                continue
+            done[v] = dist
+            if v in dists[1 - direction]:
+                assert finaldist is not None and meetnode is not None
+                return finaldist, _joined(preds, meetnode)
+            reached, other, back = seen[direction], seen[1 - direction], preds[direction]
+            queue = fringe[direction]
+            for w, data in adj[v].items():
+                cost = costs.get((v, w))
+                if cost is None:
+                    cost = self._edge_cost(v, w, data)
+                    costs[(v, w)] = costs[(w, v)] = cost
+                length = dist + cost
+                if w in done:
+                    if length < done[w]:
+                        raise ValueError("Contradictory paths found: negative weights?")
+                elif w not in reached or length < reached[w]:
+                    reached[w] = length
+                    heappush(queue, (length, next(tick), w))
+                    back[w] = v
+                    if w in other:
+                        through = length + other[w]
+                        if finaldist is None or finaldist > through:
+                            finaldist, meetnode = through, w
+        raise nx.NetworkXNoPath(f"No path between {source} and {target}.")
 
     def _cost(self, nodes: list[str]) -> float:
         return sum(self.edge_cost(a, b) for a, b in pairwise(nodes))
@@ -164,3 +228,19 @@ class PathPlanner:
         dist = nx.single_source_dijkstra_path_length(self.graph.nav, a, weight=self.edge_cost)
         b = max((r for r in rooms if r in dist), key=lambda r: dist[r])
         return a, b
+
+
+def _joined(preds: tuple[dict[str, str | None], dict[str, str | None]], meet: str) -> list[str]:
+    """The path through `meet`: back to the source by the forward predecessors, on to the target by the backward
+    ones (networkx's `path(meetnode, 0) + path(preds[1][meetnode], 1)`)."""
+    forward: list[str] = []
+    current: str | None = meet
+    while current is not None:
+        forward.append(current)
+        current = preds[0][current]
+    forward.reverse()
+    current = preds[1][meet]
+    while current is not None:
+        forward.append(current)
+        current = preds[1][current]
+    return forward

@@ -88,11 +88,12 @@ class SayPlanPlanner(Planner):
         observed: set[str] = set()
         for step in range(self.options.max_search_steps + self.options.max_replans + 1):
             stage = "replan" if planned else "search"
-            visible = view.visible_ids()
-            schema = answers.sayplan_schema(actions, visible, view.expandable_ids() + view.expanded)
+            visible = view.visible_ids()  # once per step: the schema, the expandable nodes and the text read it
+            schema = answers.sayplan_schema(actions, visible, view.expandable_ids(visible) + view.expanded)
+            text = view.text(visible=visible)
             messages = [
                 {"role": "system", "content": system},
-                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, feedback)},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, feedback)},
             ]
             command = session.ask(
                 stage, messages, schema, lambda data: answers.parse_sayplan_command(graph, actions, data), "sayplan"

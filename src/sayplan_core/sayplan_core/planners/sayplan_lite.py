@@ -30,10 +30,12 @@ class SayPlanLitePlanner(Planner):
         note = job.context
         observed: set[str] = set()
         for step in range(self.options.max_search_steps):
-            schema = answers.lite_search_schema(view.expandable_ids() + view.expanded)
+            visible = view.visible_ids()  # once per step: the expandable nodes and the text read it
+            schema = answers.lite_search_schema(view.expandable_ids(visible) + view.expanded)
+            text = view.text(visible=visible)
             messages = [
                 {"role": "system", "content": search_system},
-                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, note)},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, note)},
             ]
             command = session.ask("search", messages, schema, lambda d: answers.parse_lite_search(graph, d), "search")
             if command.name == "done":
@@ -49,13 +51,14 @@ class SayPlanLitePlanner(Planner):
         plan_system = prompts.lite_plan_system(actions)
         visible = view.visible_ids()
         schema = answers.plan_schema(actions, visible)
+        text = view.text(visible=visible)  # the view no longer changes: one text for every round
         feedback = job.context
         paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
         for round_index in range(self.options.max_replans + 1):
             stage = "replan" if round_index else "plan"
             messages = [
                 {"role": "system", "content": plan_system},
-                {"role": "user", "content": prompts.dynamic(instruction, view.text(), view.memory, feedback)},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, feedback)},
             ]
             command = session.ask(
                 stage, messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan"
