@@ -54,7 +54,7 @@ from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
-from sayplan_ros.runner import RESULT_GRACE_S, run_nodes
+from sayplan_ros.runner import RESULT_GRACE_S, result_sent, run_nodes
 from sayplan_ros.single_goal import SingleGoal
 
 
@@ -211,6 +211,7 @@ class ExecutorNode(Node):
             return True
         deadline = time.monotonic() + timeout_s / 2
         self.get_logger().warning("stopping: the running task is canceled before the node exits")
+        sent = result_sent(self._server, run.handle.goal_id)  # registered before the goal can end
         run.cancel_child()  # at once: the DDS cancel below may arrive after the skill server stopped on its own
         if self._cancel_all.wait_for_service(timeout_sec=max(0.0, deadline - time.monotonic())):
             self._cancel_all.call_async(CancelGoal.Request())  # a zero goal id and stamp: every goal
@@ -218,7 +219,12 @@ class ExecutorNode(Node):
         if not ended:
             self.get_logger().error("the running task did not end before the node exits")
         self.events.wait_for_all_acked(Duration(seconds=max(0.0, deadline - time.monotonic())))
-        time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))  # the result response goes out
+        # the result response handed to the middleware (not a guess at how late the executor task runs), then a
+        # bounded grace for its delivery: a service response has no wait_for_all_acked
+        if sent.wait(max(0.0, deadline - time.monotonic())):
+            time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))
+        else:
+            self.get_logger().error("the task's result was not sent before the node exits")
         return ended
 
     # ------------------------------------------------------------------ helpers

@@ -28,8 +28,10 @@ import threading
 import time
 from collections.abc import Callable
 from types import FrameType
+from typing import Any
 
 import rclpy
+from rclpy.action import ActionServer
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
@@ -39,11 +41,12 @@ EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm it
 EXIT_SECOND_SIGNAL = 130
 #: How long the robot nodes of one program may take to stop their robots on SIGINT/SIGTERM, seconds.
 SHUTDOWN_STOP_S = 3.0
-#: On a signal, how long a goal that just ended gets for its end state and result to leave over DDS before the
-#: node is destroyed (rclpy sends them from executor tasks after the goal ends; the process exits right after).
-#: 0.2 s lost a task's result now and then when the 2-core machine was loaded (the last event arrived, acked,
-#: the result response did not); the wait comes out of the node's own stop budget, half of SHUTDOWN_STOP_S.
-RESULT_GRACE_S = 0.5
+#: On a signal, how long a goal's result response gets to travel over DDS once rclpy has handed it to the
+#: middleware (`result_sent`), before the node is destroyed and the process exits. Before, a blind 0.2-0.5 s sleep
+#: after the goal ended stood for both the hand-off (an executor task, late on a loaded 2-core machine) and the
+#: delivery; the hand-off is now waited for, and this only bounds the delivery. It comes out of the node's own
+#: stop budget, half of SHUTDOWN_STOP_S.
+RESULT_GRACE_S = 0.2
 #: How often the main thread looks whether a node asked the program to end (`exit_reason`), seconds.
 EXIT_CHECK_S = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -62,6 +65,26 @@ def describe_error(exc: BaseException) -> str:
 def _interrupt(_signum: int, _frame: FrameType | None) -> None:
     """While the nodes start: SIGTERM ends start-up as Ctrl-C does."""
     raise KeyboardInterrupt
+
+
+def result_sent(server: ActionServer | None, goal_id: Any) -> threading.Event:
+    """An event set once rclpy has sent the goal's result response to every client that asked for it so far
+    (`get_result`, which an action client asks right after its goal is accepted). Call it while the goal runs,
+    from any thread; wait on it from a plain thread, never a callback.
+
+    rclpy's ActionServer sends each result response from a done callback of the goal's result future, added when
+    the request arrived; this adds one more done callback, after those, which sets the event and nothing else
+    (no sleep, no wait). Done callbacks run in order, on the thread that sets the result (rclpy creates that future
+    without an executor). The future is not public API: when it cannot be found, the event is set at once and the
+    caller's grace (RESULT_GRACE_S) is all that is left, as before."""
+    sent = threading.Event()
+    futures = getattr(server, "_result_futures", None)
+    future = futures.get(bytes(goal_id.uuid)) if isinstance(futures, dict) else None
+    if future is None:
+        sent.set()
+        return sent
+    future.add_done_callback(lambda _future: sent.set())
+    return sent
 
 
 def stop_robots(nodes: list[Node], timeout_s: float = SHUTDOWN_STOP_S) -> bool:

@@ -59,7 +59,7 @@ from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.goals import CancelMarks, StopEvent, Wakeup, finish_goal
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.lifecycle import ManagedNode
-from sayplan_ros.runner import RESULT_GRACE_S, SHUTDOWN_STOP_S
+from sayplan_ros.runner import RESULT_GRACE_S, SHUTDOWN_STOP_S, result_sent
 from sayplan_ros.single_goal import SingleGoal
 
 STOP_SLICE_S = 0.05  # what a skill's wait (SkillContext.sleep) lasts at most once its goal was stopped
@@ -299,6 +299,9 @@ class SkillServer(ManagedNode):
         confirmed. Called from a plain thread or a lifecycle transition, never from the skill's own group."""
         deadline = time.monotonic() + timeout_s
         ended = True
+        handle = self._handle
+        # registered before the goal can end; a goal that already ended before the stop needs no wait
+        sent = result_sent(self._server, handle.goal_id) if handle is not None and handle.is_active else None
         if self._single.busy:
             self.get_logger().warning(f"stopping: the running skill is stopped {when}")
             self._goal_stop.set()
@@ -314,10 +317,12 @@ class SkillServer(ManagedNode):
             stopped = False
         if not (ended and stopped):
             self.get_logger().error("the robot's stop was not confirmed: check the robot")
-        handle = self._handle
-        if handle is not None and handle.is_active:  # the goal's end state and result must still go out
+        if sent is not None:  # the goal's end state and result must still go out
+            # the final status array is published synchronously when the goal ends; the result response from a
+            # done callback after it: once that was handed to the middleware, a bounded grace for delivery of both
             self._goal_ended.wait(max(0.0, deadline - time.monotonic()))
-            time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))
+            if sent.wait(max(0.0, deadline - time.monotonic())):
+                time.sleep(min(RESULT_GRACE_S, max(0.0, deadline - time.monotonic())))
         return ended and stopped
 
     async def _run(self, handle: ServerGoalHandle) -> SkillResult:
