@@ -18,6 +18,7 @@ def test_bench_graph_load_writes_its_table_with_both_spark_formats(tmp_path: Pat
     row = lines[next(i for i, line in enumerate(lines) if line.startswith("|---")) + 1]  # the one building
     cells = [cell.strip() for cell in row.strip("|").split("|")]
     ours, spark_json, spark_binary, ratio_json, ratio_binary = (float(c) for c in (*cells[1:2], *cells[3:7]))
-    # the ratios are the ones of the times printed beside them (rounded as printed)
-    assert ratio_json == pytest.approx(ours / spark_json, abs=0.02 + ours / spark_json * 0.05)
-    assert ratio_binary == pytest.approx(ours / spark_binary, abs=0.02 + ours / spark_binary * 0.05)
+    # the ratios are the ones of the times printed beside them: times are rounded to 0.05 ms either way as
+    # printed (a large share of a 300-node load's ~1 ms), ratios to 0.005
+    for ratio, spark in ((ratio_json, spark_json), (ratio_binary, spark_binary)):
+        assert (ours - 0.05) / (spark + 0.05) - 0.005 <= ratio <= (ours + 0.05) / max(spark - 0.05, 1e-9) + 0.005
