@@ -591,14 +591,7 @@ def _copy_nav(nav: nx.Graph) -> nx.Graph:
 
 def _copy_snapshot_node(node: Node) -> Node:
     """_copy_node, as a SnapshotNode (the class is set last: from then on the slots refuse writes)."""
-    clone = object.__new__(Node)
-    clone.id = node.id
-    clone.type = node.type
-    clone.name = node.name
-    clone.position = node.position
-    clone.states = list(node.states)
-    clone.affordances = list(node.affordances)
-    clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
+    clone = _copy_node(node)
     clone.__class__ = SnapshotNode
     return clone
 
