@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import time
 from typing import Any
@@ -82,6 +83,9 @@ class OpenAIBackend:
         try:
             with deadline(self.timeout_s):
                 data = self._client.post("/chat/completions", body=body, cast_to=object, options=_create_options())
+            if isinstance(data, str):  # the text of an answer not labelled as JSON (no Content-Type, text/plain):
+                with contextlib.suppress(json.JSONDecodeError):  # ChatCompletion's parse read its JSON all the same
+                    data = json.loads(data)
         except BodyTooLargeError as exc:
             return oversized_answer(exc, request.max_tokens, time.perf_counter() - start, self.info.model)
         except openai.APITimeoutError as exc:
@@ -102,6 +106,8 @@ class OpenAIBackend:
             raise LlmTransientError(
                 "bad_response", f"{self._where} sent a response that is not JSON: {exc.msg}"
             ) from exc
+        except RecursionError as exc:  # JSON nested deeper than the decoder recurses
+            raise LlmTransientError("bad_response", f"{self._where} sent JSON nested too deeply to read") from exc
         return self._answer(data, time.perf_counter() - start)
 
     def _answer(self, data: Any, latency: float) -> LlmResponse:
@@ -117,10 +123,13 @@ class OpenAIBackend:
                 raise TypeError(f"the answer is {type(data).__name__}, not a JSON object")
             choice, usage = choices[0], data.get("usage")
             message = choice["message"]
+            content = message.get("content")
+            if content is not None and not isinstance(content, str):  # parse_json_answer would fail on it
+                raise TypeError(f"the message's content is {type(content).__name__}, not a string")
             return LlmResponse(
-                text=message.get("content") or "",
-                prompt_tokens=usage["prompt_tokens"] if usage is not None else 0,
-                completion_tokens=usage["completion_tokens"] if usage is not None else 0,
+                text=content or "",
+                prompt_tokens=usage.get("prompt_tokens") if usage is not None else 0,  # missing: None, as the
+                completion_tokens=usage.get("completion_tokens") if usage is not None else 0,  # model read it
                 latency_s=latency,
                 model=data.get("model") or self.info.model,
                 finish_reason=str(choice.get("finish_reason") or "stop"),
