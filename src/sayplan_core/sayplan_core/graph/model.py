@@ -170,12 +170,23 @@ class SnapshotNode(Node):
 
     __slots__ = ()
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """A node built from fields (`dataclasses.replace(snapshot_node, ...)`, which calls the node's class) is a
+        plain Node, as a copy is; snapshots make theirs without calling this (_copy_snapshot_node)."""
+        object.__setattr__(self, "__class__", Node)
+        Node.__init__(self, *args, **kwargs)
+
     def __setattr__(self, name: str, value: Any) -> None:
+        node_id = getattr(self, "id", "?")  # unset on a bare object.__new__(SnapshotNode)
         raise GraphError(
-            f"node '{self.id}' belongs to a snapshot shared by its readers and cannot be changed in place; "
+            f"node '{node_id}' belongs to a snapshot shared by its readers and cannot be changed in place; "
             "copy the graph (SceneGraph.copy) or the node (copy.deepcopy) to edit it",
-            self.id,
+            node_id,
         )
+
+    def __delattr__(self, name: str) -> None:
+        """As a write: a deleted field would break every later reader of the snapshot."""
+        self.__setattr__(name, None)
 
     def __eq__(self, other: object) -> bool:
         """As a Node's (a snapshot's node equals the plain node it copies)."""
