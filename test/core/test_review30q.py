@@ -19,7 +19,10 @@ Found and fixed:
   back with the same id and without the link showed the old link. It now keeps which nodes' links name each node.
 
 Documented limits kept as strict xfails: an in-place edit of a snapshot node's list (`node.states.append`) still
-poisons the prompts of later versions; `object.__setattr__` goes round the guard (not tested: deliberate).
+poisons the prompts of later versions; so does a reader's edit of its snapshot's networkx graphs
+(`snapshot.nav.add_edge`), which also poisons the navigation components shared under the navigation-layer stamp
+(a later version's path planner and `reachable` predicate would then see two places as connected that are not).
+`object.__setattr__` goes round the guard too (not tested: deliberate).
 
 What held up (each checked here): the whole-graph text, the ltl grounding catalogue, the ltl domain's navigation
 part, llm_as_planner's schema enums and `nav_component` against straightforward versions, on the live graph and on
