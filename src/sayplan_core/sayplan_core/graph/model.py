@@ -170,11 +170,16 @@ class SnapshotNode(Node):
 
     __slots__ = ()
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        """A node built from fields (`dataclasses.replace(snapshot_node, ...)`, which calls the node's class) is a
-        plain Node, as a copy is; snapshots make theirs without calling this (_copy_snapshot_node)."""
-        object.__setattr__(self, "__class__", Node)
-        Node.__init__(self, *args, **kwargs)
+    def __new__(cls, *args: Any, **kwargs: Any) -> Node:  # type: ignore[misc]
+        """A plain Node with containers of its own: what `SnapshotNode(...)` builds, and so what
+        `dataclasses.replace(snapshot_node, ...)` (a copy-then-edit idiom) returns. Snapshot nodes themselves are
+        made only by SceneGraph.copy(tracked=True), which does not call the class."""
+        return _copy_node(Node(*args, **kwargs))
+
+    def __copy__(self) -> Node:
+        """A plain Node with lists and attributes of its own: a shallow copy would share the snapshot's lists,
+        and an in-place edit of those (`clone.states.append(...)`) would reach the snapshot and the prompts."""
+        return _copy_node(self)
 
     def __setattr__(self, name: str, value: Any) -> None:
         node_id = getattr(self, "id", "?")  # unset on a bare object.__new__(SnapshotNode)
@@ -261,6 +266,12 @@ class SceneGraph:
         """The ids restamped so far, in order (shared with tracked copies), and how many of them this graph has
         seen: between two graphs of one log, only the ids logged between their two counts can differ."""
         return self._log, len(self._log) if self._log_at is None else self._log_at
+
+    def __copy__(self) -> SceneGraph:
+        """copy.copy(graph) is copy(): an untracked deep copy. Python's default would share the node table and the
+        networkx graphs while dropping the tracking (__getstate__), so a mutator on the "copy" would change the
+        original behind its change stamps (and a snapshot, shared by every reader of its version, with them)."""
+        return self.copy()
 
     def __getstate__(self) -> dict[str, Any]:
         """Pickled or deep-copied: untracked, as copy() is. The caches hold locks (they cannot be pickled), and a

@@ -529,6 +529,9 @@ class ShownRecords:
         self.graph = graph
         self.records: dict[str, str] = {}
         self.links: dict[str, tuple[list[str], str | None]] = {}  # nav neighbours above the node, its parent
+        # node -> the nodes whose kept links name it: a removed node's neighbours are no longer in the graph's
+        # navigation dicts when `forget` hears of it, and a node added back with its id would get their old links
+        self.named_by: dict[str, set[str]] = {}
 
     def forget(self, changed: Iterable[str]) -> None:
         """The nodes whose fields, parent edge or navigation edges changed (or that were added or removed) since
@@ -539,6 +542,7 @@ class ShownRecords:
         ids = set(changed)
         for node_id in list(ids):
             ids.update(nav_adj.get(node_id, ()))
+            ids.update(self.named_by.pop(node_id, ()))
         ids |= room_readers(graph, {node_id for node_id in ids if node_id in graph.nodes})
         for node_id in ids:
             self.records.pop(node_id, None)
@@ -578,6 +582,8 @@ class ShownRecords:
             entry = kept.get(node_id)
             if entry is None:
                 entry = kept[node_id] = self._link_candidates(node_id)
+                for other in entry[0]:
+                    self.named_by.setdefault(other, set()).add(node_id)
             above, parent = entry
             for other in above:
                 if other in visible:

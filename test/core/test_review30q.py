@@ -1,0 +1,703 @@
+"""Hostile review of two merges: snapshot nodes that refuse writes and the caches kept across versions (h-plan30b),
+and the columns loader's checks inside its build loop (h-load30).
+
+Every cache is compared with a straightforward version written here from the documented definition (not the
+code's own uncached writer), after every step of random mutation sequences through every mutator.
+
+Found and fixed:
+
+- `dataclasses.replace(snapshot_node, ...)` (the dataclass copy-then-edit idiom) failed with an AttributeError
+  (the guard's own message read the id of a node not built yet); `SnapshotNode(...)` likewise. Both now give a
+  plain Node with containers of its own (`SnapshotNode.__new__`).
+- `copy.copy(snapshot_node)` was a plain Node sharing the snapshot's lists: `clone.states.append(...)` changed the
+  snapshot's node behind the guard and reached later versions' prompts. It now copies the lists and attributes.
+- `copy.copy(graph)` shared the node table and networkx graphs with the original but dropped the tracking
+  (`__getstate__`): a mutator on the "copy" of a snapshot put a changed node into the snapshot shared by every
+  reader, under its old change stamp (the poisoning the guard exists to prevent). It is now `graph.copy()`.
+- `ShownRecords.forget` (LookPlanGraph's kept text) promises to drop its neighbours' links for a node that was
+  removed, but it found the neighbours through the navigation graph after the removal: a node removed and added
+  back with the same id and without the link showed the old link. It now keeps which nodes' links name each node.
+
+Documented limits kept as strict xfails: an in-place edit of a snapshot node's list (`node.states.append`) still
+poisons the prompts of later versions; so does a reader's edit of its snapshot's networkx graphs
+(`snapshot.nav.add_edge`), which also poisons the navigation components shared under the navigation-layer stamp
+(a later version's path planner and `reachable` predicate would then see two places as connected that are not).
+`object.__setattr__` goes round the guard too (not tested: deliberate).
+
+What held up (each checked here): the whole-graph text, the ltl grounding catalogue, the ltl domain's navigation
+part, llm_as_planner's schema enums and `nav_component` against straightforward versions, on the live graph and on
+snapshots of earlier versions, through add/remove/re-add with the same id and another type, rename, rooms moved
+between floors, poses between rooms, links added, re-weighed and cut, rolled-back updates, snapshots changed
+through a mutator and the change log's wrap; `SceneGraph.copy` against networkx's `copy()` (dict order, shared
+edge dicts, views) after removals and re-adds and after mutations of the copy; pickles, deep copies, equality and
+hash of snapshot nodes; the columns loader on hostile index columns (negative aliases, huge ints, bools, floats),
+coordinates (NaN, inf, 1e308, values that pass the hypot bound), ids holding the join separator or non-ASCII, and
+repeated type or relation tables, each against the item-by-item path, then every mutator on the loaded graph with
+networkx's views checked against a graph built through the mutators.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+import math
+import pickle
+from collections import deque
+from typing import Any
+
+import networkx as nx
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from sayplan_core.graph import native_format
+from sayplan_core.graph.columns import to_columns
+from sayplan_core.graph.model import NODE_TYPES, GraphError, Node, SceneGraph, SnapshotNode
+from sayplan_core.graph.snapshots import GraphSnapshots
+from sayplan_core.graph.text import ShownRecords, to_prompt_text
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
+from sayplan_core.ltl.domain import SearchDomain
+from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST
+from sayplan_core.planners import answers, llm_as_planner
+from sayplan_core.planners.ltl import grounding_catalogue
+from sayplan_core.sim.action_set import load_action_set
+
+ACTIONS = load_action_set("sayplan")
+
+
+# ------------------------------------------------------------------------------------------- straightforward oracles
+def dumps(value: Any, ascii_only: bool = False) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=ascii_only)
+
+
+def oracle_text(graph: SceneGraph, with_positions: bool, ids: list[str] | None = None, ascii_only: bool = False) -> str:
+    """The whole-graph prompt (or that of `ids`) by the definition: records grouped by type, ids sorted, links."""
+    shown = sorted(graph.nodes if ids is None else [n for n in ids if n in graph.nodes])  # repeats listed again
+    visible = set(shown)
+    agent_id = min(graph.type_index("agent"), default=None)
+    location = graph.nodes[agent_id].attributes.get("location") if agent_id else None
+    held = sorted(graph.tree.successors(agent_id))[0] if agent_id and list(graph.tree.successors(agent_id)) else None
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for node_type in NODE_TYPES:
+        for node_id in shown:
+            node = graph.nodes[node_id]
+            if node.type != node_type:
+                continue
+            rec: dict[str, Any] = {"id": node_id}
+            if node.name and node.name != node_id.replace("_", " "):
+                rec["name"] = node.name
+            parents = list(graph.tree.predecessors(node_id))
+            parent = parents[0] if parents else None
+            if node_type in ("asset", "workspace"):
+                room = next((a for a in [node_id, *graph.ancestors(node_id)] if graph.nodes[a].type == "room"), None)
+                if room:
+                    rec["room"] = room
+                if parent and graph.nodes[parent].type == "workspace":
+                    rec["workspace"] = parent
+            elif node_type == "object" and parent is not None:
+                relation = graph.tree.edges[parent, node_id]["relation"]
+                rec["state"] = "inside_hand" if relation == "inside_hand" else f"{relation}({parent})"
+            elif node_type in ("room", "pose") and parent and graph.nodes[parent].type == "floor":
+                rec["floor"] = parent
+            elif node_type == "agent":
+                if location:
+                    rec["location"] = str(location)
+                if held:
+                    rec["holding"] = held
+            if node.states:
+                rec["states"] = node.states
+            if node.affordances:
+                rec["affordances"] = node.affordances
+            attrs = {k: v for k, v in node.attributes.items() if not (node_type == "agent" and k == "location")}
+            if attrs:
+                rec["attributes"] = attrs
+            if with_positions and node.position is not None:
+                rec["position"] = [round(v, 2) for v in node.position]
+            groups.setdefault(node_type, []).append(rec)
+    links: list[str] = []
+    for node_id in sorted(visible):  # each linked node once
+        node_type = graph.nodes[node_id].type
+        if node_type in ("room", "pose"):
+            links += [f"{node_id}<->{o}" for o in sorted(graph.nav.adj[node_id]) if node_id < o and o in visible]
+        if node_type in ("room", "asset", "workspace"):
+            parents = list(graph.tree.predecessors(node_id))
+            if parents and parents[0] in visible:
+                links.append(f"{parents[0]}<->{node_id}")
+    if agent_id in visible and location in visible:
+        links.append(f"{location}<->{agent_id}")
+    return dumps({"nodes": groups, "links": links}, ascii_only)
+
+
+def floor_of(graph: SceneGraph, node_id: str) -> str | None:
+    return next((a for a in [node_id, *graph.ancestors(node_id)] if graph.nodes[a].type == "floor"), None)
+
+
+def oracle_catalogue(graph: SceneGraph) -> str:
+    """ltl's grounding catalogue by its definition: floors -> rooms and poses."""
+    floors: dict[str, dict[str, Any]] = {f: {"rooms": {}, "poses": {}} for f in graph.type_index("floor")}
+    for room in sorted(graph.type_index("room")):
+        entry = {
+            "connects_to": sorted(graph.nav.adj[room]),
+            "contains": sorted(
+                n for n in nx.descendants(graph.tree, room) if graph.nodes[n].type in ("asset", "object", "workspace")
+            ),
+        }
+        poses = sorted(n for n in graph.tree.successors(room) if graph.nodes[n].type == "pose")
+        if poses:
+            entry["poses"] = poses
+        floors.setdefault(floor_of(graph, room) or "(no floor)", {"rooms": {}, "poses": {}})["rooms"][room] = entry
+    for pose in sorted(graph.type_index("pose")):
+        neighbours = sorted(n for n in graph.nav.adj[pose] if graph.nodes[n].type == "pose")
+        floors.setdefault(floor_of(graph, pose) or "(no floor)", {"rooms": {}, "poses": {}})["poses"][pose] = neighbours
+    out: dict[str, Any] = dict(sorted(floors.items()))
+    agent = min(graph.type_index("agent"), default=None)
+    held = sorted(graph.tree.successors(agent)) if agent else []
+    if held:
+        out["in the robot's hand"] = held[:1]
+    return dumps(out, ascii_only=True)
+
+
+def oracle_cost(graph: SceneGraph, a: str, b: str) -> float:
+    pa, pb, weight = graph.nodes[a].position, graph.nodes[b].position, graph.nav.edges[a, b].get("weight")
+    if pa is None or pb is None:
+        return float(weight) if weight is not None else DEFAULT_EDGE_COST
+    straight = math.dist(pa, pb)
+    return max(straight, float(weight)) if weight is not None else max(straight, 1e-6)
+
+
+def check_navigation(graph: SceneGraph) -> None:
+    """The ltl domain's navigation part: by definition (as sets), and in networkx's edge order against the domain
+    of an untracked copy (which computes it afresh)."""
+    domain = SearchDomain(graph, ())
+    ids = sorted(graph.nav.nodes)
+    assert [loc.name for loc in domain.locations] == ids
+    for loc in domain.locations:
+        node = graph.nodes[loc.name]
+        parents = list(graph.tree.predecessors(loc.name))
+        room = (
+            loc.name
+            if node.type == "room"
+            else (parents[0] if parents and graph.nodes[parents[0]].type == "room" else None)
+        )
+        assert (loc.room, loc.floor, loc.position, loc.is_stop) == (
+            room,
+            floor_of(graph, loc.name),
+            node.position,
+            False,
+        )
+    for i, moves in enumerate(domain.moves):
+        expected = sorted((ids.index(o), oracle_cost(graph, ids[i], o)) for o in graph.nav.adj[ids[i]])
+        assert sorted(moves) == expected
+    fresh = SearchDomain(graph.copy(), ())
+    assert (domain.locations, domain.index, domain.moves) == (fresh.locations, fresh.index, fresh.moves)
+
+
+def check_components(graph: SceneGraph) -> None:
+    """nav_component partitions the navigation nodes as a breadth-first walk does; -1 off the layer."""
+    seen: dict[str, int] = {}
+    for start in graph.nav.nodes:
+        if start in seen:
+            continue
+        seen[start] = len(seen)
+        label, todo = seen[start], deque([start])
+        while todo:
+            for other in graph.nav.adj[todo.popleft()]:
+                if other not in seen:
+                    seen[other] = label
+                    todo.append(other)
+    pairs = {(seen[n], graph.nav_component(n)) for n in graph.nav.nodes}
+    assert len({a for a, _ in pairs}) == len(pairs) == len({b for _, b in pairs})  # one-to-one
+    assert all(graph.nav_component(n) == -1 for n in graph.nodes if n not in graph.nav)
+
+
+def check_all(graph: SceneGraph) -> None:
+    for with_positions in (False, True):
+        assert to_prompt_text(graph, with_positions=with_positions) == oracle_text(graph, with_positions)
+    assert grounding_catalogue(graph) == oracle_catalogue(graph)
+    ids = llm_as_planner.sorted_ids(graph)
+    assert ids == sorted(graph.nodes)
+    assert dumps(llm_as_planner.plan_schema(graph, ACTIONS, ids)) == dumps(
+        answers.plan_schema(ACTIONS, sorted(graph.nodes))
+    )
+    check_navigation(graph)
+    check_components(graph)
+
+
+# ------------------------------------------------------------------------------------------------- random graphs
+def start() -> SceneGraph:
+    graph = SceneGraph("review30q")
+    graph.add_node(Node("building", "building"))
+    for floor in ("floor0", "floor1"):
+        graph.add_node(Node(floor, "floor"), "building")
+    for k, room in enumerate(("hall", "kitchen", "lab", "yard")):
+        graph.add_node(Node(room, "room", position=(float(k), 1.0, 0.0) if k != 3 else None), f"floor{k % 2}")
+    graph.add_node(Node("p_hall", "pose", position=(0.5, 1.0, 0.0)), "hall")
+    graph.add_node(Node("p_stairs", "pose"), "floor1")
+    for a, b in (("hall", "kitchen"), ("kitchen", "lab"), ("hall", "p_hall"), ("p_hall", "p_stairs")):
+        graph.connect(a, b)
+    graph.add_node(Node("bench", "workspace"), "kitchen")
+    graph.add_node(Node("fridge", "asset", states=["closed"]), "bench")
+    graph.add_node(Node("shelf", "asset", name="Regal für Bücher"), "lab")
+    graph.add_node(Node("apple", "object", affordances=["pickup"]), "fridge", "inside_of")
+    graph.add_node(Node("box", "object"), "shelf", "ontop_of")
+    graph.add_node(Node("mug", "object"), "box", "inside_of")
+    graph.add_node(Node("robot", "agent", attributes={"location": "hall"}))
+    return graph
+
+
+IDS = ("hall", "kitchen", "lab", "yard", "p_hall", "p_stairs", "bench", "fridge", "shelf", "apple", "box", "mug")
+EXTRA = ("n1", "n2", "n3", "yard")  # "yard": a room that may come back as another type
+KINDS = ("room", "pose", "workspace", "asset", "object")
+PARENT_TYPES = {"room": ("floor", "building"), "pose": ("floor", "room"), "workspace": ("room",),
+                "asset": ("room", "workspace"), "object": ("asset", "workspace", "object", "room", "agent")}  # fmt: skip
+
+
+def relation_for(graph: SceneGraph, node_type: str, parent: str) -> str:
+    parent_type = graph.nodes[parent].type
+    if node_type != "object":
+        return "in"
+    return {"agent": "inside_hand", "room": "in", "object": "inside_of"}.get(parent_type, "ontop_of")
+
+
+def pick(data: Any, items: list[str]) -> str | None:
+    return data.draw(st.sampled_from(items)) if items else None
+
+
+def mutate(data: Any, graph: SceneGraph, log: list[str]) -> list[str]:
+    """One random change through a mutator (refused changes leave the graph as it was); the ids it touched, as a
+    caller of ShownRecords.forget would name them (the node itself; both ends of a link)."""
+    nodes = sorted(graph.nodes)
+    kind = data.draw(st.sampled_from(
+        ["add", "move", "remove", "connect", "disconnect", "states", "replace", "update", "rollback", "burst"]
+    ))  # fmt: skip
+    try:
+        if kind == "add":
+            node_id = data.draw(st.sampled_from([n for n in EXTRA if n not in graph.nodes] or ["n4"]))
+            node_type = data.draw(st.sampled_from(KINDS))
+            parents = [n for n in nodes if graph.nodes[n].type in PARENT_TYPES[node_type]]
+            parent = pick(data, parents)
+            position = data.draw(st.none() | st.tuples(*[st.integers(-3, 3).map(float)] * 3))
+            graph.add_node(Node(node_id, node_type, position=position))
+            if parent is not None:
+                graph.set_parent(node_id, parent, relation_for(graph, node_type, parent))
+            log.append(f"add {node_id} {node_type} {parent}")
+            return [node_id]
+        if kind == "move":
+            node_id = pick(data, [n for n in nodes if graph.nodes[n].type in PARENT_TYPES])
+            assert node_id is not None
+            node_type = graph.nodes[node_id].type
+            parent = pick(data, [n for n in nodes if graph.nodes[n].type in PARENT_TYPES[node_type]])
+            if parent is None:
+                return []
+            graph.set_parent(node_id, parent, relation_for(graph, node_type, parent))
+            log.append(f"move {node_id} -> {parent}")
+            return [node_id]
+        if kind == "remove":
+            node_id = pick(data, [n for n in nodes if graph.nodes[n].type in KINDS and not graph.children(n)])
+            if node_id is None or node_id == graph.agent_location():
+                return []
+            graph.remove_node(node_id)
+            log.append(f"remove {node_id}")
+            return [node_id]
+        nav = sorted(graph.nav.nodes)
+        if kind in ("connect", "disconnect") and len(nav) >= 2:
+            if kind == "connect":
+                a, b = data.draw(st.sampled_from([(a, b) for a in nav for b in nav if a != b]))
+                graph.connect(a, b, data.draw(st.none() | st.sampled_from([0.0, 2.5, 9.0])))
+            else:
+                edges = sorted(map(tuple, map(sorted, graph.nav.edges)))
+                if not edges:
+                    return []
+                a, b = data.draw(st.sampled_from(edges))
+                graph.disconnect(a, b)
+            log.append(f"{kind} {a} {b}")
+            return [a, b]
+        if kind == "states":
+            node_id = pick(data, nodes)
+            assert node_id is not None
+            graph.set_states(node_id, data.draw(st.lists(st.sampled_from(["open", "closed", "dirty"]), max_size=2)))
+            log.append(f"states {node_id}")
+            return [node_id]
+        if kind == "replace":  # renamed, moved in space, other labels; the agent goes elsewhere
+            node_id = pick(data, nodes)
+            assert node_id is not None
+            old = graph.nodes[node_id]
+            new = Node(
+                node_id,
+                old.type,
+                name=data.draw(st.sampled_from(["", "Zimmer Ä", node_id.replace("_", " "), "x y"])),
+                affordances=data.draw(st.lists(st.sampled_from(["pickup", "open"]), max_size=1)),
+                attributes=dict(old.attributes, color="red") if data.draw(st.booleans()) else dict(old.attributes),
+                position=data.draw(st.none() | st.tuples(*[st.integers(-3, 3).map(float)] * 3)),
+            )
+            if old.type == "agent":
+                new.attributes["location"] = pick(data, sorted(graph.nav.nodes)) or "hall"
+            graph.replace_node(new)
+            log.append(f"replace {node_id}")
+            return [node_id]
+        if kind in ("update", "rollback"):  # through apply_in_place; a rollback takes its changes back
+            obj = pick(data, [n for n in nodes if graph.nodes[n].type == "object"])
+            target = pick(data, [n for n in nodes if graph.nodes[n].type == "asset"])
+            if obj is None or target is None:
+                return []
+            update = GraphUpdate(upsert=[NodeUpsert(Node(obj, "object", states=["moved"]), target, "ontop_of")])
+            if kind == "rollback":
+                update.connect.append(("hall", "nowhere", None))
+                with pytest.raises(GraphError):
+                    apply_in_place(graph, update)
+                return []
+            apply_in_place(graph, update)
+            log.append(f"update {obj} -> {target}")
+            return [obj]
+        if kind == "burst":  # past 4x the node count + 1024 log entries: the log starts anew
+            node_id = pick(data, nodes)
+            assert node_id is not None
+            for k in range(4 * len(graph.nodes) + 1030):
+                graph.set_states(node_id, ["on" if k % 2 else "off"])
+            log.append(f"burst {node_id}")
+            return [node_id]
+    except GraphError:
+        return []
+    return []
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_every_cache_is_its_definition_after_random_mutations(data: st.DataObject) -> None:
+    """The live graph and kept snapshots of earlier versions (some then changed through a mutator), after every
+    step, against the straightforward versions."""
+    live = start()
+    snapshots = GraphSnapshots()
+    kept: list[SceneGraph] = []
+    log: list[str] = []
+    version = 1
+    check_all(snapshots.of(live, version))
+    for _ in range(data.draw(st.integers(1, 14))):
+        mutate(data, live, log)
+        version += 1
+        if data.draw(st.booleans()):
+            kept.append(snapshots.of(live, version))
+        for graph in [snapshots.of(live, version), *data.draw(st.permutations(kept))[:2]]:
+            check_all(graph)
+        if kept and data.draw(st.integers(0, 5)) == 0:  # a reader changes its snapshot through a mutator
+            mutate(data, kept[-1], [])
+            check_all(kept[-1])
+        check_all(live)  # the live graph too (the server may write prompts of it)
+
+
+# ------------------------------------------------------------------------------------------------ ShownRecords
+@settings(max_examples=40, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_shown_records_follow_a_graph_changed_in_place(data: st.DataObject) -> None:
+    """ShownRecords after forget(the touched nodes) is the text of the nodes shown, written afresh."""
+    graph = start()
+    shown = ShownRecords(graph)
+    log: list[str] = []
+    for _ in range(data.draw(st.integers(1, 14))):
+        touched = mutate(data, graph, log)
+        shown.forget(touched)
+        ids = data.draw(st.lists(st.sampled_from(sorted(graph.nodes)), max_size=20))
+        ids = [*ids, *graph.type_index("room")]
+        assert shown.text(ids) == oracle_text(graph, False, ids, ascii_only=True), log
+
+
+def test_a_removed_node_added_back_without_its_link_shows_no_link() -> None:
+    """forget() of a removed node drops its neighbours' links (its docstring): before the fix it looked the
+    neighbours up in the navigation graph after the removal, found none, and the room kept "hall<->zone"."""
+    graph = start()
+    graph.add_node(Node("zone", "pose"), "hall")
+    graph.connect("hall", "zone")
+    shown = ShownRecords(graph)
+    ids = sorted(graph.nodes)
+    assert shown.text(ids) == oracle_text(graph, False, ids, ascii_only=True)
+    graph.remove_node("zone")
+    shown.forget(["zone"])
+    graph.add_node(Node("zone", "pose"), "hall")  # back, unconnected
+    shown.forget(["zone"])
+    ids = sorted(graph.nodes)
+    assert '"hall<->zone"' not in shown.text(ids)
+    assert shown.text(ids) == oracle_text(graph, False, ids, ascii_only=True)
+
+
+# ------------------------------------------------------------------------------------------------ snapshot guard
+def snapshot_of(live: SceneGraph) -> tuple[GraphSnapshots, SceneGraph]:
+    snapshots = GraphSnapshots()
+    snapshot = snapshots.of(live, 1)
+    check_all(snapshot)  # the caches hold this version's records
+    return snapshots, snapshot
+
+
+def later_version(live: SceneGraph, snapshots: GraphSnapshots) -> SceneGraph:
+    """A later version changed elsewhere: the box's record is reused from the cache if its stamp is unchanged."""
+    apply_in_place(live, GraphUpdate(upsert=[NodeUpsert(Node("fridge", "asset", states=["open"]), "bench")]))
+    return snapshots.of(live, 2)
+
+
+def test_dataclasses_replace_of_a_snapshot_node_is_a_plain_editable_node() -> None:
+    live = start()
+    snapshots, snapshot = snapshot_of(live)
+    node = snapshot.nodes["box"]
+    clone = dataclasses.replace(node, states=["dirty"])  # was: AttributeError 'SnapshotNode' object has no ...
+    assert type(clone) is Node and clone.states == ["dirty"] and clone.id == "box"
+    clone.affordances.append("pickup")  # its own lists
+    clone.name = "crate"
+    assert node.affordances == [] and node.name == "box"
+    made = SnapshotNode("crate", "object")
+    assert type(made) is Node
+    made.name = "renamed"
+    check_all(later_version(live, snapshots))
+
+
+def test_copy_copy_of_a_snapshot_node_has_lists_of_its_own() -> None:
+    live = start()
+    snapshots, snapshot = snapshot_of(live)
+    clone = copy.copy(snapshot.nodes["box"])
+    clone.states.append("eaten")  # was: the snapshot's own list
+    clone.attributes["color"] = "red"
+    assert snapshot.nodes["box"].states == [] and snapshot.nodes["box"].attributes == {}
+    check_all(snapshot)
+    check_all(later_version(live, snapshots))
+
+
+def test_copy_copy_of_a_snapshot_graph_is_a_copy() -> None:
+    """copy.copy shared the node table and networkx graphs, untracked: set_states on it put an edited node into
+    the snapshot under its old stamp, and later versions' prompts showed it."""
+    live = start()
+    snapshots, snapshot = snapshot_of(live)
+    clone = copy.copy(snapshot)
+    assert clone.nodes is not snapshot.nodes and clone.tree is not snapshot.tree and clone.change_stamps is None
+    clone.set_states("box", ["broken"])
+    clone.connect("lab", "yard")
+    clone.nodes["apple"].states = ["rotten"]
+    assert snapshot.nodes["box"].states == [] and not snapshot.nav.has_edge("lab", "yard")
+    check_all(snapshot)
+    live.set_states("mug", ["dirty"])  # not the box: its record would come from the cache
+    check_all(snapshots.of(live, 3))
+
+
+@pytest.mark.xfail(strict=True, reason="documented limit: the guard covers assignments to a snapshot node's fields, "
+                   "not in-place edits of its lists, which reach the prompts of later versions")  # fmt: skip
+def test_an_in_place_list_edit_of_a_snapshot_node_stays_in_its_snapshot() -> None:
+    live = start()
+    snapshots = GraphSnapshots()
+    snapshot = snapshots.of(live, 1)
+    snapshot.nodes["box"].states.append("eaten")  # the reader's edit, before any text of this version
+    to_prompt_text(snapshot)  # the box's record, "eaten", is kept under its stamp, which the live node still has
+    later = later_version(live, snapshots)
+    assert to_prompt_text(later) == oracle_text(later, False)
+
+
+@pytest.mark.xfail(strict=True, reason="documented limit: a reader's edit of its snapshot's networkx graphs (behind "
+                   "the mutators) reaches the kept text and navigation components of later versions")  # fmt: skip
+def test_a_networkx_edit_of_a_snapshot_stays_in_its_snapshot() -> None:
+    live = start()
+    snapshots = GraphSnapshots()
+    snapshot = snapshots.of(live, 1)
+    snapshot.nav.add_edge("lab", "yard")  # the reader's edit, before any text or component of this version
+    to_prompt_text(snapshot)
+    snapshot.nav_component("lab")
+    later = later_version(live, snapshots)
+    assert to_prompt_text(later) == oracle_text(later, False)
+    check_components(later)
+
+
+def test_snapshot_nodes_pickle_copy_compare_like_nodes() -> None:
+    live = start()
+    _, snapshot = snapshot_of(live)
+    for node_id, node in snapshot.nodes.items():
+        plain = live.nodes[node_id]
+        assert node == plain and plain == node and (node != plain) is False and isinstance(node, Node)
+        assert node.__hash__ is None and plain.__hash__ is None
+        for clone in (pickle.loads(pickle.dumps(node, protocol)) for protocol in range(pickle.HIGHEST_PROTOCOL + 1)):
+            assert type(clone) is Node and clone == node
+        deep = copy.deepcopy(node)
+        assert type(deep) is Node and deep == node and deep.attributes is not node.attributes
+    whole = pickle.loads(pickle.dumps(snapshot))
+    assert {type(n) for n in whole.nodes.values()} == {Node} and whole.change_stamps is None
+    with pytest.raises(GraphError, match="snapshot"):
+        snapshot.nodes["box"].__class__ = Node
+
+
+# ------------------------------------------------------------------------------------------------ SceneGraph.copy
+def tables(graph: nx.Graph) -> list[Any]:
+    """Every networkx dict of a graph, in order, and which edge dicts are one object."""
+    if isinstance(graph, nx.DiGraph):
+        shared = all(graph._succ[u][v] is graph._pred[v][u] for u in graph._succ for v in graph._succ[u])
+        return [list(graph._node.items()), [(u, list(r.items())) for u, r in graph._succ.items()],
+                [(u, list(r.items())) for u, r in graph._pred.items()], shared, graph._adj is graph._succ]  # fmt: skip
+    shared = all(graph._adj[u][v] is graph._adj[v][u] for u in graph._adj for v in graph._adj[u])
+    return [list(graph._node.items()), [(u, list(r.items())) for u, r in graph._adj.items()], shared]
+
+
+def views(graph: nx.Graph) -> list[Any]:
+    out = [sorted(graph.nodes), sorted(map(sorted, graph.edges)), {n: dict(graph.adj[n]) for n in graph.nodes}]
+    if isinstance(graph, nx.DiGraph):
+        out += [{n: dict(graph.pred[n]) for n in graph}, {n: dict(graph.succ[n]) for n in graph}]
+    return out
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_copies_are_networkx_copies_and_stay_consistent_under_mutators(data: st.DataObject) -> None:
+    graph = start()
+    log: list[str] = []
+    for _ in range(data.draw(st.integers(0, 12))):
+        mutate(data, graph, log)
+        assert len(graph.tree.nodes) == len(graph.tree.pred) and len(graph.nav.adj) >= 0  # cached views before the copy
+    for tracked in (False, True):
+        graph.track_changes()
+        out = graph.copy(tracked=tracked)
+        assert tables(out.tree) == tables(graph.tree.copy()) and tables(out.nav) == tables(graph.nav.copy())
+        assert views(out.tree) == views(graph.tree) and views(out.nav) == views(graph.nav)
+        for _ in range(data.draw(st.integers(0, 6))):  # the copy changed through its mutators: views follow
+            mutate(data, out, [])
+            assert views(out.tree) == views(nx.DiGraph(out.tree)) and views(out.nav) == views(nx.Graph(out.nav))
+        check_all(graph)
+
+
+# ------------------------------------------------------------------------------------------------ columns loader
+def columns_of(graph: SceneGraph) -> dict[str, Any]:
+    return json.loads(native_format.dumps(graph, layout="columns"))
+
+
+def load_both(doc: dict[str, Any]) -> tuple[str, str]:
+    """The columns loader and the rows path on the same nodes and edges (to_rows + the item-by-item loader):
+    the rows file of the graph, or "refused"."""
+    out = []
+    for text in (json.dumps(doc), None):
+        try:
+            if text is not None:
+                graph = native_format.loads(text)
+            else:
+                from sayplan_core.graph.columns import to_rows
+
+                nodes, edges = to_rows(doc, "<test>")
+                rows = {
+                    "format": doc["format"],
+                    "version": 1,
+                    "name": doc.get("name", ""),
+                    "nodes": nodes,
+                    "edges": edges,
+                }
+                graph = native_format.graph_from_dict(rows)
+            out.append(native_format.dumps(graph))
+        except GraphError:
+            out.append("refused")
+    return out[0], out[1]
+
+
+def loaded_sample() -> SceneGraph:
+    graph = start()
+    graph.add_node(Node("p_lab", "pose", position=(2.0, 1.0, 0.0)), "lab")
+    graph.connect("p_lab", "lab", 3.0)
+    return graph
+
+
+EDGE_COLUMNS = ("child", "parent", "relation", "links")
+BAD_VALUES = (-1, -2, 2**64, 2**63 - 1, True, False, 1.0, 0.0, None, "0", [0])
+
+
+@pytest.mark.parametrize("column", EDGE_COLUMNS)
+@pytest.mark.parametrize("bad", BAD_VALUES)
+def test_a_bad_index_anywhere_in_an_edge_column_loads_as_the_rows_path_says(column: str, bad: Any) -> None:
+    doc = columns_of(loaded_sample())
+    for at in (0, len(doc[column]) - 1):
+        hostile = copy.deepcopy(doc)
+        hostile[column][at] = bad
+        assert load_both(hostile)[0] == load_both(hostile)[1] == "refused"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [math.nan, 0, 0], [math.inf, 0, 0], [1e308, 1e308, 0], [-1e308, -1e308, 0], [1e308, -1e308, 0],
+        [1e300, 1e300, 1e300], [1e300, -1e300, 5], [1.7e308, 0, 0], [2**1023, 2**1023, 0], [10**400, 0, 0],
+        [True, False, True], ["1", "2", "3"], ["nan", 0, 0], [1e-320, 0, 0],
+    ],
+)  # fmt: skip
+def test_hostile_coordinates_load_as_the_rows_path_says(values: list[Any]) -> None:
+    """hypot bounds every value; a triple whose values pass one by one but whose sum is not finite is refused by
+    both, one whose sum is finite (1e308 - 1e308) is taken by both."""
+    doc = columns_of(loaded_sample())
+    for at in (0, len(doc["positions"]) - 3):
+        hostile = copy.deepcopy(doc)
+        hostile["positions"][at : at + 3] = values
+        hostile_text = (
+            json.dumps(hostile) if all(not isinstance(v, float) or math.isfinite(v) for v in values) else None
+        )
+        bulk, rows = load_both(hostile) if hostile_text is not None else (None, None)
+        if hostile_text is None:  # NaN/inf are not JSON: through graph_from_dict
+            try:
+                bulk = native_format.dumps(native_format.graph_from_dict(hostile))
+            except GraphError:
+                bulk = "refused"
+            rows = load_both(hostile)[1]
+        assert bulk == rows
+
+
+@pytest.mark.parametrize("ids", [["a\0b", "c"], ["\0", "x"], ["tür_1", "κουζίνα"], ["a b", " a"], ["_", "__"]])
+def test_ids_with_the_separator_or_not_ascii_get_their_default_names(ids: list[str]) -> None:
+    graph = SceneGraph("ids")
+    graph.add_node(Node("building", "building"))
+    graph.add_node(Node("robot", "agent", attributes={"location": ids[1]}))
+    for k, node_id in enumerate(ids):
+        graph.add_node(Node(node_id, "floor" if k == 0 else "room"), "building")
+    doc = columns_of(graph)
+    bulk, rows = load_both(doc)
+    assert bulk == rows == native_format.dumps(graph)
+    loaded = native_format.loads(json.dumps(doc))
+    assert [loaded.nodes[n].name for n in ids] == [n.replace("_", " ") for n in ids]
+
+
+@pytest.mark.parametrize("table", ["types", "relations"])
+def test_a_repeated_table_entry_loads_as_the_rows_path_says(table: str) -> None:
+    doc = columns_of(loaded_sample())
+    doc[table] = [*doc[table], doc[table][0]]
+    assert load_both(doc)[0] == load_both(doc)[1]
+    doc[table] = [doc[table][1], *doc[table]]  # every index now names the entry before it
+    assert load_both(doc)[0] == load_both(doc)[1]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_loaded_graph_behaves_as_one_built_through_the_mutators(data: st.DataObject) -> None:
+    """The dicts handed to networkx by attribute: after every mutator, the loaded graph's views, tables and
+    caches are those of the same graph built node by node, changed the same way."""
+    source = loaded_sample()
+    loaded = native_format.loads(native_format.dumps(source, layout="columns"))
+    built = native_format.loads(native_format.dumps(source))  # the rows layout: add_node/add_edge order
+    assert tables(loaded.tree) == tables(built.tree) and tables(loaded.nav) == tables(built.nav)
+    assert len(loaded.tree.pred) == len(loaded.tree.adj) and len(loaded.nav.adj) >= 0  # views made before the changes
+    if data.draw(st.booleans()):
+        loaded.track_changes()
+    for _ in range(data.draw(st.integers(1, 10))):
+        recorder = Recorder(data)
+        mutate(recorder, loaded, [])
+        mutate(Replayer(recorder.values), built, [])  # the same change (the two graphs are equal)
+        assert tables(loaded.tree) == tables(built.tree) and tables(loaded.nav) == tables(built.nav)
+        assert views(loaded.tree) == views(built.tree) and views(loaded.nav) == views(built.nav)
+        assert views(loaded.tree) == views(nx.DiGraph(loaded.tree))
+    check_all(loaded)
+    assert to_columns(loaded, {}) == to_columns(built, {})
+
+
+class Recorder:
+    """Draws from hypothesis, kept to be replayed on a second graph."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+        self.values: list[Any] = []
+
+    def draw(self, strategy: st.SearchStrategy[Any]) -> Any:
+        value = self.data.draw(strategy)
+        self.values.append(value)
+        return value
+
+
+class Replayer:
+    def __init__(self, values: list[Any]) -> None:
+        self.values = iter(values)
+
+    def draw(self, strategy: st.SearchStrategy[Any]) -> Any:
+        return next(self.values)
