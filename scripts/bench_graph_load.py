@@ -100,17 +100,6 @@ def item_by_item_ms(path: Path) -> float:
     return took
 
 
-def calibration_ms() -> float:
-    """CPU time for a million empty dicts in a list comprehension: how fast this machine runs Python right now."""
-    times = []
-    for _ in range(5):
-        start = time.process_time()
-        items: list[dict[str, Any]] = [{} for _ in range(1_000_000)]
-        times.append((time.process_time() - start) * 1000)
-        del items
-    return statistics.median(times)
-
-
 def measure(size: int, repeat: int, folder: Path, spark: SparkWorker) -> dict[str, Any]:
     graph = generate_building(spec_for_size(size, seed=1))
     native, columns, hydra_json, hydra_bin = (
@@ -152,7 +141,7 @@ def measure(size: int, repeat: int, folder: Path, spark: SparkWorker) -> dict[st
     return row
 
 
-def markdown(rows: list[dict[str, Any]], repeat: int, calibration: float) -> list[str]:
+def markdown(rows: list[dict[str, Any]], repeat: int) -> list[str]:
     out = [
         f"## Loading a generated building (median CPU ms of {repeat} runs, side by side in one run)",
         "",
@@ -179,9 +168,6 @@ def markdown(rows: list[dict[str, Any]], repeat: int, calibration: float) -> lis
         + ", ".join(str(r["spark_nodes"]) for r in rows)
         + "). Item by item: the loader before issue 28 (json module, a check and a networkx call per item), "
         "still the path that names a bad file's culprit.",
-        "",
-        f"This machine's Python speed during the run: {calibration:.0f} ms CPU for a million empty dicts in a list "
-        "comprehension (timings scale with it; other jobs share the 2 cores).",
     ]
     return out
 
@@ -198,7 +184,7 @@ def main(argv: list[str] | None = None) -> int:
             rows = [measure(size, args.repeat, Path(folder), spark) for size in args.sizes]
     finally:
         spark.close()
-    text = "\n".join(markdown(rows, args.repeat, calibration_ms()))
+    text = "\n".join(markdown(rows, args.repeat))
     measured_doc.publish(args.write, "Graph load: native format and spark_dsg", text)
     return 0
 
