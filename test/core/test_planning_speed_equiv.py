@@ -4,6 +4,9 @@
   `chat.completions.create` (whose `transform` walk changes nothing in plain data). Oracle: `create` with the
   arguments the backend used to pass; the bytes of the body and every header on the wire must be the same. It reads
   the answer from the JSON the SDK decodes. Oracle: the SDK's `ChatCompletion`, read as the backend read it before.
+- It encodes the body with orjson when nothing in it could encode otherwise (`encoded_body`). Oracle: the SDK's
+  encoder (`openapi_dumps`) on any JSON-like value, floats, huge integers, subclasses, surrogates and deep nesting
+  included: the bytes are the same, or the body is left to the SDK.
 - `PathPlanner` runs networkx's bidirectional Dijkstra written out with inline edge costs, and finds out that two
   nodes are not connected from the search instead of computing the components first. Oracle: networkx's
   `bidirectional_dijkstra` on the same costs (the same path, ties included) and the components check.
@@ -24,13 +27,14 @@ import networkx as nx
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from openai._utils._json import openapi_dumps
 from openai.types.chat import ChatCompletion
 from world_shapes import BOUNDED, BUILDINGS
 
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import GraphError, Node, SceneGraph
 from sayplan_core.graph.views import collapse, floors_first
-from sayplan_core.llm.openai_backend import OpenAIBackend, image_mime
+from sayplan_core.llm.openai_backend import OpenAIBackend, encoded_body, image_mime
 from sayplan_core.llm.types import LlmRequest, LlmTransientError
 from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, NoPathError, PathPlanner
 
@@ -158,6 +162,104 @@ def test_openai_body_is_the_sdks(
     assert (answer.text, answer.prompt_tokens, answer.completion_tokens) == ("{}", 3, 2)
     before, now = wire.seen
     assert now == before  # request line, headers (names, values, order) and body bytes
+
+
+class Label(str):
+    """A str subclass (json.dumps writes its value; a subclass is left to the SDK)."""
+
+
+PLAIN_LEAVES = (
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**63), 2**63 - 1)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.sampled_from([1e-06, 1e-07, 2.5e-05, 1e16, 1e22, 5e-324, -0.0])  # orjson writes some as 1e-6
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=20)
+)
+HOSTILE_LEAVES = (
+    PLAIN_LEAVES
+    | st.integers(-(2**70), 2**70)
+    | st.sampled_from([math.nan, math.inf, -math.inf])
+    | st.text(max_size=20)  # lone surrogates included: the SDK's encoder fails on them, so must this path
+    | st.text(max_size=5).map(Label)
+)
+
+
+def json_values(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    return st.recursive(
+        leaves,
+        lambda inner: (
+            st.lists(inner, max_size=4)
+            | st.lists(inner, max_size=3).map(tuple)
+            | st.dictionaries(keys, inner, max_size=4)
+        ),
+        max_leaves=20,
+    )
+
+
+def sdk_bytes(value: Any) -> bytes | None:
+    """What the SDK sends for a body, or None when its encoder refuses it."""
+    try:
+        return openapi_dumps(value)
+    except (ValueError, TypeError, UnicodeEncodeError, RecursionError):
+        return None
+
+
+@BOUNDED
+@given(body=st.dictionaries(st.text(max_size=8), json_values(PLAIN_LEAVES, st.text(max_size=8)), max_size=4))
+def test_plain_bodies_are_encoded_here_as_the_sdk_does(body: dict[str, Any]) -> None:
+    ours = encoded_body(body)
+    if ours is None:  # only a float orjson would write otherwise sends the body to the SDK
+        assert any(type(v) is float for v in leaves_of(body))
+    else:
+        assert ours == sdk_bytes(body)
+
+
+@BOUNDED
+@given(
+    body=st.dictionaries(
+        st.text(max_size=8), json_values(HOSTILE_LEAVES, st.text(max_size=8) | st.integers(0, 5)), max_size=4
+    )
+)
+def test_any_body_is_the_sdks_bytes_or_left_to_it(body: dict[str, Any]) -> None:
+    ours = encoded_body(body)
+    if ours is not None:
+        assert ours == sdk_bytes(body)
+
+
+def leaves_of(value: Any) -> Iterator[Any]:
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from leaves_of(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from leaves_of(item)
+    else:
+        yield value
+
+
+@pytest.mark.parametrize("depth", [1, 127, 128, 300, 2000])
+def test_deep_bodies_are_left_to_the_sdk_or_encoded_alike(depth: int) -> None:
+    value: Any = "leaf"
+    for _ in range(depth):
+        value = [value]
+    ours = encoded_body({"messages": value})
+    assert ours is None or ours == sdk_bytes({"messages": value})
+    assert (ours is None) == (depth >= 128)
+
+
+def test_a_plain_whole_graph_body_is_encoded_here() -> None:
+    """The case it is for: messages of plain text and a schema of plain data (else nothing would be gained)."""
+    text = json.dumps({"nodes": {"room": [{"id": f"room_{i}", "floor": "floor_0"} for i in range(2000)]}})
+    body = {
+        "model": "gpt-test",
+        "messages": [{"role": "system", "content": "plan"}, {"role": "user", "content": text}],
+        "max_tokens": 2000,
+        "response_format": {"type": "json_schema", "json_schema": {"name": "plan", "schema": {"type": "object"}}},
+        "temperature": 0.2,
+    }
+    ours = encoded_body(body)
+    assert ours is not None and ours == sdk_bytes(body)
 
 
 def read_as_before(backend: OpenAIBackend, completion: ChatCompletion) -> tuple[Any, ...]:
