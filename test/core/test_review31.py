@@ -2,6 +2,11 @@
 
 Found and fixed (each test below fails on the code before its fix):
 
+- A follower that joins after more updates than the latched update history holds (100), and gets that history
+  before the latched start-up graph, took the start-up graph, dropped the updates past the gap and reported itself
+  in sync at the start-up version, without fetching: planners planned on the building as it was at start-up until
+  the next update happened to arrive. `GraphReplica.take_full` now keeps the copy out of sync and asks for one
+  fetch (the buffer is emptied, so a stray update still cannot make it fetch forever).
 - A columns file whose hierarchy columns hold the relation "connected_to" (in its `relations` table) loaded that
   edge as a navigation link: `to_rows` handed the rows loader an edge that a rows file reads as a link. The reference
   decoder refuses it (a hierarchy edge must be a placement); now the loader does too, with a GraphError.
@@ -204,3 +209,25 @@ def test_an_update_of_the_old_start_is_not_patched_into_a_new_starts_copy(monkey
     graph, version = follower._replica.graph, follower._replica.version
     assert graph is not None and "r2" in graph and "r9" in graph and version == 1, (version, sorted(graph or []))
     assert fetches  # the copy of the new start is fetched again, as for any update of another start
+
+
+# ---------------------------------------------------------------------------------------------------- replica
+def test_a_late_joiner_whose_update_history_starts_past_the_start_up_graph_is_not_in_sync() -> None:
+    """Latched: the start-up graph (version 1) and the last updates (here 150 to 152) of a server that took 152;
+    the updates arrived first (the full graph is the larger message). The copy must not claim to be in sync at
+    version 1: it says so and fetches once, and the server's answer repairs it."""
+    start = small()
+    owner, history = start.copy(), []
+    for version in range(2, 153):
+        update = GraphUpdate(
+            upsert=[NodeUpsert(Node("robot", "agent", attributes={"location": f"r{version % 2 + 1}"}))]
+        )
+        apply_in_place(owner, update)
+        history.append((version, update))
+    replica = GraphReplica()
+    for version, update in history[-3:]:
+        assert replica.take_update(update, version) is False
+    assert replica.take_full(start, 1) is True
+    assert not replica.in_sync and "missing" in replica.problem
+    assert replica.take_full(owner, 152) is False
+    assert replica.in_sync and graph_to_dict(replica.graph) == graph_to_dict(owner)  # type: ignore[arg-type]
