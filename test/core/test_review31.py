@@ -231,3 +231,17 @@ def test_a_late_joiner_whose_update_history_starts_past_the_start_up_graph_is_no
     assert not replica.in_sync and "missing" in replica.problem
     assert replica.take_full(owner, 152) is False
     assert replica.in_sync and graph_to_dict(replica.graph) == graph_to_dict(owner)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------------- docs
+@pytest.mark.xfail(
+    strict=True,
+    reason="docs/measured/README.md (not this review's to edit) still says JSON parsing alone is about 30 ms at 10k "
+    "nodes and that the growth from 10k to 100k has no known cause; graph_loading.md measures a 3 ms parse "
+    "(columns, orjson) and explains the growth (page faults, memory latency)",
+)
+def test_the_measured_index_agrees_with_graph_loading_md() -> None:
+    root = Path(__file__).resolve().parents[2]
+    measured = (root / "docs/measured/README.md").read_text()
+    assert "JSON parsing alone is about 30 ms" not in measured
+    assert "the cause is not yet found" not in measured
