@@ -146,6 +146,19 @@ class GraphFollower:
             return
         with self._lock:
             other_epoch = int(msg.epoch) != self._epoch
+        if not other_epoch:
+            try:
+                update = msg_to_update(msg)
+            except Exception as exc:  # untrusted input
+                self._node.get_logger().error(f"cannot read scene graph update {msg.version}: {exc!r}")
+                self._request_full()
+                return
+            with self._lock:  # the epoch again, in the lock that takes the update: a new start's graph may have
+                other_epoch = int(msg.epoch) != self._epoch  # replaced the copy while the message was read
+                if not other_epoch:
+                    fetch = self._replica.take_update(update, int(msg.version))
+                    problem = self._replica.problem
+                    ready = self._changed_locked()
         if other_epoch:  # from another start of the server than the copy's: fetch its graph, do not patch
             with self._lock:
                 self._refused += 1
@@ -154,16 +167,6 @@ class GraphFollower:
             )
             self._request_full()
             return
-        try:
-            update = msg_to_update(msg)
-        except Exception as exc:  # untrusted input
-            self._node.get_logger().error(f"cannot read scene graph update {msg.version}: {exc!r}")
-            self._request_full()
-            return
-        with self._lock:
-            fetch = self._replica.take_update(update, int(msg.version))
-            problem = self._replica.problem
-            ready = self._changed_locked()
         self._call(ready)
         if fetch:
             self._node.get_logger().warning(f"{problem}; fetching the full scene graph")

@@ -385,6 +385,8 @@ def _tree_rows(data: Mapping[str, Any], ids: list[Any], names: list[str], source
         c = _index(child, len(ids), _name(parent, names), "child", "ids")  # an edge with no child: its parent's
         p = _index(parent, len(ids), names[c], "parent", "ids")
         rel = table[_index(code, len(table), names[c], "relation", "relations")]
+        if isinstance(rel, str) and rel == NAV_RELATION:  # rows would read it as a navigation link
+            raise GraphError(f"edge {ids[c]} -{rel}-> {ids[p]}: unknown relation '{rel}'", names[c])
         edges.append({"source": ids[c], "target": ids[p], "relation": rel})
     return edges
 

@@ -95,8 +95,11 @@ class GraphJournal:
                 f"{self.folder} holds the live graph started from '{data.get('origin')}', not '{origin}': "
                 "choose another journal_dir, or delete this one to start from the environment again"
             )
-        version = int(data["version"])
-        graph = native_format.graph_from_dict(data["graph"], str(path), require_agent=require_agent)
+        try:
+            version = int(data["version"])
+        except (KeyError, TypeError, ValueError, OverflowError) as exc:
+            raise JournalError(f"{path}: the snapshot's version is missing or not a number ({exc!r:.80})") from None
+        graph = native_format.graph_from_dict(data.get("graph"), str(path), require_agent=require_agent)
         replayed = 0
         for line_version, update in self._journal_lines():
             if line_version <= version:
@@ -122,7 +125,7 @@ class GraphJournal:
             try:
                 data = json.loads(line)
                 entries.append((int(data["version"]), update_from_dict(data["update"])))
-            except (ValueError, KeyError, TypeError, RecursionError, GraphError) as exc:
+            except (ValueError, KeyError, TypeError, RecursionError, OverflowError, AttributeError, GraphError) as exc:
                 # a whole line was acknowledged: dropping it and what follows would lose updates silently
                 raise JournalError(f"{path} line {number} cannot be read ({exc}); the journal needs repair") from exc
         if good < len(raw):

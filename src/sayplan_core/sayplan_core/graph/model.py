@@ -482,9 +482,15 @@ class SceneGraph:
             raise GraphError(f"navigation edge {a}<->{b} joins a node to itself", a)
         attrs: dict[str, float] = {}
         if weight is not None:
-            if not math.isfinite(weight) or weight < 0:
-                raise GraphError(f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight}", a)
-            attrs["weight"] = float(weight)
+            try:  # an int past a float's range raises OverflowError, a string TypeError
+                value = float(weight) if not isinstance(weight, (str, bytes)) else math.nan
+            except (TypeError, ValueError, OverflowError):
+                value = math.nan
+            if not math.isfinite(value) or value < 0:
+                raise GraphError(
+                    f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight!r:.80}", a
+                )
+            attrs["weight"] = value
         self.nav.add_edge(a, b, **attrs)
         self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)

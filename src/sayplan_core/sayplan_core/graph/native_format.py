@@ -147,7 +147,8 @@ def loads(
         start = time.perf_counter()
         data = parse_json(text, source)
         if progress is not None:
-            count = len(data.get("nodes") or []) if isinstance(data, dict) else 0
+            listed = data.get("nodes", data.get("ids")) if isinstance(data, dict) else None  # rows or columns
+            count = len(listed) if isinstance(listed, list) else 0
             progress(f"{source}: parsed {count} nodes in {time.perf_counter() - start:.1f} s; building and checking")
             start = time.perf_counter()
         graph = _graph_from_dict(data, source, require_agent, owned=True)

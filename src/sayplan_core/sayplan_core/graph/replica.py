@@ -43,8 +43,10 @@ class GraphReplica:
         the copy is patched in place and the caller's graph must not change under it.
 
         The full graph is the owner's word at `version`: buffered updates that follow on from
-        it are applied, and any that cannot (a gap after it) are dropped rather than fetched
-        for again, so a stray update cannot make the replica fetch forever.
+        it are applied. Any that cannot (a gap after it) are dropped, but they show the owner is past this graph
+        (a late joiner that got the latched update history before the latched start-up graph, and more updates
+        than that history holds): the copy is out of sync and a full graph is fetched, once, since the next full
+        graph finds nothing buffered (a stray update cannot make the replica fetch forever).
         """
         stale = self.graph is not None and (version < self.version or (version == self.version and not self.problem))
         if stale:
@@ -55,8 +57,6 @@ class GraphReplica:
         fetch = self._settle()
         if fetch and self.problem.startswith("scene graph update"):
             self._ahead.clear()
-            self.problem = ""
-            return False
         return fetch
 
     def refuse_full(self, version: int, reason: str) -> None:

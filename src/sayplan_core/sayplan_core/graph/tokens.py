@@ -47,7 +47,7 @@ _WORD_ENDS = frozenset('",:;{}[]()<>=')
 
 def _boundary(text: str, start: int, limit: int) -> int:
     """The last place before `limit` where the tokenizers' own pre-splitting cuts, so no token spans it: after a
-    line break that the next line does not continue with white space, or between a letter or digit and a quote,
+    line break that the next line does not continue with white space or "/", or between a letter or digit and a quote,
     comma, colon or bracket (neither a word nor a number takes those after it; graph JSON is full of such
     places). With neither, `limit` (50,000 characters with no such place: the count may then be off by one or
     two)."""
@@ -60,7 +60,8 @@ def _boundary(text: str, start: int, limit: int) -> int:
 def safe_cut(text: str, at: int) -> bool:
     """No token of either encoding spans position `at` (see `_boundary`)."""
     before, here = text[at - 1], text[at]
-    return (before == "\n" and not here.isspace()) or (before.isalnum() and here in _WORD_ENDS)
+    # o200k's punctuation tokens take "/" after their line breaks ("}\n/" is one token)
+    return (before == "\n" and not here.isspace() and here != "/") or (before.isalnum() and here in _WORD_ENDS)
 
 
 def encoding_for_model(model: str) -> str:

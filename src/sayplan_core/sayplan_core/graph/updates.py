@@ -56,6 +56,11 @@ def check_update_size(update: GraphUpdate) -> None:
     for node_id in ids:
         if not isinstance(node_id, str) or not node_id or len(node_id) > limits.MAX_ID_CHARS:
             raise GraphError(f"update names a node id that is empty, not a string or too long: {node_id!r:.80}")
+    for item in update.upsert:
+        if item.parent is not None and (not isinstance(item.parent, str) or len(item.parent) > limits.MAX_ID_CHARS):
+            raise GraphError(f"update places a node under a parent that is not a node id: {item.parent!r:.80}")
+        if not isinstance(item.relation, str):
+            raise GraphError(f"update places a node with a relation that is not a string: {item.relation!r:.80}")
     for a, b, weight in update.connect:
         if weight is not None and (isinstance(weight, bool) or not isinstance(weight, (int, float))):
             raise GraphError(f"navigation edge {a}<->{b}: weight must be a number, got {weight!r:.80}", a)
