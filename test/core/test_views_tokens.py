@@ -162,3 +162,25 @@ def test_a_thousand_room_building_is_counted_though_the_tokenizer_refuses_it_who
     assert len(pieces) > 1 and all(
         tokens.safe_cut(text, sum(len(p) for p in pieces[:i])) for i in range(1, len(pieces))
     )
+
+
+@pytest.mark.parametrize(("floors", "rooms_per_floor"), [(1, 200), (2, 5), (2, 76), (3, 60)])
+def test_the_token_table_shows_the_floor_level_start_where_sayplan_takes_it(floors: int, rooms_per_floor: int) -> None:
+    """Review31: `sayplan env tokens` showed only the room-level collapse, not the floors SayPlan starts from above
+    `floor_view_rooms` (150) rooms on two floors or more."""
+    from sayplan_core.envs.generator import BuildingSpec, generate_building
+
+    graph = generate_building(BuildingSpec(floors=floors, rooms_per_floor=rooms_per_floor))
+    table = token_table(graph)
+    if floors < 2:
+        assert "floor_level_tokens" not in table
+        return
+    rooms = floors * rooms_per_floor
+    assert table["sayplan_starts_at_floors"] is (rooms > 150)
+    floor_ids = sorted(graph.ids_of_type("floor"))
+    # the floors-only prompt names every floor and no room; it is smaller than the room-level one
+    text = collapse(graph, top_only=True).text()
+    assert all(f in text for f in floor_ids) and not any(r in text for r in graph.ids_of_type("room"))
+    assert 0 < table["floor_level_tokens"] < table["collapsed_tokens"]
+    expected = 100 * (1 - table["floor_level_tokens"] / table["full_tokens"])
+    assert abs(table["floor_level_reduction_percent"] - expected) <= 0.005

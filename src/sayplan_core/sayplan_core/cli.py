@@ -34,7 +34,7 @@ from sayplan_core.graph.importers import (
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
-from sayplan_core.graph.views import collapse
+from sayplan_core.graph.views import collapse, floors_first
 from sayplan_core.llm.replay import RecordingBackend
 from sayplan_core.llm.selection import LlmConfig, make_backend, probe_llm, resolve_backend_name
 from sayplan_core.llm.types import LlmError
@@ -71,8 +71,10 @@ def _load(env: str) -> SceneGraph:
 
 
 def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, Any]:
-    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed (without and with poses)."""
+    """SayPlan table 4/5 style breakdown: tokens per entity group, full vs collapsed (without and with poses), and
+    on a building of two floors or more the floor-level collapse SayPlan starts from above `floor_view_rooms`."""
     from sayplan_core.graph.text import node_record
+    from sayplan_core.planners.sayplan import SayPlanOptions
 
     rows: dict[str, dict[str, float]] = {}
     for node_type in ("room", "pose", "asset", "object", "agent"):
@@ -88,6 +90,17 @@ def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, A
     def cut(part: int) -> float:
         return round(100.0 * (1 - part / full), 1) if full else 0.0
 
+    floor_level: dict[str, Any] = {}
+    if graph.count("floor") >= 2:
+        tokens = count_tokens(collapse(graph, top_only=True).text(), encoding)
+        rooms_above = SayPlanOptions().floor_view_rooms
+        floor_level = {
+            "floor_level_tokens": tokens,
+            "floor_level_reduction_percent": round(100.0 * (1 - tokens / full), 2),  # 99.98% is not 100.0
+            "sayplan_starts_at_floors": floors_first(graph, rooms_above),
+            "floor_view_rooms": rooms_above,
+        }
+
     return {
         "env": graph.name,
         "encoding": encoding,
@@ -97,6 +110,7 @@ def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, A
         "reduction_percent": cut(collapsed),
         "collapsed_with_poses_tokens": with_poses,
         "reduction_with_poses_percent": cut(with_poses),
+        **floor_level,
     }
 
 
@@ -147,6 +161,12 @@ def cmd_env_tokens(args: argparse.Namespace) -> int:
         f"collapsed with pose nodes {table['collapsed_with_poses_tokens']} tokens, "
         f"reduction {table['reduction_with_poses_percent']}%"
     )
+    if "floor_level_tokens" in table:
+        starts = "starts" if table["sayplan_starts_at_floors"] else "does not start"
+        lines.append(
+            f"floors only {table['floor_level_tokens']} tokens, reduction {table['floor_level_reduction_percent']}% "
+            f"(SayPlan {starts} there: floor_view_rooms {table['floor_view_rooms']})"
+        )
     _emit(args, table, "\n".join(lines))
     return 0
 
