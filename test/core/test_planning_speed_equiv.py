@@ -29,14 +29,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from openai._utils._json import openapi_dumps
 from openai.types.chat import ChatCompletion
-from world_shapes import BOUNDED, BUILDINGS
+from world_shapes import BOUNDED, BUILDINGS, link_cost_reference
 
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import GraphError, Node, SceneGraph
 from sayplan_core.graph.views import collapse, floors_first
 from sayplan_core.llm.openai_backend import OpenAIBackend, encoded_body, image_mime
 from sayplan_core.llm.types import LlmRequest, LlmTransientError
-from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, NoPathError, PathPlanner
+from sayplan_core.nav.path_planner import NoPathError, PathPlanner
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
 REPLY = json.dumps(
@@ -347,15 +347,6 @@ def test_openai_answers_it_cannot_read_are_bad_responses(wire: Wire, reply: byte
 
 
 # ----------------------------------------------------------------------------- PathPlanner vs networkx
-def link_cost_reference(graph: SceneGraph, a: str, b: str) -> float:
-    """The module docstring's cost: the straight line, or the stored weight when it is larger."""
-    pa, pb, weight = graph.nodes[a].position, graph.nodes[b].position, graph.nav.edges[a, b].get("weight")
-    if pa is None or pb is None:
-        return float(weight) if weight is not None else DEFAULT_EDGE_COST
-    straight = math.dist(pa, pb)
-    return max(straight, float(weight)) if weight is not None else max(straight, 1e-6)
-
-
 def varied(seed: int, links: list[tuple[int, int, int]], cuts: list[int], unplaced: bool) -> SceneGraph:
     """A small building with extra links (weights from a few values, so many paths tie) and some links cut (so
     some pairs are not connected). unplaced: no positions, so every link costs its weight or 1 (ties everywhere)."""

@@ -50,6 +50,7 @@ import networkx as nx
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from world_shapes import link_cost_reference
 
 from sayplan_core.graph import native_format
 from sayplan_core.graph.columns import to_columns
@@ -58,7 +59,6 @@ from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import ShownRecords, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.ltl.domain import SearchDomain
-from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST
 from sayplan_core.planners import answers, llm_as_planner
 from sayplan_core.planners.ltl import grounding_catalogue
 from sayplan_core.sim.action_set import load_action_set
@@ -158,14 +158,6 @@ def oracle_catalogue(graph: SceneGraph) -> str:
     return dumps(out, ascii_only=True)
 
 
-def oracle_cost(graph: SceneGraph, a: str, b: str) -> float:
-    pa, pb, weight = graph.nodes[a].position, graph.nodes[b].position, graph.nav.edges[a, b].get("weight")
-    if pa is None or pb is None:
-        return float(weight) if weight is not None else DEFAULT_EDGE_COST
-    straight = math.dist(pa, pb)
-    return max(straight, float(weight)) if weight is not None else max(straight, 1e-6)
-
-
 def check_navigation(graph: SceneGraph) -> None:
     """The ltl domain's navigation part: by definition (as sets), and in networkx's edge order against the domain
     of an untracked copy (which computes it afresh)."""
@@ -187,7 +179,7 @@ def check_navigation(graph: SceneGraph) -> None:
             False,
         )
     for i, moves in enumerate(domain.moves):
-        expected = sorted((ids.index(o), oracle_cost(graph, ids[i], o)) for o in graph.nav.adj[ids[i]])
+        expected = sorted((ids.index(o), link_cost_reference(graph, ids[i], o)) for o in graph.nav.adj[ids[i]])
         assert sorted(moves) == expected
     fresh = SearchDomain(graph.copy(), ())
     assert (domain.locations, domain.index, domain.moves) == (fresh.locations, fresh.index, fresh.moves)

@@ -3,6 +3,7 @@ can see of a graph (compared between the in-place and the copying ways of showin
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from hypothesis import HealthCheck, settings
@@ -10,6 +11,7 @@ from hypothesis import HealthCheck, settings
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
+from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST
 
 BOUNDED = settings(max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 BUILDINGS = {seed: generate_building(BuildingSpec(floors=2, rooms_per_floor=3, seed=seed)) for seed in range(3)}
@@ -22,3 +24,13 @@ def shape(graph: SceneGraph) -> dict[str, Any]:
         "nav": sorted(tuple(sorted(e)) for e in graph.nav.edges),
         "records": graph_records(graph),
     }
+
+
+def link_cost_reference(graph: SceneGraph, a: str, b: str) -> float:
+    """A navigation edge's cost as path_planner's module docstring defines it: the straight line, or the stored
+    weight when it is larger (an oracle for the planner's and the ltl domain's own cost code)."""
+    pa, pb, weight = graph.nodes[a].position, graph.nodes[b].position, graph.nav.edges[a, b].get("weight")
+    if pa is None or pb is None:
+        return float(weight) if weight is not None else DEFAULT_EDGE_COST
+    straight = math.dist(pa, pb)
+    return max(straight, float(weight)) if weight is not None else max(straight, 1e-6)
