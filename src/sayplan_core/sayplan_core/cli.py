@@ -96,7 +96,7 @@ def token_table(graph: SceneGraph, encoding: str = "cl100k_base") -> dict[str, A
         rooms_above = SayPlanOptions().floor_view_rooms
         floor_level = {
             "floor_level_tokens": tokens,
-            "floor_level_reduction_percent": round(100.0 * (1 - tokens / full), 2),  # 99.98% is not 100.0
+            "floor_level_reduction_percent": round(100.0 * (1 - tokens / full), 2) if full else 0.0,  # not 100.0
             "sayplan_starts_at_floors": floors_first(graph, rooms_above),
             "floor_view_rooms": rooms_above,
         }
