@@ -17,7 +17,7 @@ import math
 import networkx as nx
 from hypothesis import given
 from hypothesis import strategies as st
-from world_shapes import BOUNDED, BUILDINGS, shape
+from world_shapes import BOUNDED, BUILDINGS, accepted_steps, shape
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.native_format import graph_to_dict
@@ -71,13 +71,7 @@ def test_refresh_keeps_up_through_moves_state_changes_and_reveals() -> None:
         shown = state.apply_to()
         taken: set[str] = set()
         for turn in range(60):
-            accepted = [
-                PlanStep(a, t)
-                for a in actions.names()
-                if a != "done"
-                for t in sorted(state.graph.nodes)
-                if check_step(state, PlanStep(a, t), actions).ok
-            ]
+            accepted = accepted_steps(state, actions)
             if not accepted:
                 break
             choices = [step for step in accepted if step.action not in taken] or accepted

@@ -55,6 +55,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from test_native_columns import buildings
+from world_shapes import accepted_steps
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph import native_format
@@ -66,8 +67,7 @@ from sayplan_core.llm.session import BadAnswerError, BudgetExhaustedError, LlmSe
 from sayplan_core.llm.types import LlmError, LlmRequest, LlmTransientError
 from sayplan_core.planners.lookplangraph import memory_graph, truth_reveal_hook
 from sayplan_core.sim.action_set import load_action_set
-from sayplan_core.sim.plan import PlanStep
-from sayplan_core.sim.simulator import apply_step, check_step
+from sayplan_core.sim.simulator import apply_step
 from sayplan_core.sim.world_state import WorldState
 
 REPLY: dict[str, Any] = {
@@ -269,13 +269,7 @@ def test_the_simulator_and_worldstate_run_on_a_snapshot(env: str) -> None:
         state = WorldState.from_graph(graph, reveal_hook=hook)
         shown = state.apply_to()
         for _ in range(25):
-            accepted = [
-                PlanStep(a, t)
-                for a in actions.names()
-                if a != "done"
-                for t in sorted(state.graph.nodes)
-                if check_step(state, PlanStep(a, t), actions).ok
-            ]
+            accepted = accepted_steps(state, actions)
             if not accepted:
                 break
             apply_step(state, accepted[len(accepted) // 2], actions)

@@ -34,3 +34,18 @@ def link_cost_reference(graph: SceneGraph, a: str, b: str) -> float:
         return float(weight) if weight is not None else DEFAULT_EDGE_COST
     straight = math.dist(pa, pb)
     return max(straight, float(weight)) if weight is not None else max(straight, 1e-6)
+
+
+def accepted_steps(state: Any, actions: Any) -> list[Any]:
+    """Every step (action, node) but `done` that the simulator accepts in `state`, in a fixed order: the moves a
+    random walk through a task picks from."""
+    from sayplan_core.sim.plan import PlanStep
+    from sayplan_core.sim.simulator import check_step
+
+    return [
+        PlanStep(a, t)
+        for a in actions.names()
+        if a != "done"
+        for t in sorted(state.graph.nodes)
+        if check_step(state, PlanStep(a, t), actions).ok
+    ]
