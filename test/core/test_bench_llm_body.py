@@ -1,0 +1,31 @@
+"""scripts/bench_llm_body.py runs as planning_at_scale.md shows it (CI-sized) and prints one comparable line per size."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+from bench_runs import ROOT
+
+
+def test_bench_llm_body_prints_both_encoders_per_size() -> None:
+    done = subprocess.run(
+        [sys.executable, "scripts/bench_llm_body.py", "--rooms", "10", "20", "--calls", "2"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()
+    assert [line.split(" rooms")[0] for line in lines] == ["10", "20"]
+    sizes = []
+    for line in lines:
+        found = re.search(r", ([\d.]+) MB prompt: CPU per call ([\d.]+) ms with orjson, ([\d.]+) ms through", line)
+        assert found, line
+        mb, fast, sdk = (float(v) for v in found.groups())
+        assert fast > 0 and sdk > 0
+        sizes.append(mb)
+    assert sizes[1] > sizes[0]  # the prompt is the building's whole graph: twice the rooms, a larger prompt
