@@ -3,23 +3,12 @@
 from __future__ import annotations
 
 import re
-import subprocess
-import sys
 
-from bench_runs import ROOT
+from bench_runs import run_bench
 
 
 def test_bench_llm_body_prints_both_encoders_per_size() -> None:
-    done = subprocess.run(
-        [sys.executable, "scripts/bench_llm_body.py", "--rooms", "10", "20", "--calls", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()
+    lines = run_bench("bench_llm_body.py", ["--rooms", "10", "20", "--calls", "2"]).splitlines()
     assert [line.split(" rooms")[0] for line in lines] == ["10", "20"]
     sizes = []
     for line in lines:
