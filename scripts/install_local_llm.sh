@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Optional extra: the embedded local LLM. Usage: scripts/install_local_llm.sh [PACK...]  (default qwen-1.5b;
-# `all`: every pack; `python -m sayplan_core.llm.model_packs list` lists them).
+# `all`: every pack; `python -m sayplan_core.llm.model_packs list` lists them; a path ending in .gguf needs only
+# the runtime: it is loaded as it is).
 # 1. The runtime, llama-cpp-python, when it does not import yet: it builds llama.cpp from source (about 6 minutes
 #    on 2 cores). Portable CPU flags: a native build segfaults at its first eval on AVX-512 machines (checked on
 #    the CI machine).
@@ -37,10 +38,10 @@ import sys
 
 from sayplan_core.llm.model_packs import PACKS
 
-unknown = [name for name in sys.argv[1:] if name not in PACKS]
+unknown = [name for name in sys.argv[1:] if name not in PACKS and not name.lower().endswith(".gguf")]
 if unknown:
     known = ", ".join(PACKS)
-    sys.exit(f"install_local_llm: unknown model pack {', '.join(unknown)} (the packs: {known}; or all)")
+    sys.exit(f"install_local_llm: unknown model pack {', '.join(unknown)} (the packs: {known}; or all; or a .gguf path)")
 EOF
 
 if "$python" -c "import llama_cpp" 2>/dev/null; then
@@ -54,6 +55,10 @@ else
 fi
 
 for name in "${packs[@]}"; do
+  if [[ "${name,,}" == *.gguf ]]; then
+    echo "$name is a model file, not a pack: nothing to install for it (it is loaded as it is)"
+    continue
+  fi
   if "$python" -m sayplan_core.llm.model_packs verify "$name" >/dev/null 2>&1; then
     echo "model pack $name is already installed (sha256 verified)"
     continue

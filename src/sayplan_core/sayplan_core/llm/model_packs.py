@@ -162,7 +162,7 @@ def _packs(packs: Mapping[str, ModelPack] | None) -> Mapping[str, ModelPack]:
 
 
 def install_hint(name: str) -> str:
-    return f"run scripts/install_local_llm.sh {name} (or make local-llm PACK={name})"
+    return f"run scripts/install_local_llm.sh {name} (or make local-llm PACKS={name})"
 
 
 def models_dir() -> Path:
