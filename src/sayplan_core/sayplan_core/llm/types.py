@@ -29,6 +29,11 @@ class LlmResponse:
     refusal: str | None = None
     #: the server's response was longer than this many bytes and was not read whole (0: read whole)
     oversize_bytes: int = 0
+    #: prompt tokens the backend reused from its previous call instead of reading them again (0: none, or unknown)
+    cached_tokens: int = 0
+    #: seconds spent reading the prompt and writing the answer, where the backend measures them (0: unknown)
+    prompt_s: float = 0.0
+    decode_s: float = 0.0
 
 
 class LlmError(Exception):
