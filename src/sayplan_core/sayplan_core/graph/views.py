@@ -131,6 +131,17 @@ class GraphView:
             found.extend(n for n in graph.type_index(node_type) & shown if below[n])
         return sorted(found)
 
+    def revealing_ids(self, visible: set[str] | None = None) -> list[str]:
+        """The expandable nodes whose expansion would show something not visible yet (not expanded, and not
+        inside an expanded node that already shows everything below them); visible: as in `expandable_ids`."""
+        shown = self.visible_ids() if visible is None else visible
+        expanded = set(self.expanded)
+        return [
+            n
+            for n in self.expandable_ids(shown)
+            if n not in expanded and any(c not in shown for c in self._revealed_by(n))
+        ]
+
     def text(self, with_positions: bool = False, visible: set[str] | None = None) -> str:
         """The prompt text of the visible nodes; visible: as in `expandable_ids`."""
         return to_prompt_text(self.graph, self.visible_ids() if visible is None else visible, with_positions)

@@ -42,45 +42,86 @@ def _obj(properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
 
 
-def sayplan_schema(actions: ActionSet, visible: Iterable[str], navigable: Iterable[str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Legal:
+    """What a search command may name in the current state (`aids.legal_commands`): expand only a node that would
+    show something new, contract only an expanded one. A command with nothing to name is left out."""
+
+    expand: list[str]
+    contract: list[str]
+
+
+def _text(max_chars: int) -> dict[str, Any]:
+    """A free-text field, at most `max_chars` characters long (0: no limit)."""
+    return {"type": "string", "maxLength": max_chars} if max_chars else {"type": "string"}
+
+
+def _commands(final: str, navigable: Iterable[str], legal: Legal | None, extra: dict[str, Any]) -> dict[str, Any]:
+    """The `command` object: one enum of nodes for every command, or with `legal` one variant per command, each
+    naming only the nodes it may take (`final`, the command that ends the search, takes none)."""
+    if legal is None:
+        names = {"type": "string", "enum": ["expand", "contract", final]}
+        return _obj({"command_name": names, "node_name": {"type": "string", "enum": _enum([*navigable, ""])}, **extra})
+    variants = [
+        _obj(
+            {
+                "command_name": {"type": "string", "enum": [name]},
+                "node_name": {"type": "string", "enum": _enum(nodes)},
+                **extra,
+            }
+        )
+        for name, nodes in (("expand", legal.expand), ("contract", legal.contract))
+        if nodes
+    ]
+    variants.append(
+        _obj(
+            {
+                "command_name": {"type": "string", "enum": [final]},
+                "node_name": {"type": "string", "enum": [""]},
+                **extra,
+            }
+        )
+    )
+    return variants[0] if len(variants) == 1 else {"anyOf": variants}
+
+
+def sayplan_schema(
+    actions: ActionSet,
+    visible: Iterable[str],
+    navigable: Iterable[str],
+    legal: Legal | None = None,
+    thought_chars: int = 0,
+) -> dict[str, Any]:
     visible = list(visible)
+    extra = {
+        "plan": plan_items_schema(actions, visible),
+        "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
+    }
     return _obj(
         {
-            "chain_of_thought": {"type": "string"},
-            "reasoning": {"type": "string"},
+            "chain_of_thought": _text(thought_chars),
+            "reasoning": _text(thought_chars),
             "mode": {"type": "string", "enum": ["exploring", "planning"]},
-            "command": _obj(
-                {
-                    "command_name": {"type": "string", "enum": ["expand", "contract", "plan"]},
-                    "node_name": {"type": "string", "enum": _enum([*navigable, ""])},
-                    "plan": plan_items_schema(actions, visible),
-                    "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
-                }
-            ),
+            "command": _commands("plan", navigable, legal, extra),
         }
     )
 
 
-def lite_search_schema(expandable: Iterable[str]) -> dict[str, Any]:
+def lite_search_schema(expandable: Iterable[str], legal: Legal | None = None, thought_chars: int = 0) -> dict[str, Any]:
     return _obj(
         {
-            "chain_of_thought": {"type": "string"},
-            "reasoning": {"type": "string"},
-            "command": _obj(
-                {
-                    "command_name": {"type": "string", "enum": ["expand", "contract", "done"]},
-                    "node_name": {"type": "string", "enum": _enum([*expandable, ""])},
-                }
-            ),
+            "chain_of_thought": _text(thought_chars),
+            "reasoning": _text(thought_chars),
+            "command": _commands("done", expandable, legal, {}),
         }
     )
 
 
-def plan_schema(actions: ActionSet, visible: Iterable[str]) -> dict[str, Any]:
+def plan_schema(actions: ActionSet, visible: Iterable[str], thought_chars: int = 0) -> dict[str, Any]:
     visible = list(visible)
     return _obj(
         {
-            "chain_of_thought": {"type": "string"},
+            "chain_of_thought": _text(thought_chars),
             "plan": plan_items_schema(actions, visible),
             "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
         }

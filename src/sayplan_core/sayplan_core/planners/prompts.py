@@ -40,14 +40,28 @@ Memory: [floor0] -> {"chain_of_thought": "milk is likely in the kitchen", "reaso
 "mode": "exploring", "command": {"command_name": "expand", "node_name": "kitchen", "plan": [], "answer": []}}"""
 
 
+#: A second worked example (the `search_example` aid): a search task ends with a plan as soon as the item is visible.
+SEARCH_EXAMPLE = """Example. Instruction: find me an umbrella.
+Memory: [] -> {"chain_of_thought": "umbrellas are left near the entrance", "reasoning": "expand the entrance hall",
+"mode": "exploring", "command": {"command_name": "expand", "node_name": "entrance_hall", "plan": [], "answer": []}}
+Memory: [entrance_hall] -> {"chain_of_thought": "umbrella is now in the graph, on coat_rack: found", "reasoning":
+"the instruction only asks to find it", "mode": "planning", "command": {"command_name": "plan", "node_name": "",
+"plan": [{"action": "done", "target": ""}], "answer": ["umbrella"]}}"""
+LITE_SEARCH_EXAMPLE = """Example. Instruction: find me an umbrella.
+Memory: [] -> {"chain_of_thought": "umbrellas are left near the entrance", "reasoning": "expand the entrance hall",
+"command": {"command_name": "expand", "node_name": "entrance_hall"}}
+Memory: [entrance_hall] -> {"chain_of_thought": "umbrella is now in the graph, on coat_rack", "reasoning": "found",
+"command": {"command_name": "done", "node_name": ""}}"""
+
+
 def functions_block(actions: ActionSet) -> str:
     lines = "\n".join(f"- {line}" for line in actions.prompt_lines())
     return f"Robot functions (for plans):\n{lines}"
 
 
-def sayplan_system(actions: ActionSet, floors_first: bool = False) -> str:
+def sayplan_system(actions: ActionSet, floors_first: bool = False, search_example: bool = False) -> str:
     """floors_first: the graph starts collapsed to its floors (a large building), and the prompt says how to
-    open them; else rooms are always visible."""
+    open them; else rooms are always visible. search_example: a second example, a search task (the aid)."""
     search_api, example = (FLOOR_SEARCH_API, FLOOR_EXAMPLE) if floors_first else (SEARCH_API, ROOM_EXAMPLE)
     seen = "floor0, kitchen" if floors_first else "kitchen"
     return f"""You are a graph planning agent for a mobile manipulator robot in a large building.
@@ -76,7 +90,7 @@ Memory: [{seen}] -> {{"chain_of_thought": "milk is inside the closed fridge; ope
 "mode": "planning", "command": {{"command_name": "plan", "node_name": "", "plan": [{{"action": "goto", "target":
 "kitchen"}}, {{"action": "access", "target": "fridge"}}, {{"action": "open", "target": "fridge"}}, {{"action":
 "pickup", "target": "milk"}}, {{"action": "access", "target": "bench"}}, {{"action": "release", "target": "milk"}},
-{{"action": "done", "target": ""}}], "answer": ["milk"]}}}}"""
+{{"action": "done", "target": ""}}], "answer": ["milk"]}}}}""" + (f"\n\n{SEARCH_EXAMPLE}" if search_example else "")
 
 
 def dynamic(instruction: str, graph_text: str, memory: list[str], feedback: str) -> str:
@@ -88,8 +102,9 @@ def dynamic(instruction: str, graph_text: str, memory: list[str], feedback: str)
     )
 
 
-def lite_search_system(floors_first: bool = False) -> str:
-    """floors_first: as in `sayplan_system`, the graph starts at the floors and the search opens them first."""
+def lite_search_system(floors_first: bool = False, search_example: bool = False) -> str:
+    """floors_first: as in `sayplan_system`, the graph starts at the floors and the search opens them first.
+    search_example: a worked example of a search (the aid)."""
     nodes, search_api = ("floor and room nodes", FLOOR_SEARCH_API) if floors_first else ("room nodes", SEARCH_API)
     return f"""You are a graph search agent. Find the parts of a building's scene graph that an instruction needs,
 by expanding and contracting {nodes}. You do not plan; another agent plans once you finish.
@@ -99,7 +114,9 @@ by expanding and contracting {nodes}. You do not plan; another agent plans once 
 
 Answer with one JSON object:
 {{"chain_of_thought": "short reasoning steps", "reasoning": "why the next command",
-  "command": {{"command_name": "expand" | "contract" | "done", "node_name": "<node or empty>"}}}}"""
+  "command": {{"command_name": "expand" | "contract" | "done", "node_name": "<node or empty>"}}}}""" + (
+        f"\n\n{LITE_SEARCH_EXAMPLE}" if search_example else ""
+    )
 
 
 def lite_plan_system(actions: ActionSet) -> str:

@@ -20,6 +20,7 @@ from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
+from sayplan_core.planners.aids import RepeatGuard, expansion_feedback, repeated_plan_feedback, with_note
 from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -67,6 +68,43 @@ class SayPlanOptions:
         per_goal=True,
         flag="--floor-view-rooms",
     )
+    legal_commands: bool = option(
+        True,
+        "the answer schema names only legal search commands: expand a node that would show something new, "
+        "contract an expanded one (an aid for small models; see planners/aids.py)",
+        per_goal=True,
+    )
+    no_repeat: bool = option(
+        True,
+        "never send the same prompt twice: a state seen before, or a plan that failed before, gets a note saying "
+        "what was answered there (an aid for small models)",
+        per_goal=True,
+    )
+    reveal_names: bool = option(
+        False,
+        "the feedback after an expansion names the nodes it showed, not only how many (an aid for small models)",
+        per_goal=True,
+    )
+    search_example: bool = option(
+        False,
+        "the system prompt shows a second worked example, a search task that ends as soon as the item is visible "
+        "(an aid for small models)",
+        per_goal=True,
+    )
+    thought_chars: int = option(
+        0,
+        "the longest chain_of_thought and reasoning an answer may write, in characters (0: no limit; bounds a "
+        "small model's writing time on a CPU)",
+        minimum=0,
+        maximum=100_000,
+        per_goal=True,
+    )
+
+    def legal(self, view: GraphView, visible: set[str]) -> answers.Legal | None:
+        """What the search commands may name now, when `legal_commands` narrows the schema (else None)."""
+        if not self.legal_commands:
+            return None
+        return answers.Legal(view.revealing_ids(visible), list(view.expanded))
 
 
 class SayPlanPlanner(Planner):
@@ -80,26 +118,37 @@ class SayPlanPlanner(Planner):
         actions = load_action_set(self.action_set)
         # a large building starts at its floors: listing every room would fill the prompt (24k tokens at 1,000)
         top = floors_first(graph, self.config.floor_view_rooms)
-        system = prompts.sayplan_system(actions, floors_first=top)
+        system = prompts.sayplan_system(actions, floors_first=top, search_example=self.config.search_example)
         view = collapse(graph, top_only=top)
         feedback = job.context
         paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
         planned = False
         observed: set[str] = set()
+        config = self.config
+        repeats = RepeatGuard(config.no_repeat)
         for step in range(self.options.max_search_steps + self.options.max_replans + 1):
             stage = "replan" if planned else "search"
             visible = view.visible_ids()  # once per step: the schema, the expandable nodes and the text read it
-            schema = answers.sayplan_schema(actions, visible, view.expandable_ids(visible) + view.expanded)
+            schema = answers.sayplan_schema(
+                actions,
+                visible,
+                view.expandable_ids(visible) + view.expanded,
+                config.legal(view, visible),
+                config.thought_chars,
+            )
             text = view.text(visible=visible)
+            user = prompts.dynamic(instruction, text, view.memory, feedback)
+            note = repeats.note(user)
             messages = [
                 {"role": "system", "content": system},
-                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, feedback)},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, with_note(feedback, note))},
             ]
             command = session.ask(
                 stage, messages, schema, lambda data: answers.parse_sayplan_command(graph, actions, data), "sayplan"
             )
+            repeats.answered(user, command)
             if command.name in ("expand", "contract"):
-                feedback = self.search_step(view, command.name, command.node, observed)
+                feedback = self.search_step(view, command.name, command.node, observed, config.reveal_names)
                 result.explored_nodes = list(view.memory)
                 result.observed_nodes = sorted(observed)
                 progress(
@@ -113,7 +162,7 @@ class SayPlanPlanner(Planner):
             if planned:
                 result.replanning_rounds += 1
             planned = True
-            if self._verify(graph, actions, command, paths, result, session, progress, step):
+            if self._verify(graph, actions, command, paths, result, session, progress, step, repeats):
                 return
             feedback = result.feedback_history[-1]
             if result.replanning_rounds >= self.options.max_replans:
@@ -124,13 +173,14 @@ class SayPlanPlanner(Planner):
         result.message = f"search did not converge within {self.options.max_search_steps} steps"
 
     @staticmethod
-    def search_step(view: GraphView, name: str, node: str, observed: set[str]) -> str:
-        """Apply expand/contract; a refused call becomes feedback for the next turn."""
+    def search_step(view: GraphView, name: str, node: str, observed: set[str], names: bool = False) -> str:
+        """Apply expand/contract; a refused call becomes feedback for the next turn. names: the feedback of an
+        expansion names what it showed (`reveal_names`)."""
         try:
             if name == "expand":
                 revealed = view.expand(node)
                 observed.update(revealed)
-                return f"expanded {node}: {len(revealed)} nodes revealed"
+                return expansion_feedback(node, revealed, names)
             view.contract(node)
             return f"contracted {node}"
         except GraphError as exc:
@@ -146,6 +196,7 @@ class SayPlanPlanner(Planner):
         session: LlmSession,
         progress: ProgressCallback,
         step: int,
+        repeats: RepeatGuard,
     ) -> bool:
         check = verify_high_level(graph, command.plan, actions, paths)
         result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
@@ -155,7 +206,10 @@ class SayPlanPlanner(Planner):
             result.message = "plan verified"
             progress(Progress(PlanStage.DONE, step, "", result.replanning_rounds, session.tokens_used, result.message))
             return True
-        result.feedback_history.append(check.feedback)
+        # the simulator is deterministic: a plan that failed before fails the same way, and the model hears so
+        repeated = repeats.failed_before(command)
+        result.feedback_history.append(repeated_plan_feedback(check.feedback) if repeated else check.feedback)
+        repeats.plan_failed(command)
         return False
 
 

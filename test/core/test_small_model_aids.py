@@ -1,0 +1,209 @@
+"""The small-model aids of the SayPlan family (planners/aids.py), each checked against its definition.
+
+- legal commands: the schema's expand enum is exactly the nodes whose expansion shows something new, found here by
+  expanding each candidate in a copy of the view (the definition), over random search histories;
+- no repeats: a model that answers as a pure function of its prompt (what temperature 0 is) never sees the same
+  prompt twice in a run with the aid, and does without it;
+- names in the feedback: the names listed are the nodes the expansion made visible;
+- short thoughts: the free-text fields carry the limit, and only when one is set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from transcripts import BAD_PLAN, INSTRUCTION
+
+from sayplan_core.envs import load_env
+from sayplan_core.graph.model import GraphError
+from sayplan_core.graph.views import GraphView, collapse
+from sayplan_core.llm.types import BackendInfo, LlmRequest, LlmResponse
+from sayplan_core.planners import PlannerOptions, make_planner
+from sayplan_core.planners.aids import REVEALED_NAMES, expansion_feedback
+from sayplan_core.planners.answers import lite_search_schema, plan_schema, sayplan_schema
+from sayplan_core.planners.sayplan import SayPlanOptions
+from sayplan_core.sim.action_set import load_action_set
+
+ENVS = {name: load_env(name) for name in ("office", "home")}
+
+
+def copy_of(view: GraphView) -> GraphView:
+    twin = GraphView(view.graph, top_only=view.top_only, with_poses=view.with_poses)
+    twin.expanded, twin.memory = list(view.expanded), list(view.memory)
+    return twin
+
+
+def reveals_something(view: GraphView, node: str) -> bool:
+    """The definition: expanding `node` now would make at least one node visible that is not."""
+    try:
+        return bool(copy_of(view).expand(node))
+    except GraphError:
+        return False
+
+
+def random_view(env: str, choices: list[int]) -> GraphView:
+    """A view after a search history: each choice expands or contracts one of the nodes that allows it."""
+    view = collapse(ENVS[env])
+    for choice in choices:
+        visible = view.visible_ids()
+        options = [("expand", n) for n in view.expandable_ids(visible) if n not in view.expanded]
+        options += [("contract", n) for n in view.expanded]
+        if not options:
+            break
+        verb, node = options[choice % len(options)]
+        if verb == "expand":
+            view.expand(node)
+        else:
+            view.contract(node)
+    return view
+
+
+@given(st.sampled_from(sorted(ENVS)), st.lists(st.integers(0, 10_000), max_size=8))
+def test_expand_names_exactly_the_nodes_that_would_show_something_new(env: str, choices: list[int]) -> None:
+    view = random_view(env, choices)
+    visible = view.visible_ids()
+    candidates = [n for n in view.graph.nodes if n in visible]
+    expected = sorted(n for n in candidates if reveals_something(view, n))
+    assert sorted(view.revealing_ids(visible)) == expected
+
+
+def variants(schema: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    command = schema["properties"]["command"]
+    found = {}
+    for variant in command.get("anyOf", [command]):
+        (name,) = variant["properties"]["command_name"]["enum"]
+        found[name] = variant["properties"]
+    return found
+
+
+@given(st.sampled_from(sorted(ENVS)), st.lists(st.integers(0, 10_000), max_size=6))
+def test_legal_schema_has_one_variant_per_command_that_can_name_a_node(env: str, choices: list[int]) -> None:
+    view = random_view(env, choices)
+    visible = view.visible_ids()
+    actions = load_action_set("sayplan")
+    legal = SayPlanOptions().legal(view, visible)
+    assert legal is not None
+    schema = sayplan_schema(actions, visible, view.expandable_ids(visible) + view.expanded, legal)
+    found = variants(schema)
+    revealing = sorted(n for n in visible if reveals_something(view, n))
+    assert ("expand" in found) == bool(revealing)
+    if revealing:
+        assert found["expand"]["node_name"]["enum"] == revealing
+    assert ("contract" in found) == bool(view.expanded)
+    if view.expanded:
+        assert found["contract"]["node_name"]["enum"] == sorted(view.expanded)
+    assert found["plan"]["node_name"]["enum"] == [""]
+    for variant in found.values():  # every variant is an object the strict schema dialects accept
+        assert set(variant) == {"command_name", "node_name", "plan", "answer"}
+    lite = variants(lite_search_schema(view.expandable_ids(visible) + view.expanded, legal))
+    assert set(lite) == (set(found) - {"plan"}) | {"done"}
+
+
+def test_without_the_aid_the_schema_is_the_papers_one() -> None:
+    view = collapse(ENVS["office"])
+    visible = view.visible_ids()
+    schema = sayplan_schema(load_action_set("sayplan"), visible, view.expandable_ids(visible), None)
+    command = schema["properties"]["command"]
+    assert "anyOf" not in command and command["properties"]["command_name"]["enum"] == ["expand", "contract", "plan"]
+    assert SayPlanOptions(legal_commands=False).legal(view, visible) is None
+
+
+def test_thought_limit_is_on_every_free_text_field_and_only_when_set() -> None:
+    view = collapse(ENVS["office"])
+    visible = view.visible_ids()
+    actions = load_action_set("sayplan")
+    for limit in (0, 120):
+        schemas = [
+            sayplan_schema(actions, visible, view.expandable_ids(visible), None, limit),
+            lite_search_schema(view.expandable_ids(visible), None, limit),
+            plan_schema(actions, visible, limit),
+        ]
+        for schema in schemas:
+            texts = [p for p in schema["properties"].values() if p.get("type") == "string" and "enum" not in p]
+            assert texts
+            assert all(p.get("maxLength") == (limit or None) for p in texts)
+
+
+@given(st.sampled_from(["kitchen", "cafeteria", "meeting_room1", "nikos_office", "printing_zone1"]), st.booleans())
+def test_expansion_feedback_names_what_became_visible(room: str, names: bool) -> None:
+    view = collapse(ENVS["office"])
+    before = view.visible_ids()
+    revealed = view.expand(room)
+    assert set(revealed) == view.visible_ids() - before
+    text = expansion_feedback(room, revealed, names)
+    assert text.startswith(f"expanded {room}: {len(revealed)} nodes revealed")
+    listed = text.split(" nodes revealed", 1)[1].removeprefix(": ").split(" and ")[0]
+    shown = [n for n in listed.split(", ") if n]
+    if not names:
+        assert shown == []
+    else:
+        assert shown == revealed[:REVEALED_NAMES]
+        assert ("more" in text) == (len(revealed) > REVEALED_NAMES)
+
+
+# ------------------------------------------------------------------ no repeats, with a deterministic model
+class PureModel:
+    """A stand-in for a model at temperature 0: its answer is a function of the prompt alone.
+
+    It picks one of `answers` by a hash of the last user message, so the same prompt always gets the same answer,
+    and different prompts get answers no one chose by hand.
+    """
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        self.answers = answers
+        self.info = BackendInfo("pure", "pure-model")
+        self.prompts: list[str] = []
+
+    def start_task(self, instruction: str) -> None:
+        """Any task."""
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        prompt = request.messages[-1]["content"]
+        self.prompts.append(json.dumps(request.messages))
+        pick = int(hashlib.sha256(prompt.encode()).hexdigest(), 16) % len(self.answers)
+        return LlmResponse(json.dumps(self.answers[pick]), prompt_tokens=100, completion_tokens=10)
+
+
+def command(name: str, node: str = "", plan: list[dict[str, str]] | None = None) -> dict[str, Any]:
+    return {
+        "chain_of_thought": "",
+        "reasoning": "",
+        "mode": "planning" if name == "plan" else "exploring",
+        "command": {"command_name": name, "node_name": node, "plan": plan or [], "answer": []},
+    }
+
+
+ANSWERS = [
+    command("expand", "kitchen"),
+    command("contract", "kitchen"),
+    command("expand", "nikos_office"),
+    command("plan", plan=[{"action": a, "target": t} for a, t in BAD_PLAN]),
+]
+
+
+@pytest.mark.parametrize("planner", ["sayplan", "sayplan_lite"])
+@given(st.permutations(ANSWERS), st.integers(1, 4))
+def test_no_prompt_is_sent_twice_with_the_aid(planner: str, answers: list[dict[str, Any]], count: int) -> None:
+    model = PureModel(answers[:count])
+    options = PlannerOptions(max_search_steps=12, max_replans=4)
+    options.budget.max_calls = 24
+    config = SayPlanOptions(legal_commands=False, no_repeat=True)
+    make_planner(planner, model, options, config).plan(ENVS["office"], INSTRUCTION)
+    assert len(model.prompts) == len(set(model.prompts))
+
+
+def test_without_the_aid_a_deterministic_model_repeats_itself() -> None:
+    """The failure the aid exists for, shown: a refused command asked again with the same prompt."""
+    model = PureModel([command("plan", plan=[{"action": a, "target": t} for a, t in BAD_PLAN])])
+    options = PlannerOptions(max_replans=3)
+    result = make_planner("sayplan", model, options, SayPlanOptions(no_repeat=False)).plan(ENVS["office"], INSTRUCTION)
+    assert not result.success and len(model.prompts) > len(set(model.prompts))
+    model = PureModel(model.answers)
+    result = make_planner("sayplan", model, options, SayPlanOptions(no_repeat=True)).plan(ENVS["office"], INSTRUCTION)
+    assert len(model.prompts) == len(set(model.prompts))
+    assert any("You proposed this same plan before" in f for f in result.feedback_history)
