@@ -529,6 +529,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         raise CliError(f"unknown planner(s) {', '.join(unknown) or '(none)'} (available: {', '.join(PLANNERS)})")
     if args.limit is not None and args.limit < 1:
         raise CliError(f"--limit must be 1 or more, got {args.limit}")
+    if args.per_family is not None and args.per_family < 1:
+        raise CliError(f"--per-family must be 1 or more, got {args.per_family}")
     tasks = load_tasks(args.tasks or None)
     if args.ids:
         wanted = [i.strip() for i in args.ids.split(",") if i.strip()]
@@ -541,6 +543,8 @@ def cmd_bench(args: argparse.Namespace) -> int:
         tasks = [t for t in tasks if t.family in families]
     if args.env:
         tasks = [t for t in tasks if t.env == args.env]
+    if args.per_family is not None:
+        tasks = sample_per_family(tasks, args.per_family, args.seed)
     if args.limit is not None:
         tasks = tasks[: args.limit]
     if not tasks:
@@ -599,6 +603,22 @@ def cmd_bench(args: argparse.Namespace) -> int:
     return 0
 
 
+def sample_per_family(tasks: Sequence[Any], count: int, seed: int) -> list[Any]:
+    """`count` tasks of each family (all of a smaller one), drawn with `random.Random(seed)` from each family's
+    tasks in file order, then kept in file order: the same seed draws the same subset on every machine."""
+    import random
+
+    families: dict[str, list[Any]] = {}
+    for task in tasks:
+        families.setdefault(task.family, []).append(task)
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    for family in sorted(families):
+        members = families[family]
+        chosen.update(id(t) for t in (members if len(members) <= count else rng.sample(members, count)))
+    return [t for t in tasks if id(t) in chosen]
+
+
 def cmd_plugins(args: argparse.Namespace) -> int:
     """The planners and robots installed (entry points), each with its options; the ones left out, and why."""
     from sayplan_core.options import table
@@ -624,18 +644,60 @@ def cmd_plugins(args: argparse.Namespace) -> int:
 
 
 def cmd_llm_which(args: argparse.Namespace) -> int:
+    """The backend `--llm` means here and why; for the embedded model also its file, hash state and runtime (the
+    first word stays the backend's name: the Makefile reads it)."""
     config = llm_config(args)
     config.validate()
     name, why = resolve_backend_name(config)
-    _emit(args, {"backend": name, "reason": why}, f"{name} ({why})")
+    payload: dict[str, Any] = {"backend": name, "reason": why}
+    text = f"{name} ({why})"
+    if name == "local":
+        payload["local"] = local_model_state(config.model)
+        text += f"; {payload['local']['summary']}"
+    _emit(args, payload, text)
     return 0
+
+
+def local_model_state(model: str) -> dict[str, Any]:
+    """Which file the embedded model would load, whether it is there and checked, and the runtime; hashes nothing
+    (`sayplan llm check` does)."""
+    import importlib.util
+
+    from sayplan_core.llm import model_packs
+
+    runtime = (
+        "llama-cpp-python installed" if importlib.util.find_spec("llama_cpp") else "llama-cpp-python NOT installed"
+    )
+    name = model or model_packs.DEFAULT_PACK
+    if name in model_packs.PACKS:
+        status = model_packs.pack_status(name)
+        state = {
+            "not assembled": f"not assembled yet: {status.parts_installed} of {status.parts_total} parts installed",
+            "not checked": "SHA-256 checked when it loads",
+            "mismatch": "WRONG SIZE: it will be refused",
+            "ok": "SHA-256 verified",
+        }[status.hash_state]
+        summary = f"model pack {name}: {status.path} ({state}); {runtime}"
+        return {
+            "model": name,
+            "path": str(status.path),
+            "state": status.hash_state,
+            "runtime": runtime,
+            "summary": summary,
+        }
+    try:
+        path = str(model_packs.locate_model(name))
+        state = "a file of your own: its hash is checked only if it is a known pack's"
+    except model_packs.ModelPackError as exc:
+        path, state = name, f"refused: {exc}"
+    return {"model": name, "path": path, "state": state, "runtime": runtime, "summary": f"{path} ({state}); {runtime}"}
 
 
 def cmd_llm_check(args: argparse.Namespace) -> int:
     """Exit 0 when the backend would answer, 1 when not; one line either way, and no tokens spent."""
     if not 0 < args.probe_timeout <= 600:
         raise CliError(f"--probe-timeout must be between 0 and 600 seconds, got {args.probe_timeout:g}")
-    probe = probe_llm(llm_config(args), args.probe_timeout)
+    probe = probe_llm(llm_config(args), args.probe_timeout, deep=True)  # the embedded model's file is hashed too
     payload = {"ok": probe.ok, "backend": probe.backend, "detail": probe.detail}
     _emit(args, payload, f"{probe.backend}: {'ok' if probe.ok else 'NOT reachable'}: {probe.detail}")
     return 0 if probe.ok else EXIT_FAILED
@@ -786,6 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--families", default="", help="simple_search,complex_search,simple_planning,long_horizon")
     p.add_argument("--env", default="", help="only tasks of this env")
     p.add_argument("--limit", type=int, default=None, help="first N selected tasks (N >= 1)")
+    p.add_argument("--per-family", type=int, default=None, help="N tasks of each family, drawn with --seed (N >= 1)")
+    p.add_argument("--seed", type=int, default=0, help="the seed --per-family draws with (default 0)")
     p.add_argument("--record-dir", default="", help="save each run's transcript here")
     p.add_argument("--replay-dir", default="", help="answer each run from <planner>__<task>.json here")
     p.add_argument("--fresh", action="store_true", help="discard earlier results instead of resuming")
@@ -806,7 +870,12 @@ def build_parser() -> argparse.ArgumentParser:
     add_planner_arguments(p)
     p.set_defaults(func=cmd_llm_which)
     p = llm.add_parser("check", help="would the LLM answer? lists models, never asks one (exit 0 yes, 1 no)")
-    p.add_argument("--probe-timeout", type=float, default=5.0, help="give up after this many seconds [0 - 600]")
+    p.add_argument(
+        "--probe-timeout",
+        type=float,
+        default=30.0,
+        help="give up after this many seconds [0 - 600] (hashing the embedded model's 1.1 GB file takes a few)",
+    )
     add_planner_arguments(p)
     p.set_defaults(func=cmd_llm_check)
     return parser

@@ -33,6 +33,55 @@ def _num(value: float | None, digits: int = 2) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
+#: why a run did not succeed, in the words of issue 37's classes (the order is the table's)
+FAILURE_CLASSES = (
+    "bad search: never planned",
+    "bad search: wrong answer",
+    "unverifiable plan",
+    "replans exhausted",
+    "verified, goal not met",
+    "deadline",
+    "backend error",
+    "raised",
+)
+
+
+def failure_class(row: dict[str, Any]) -> str:
+    """Why a run failed ("" for a success): from its outcome code, message and scores.
+
+    A search task succeeds when its answer names the expected node(s); a planning task when its plan is verified and
+    meets the goal. Among failures: the model never proposed a plan (the search used up its steps or calls), proposed
+    one but never an executable one (budget), used up its replanning rounds, or ended with a verified plan that
+    answers or does the wrong thing; or the LLM itself failed (its call deadline, or another backend error).
+    """
+    if row.get("error"):
+        return "raised"
+    search, correct = row.get("search_success"), row.get("correct")
+    if (search is None or search) and (correct is None or correct) and row.get("executable"):
+        return ""
+    failure, message = str(row.get("failure") or ""), str(row.get("message") or "")
+    if failure == "backend_error":
+        return "deadline" if "deadline" in message else "backend error"
+    if failure == "replans_exhausted":
+        return "replans exhausted"
+    if row.get("executable"):
+        return "bad search: wrong answer" if search is False else "verified, goal not met"
+    proposed = any(c.get("stage") in ("plan", "replan") for c in row.get("calls", []))
+    return "unverifiable plan" if proposed else "bad search: never planned"
+
+
+def _rates(rows: list[dict[str, Any]]) -> tuple[float | None, float | None]:
+    """Median prompt tokens read per second and answer tokens written per second over the calls that measured them."""
+    read = [
+        (c["prompt"] - c.get("cached", 0)) / c["prompt_s"]
+        for r in rows
+        for c in r.get("calls", [])
+        if c.get("prompt_s") and c["prompt"] - c.get("cached", 0) > 0
+    ]
+    write = [c["completion"] / c["decode_s"] for r in rows for c in r.get("calls", []) if c.get("decode_s")]
+    return (statistics.median(read) if read else None), (statistics.median(write) if write else None)
+
+
 def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
     groups: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -64,7 +113,28 @@ def summarise(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 ),
             }
         )
+        read, write = _rates(ran)
+        if read is not None or write is not None:  # a backend that measures them (the embedded model)
+            out[-1].update(
+                {
+                    "s/task (median)": _num(statistics.median(float(r["elapsed_s"]) for r in ran), 0),
+                    "read tok/s": _num(read, 0),
+                    "write tok/s": _num(write, 1),
+                }
+            )
     return out
+
+
+def failure_table(rows: list[dict[str, Any]]) -> list[str]:
+    """Markdown lines: per planner, how many runs failed in each class (only the classes that occur)."""
+    counts: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
+    for row in rows:
+        counts[row["planner"]][failure_class(row) or "success"] += 1
+    classes = ["success", *(c for c in FAILURE_CLASSES if any(c in k for k in counts.values()))]
+    lines = ["| planner | " + " | ".join(classes) + " |", "|" + "---|" * (len(classes) + 1)]
+    for planner in sorted(counts):
+        lines.append(f"| {planner} | " + " | ".join(str(counts[planner].get(c, 0)) for c in classes) + " |")
+    return lines
 
 
 def write_csv(rows: list[dict[str, Any]], path: Path) -> None:
@@ -94,6 +164,8 @@ def markdown(summary: list[dict[str, Any]], header_note: str, rows: list[dict[st
         "Plots: tokens_per_call.png (prompt tokens at each call, SayPlan figure 3) and "
         "cumulative_tokens.png, time_per_call.png.",
     ]
+    if rows:
+        lines += ["", "## How the runs ended", "", *failure_table(rows)]
     errors = [r for r in rows or [] if r.get("error")]
     if errors:
         lines += ["", "## Runs that raised", ""]

@@ -24,9 +24,11 @@ from sayplan_core.folder_lock import folder_lock
 from sayplan_core.graph import native_format
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
+from sayplan_core.llm.session import CallStats
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.options import values_of
 from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
+from sayplan_core.planners.base import Progress
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.goals import changed_nodes, score_against_goal_graph, score_against_goals
 from sayplan_core.sim.simulator import verify_plan
@@ -89,10 +91,7 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
         "explored": result.explored_nodes,
         "answer": result.answer,
         "plan": [str(s) for s in result.full_plan],
-        "calls": [
-            {"stage": c.stage, "prompt": c.prompt_tokens, "completion": c.completion_tokens, "latency_s": c.latency_s}
-            for c in result.calls
-        ],
+        "calls": [call_row(c) for c in result.calls],
         "search_success": None,
         "correct": None,
         "precision": None,
@@ -119,6 +118,28 @@ def score_run(graph: SceneGraph, task: Task, result: PlanResult) -> dict[str, An
             row["changed_nodes"] = sorted(changed_nodes(graph, final))
         else:
             row["correct"], row["precision"] = False, 0.0
+    return row
+
+
+def progress_line(p: Progress) -> str:
+    """One step of a run as the bench prints it while the run goes on (a run with a CPU model takes minutes)."""
+    where = f" {p.node}" if p.node else ""
+    message = p.message if len(p.message) <= 160 else p.message[:157] + "..."
+    return f"{p.stage}{where} (round {p.replanning_round}, {p.tokens_used} tokens): {message}"
+
+
+def call_row(call: CallStats) -> dict[str, Any]:
+    """One LLM call of a run: what it was for, its tokens and time; where the backend measures them (the embedded
+    model) also the prompt tokens it reused and its seconds reading and writing."""
+    row: dict[str, Any] = {
+        "stage": call.stage,
+        "prompt": call.prompt_tokens,
+        "completion": call.completion_tokens,
+        "latency_s": call.latency_s,
+        "outcome": call.outcome,
+    }
+    if call.prompt_s or call.decode_s:
+        row.update(cached=call.cached_tokens, prompt_s=round(call.prompt_s, 3), decode_s=round(call.decode_s, 3))
     return row
 
 
@@ -300,7 +321,7 @@ def _run_bench(
                 first = (raised[(planner_name, task.id)].splitlines() or [""])[0][:200]
                 log(f"[{index}/{total}] {planner_name} {task.id}: raised earlier ({first}), running it again")
             try:
-                row, result = _run_one(task, planner_name, config, envs, make_backend)
+                row, result = _run_one(task, planner_name, config, envs, make_backend, log)
             except Exception as exc:  # one bad run must not end the bench: record it and go on
                 row, result = error_row(task, planner_name, exc), None
             row["settings"] = dict(config.settings)
@@ -325,6 +346,7 @@ def _run_one(
     config: BenchConfig,
     envs: dict[str, SceneGraph],
     make_backend: Callable[[], LlmBackend],
+    log: Callable[[str], None] = print,
 ) -> tuple[dict[str, Any], PlanResult]:
     if task.env not in envs:
         envs[task.env] = load_env(task.env)
@@ -337,7 +359,7 @@ def _run_one(
         backend = make_backend()
     recorder = RecordingBackend(backend) if config.record_dir else None
     planner = make_planner(planner_name, recorder or backend, config.options, config.configs.get(planner_name))
-    result = planner.plan(graph, task.instruction)
+    result = planner.plan(graph, task.instruction, on_progress=lambda p: log(f"    {progress_line(p)}"))
     if recorder is not None and config.record_dir is not None:
         recorder.save(config.record_dir / transcript_name(planner_name, task.id))
     return score_run(graph, task, result), result
