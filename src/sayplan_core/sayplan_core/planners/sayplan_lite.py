@@ -64,13 +64,19 @@ class SayPlanLitePlanner(Planner):
         paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
         for round_index in range(self.options.max_replans + 1):
             stage = "replan" if round_index else "plan"
+            user = prompts.dynamic(instruction, text, view.memory, feedback)
+            again = repeats.note(user)
             messages = [
                 {"role": "system", "content": plan_system},
-                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, feedback)},
+                {
+                    "role": "user",
+                    "content": prompts.dynamic(instruction, text, view.memory, with_note(feedback, again)),
+                },
             ]
             command = session.ask(
                 stage, messages, schema, lambda d: answers.parse_plan_answer(graph, actions, d), "plan"
             )
+            repeats.answered(user, command)
             result.replanning_rounds = round_index
             check = verify_high_level(graph, command.plan, actions, paths)
             result.plan, result.full_plan, result.answer = command.plan, check.full_plan, command.answer
