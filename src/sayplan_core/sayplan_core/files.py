@@ -16,9 +16,9 @@ class FileReadError(OSError):
     """The file cannot be read; the message names it and says why."""
 
 
-def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
-    """At most `limit` bytes of a regular file; FileReadError naming `what` and `path` otherwise."""
-    path = Path(path)
+def open_regular(path: str | Path, what: str = "file") -> int:
+    """A descriptor of `path` opened for reading, in blocking mode, when it is a regular file; FileReadError
+    otherwise (opened without blocking first: opening a FIFO would wait for a writer)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as exc:
@@ -29,6 +29,18 @@ def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
             raise FileReadError(f"cannot read {what} {path}: it is a folder")
         if not stat.S_ISREG(mode):
             raise FileReadError(f"cannot read {what} {path}: not a regular file (a device, FIFO or socket)")
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
+    """At most `limit` bytes of a regular file; FileReadError naming `what` and `path` otherwise."""
+    path = Path(path)
+    fd = open_regular(path, what)
+    try:
         chunks: list[bytes] = []
         total = 0
         while chunk := os.read(fd, min(1 << 20, limit + 1 - total)):

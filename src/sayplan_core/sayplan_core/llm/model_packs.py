@@ -18,7 +18,6 @@ import importlib.util
 import io
 import os
 import shutil
-import stat
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import BinaryIO, Literal, NamedTuple
+
+from sayplan_core import files
 
 __all__ = [
     "CHUNK_BYTES",
@@ -314,18 +315,13 @@ def verify_file(path: Path, pack: ModelPack, progress: Progress | None = None) -
 def _open_regular(path: Path) -> io.FileIO:
     """`path` opened for reading, refused (ModelPackError) unless it is a regular file: a FIFO would block the
     open until some writer came, a device would never end."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
     try:
-        mode = os.fstat(fd).st_mode
-        if stat.S_ISDIR(mode):
-            raise ModelPackError(f"model file {path} is a directory, not a .gguf file")
-        if not stat.S_ISREG(mode):
-            raise ModelPackError(f"model file {path} is not a regular file (a FIFO or a device); it is not loaded")
-        os.set_blocking(fd, True)
-        return os.fdopen(fd, "rb", buffering=0)
-    except BaseException:
-        os.close(fd)
-        raise
+        fd = files.open_regular(path, "model file")
+    except files.FileReadError as exc:
+        if isinstance(exc.__cause__, FileNotFoundError):
+            raise exc.__cause__ from None
+        raise ModelPackError(f"{exc}; it is not loaded") from None
+    return os.fdopen(fd, "rb", buffering=0)
 
 
 def _hash_open(fh: io.FileIO, limit: int, progress: Progress | None) -> tuple[int, str]:
