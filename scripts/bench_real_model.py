@@ -32,6 +32,7 @@ from sayplan_core.bench.runner import load_results
 from sayplan_core.cli import sample_per_family
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.llm import model_packs
+from sayplan_core.planners import PlannerOptions
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "docs" / "measured" / "real_model"
@@ -206,7 +207,7 @@ def compare_table(configs: list[Config]) -> list[str]:
     for config in configs:
         rows = [r for r in rows_of(config) if r["task"] in subset]
         if not rows:
-            lines.append(f"| {config.what} (`{config.name}`) | not run yet | | | | | | |")
+            lines.append(f"| {config.what}: not run yet (`bench_real_model.py run {config.name}`) | 0 | | | | | | |")
             continue
         (s,) = [x for x in summarise(rows) if x["family"] == "all"]
         lines.append(
@@ -221,6 +222,7 @@ def write(path: Path) -> int:
     main = next(c for c in CONFIGS if not c.subset)
     rows = rows_of(main)
     packs = sorted({c.model for c in CONFIGS})
+    defaults = PlannerOptions()
     text = ["## The model files", ""]
     for name in packs:
         pack = model_packs.PACKS[name]
@@ -231,7 +233,8 @@ def write(path: Path) -> int:
         "",
         f"Tasks: `main` is {PER_FAMILY} tasks of each family drawn with seed {SEED} "
         f"({', '.join(main_tasks())}); the shared subset is {', '.join(subset_tasks())}. Budget per task: "
-        f"{' '.join(BUDGET)}, up to 5 replanning rounds, 30 search steps. Each configuration's runs are in "
+        f"{' '.join(BUDGET)}, up to {defaults.max_replans} replanning rounds, {defaults.max_search_steps} search "
+        "steps. Each configuration's runs are in "
         "real_model/<name>/results.jsonl, their LLM exchanges in real_model/<name>/transcripts/.",
         "",
         f"## SayPlan with Qwen2.5-Coder 1.5B, every aid on (`{main.name}`)",
