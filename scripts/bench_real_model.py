@@ -42,11 +42,11 @@ PER_FAMILY = 5
 #: free text are not)
 AIDS_ON = (
     *("--legal-commands", "true", "--no-repeat", "true", "--reveal-names", "true"),
-    *("--search-example", "true", "--thought-chars", "300"),
+    *("--search-example", "true", "--thought-chars", "300", "--plan-steps", "40"),
 )
 AIDS_OFF = (
     *("--legal-commands", "false", "--no-repeat", "false", "--reveal-names", "false"),
-    *("--search-example", "false", "--thought-chars", "0"),
+    *("--search-example", "false", "--thought-chars", "0", "--plan-steps", "0"),
 )
 #: the budget of one task: 12 calls of 30-100 s bound a task to about 15 minutes on two cores; 512 answer tokens
 #: hold a 25-step plan, and stop a model that loops inside a string after about a minute, not at the deadline
@@ -96,8 +96,8 @@ CONFIGS = (
            "ablation: every aid but names in the feedback"),
     Config("sayplan_qwen-1.5b_no-search-example", "sayplan", "qwen-1.5b", (*AIDS_ON, "--search-example", "false"),
            "ablation: every aid but the search example"),
-    Config("sayplan_qwen-1.5b_no-thought-limit", "sayplan", "qwen-1.5b", (*AIDS_ON, "--thought-chars", "0"),
-           "ablation: every aid but the limit on free text"),
+    Config("sayplan_qwen-1.5b_no-length-limits", "sayplan", "qwen-1.5b",
+           (*AIDS_ON, "--thought-chars", "0", "--plan-steps", "0"), "ablation: every aid but the length limits"),
     Config("sayplan_qwen-0.5b", "sayplan", "qwen-0.5b", AIDS_ON, "model: Qwen2.5-Coder 0.5B"),
     Config("sayplan_gemma-270m", "sayplan", "gemma-270m", AIDS_ON, "model: Gemma 3 270M"),
     Config("sayplan_lite_qwen-1.5b", "sayplan_lite", "qwen-1.5b", AIDS_ON, "planner: SayPlan Lite"),

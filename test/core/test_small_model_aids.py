@@ -113,7 +113,7 @@ def test_without_the_aid_the_schema_is_the_papers_one() -> None:
     assert SayPlanOptions(legal_commands=False).legal(view, visible) is None
 
 
-def test_thought_limit_is_on_every_free_text_field_and_only_when_set() -> None:
+def test_length_limits_are_on_every_free_text_field_and_the_plan_and_only_when_set() -> None:
     view = collapse(ENVS["office"])
     visible = view.visible_ids()
     actions = load_action_set("sayplan")
@@ -127,6 +127,12 @@ def test_thought_limit_is_on_every_free_text_field_and_only_when_set() -> None:
             texts = [p for p in schema["properties"].values() if p.get("type") == "string" and "enum" not in p]
             assert texts
             assert all(p.get("maxLength") == (limit or None) for p in texts)
+    for steps in (0, 40):
+        plans = [
+            sayplan_schema(actions, visible, [], None, 0, steps)["properties"]["command"]["properties"]["plan"],
+            plan_schema(actions, visible, 0, steps)["properties"]["plan"],
+        ]
+        assert all(p.get("maxItems") == (steps or None) for p in plans)
 
 
 @given(st.sampled_from(["kitchen", "cafeteria", "meeting_room1", "nikos_office", "printing_zone1"]), st.booleans())

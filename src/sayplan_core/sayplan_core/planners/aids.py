@@ -14,8 +14,10 @@ the bench can switch it off and measure its effect:
   showed, not only how many nodes;
 - a search example (`search_example`): the system prompt also shows a search task
   that ends with a plan as soon as the item is in the graph;
-- short thoughts (`thought_chars`): the free-text fields have a length limit, which
-  bounds the time a model on a CPU spends writing them.
+- short answers (`thought_chars`, `plan_steps`): the free-text fields and the plan
+  have a length limit in the schema, which bounds the time a model on a CPU spends
+  writing them, and ends a model that loops (writing steps until its token limit cut
+  the answer, then again on each retry) after a plan the simulator can answer.
 """
 
 from __future__ import annotations

@@ -23,9 +23,13 @@ def _enum(values: Iterable[str]) -> list[str]:
     return out or [""]
 
 
-def plan_items_schema(actions: ActionSet, node_ids: Iterable[str]) -> dict[str, Any]:
+def plan_items_schema(actions: ActionSet, node_ids: Iterable[str], max_items: int = 0) -> dict[str, Any]:
+    """A plan: a list of {action, target}; max_items > 0 caps its length in the schema (an aid: a small model
+    that loops writing steps is stopped by the grammar, not by the token limit)."""
+    bound = {"maxItems": max_items} if max_items else {}
     return {
         "type": "array",
+        **bound,
         "items": {
             "type": "object",
             "properties": {
@@ -91,10 +95,11 @@ def sayplan_schema(
     navigable: Iterable[str],
     legal: Legal | None = None,
     thought_chars: int = 0,
+    plan_steps: int = 0,
 ) -> dict[str, Any]:
     visible = list(visible)
     extra = {
-        "plan": plan_items_schema(actions, visible),
+        "plan": plan_items_schema(actions, visible, plan_steps),
         "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
     }
     return _obj(
@@ -117,12 +122,14 @@ def lite_search_schema(expandable: Iterable[str], legal: Legal | None = None, th
     )
 
 
-def plan_schema(actions: ActionSet, visible: Iterable[str], thought_chars: int = 0) -> dict[str, Any]:
+def plan_schema(
+    actions: ActionSet, visible: Iterable[str], thought_chars: int = 0, plan_steps: int = 0
+) -> dict[str, Any]:
     visible = list(visible)
     return _obj(
         {
             "chain_of_thought": _text(thought_chars),
-            "plan": plan_items_schema(actions, visible),
+            "plan": plan_items_schema(actions, visible, plan_steps),
             "answer": {"type": "array", "items": {"type": "string", "enum": _enum(visible)}},
         }
     )

@@ -100,6 +100,15 @@ class SayPlanOptions:
         per_goal=True,
     )
 
+    plan_steps: int = option(
+        0,
+        "the most steps a plan in an answer may have, in the answer schema (0: no limit there; the parser refuses "
+        "more than 1,000); stops a small model that loops writing steps before its token limit does",
+        minimum=0,
+        maximum=1_000,
+        per_goal=True,
+    )
+
     def legal(self, view: GraphView, visible: set[str]) -> answers.Legal | None:
         """What the search commands may name now, when `legal_commands` narrows the schema (else None)."""
         if not self.legal_commands:
@@ -135,6 +144,7 @@ class SayPlanPlanner(Planner):
                 view.expandable_ids(visible) + view.expanded,
                 config.legal(view, visible),
                 config.thought_chars,
+                config.plan_steps,
             )
             text = view.text(visible=visible)
             user = prompts.dynamic(instruction, text, view.memory, feedback)

@@ -58,7 +58,7 @@ class SayPlanLitePlanner(Planner):
 
         plan_system = prompts.lite_plan_system(actions)
         visible = view.visible_ids()
-        schema = answers.plan_schema(actions, visible, config.thought_chars)
+        schema = answers.plan_schema(actions, visible, config.thought_chars, config.plan_steps)
         text = view.text(visible=visible)  # the view no longer changes: one text for every round
         feedback = job.context
         paths = path_planner(graph, actions)  # one per run: replans reuse its edge costs and paths
