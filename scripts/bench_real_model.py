@@ -42,15 +42,16 @@ PER_FAMILY = 5
 #: free text are not)
 AIDS_ON = (
     *("--legal-commands", "true", "--no-repeat", "true", "--reveal-names", "true"),
-    *("--search-example", "true", "--thought-chars", "300", "--plan-steps", "40"),
+    *("--search-example", "true", "--thought-chars", "300", "--plan-steps", "30"),
 )
 AIDS_OFF = (
     *("--legal-commands", "false", "--no-repeat", "false", "--reveal-names", "false"),
     *("--search-example", "false", "--thought-chars", "0", "--plan-steps", "0"),
 )
-#: the budget of one task: 12 calls of 30-100 s bound a task to about 15 minutes on two cores; 512 answer tokens
-#: hold a 25-step plan, and stop a model that loops inside a string after about a minute, not at the deadline
-BUDGET = ("--max-calls", "12", "--max-answer-tokens", "512")
+#: the budget of one task: 12 calls of 15-120 s bound a task to about 15 minutes on two cores; 640 answer tokens
+#: hold the longest plan the aids allow (30 steps of about 13 tokens, two 300-character thoughts), and stop a model
+#: that loops without them after two minutes, not at the call's deadline
+BUDGET = ("--max-calls", "12", "--max-answer-tokens", "640")
 
 # SayPlan (Rana et al., CoRL 2023), table 1 (semantic search success, office / home) and table 3 (causal planning:
 # correctness / executability; the planning tasks are the office's)
