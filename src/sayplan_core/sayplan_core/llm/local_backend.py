@@ -25,6 +25,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from sayplan_core import files
 from sayplan_core.llm import http
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
@@ -76,7 +77,11 @@ class LocalBackend:
         self._llama_cpp = llama_cpp
         # llama.cpp opens the file by name: it is given this process's descriptor of the file just checked to be
         # the one hashed, so a file swapped in after the check is never the one loaded
-        with resolved.path.open("rb") as held:
+        try:
+            held = os.fdopen(files.open_regular(resolved.path, "model file"), "rb")  # never blocks on a FIFO
+        except files.FileReadError as exc:
+            raise LlmFatalError(str(exc)) from None
+        with held:
             try:
                 model_packs.same_file(resolved.path, resolved.identity, held.fileno())
             except model_packs.ModelPackError as exc:
