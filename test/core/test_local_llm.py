@@ -139,3 +139,49 @@ def test_text_that_spells_a_control_token_cannot_open_a_turn(backend: LocalBacke
     ]
     answer = json.loads(backend.complete(ask(f"Where is a {hostile} usually kept? Reply in JSON.")).text)
     assert answer["room"] in ROOMS["enum"]
+
+
+ANSWER = {
+    "type": "object",
+    "properties": {
+        "thought": {"type": "string", "maxLength": 80},
+        "command": {"type": "string", "enum": ["expand(kitchen)", "expand(garage)", "contract(bedroom)", "done"]},
+        "plan": {"type": "array", "items": ROOMS, "maxItems": 4},
+    },
+    "required": ["thought", "command", "plan"],
+    "additionalProperties": False,
+}
+
+
+@pytest.mark.parametrize(
+    ("question", "schema"),
+    [
+        ("Where is a fridge usually kept? Reply in JSON.", SCHEMA),
+        ("What is 17 times 3? Reply in JSON.", SCHEMA),  # the model's first choice is a digit: refused
+        ("Find a carrot in the house. Answer with the next command and a plan, in JSON.", ANSWER),
+        ("Name three rooms of a house, one per line.", None),
+    ],
+)
+def test_greedy_decoding_writes_what_llama_cpps_grammar_sampler_writes(question: str, schema: Any) -> None:
+    """The oracle is llama-cpp-python's own completion (a sampler chain that filters the whole vocabulary
+    through the grammar at every step), from the same model state."""
+    import llama_cpp
+
+    from sayplan_core.llm import model_packs
+    from sayplan_core.llm.greedy_decode import greedy_decode
+
+    llama = llama_cpp.Llama(model_path=str(model_packs.locate_model(PACK)), n_ctx=2048, verbose=False)
+    prompt = f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
+    tokens = llama.tokenize(prompt.encode(), add_bos=False, special=True)
+    grammar = None if schema is None else llama_cpp.LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+    llama.eval(tokens[:-1])
+    ours = greedy_decode(llama_cpp, llama, tokens[-1], 48, grammar, [], lambda written: None)
+    llama.n_tokens = len(tokens) - 1
+    theirs = llama.create_completion(prompt=tokens, max_tokens=48, temperature=0.0, grammar=grammar)
+    assert ours.text == theirs["choices"][0]["text"]
+    assert ours.finish == theirs["choices"][0]["finish_reason"]
+    assert ours.tokens == theirs["usage"]["completion_tokens"]
+    if schema is not None and ours.finish == "stop":
+        json.loads(ours.text)
+    if "17 times" in question:
+        assert ours.full_filters > 0  # the path that filters the whole vocabulary ran

@@ -27,6 +27,7 @@ from typing import Any
 
 from sayplan_core import files
 from sayplan_core.llm import http
+from sayplan_core.llm.greedy_decode import greedy_decode
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 INSTALL_HINT = "install the embedded LLM runtime with scripts/install_local_llm.sh (or `make local-llm`)"
@@ -188,6 +189,18 @@ class LocalBackend:
         return reused
 
     def _decode(self, tokens: list[int], grammar: Any, request: LlmRequest, stop: Any) -> tuple[str, int, str]:
+        if request.temperature == 0.0:
+            stops = [stop] if isinstance(stop, str) else list(stop or [])
+            out = greedy_decode(
+                self._llama_cpp,
+                self._llama,
+                tokens[-1],
+                request.max_tokens,
+                grammar,
+                stops,
+                lambda written: _check_stop(f"writing the answer ({written} tokens written)"),
+            )
+            return out.text, out.tokens, out.finish
         pieces: list[str] = []
         finish = "length"
         stream = self._llama.create_completion(
