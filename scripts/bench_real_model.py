@@ -219,6 +219,17 @@ def compare_table(configs: list[Config]) -> list[str]:
     return lines
 
 
+def runtime() -> str:
+    """The llama.cpp build the runs used: its version and the CPU features it was compiled for."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return "llama-cpp-python is not installed"
+    features = llama_cpp.llama_print_system_info().decode().replace("CPU :", "").strip(" |\n")
+    on = [f.split("=")[0].strip() for f in features.split("|") if f.strip().endswith("= 1")]
+    return f"llama-cpp-python {llama_cpp.__version__}, llama.cpp built for {', '.join(on)}"
+
+
 def write(path: Path) -> int:
     main = next(c for c in CONFIGS if not c.subset)
     rows = rows_of(main)
@@ -230,6 +241,7 @@ def write(path: Path) -> int:
         text.append(
             f"- `{name}`: {pack.file_name}, {pack.size:,} bytes, SHA-256 `{pack.sha256}` (checked on every load)"
         )
+    text += ["", f"Runtime: {runtime()} (scripts/install_local_llm.sh picks the CPU flags)."]
     text += [
         "",
         f"Tasks: `main` is {PER_FAMILY} tasks of each family drawn with seed {SEED} "
