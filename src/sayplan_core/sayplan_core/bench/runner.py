@@ -279,16 +279,21 @@ def _read_rows(out_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def print_now(line: str) -> None:
+    """A bench's progress line, flushed: a run piped to a file or `tee` shows each step as it happens."""
+    print(line, flush=True)
+
+
 def run_bench(
     tasks: Iterable[Task],
     config: BenchConfig,
     make_backend: Callable[[], LlmBackend],
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Run every task with every planner; returns all rows of results.jsonl (errors included, see `error`).
     The output folder is locked for the whole bench: a second bench on it is refused (FolderInUseError)."""
     with folder_lock(config.out_dir, "bench output folder"):
-        return _run_bench(list(tasks), config, make_backend, log)
+        return _run_bench(list(tasks), config, make_backend, log or print_now)
 
 
 def _run_bench(
@@ -346,7 +351,7 @@ def _run_one(
     config: BenchConfig,
     envs: dict[str, SceneGraph],
     make_backend: Callable[[], LlmBackend],
-    log: Callable[[str], None] = print,
+    log: Callable[[str], None] = print_now,
 ) -> tuple[dict[str, Any], PlanResult]:
     if task.env not in envs:
         envs[task.env] = load_env(task.env)
