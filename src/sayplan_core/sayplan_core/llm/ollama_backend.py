@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import re
 import time
 from typing import Any
 
@@ -22,6 +23,10 @@ from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmRe
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_PORT = 11434
+#: the longest OLLAMA_HOST or base_url read; a longer one is refused, not echoed
+MAX_HOST_CHARS = 512
+#: a host name, an IPv4 address or a bracketed IPv6 one (with a zone); empty: 127.0.0.1
+_HOST = re.compile(r"[A-Za-z0-9._~-]*|\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?\]")
 
 
 def ollama_host(base_url: str | None = None) -> str:
@@ -29,35 +34,71 @@ def ollama_host(base_url: str | None = None) -> str:
 
     Both forms are read as the official client reads OLLAMA_HOST: `host[:port][/path]`, the scheme
     optional (http), the port 11434 unless given (80/443 when only a scheme is), `:port` alone for
-    127.0.0.1, IPv6 in brackets.
+    127.0.0.1, IPv6 in brackets. A value the official client refuses (a port that is not a number in
+    0-65535, an unclosed IPv6 bracket), or one with spaces, control characters or over
+    `MAX_HOST_CHARS`, is refused with one bounded line (LlmFatalError) rather than read as a default.
     """
-    raw = (base_url or "").strip() or os.environ.get("OLLAMA_HOST", "").strip()
+    given = (base_url or "").strip()
+    where = "the LLM base_url" if given else "OLLAMA_HOST"
+    raw = given or os.environ.get("OLLAMA_HOST", "").strip()
     if not raw:
         return DEFAULT_OLLAMA_URL
+    if len(raw) > MAX_HOST_CHARS or any(c.isspace() or not c.isprintable() for c in raw):
+        raise LlmFatalError(
+            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: "
+            + (
+                f"{len(raw)} characters (at most {MAX_HOST_CHARS})"
+                if len(raw) > MAX_HOST_CHARS
+                else "it holds a space or a control character"
+            )
+        )
     scheme, sep, rest = raw.partition("://")
     if not sep:
         scheme, rest = "http", raw
     scheme = scheme.lower()
+    if scheme not in ("http", "https"):
+        raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: the scheme is not http or https")
     hostport, slash, path = rest.partition("/")
     path = f"/{path}".rstrip("/") if slash else ""
     if hostport.startswith("["):  # [IPv6] or [IPv6]:port
         close = hostport.find("]")
-        host, port_text = hostport[: close + 1], hostport[close + 1 :].removeprefix(":")
+        if close < 0:
+            raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: the IPv6 '[' is not closed")
+        host, port_text = hostport[: close + 1], hostport[close + 1 :]
+        if port_text and not port_text.startswith(":"):
+            raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: text after the IPv6 ']'")
+        port_text = port_text.removeprefix(":")
     else:
         host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
+        if ":" in host:
+            raise LlmFatalError(
+                f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: an IPv6 address goes in brackets, [::1]"
+            )
+    if not _HOST.fullmatch(host):
+        raise LlmFatalError(
+            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: {one_line(host, 40)!r} is no host name"
+        )
     default_port = (443 if scheme == "https" else 80) if sep else DEFAULT_OLLAMA_PORT
-    port = int(port_text) if port_text.isdigit() else default_port
+    if port_text and not (port_text.isascii() and port_text.isdigit() and int(port_text) <= 65535):
+        raise LlmFatalError(
+            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: "
+            f"the port {one_line(port_text, 20)!r} is not a number from 0 to 65535"
+        )
+    port = int(port_text or 0) or default_port  # port 0 is the default, as the official client has it
     return f"{scheme}://{host or '127.0.0.1'}:{port}{path}"
 
 
 class OllamaBackend:
     def __init__(self, model: str, base_url: str | None = None, timeout_s: float = 60.0) -> None:
         import httpx
-        import ollama
 
+        host = ollama_host(base_url)  # a malformed host is refused in our words before the SDK reads it
+        try:
+            import ollama
+        except ValueError as exc:  # the SDK parses $OLLAMA_HOST when it is imported
+            raise LlmFatalError(f"the ollama SDK refuses OLLAMA_HOST: {one_line(str(exc), 120)}") from None
         self._ollama = ollama
         self.timeout_s = timeout_s
-        host = ollama_host(base_url)
         # the transport enforces a deadline on the whole call, not only on each read
         self._client = ollama.Client(
             host=host, timeout=timeout_s, transport=deadline_transport(httpx, MAX_ANSWER_BODY_BYTES)

@@ -72,6 +72,8 @@ def probe_llm(config: LlmConfig, timeout_s: float, deep: bool = False) -> LlmPro
     def work() -> None:
         try:
             result.append(_probe(config, end, progress, deep))
+        except LlmFatalError as exc:  # a setting that cannot work: its own line says which and why
+            result.append(LlmProbe(False, progress.backend, str(exc)))
         except Exception as exc:  # a probe reports, it never raises into the node calling it
             result.append(LlmProbe(False, progress.backend, f"{progress.where}: {network_cause(exc)}"))
 
@@ -98,7 +100,9 @@ def _probe(config: LlmConfig, end: float, progress: _Progress, deep: bool) -> Ll
         config.validate()
     except LlmFatalError as exc:
         return LlmProbe(False, config.backend, str(exc))
-    progress.where = "choosing the backend for llm=auto"
+    progress.where = (
+        "choosing the backend for llm=auto" if config.backend == "auto" else f"checking llm={config.backend}"
+    )
     name, why = resolve_backend_name(config, min(AUTO_OLLAMA_WAIT_S, _left(end)))
     progress.backend = name
     chosen = f" (auto: {why})" if config.backend == "auto" else ""
