@@ -12,11 +12,12 @@ the options of several plugins, as nav2 does for its planner plugins.
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import math
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, TypeVar
+
+from sayplan_core.closest import close_names
 
 _KEY = "sayplan_option"
 STARTUP = "start-up"
@@ -201,7 +202,7 @@ class Settings:
             return ""
         named = []
         for name in unknown[:20]:
-            close = difflib.get_close_matches(name, list(self._by_name), n=1, cutoff=0.6)
+            close = close_names(name, self._by_name, 1)
             named.append(f"{name[:100]} (did you mean {close[0]}?)" if close else name[:100])
         more = f" and {len(unknown) - 20} more" if len(unknown) > 20 else ""
         return f"unknown {self.component} setting(s): {', '.join(named)}{more}"

@@ -9,7 +9,6 @@ the hierarchy checks and the path planner each look at only the edges they need.
 from __future__ import annotations
 
 import copy
-import difflib
 import gc
 import itertools
 import math
@@ -20,6 +19,7 @@ from typing import Any
 
 import networkx as nx
 
+from sayplan_core.closest import close_names
 from sayplan_core.graph import limits
 
 NODE_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "workspace", "asset", "object", "agent")
@@ -86,7 +86,7 @@ class UnknownNodeError(GraphError, KeyError):
     """A node id that is not in the graph, with the closest existing ids."""
 
     def __init__(self, node_id: str, candidates: Iterable[str] = ()) -> None:
-        close = difflib.get_close_matches(node_id, list(candidates), n=1, cutoff=0.6)
+        close = close_names(node_id, candidates, 1)
         hint = f"; did you mean '{close[0]}'?" if close else ""
         super().__init__(f"node '{node_id}' does not exist{hint}", node_id)
         self.suggestion = close[0] if close else None

@@ -17,13 +17,13 @@ simulator.
 
 from __future__ import annotations
 
-import difflib
 import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sayplan_core.closest import close_names
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, sorted_ids
 from sayplan_core.llm.session import BadAnswerError
@@ -349,7 +349,7 @@ def plan_formula(
     ids = [n for n, node in graph.nodes.items() if node.type in GROUNDABLE]
     parsed = formula if isinstance(formula, Formula) else parse_formula(formula)
     for atom in sorted(parsed.atoms() - set(ids)):
-        close = difflib.get_close_matches(atom, ids, n=3)
+        close = close_names(atom, ids, 3)
         hint = f" (did you mean {', '.join(close)}?)" if close else ""
         raise FormulaError(
             f"'{atom}' is not the id of a {', '.join(GROUNDABLE[:-1])} or {GROUNDABLE[-1]} of the graph{hint}"

@@ -8,8 +8,7 @@ goal unreachable; a task importer flags it like a goal naming a room the start s
 
 from __future__ import annotations
 
-import difflib
-
+from sayplan_core.closest import close_names
 from sayplan_core.graph.model import Node, SceneGraph, a_or_an
 from sayplan_core.sim.action_set import ActionSet, ActionSpec
 
@@ -48,7 +47,7 @@ def states_like(actions: ActionSet, state: str) -> str:
     known = sorted({str(c.arg) for spec in actions.actions.values() for c in spec.effects if c.name == "set_state"})
     if not known:
         return ""
-    close = [k for k in known if k.lower() == state.lower()] or difflib.get_close_matches(state, known, n=3)
+    close = [k for k in known if k.lower() == state.lower()] or close_names(state, known, 3)
     if close:
         return f" (did you mean {' or '.join(repr(k) for k in close)}?)"
     return f" (it sets: {', '.join(known)})"

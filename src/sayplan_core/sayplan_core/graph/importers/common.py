@@ -9,7 +9,6 @@ so imported files get exactly the same validation as native ones.
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 from collections.abc import Mapping
@@ -19,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core.closest import close_names
 from sayplan_core.graph.importers.synthetic_links import invent
 from sayplan_core.graph.model import (
     ALLOWED_PARENTS,
@@ -192,7 +192,7 @@ def closest(name: str, known: Any, count: int = 3, fallback: str = "") -> str:
     """' (closest: a, b)' naming the known ids most like `name`; when none is alike, '' or, given `fallback` (what
     the ids are), ' (<fallback>: the first few ids)', so a wrong id always comes with ids there are."""
     pool = [str(k) for k in known]
-    found = difflib.get_close_matches(name, pool, n=count, cutoff=0.6)
+    found = close_names(name, pool, count)
     if found:
         return f" (closest: {', '.join(found)})"
     if not fallback or not pool:
