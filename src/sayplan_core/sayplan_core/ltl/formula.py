@@ -9,7 +9,8 @@ List notation, as LLM prompts in the literature ask for it, is the same grammar
 written as nested lists (JSON or a Python literal): an operator is a list whose
 first item spells it, followed by its arguments; an atom is a string. So
 `["AND", ["EVENTUALLY", "reach(apple1)"], ["ALWAYS", ["NOT", "enter(lab)"]]]` is
-`& F apple1 G ! lab`. AND and OR take two or more arguments (folded to the right).
+`& F apple1 G ! lab`. AND and OR take two or more arguments (folded to the right). A flat list of prefix
+tokens (`["&", "F", "apple1", "G", "!", "lab"]`, as Dai et al.'s GPT output files hold them) is read as prefix.
 In both notations `reach(x)` and `enter(x)` name the proposition x: what it means
 (in a room, next to an object) follows from x's node type, not from the wrapper.
 """
@@ -21,6 +22,7 @@ import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TypeGuard
 
 #: Every accepted spelling of each operator, by the operator's canonical symbol.
 #: Words are matched in any case; the one-letter forms only as written here.
@@ -222,11 +224,26 @@ def _read_list_text(text: str) -> object:
             raise FormulaError(f"the formula is not a well-formed list: {json_error}") from None
 
 
+def _is_prefix_tokens(data: object) -> TypeGuard[list[str]]:
+    """A flat list of prefix tokens, as Dai et al.'s GPT output files hold formulas (`["&", "F", "a", "G", "b"]`):
+    strings only, an operator first and another after it, and more or fewer items than list notation gives that
+    operator. In list notation an operator is never an argument, so no list-notation formula reads this way; with
+    exactly as many items, neither reading can succeed and list notation's message names the misplaced operator."""
+    if not isinstance(data, list) or len(data) < 2 or not all(isinstance(item, str) for item in data):
+        return False
+    first = operator_of(data[0].strip())
+    if first is None or not any(operator_of(item.strip()) is not None for item in data[1:]):
+        return False
+    return len(data) != (2 if first in UNARY else 3)
+
+
 def parse_list(data: object, known_atoms: Iterable[str] | None = None) -> Formula:
     """Parse list notation: nested lists, or their JSON (or Python literal) text; a string that is not such text
     is one atom. Errors name the item's place (formula[1][0] is the first item of the formula's first argument)."""
     if isinstance(data, str) and _LIST_TEXT.match(data):
         data = _read_list_text(data)
+    if _is_prefix_tokens(data):
+        return parse_prefix(" ".join(data), known_atoms)
     strings: list[str] = []
     count = 0
 
