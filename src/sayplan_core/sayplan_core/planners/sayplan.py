@@ -12,6 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
+from sayplan_core.graph import limits
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.views import GraphView, collapse, floors_first
 from sayplan_core.llm.session import LlmSession
@@ -46,6 +47,13 @@ def verify_high_level(
         full = (paths or path_planner(graph, actions)).expand_plan(steps)
     except GraphError as exc:
         return Verification(False, list(steps), f"path planner: {exc}")
+    if len(full) > limits.MAX_PLAN_STEPS:  # a plan within the limit whose navigation takes it over: feedback
+        return Verification(
+            False,
+            list(steps),
+            f"the plan has {len(full)} steps once its navigation is filled in, over the limit of "
+            f"{limits.MAX_PLAN_STEPS}: write a shorter plan",
+        )
     result = verify_plan(graph, full, actions, strict_navigation=True)
     return Verification(result.success, full, result.feedback)
 
