@@ -34,3 +34,25 @@ def test_the_demo_prints_every_event_in_the_same_order_every_time(tmp_path: Path
     assert any("pickup(coffee_mug) failed (grasp_failed): grasp failed (injected)" in line for line in executing)
     assert any(line.startswith("[replanning]") and "plan verified" in line for line in lines)
     assert lines[-1].startswith("[      done] task done in")
+
+
+def test_a_demo_whose_stack_does_not_start_leaves_no_unexplained_folder(tmp_path: Path) -> None:
+    """Found as a new user: a dead LLM at start-up exited 2 and left a run folder with nothing saying why."""
+    import socket
+
+    with socket.socket() as sock:  # a port nothing listens on
+        sock.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    done = subprocess.run(
+        ["sayplan_demo", "--out", str(tmp_path), "--llm", "ollama", "--base-url", dead],
+        capture_output=True,
+        text=True,
+        timeout=240,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "planner failed to activate" in done.stderr and "summary:" not in done.stdout
+    for folder in tmp_path.iterdir():  # removed, or kept with the reason beside what was recorded
+        note = folder / "startup_failed.txt"
+        assert note.is_file(), sorted(p.name for p in folder.rglob("*"))
+        assert "the stack did not start: planner failed to activate" in note.read_text()
+        assert str(folder) in done.stderr
