@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import os
+import shutil
 import signal
 import sys
 import threading
@@ -179,6 +180,8 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
     namespace = args.namespace or f"sayplan_demo_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     executor = MultiThreadedExecutor(num_threads=6, context=context)
     nodes: list[Node] = []
+    recorder: BagRecorder | None = None
+    task_sent = False
     try:
         nodes = create_nodes(context, "sim", overrides, namespace=namespace)
         recorder = BagRecorder(
@@ -203,6 +206,7 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         wait_for_startup(next(n for n in nodes if isinstance(n, LifecycleManager)), spinner)
         started = time.perf_counter()
         handle = send_task(task.instruction, operator, spinner)
+        task_sent = True
         try:
             result = spinner.wait(handle.get_result_async(), "task result", timeout).result
         except SignaledError:
@@ -242,10 +246,38 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         if interrupt.signal is not None:
             return EXIT_INTERRUPTED
         return 0 if result is not None and result.success and goal_met else 1
+    except BaseException as exc:
+        if not task_sent:
+            account_for_unstarted_run(run_dir, recorder, exc)
+        raise
     finally:
         executor.shutdown(timeout_sec=2.0)
         for node in nodes:
             node.destroy_node()
+
+
+#: The note a run folder keeps when the stack did not start (what the bag holds is only the start-up).
+STARTUP_FAILED_NOTE = "startup_failed.txt"
+
+
+def account_for_unstarted_run(run_dir: Path, recorder: BagRecorder | None, exc: BaseException) -> None:
+    """A run that never sent its task leaves no unexplained folder: removed when nothing was recorded, else kept
+    with a note saying why the stack did not start (the bag holds what was published until then)."""
+    if recorder is not None:
+        recorder.close()
+    recorded = sum(recorder.counts.values()) if recorder is not None else 0
+    if recorded == 0:
+        shutil.rmtree(run_dir, ignore_errors=True)
+        print(f"sayplan_demo: nothing was recorded before the stack stopped; {run_dir} removed", file=sys.stderr)
+        return
+    why = " ".join(str(exc).split())[:2000] or type(exc).__name__
+    with contextlib.suppress(OSError):
+        (run_dir / STARTUP_FAILED_NOTE).write_text(f"the stack did not start: {why}\n", encoding="utf-8")
+    print(
+        f"sayplan_demo: the stack did not start; {run_dir} keeps the {recorded} start-up messages recorded "
+        f"({STARTUP_FAILED_NOTE} says why)",
+        file=sys.stderr,
+    )
 
 
 class SignaledError(Exception):
