@@ -84,3 +84,26 @@ def test_stack_process_rejects_bad_parameters_in_one_line(ros: Any, parameter: s
     errors = [line for line in done.stderr.splitlines() if line.startswith("sayplan_stack: ")]
     assert len(errors) == 1 and cause in errors[0], done.stderr  # one line naming the cause (logs aside)
     assert "Traceback" not in done.stderr and done.stderr.strip().endswith(errors[0])
+
+
+@needs_stack
+@pytest.mark.parametrize(
+    ("section", "name", "closest"),
+    [
+        ("planner", "temprature", "temperature"),
+        ("/**", "skill_dealy_s", "skill_delay_s"),
+        ("executor", "max_execution_replan", "max_execution_replans"),
+    ],
+)
+def test_a_misspelled_parameter_in_a_params_file_stops_the_stack_naming_the_closest(
+    ros: Any, tmp_path: Path, section: str, name: str, closest: str
+) -> None:
+    """Found as a new user: top-level typos were kept by rclpy, read by no one, and the stack came up."""
+    assert STACK is not None
+    params = tmp_path / "typo.yaml"
+    params.write_text(f"{section}:\n  ros__parameters:\n    {name}: 1.0\n", encoding="utf-8")
+    args = [STACK, "--ros-args", "--params-file", str(ROOT / "config" / "sayplan.yaml"), "--params-file", str(params)]
+    done = subprocess.run([*args, "-p", REPLAY], env=env_for(ros), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("sayplan_stack: ")]
+    assert len(errors) == 1 and f"{name} (did you mean {closest}?)" in errors[0], done.stderr

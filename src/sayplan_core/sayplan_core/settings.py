@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from sayplan_core.closest import close_names
 from sayplan_core.node_options import (
     BagRecorderOptions,
     ExecutorOptions,
@@ -39,6 +40,7 @@ __all__ = [
     "Settings",
     "markdown_table",
     "node_settings",
+    "not_in_the_stack",
     "planner_config",
     "planner_options",
     "planner_settings",
@@ -76,6 +78,26 @@ def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
     nodes["lifecycle_manager"] = settings_of(LifecycleManagerOptions, "lifecycle_manager")
     nodes["bag_recorder"] = settings_of(BagRecorderOptions, "bag_recorder")
     return nodes
+
+
+#: parameters rclpy or rcl give nodes of their own (declared by the node itself, or read by the middleware)
+ROS_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "start_parameter_event_publisher"})
+
+
+def not_in_the_stack(node: str, names: Iterable[str]) -> str:
+    """'' or one line naming the top-level parameters given to `node` that no node of the stack has, each with
+    the closest name of any node. A name another node has is let through: a params file's `/**` section gives
+    every node the same ones, so it cannot be told from one written for this node."""
+    known = {setting.name for table_ in node_settings().values() for setting in table_} | ROS_PARAMETERS
+    wrong = sorted({name for name in names if name not in known})
+    if not wrong:
+        return ""
+    named = []
+    for name in wrong[:20]:
+        close = close_names(name, sorted(known), 1)
+        named.append(f"{name[:100]} (did you mean {close[0]}?)" if close else name[:100])
+    more = f" and {len(wrong) - 20} more" if len(wrong) > 20 else ""
+    return f"unknown parameter(s) given to {node}, a parameter of no node of the stack: {', '.join(named)}{more}"
 
 
 def _managed(settings: Settings) -> Settings:

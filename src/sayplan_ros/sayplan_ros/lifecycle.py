@@ -42,7 +42,7 @@ from std_srvs.srv import Trigger
 from sayplan_core.node_options import ManagedNodeOptions
 from sayplan_core.options import Settings, build, settings_of
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.parameters import current, declare_options, declare_settings, unknown_nested
+from sayplan_ros.parameters import current, declare_options, declare_settings, unknown_nested, unknown_top_level
 from sayplan_ros.runner import describe_error
 
 T = TypeVar("T")
@@ -118,7 +118,7 @@ class ManagedNode(LifecycleNode):
     def read_settings(self, settings: Settings) -> dict[str, Any]:
         """The table's values now, checked (ValueError naming the bad one, or a misspelled nested name the
         launch gave): for `configure`."""
-        misspelled = unknown_nested(self, settings)
+        misspelled = unknown_top_level(self) or unknown_nested(self, settings)
         if misspelled:
             raise ValueError(misspelled)
         return settings.check(current(self, settings))

@@ -23,6 +23,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 
 from sayplan_core.options import Setting, Settings, build, settings_of
+from sayplan_core.settings import not_in_the_stack
 
 T = TypeVar("T")
 
@@ -60,6 +61,10 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
             default = list(default) if default else Parameter.Type.STRING_ARRAY
         node.declare_parameter(setting.name, default, descriptor(setting))
     values = current(node, settings)
+    if check:
+        misspelled = unknown_top_level(node)
+        if misspelled:
+            raise ValueError(misspelled)
     checked = settings.check(values) if check else values
 
     def on_set(parameters: list[Parameter]) -> SetParametersResult:
@@ -75,6 +80,14 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
 
     node.add_on_set_parameters_callback(on_set)
     return checked
+
+
+def unknown_top_level(node: Node) -> str:
+    """'' or one line naming the top-level parameters a params file or launch gives `node` that no node of the
+    stack has (`temprature`, `skill_dealy_s`): rclpy keeps them and nobody reads them."""
+    overrides: Any = getattr(node, "_parameter_overrides", {})  # rclpy's own store (Humble to Kilted)
+    given = [str(name) for name in overrides if "." not in str(name) and not node.has_parameter(str(name))]
+    return not_in_the_stack(node.get_name(), given) if given else ""
 
 
 def unknown_nested(node: Node, settings: Settings) -> str:
