@@ -20,6 +20,10 @@ server messages of p. 251 (`Estop pressed`, `Motors disabled`, `Error: <error>` 
 `Stopped` nobody asked for (`Drive("stopped")`); and a silent base (`Drive("silent")`, or `silent = True`), which
 reads every command and answers none, as a base whose ARCL server hung would.
 
+Issue 38 (fail-safe v2): a base whose ARCL server does not take connections for a while (rebooting, the network
+away: `accepting = False`, the connection is closed before the password prompt); and a base slow to stop
+(`stop_answer` cleared: `Stopping` / `Stopped` of p. 242 wait until the test sets it again).
+
 A wrong password closes the connection (the client then reports the login failed).
 Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
 """
@@ -68,6 +72,9 @@ class FakeArclServer:
         self.status_text = ""  # the `Status:` value; empty: Going / Stopped as the drive goes
         self.localization_score = 0.95
         self.stops: list[float] = []  # monotonic times the base stood still after a `stop`
+        self.accepting = True  # False: every new connection is closed before the password prompt
+        self.stop_answer = threading.Event()  # cleared: the answer to `stop` waits until it is set again
+        self.stop_answer.set()
         self.driving = False
         self._script: deque[Drive] = deque()
         self._lock = threading.Lock()
@@ -86,6 +93,8 @@ class FakeArclServer:
         return self.port
 
     def close(self) -> None:
+        self.stop_answer.set()  # a held answer to `stop` must not outlive the test
+
         async def shutdown() -> None:
             if self._server is not None:
                 self._server.close()
@@ -141,6 +150,9 @@ class FakeArclServer:
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.accepting:  # the ARCL server is not there for now: the client sees the connection closed
+            writer.close()
+            return
         self._writers.add(writer)
         try:
             if self.banner:
@@ -183,6 +195,8 @@ class FakeArclServer:
                 with contextlib.suppress(Exception):  # its client may be gone (a dropped link): it stops anyway
                     await self._drive
             self.stops.append(time.monotonic())
+            if not self.stop_answer.is_set():  # a base slow to say it stands (the test sets it)
+                await asyncio.to_thread(self.stop_answer.wait)
             if not self.silent:
                 await self._say(writer, "Stopping", "Stopped")
             return

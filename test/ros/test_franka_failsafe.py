@@ -485,3 +485,68 @@ def test_the_hand_is_read_back_after_a_goto(make_robot: MakeRobot, ros: Any) -> 
     _, outcome = send_skill(ros, robot, "goto", "pose8")
     assert SkillCode(outcome.error_code) is not SkillCode.NONE, outcome.error_msg
     wait_until(lambda: held(robot) is None, what="the graph to say the hand is empty")
+
+
+# ----------------------------------------------------------------------------- issue 38: fail-safe v2
+def test_issue_38_an_estop_latched_twice_is_cleared_by_one_check(make_robot: MakeRobot, ros: Any) -> None:
+    """#1: the drive ends `estopped` on the base's `Error: Emergency stop pressed` (p. 251); its `Estop pressed`
+    broadcast, read after the skill ended, latches a second fault. Once a person released the e-stop and enabled
+    the motors, one clear_fault clears both and names both (the old latch refused every clear while a later fault
+    was kept: only killing the process freed the robot)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say", 0.05, text="Error: Emergency stop pressed"))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED and "latched" in outcome.error_msg, outcome.error_msg
+    robot.arcl.broadcast("Estop pressed")  # the base's own broadcast of the same e-stop, after the skill ended
+    wait_until(lambda: len(robot.server.fault_latch.later) == 1, what="the broadcast latched beside the first")
+    answer = ros.clear_fault(robot.server)  # still pressed: the check refuses
+    assert not answer.success and "EStop pressed" in answer.message, answer.message
+    robot.arcl.motors = "enabled"  # a person released the e-stop and enabled the motors on the base
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+    assert "estopped during goto(kitchen)" in answer.message, answer.message
+    assert "broadcast 'Estop pressed' between skills" in answer.message, answer.message
+    assert robot.server.fault_latch.fault is None and robot.server.fault_latch.later == []
+    status, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_issue_38_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(
+    make_robot: MakeRobot, ros: Any
+) -> None:
+    """#1, the other half of the rule: the link dropped mid-drive and the base did not take connections for a while
+    (the base drove on); the operator's check connects and sends `stop`, and while the base is slow to say
+    `Stopped` it broadcasts `Error: Stalled`. That fault came during the check: the clear is refused, naming it;
+    the next check clears both faults."""
+    robot = make_robot(arcl_timeout_s=30.0)  # the check waits for `Stopped` long enough for this test's steps
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False
+    robot.arcl.drop_connections()
+    worker.join(30)
+    assert SkillCode(out[0][1].error_code) is SkillCode.ROBOT_FAULT and "lost the link" in out[0][1].error_msg
+    assert robot.arcl.moving()  # nobody could tell it to stop
+    robot.arcl.accepting = True
+    robot.arcl.stop_answer.clear()  # the base takes its time to say it stands
+    stops = len(robot.arcl.stops)
+    answers: list[Any] = []
+    clearing = threading.Thread(target=lambda: answers.append(ros.clear_fault(robot.server, timeout=60.0)))
+    try:
+        clearing.start()
+        wait_until(lambda: robot.arcl is not None and len(robot.arcl.stops) > stops, 30.0, "the check's stop")
+        robot.arcl.broadcast("Error: Stalled")  # during the check
+        wait_until(lambda: len(robot.server.fault_latch.later) == 1, what="the fault latched during the check")
+    finally:
+        robot.arcl.stop_answer.set()
+        clearing.join(60)
+    answer = answers[0]
+    assert not answer.success and "another fault came while the robot was checked" in answer.message, answer.message
+    assert "Stalled" in answer.message and not robot.arcl.moving()
+    assert robot.server.fault_latch.fault is not None and "lost the link" in robot.server.fault_latch.fault.cause
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and "lost the link" in answer.message and "Stalled" in answer.message, answer.message
+    status, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
