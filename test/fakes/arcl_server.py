@@ -20,9 +20,12 @@ server messages of p. 251 (`Estop pressed`, `Motors disabled`, `Error: <error>` 
 `Stopped` nobody asked for (`Drive("stopped")`); and a silent base (`Drive("silent")`, or `silent = True`), which
 reads every command and answers none, as a base whose ARCL server hung would.
 
-Issue 38 (fail-safe v2): a base whose ARCL server does not take connections for a while (rebooting, the network
-away: `accepting = False`, the connection is closed before the password prompt); and a base slow to stop
-(`stop_answer` cleared: `Stopping` / `Stopped` of p. 242 wait until the test sets it again).
+Issue 38 (fail-safe v2), from the same guide: the e-stop state shown only in the `Status:` line of `status` (p. 240)
+and by `queryMotors`, without the broadcast, in the guide's spellings (`EStopPressed`, the status conditions of p. 49
+and `queueShowRobot` of p. 235; `EStop pressed`, p. 190): `press_estop(state)`, and the base stands; a base whose
+ARCL server does not take connections for a while (rebooting, the network away: `accepting = False`, the
+connection is closed before the password prompt); and a base slow to stop (`stop_answer` cleared: `Stopping` /
+`Stopped` of p. 242 wait until the test sets it again).
 
 A wrong password closes the connection (the client then reports the login failed).
 Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
@@ -127,6 +130,19 @@ class FakeArclServer:
                 await writer.drain()
 
         asyncio.run_coroutine_threadsafe(say(), self._loop).result(5)
+
+    def press_estop(self, state: str = "EStopPressed") -> None:
+        """The e-stop pressed on the base with no broadcast: it shows only in `status` (`Status: <state>`, p. 240)
+        and `queryMotors` (`EStop pressed`, p. 190). The base stands at once: the running drive ends without a word."""
+
+        async def press() -> None:
+            self.motors, self.status_text = "estop", state
+            if self._drive is not None and not self._drive.done():
+                self._drive.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._drive
+
+        asyncio.run_coroutine_threadsafe(press(), self._loop).result(5)
 
     def script(self, *drives: Drive) -> None:
         with self._lock:

@@ -550,3 +550,31 @@ def test_issue_38_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(
     assert answer.success and "lost the link" in answer.message and "Stalled" in answer.message, answer.message
     status, outcome = send_skill(ros, robot, "goto", "pose8")
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+@pytest.mark.parametrize("state", ["EStopPressed", "EStop pressed", "Estop pressed, cannot enable motors"])
+def test_issue_38_an_estop_shown_only_by_status_ends_the_drive_estopped(
+    make_robot: MakeRobot, ros: Any, state: str
+) -> None:
+    """#2: the base shows its e-stop only in the `Status:` line of its answer to the watchdog's `status` (p. 240),
+    in the guide's spellings (`EStopPressed`: p. 49 and 235), without the broadcast. The drive ends `estopped` at
+    the next answer and the fault is latched (it waited for the drive timeout, 100 s, before)."""
+    robot = make_robot(arcl_status_period_s=0.2)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.press_estop(state)  # no broadcast: only `status` and `queryMotors` show it
+    worker.join(30)
+    assert out, "the drive did not end (it waits for drive_timeout_s)"
+    _status, outcome = out[0]
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED and "latched" in outcome.error_msg, outcome.error_msg
+    assert state in outcome.error_msg
+    fault = robot.server.fault_latch.fault
+    assert fault is not None and fault.code is SkillCode.ESTOPPED
+    drives = len(robot.arcl.drives())
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.arcl.drives()) == drives
+    robot.arcl.motors, robot.arcl.status_text = "enabled", ""  # released and enabled on the base
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message

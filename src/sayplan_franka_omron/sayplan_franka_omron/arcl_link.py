@@ -43,6 +43,7 @@ from sayplan_franka_omron.arcl import (
     classify,
     error_outcome,
     goto_command,
+    says_estop_pressed,
 )
 from sayplan_ros.navigation.action_call import wait_for
 
@@ -233,12 +234,12 @@ class ArclHealth:
     _link: ArclLink
     _tracker: GotoTracker | None
     _line_at: float | None = None
-    _motors = ""  # the last e-stop or motors line (a broadcast, or an answer to queryMotors)
+    _motors = ""  # the last e-stop or motors line (a broadcast, an answer to queryMotors, a `Status:` e-stop)
     _motors_at: float | None = None
 
     def _heard(self, line: str) -> None:
         self._line_at = time.monotonic()
-        if classify(line).kind in (LineKind.MOTORS, LineKind.ESTOP):
+        if classify(line).kind in (LineKind.MOTORS, LineKind.ESTOP) or says_estop_pressed(line):
             self._motors, self._motors_at = line.strip(), self._line_at
 
     def health(self, hardware_id: str = "") -> list[Status]:
@@ -274,8 +275,9 @@ class ArclBase(ArclHealth):
     deadline (`drive_s`: the base is stopped, timeout), or by its watchdog: a `status` query every
     `status_period_s`; a reply that shows the base e-stopped, without motors or lost ends it with that outcome, and
     a base that sends nothing for `silence_s` ends it as a robot fault (it may still be moving: the skill server
-    latches it). A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not
-    confirmed is a robot fault.
+    latches it). An e-stop seen on any line (a `Status: EStopPressed` of that reply too) ends it `estopped` at once.
+    A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not confirmed
+    is a robot fault.
 
     Between drives, a broadcast that the base cannot drive (`Estop pressed`, `Motors disabled`, `Error: ...`) is
     latched on the node (`latch`): nothing moves, the arm neither, until an operator clears it. `motors_problem`
@@ -581,7 +583,7 @@ class ArclBase(ArclHealth):
             return
         line = classify(text)
         arg = line.arg.casefold()
-        if line.kind is LineKind.ESTOP and arg.startswith("pressed"):
+        if says_estop_pressed(text):
             outcome = Outcome(SkillCode.ESTOPPED, f"the base broadcast '{line.text}' between skills")
         elif line.kind is LineKind.MOTORS and arg.startswith("disabled"):
             outcome = Outcome(SkillCode.NOT_POWERED, f"the base broadcast '{line.text}' between skills")
