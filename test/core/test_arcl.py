@@ -247,6 +247,32 @@ def test_issue_38_what_is_not_an_estop() -> None:
     assert problem is not None and problem.code is SkillCode.ESTOPPED
 
 
+def test_issue_38_a_failure_ends_the_drive_only_once_the_base_confirms_the_stop() -> None:
+    """#3: a failure is handed back to `fail` (the caller sends `stop`): the drive ends with that failure on the
+    base's `Stopped`, not before; a second failure is added to it (the more serious code kept); an e-stop while
+    the stop is under way ends it `estopped`, naming the failure."""
+    tracker = GotoTracker(NAMED)
+    tracker.feed("Going to Kitchen")
+    failure = tracker.feed("Error: Robot lost")
+    assert isinstance(failure, Outcome) and failure.code is SkillCode.ROBOT_FAULT
+    tracker.fail(failure)
+    assert tracker.stop_requested
+    assert _outcome(tracker, "Going to Kitchen", "Interrupted: Going to Kitchen", "Stopping", "Error: x") is None
+    ended = tracker.feed("Stopped")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ROBOT_FAULT
+    assert "Robot lost" in ended.message and "confirmed SayPlan's stop" in ended.message
+    two = GotoTracker(NAMED)
+    two.fail(Outcome(SkillCode.UNREACHABLE, "no path"))
+    two.fail(Outcome(SkillCode.ROBOT_FAULT, "the link dropped"))
+    ended = two.feed("Stopped")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ROBOT_FAULT
+    assert "no path" in ended.message and "the link dropped" in ended.message
+    held = GotoTracker(NAMED)
+    held.fail(Outcome(SkillCode.UNREACHABLE, "no path"))
+    ended = held.feed("Status: EStopPressed")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ESTOPPED and "no path" in ended.message
+
+
 #: Every line the guide lists for a drive (p. 251 server messages, `Error: <error>` examples, queryMotors' own
 #: spellings) after `Going to Kitchen`: the drive ends at once with this code. The case differs on purpose.
 MANUAL_LINES = [

@@ -20,12 +20,14 @@ server messages of p. 251 (`Estop pressed`, `Motors disabled`, `Error: <error>` 
 `Stopped` nobody asked for (`Drive("stopped")`); and a silent base (`Drive("silent")`, or `silent = True`), which
 reads every command and answers none, as a base whose ARCL server hung would.
 
-Issue 38 (fail-safe v2), from the same guide: the e-stop state shown only in the `Status:` line of `status` (p. 240)
-and by `queryMotors`, without the broadcast, in the guide's spellings (`EStopPressed`, the status conditions of p. 49
-and `queueShowRobot` of p. 235; `EStop pressed`, p. 190): `press_estop(state)`, and the base stands; a base whose
-ARCL server does not take connections for a while (rebooting, the network away: `accepting = False`, the
-connection is closed before the password prompt); and a base slow to stop (`stop_answer` cleared: `Stopping` /
-`Stopped` of p. 242 wait until the test sets it again).
+Issue 38 (fail-safe v2), from the same guide: p. 251 sends `Error: <error>` "if an error occurs while a command is
+executing", and nothing in the guide says the base then stands, so `Drive("say_driving", text=...)` says the line
+and drives on until `stop`; the e-stop state shown only in the `Status:` line of `status` (p. 240) and by
+`queryMotors`, without the broadcast, in the guide's spellings (`EStopPressed`, the status conditions of p. 49 and
+`queueShowRobot` of p. 235; `EStop pressed`, p. 190): `press_estop(state)`, and the base stands; a base whose ARCL
+server does not take connections for a while (rebooting, the network away: `accepting = False`, the connection is
+closed before the password prompt); and a base slow to stop (`stop_answer` cleared: `Stopping` / `Stopped` of
+p. 242 wait until the test sets it again).
 
 A wrong password closes the connection (the client then reports the login failed).
 Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
@@ -42,9 +44,10 @@ from dataclasses import dataclass
 
 #: What the next drive does: arrive, fail (Failed going to goal), interrupt (someone else took the base),
 #: estop (EStop pressed, then stands until stopped), hold (drives until `stop`), say (after `duration_s`, the line
-#: `text`, a server message of p. 251, and the base stands), stopped (`Stopping`, `Stopped` unasked), or silent
-#: (the base keeps driving and answers nothing, not even `status`, until `stop`).
-OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold", "say", "stopped", "silent")
+#: `text`, a server message of p. 251, and the base stands), say_driving (the same line, and the base drives on
+#: until `stop`), stopped (`Stopping`, `Stopped` unasked), or silent (the base keeps driving and answers nothing,
+#: not even `status`, until `stop`).
+OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold", "say", "say_driving", "stopped", "silent")
 
 
 @dataclass
@@ -276,7 +279,10 @@ class FakeArclServer:
         start = self.location
         if plan.outcome == "silent":
             self.silent = True
-        if plan.outcome in ("hold", "estop", "silent"):
+        if plan.outcome in ("hold", "estop", "silent", "say_driving"):
+            if plan.outcome == "say_driving":  # an error while the command runs (p. 251); the base drives on
+                await asyncio.sleep(plan.duration_s)
+                await self._say(writer, plan.text)
             if plan.outcome == "estop":
                 await asyncio.sleep(plan.duration_s)
                 self.location = _partway(start, target)

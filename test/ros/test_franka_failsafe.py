@@ -277,17 +277,21 @@ def test_a_nav2_fault_latches_and_the_check_asks_for_the_navigator(make_robot: M
 
 # ----------------------------------------------------------------------------- issue 23 review (second round)
 def test_clear_fault_over_arcl_stops_a_base_that_still_drives_before_it_clears(make_robot: MakeRobot, ros: Any) -> None:
-    """Review #1: the link drops mid-drive (a latched fault; the base drives on). The check sends `stop` and sees
-    `Stopped` before it clears; a base whose status says it is under way is not cleared."""
+    """Review #1: the link drops mid-drive and cannot be opened again at once (a latched fault; the base drives on).
+    The check sends `stop` and sees `Stopped` before it clears; a base whose status says it is under way is not
+    cleared."""
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     worker, out = in_background(ros, robot, "goto", "kitchen")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False  # the drive's own attempt to connect again and stop the base fails
     robot.arcl.drop_connections()
     worker.join(20)
     assert SkillCode(out[0][1].error_code) is SkillCode.ROBOT_FAULT and robot.server.fault_latch.fault is not None
+    assert "connecting again to send 'stop' failed" in out[0][1].error_msg, out[0][1].error_msg
     assert robot.arcl.moving()  # the fake base drives on without its client
+    robot.arcl.accepting = True
     answer = ros.clear_fault(robot.server)
     assert not robot.arcl.moving() and robot.arcl.stops, answer.message  # stopped before anything was cleared
     assert answer.success, answer.message
@@ -298,15 +302,18 @@ def test_clear_fault_over_arcl_stops_a_base_that_still_drives_before_it_clears(m
 
 
 def test_shutdown_with_the_arcl_link_down_reconnects_to_stop_the_base(make_robot: MakeRobot, ros: Any) -> None:
-    """Review #1: stop_motion with the link lost mid-drive connects again and sends `stop`."""
+    """Review #1: stop_motion with the link lost mid-drive (and not back in time for the drive) connects again and
+    sends `stop`."""
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     worker, _out = in_background(ros, robot, "goto", "kitchen")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False
     robot.arcl.drop_connections()
     worker.join(20)
     assert robot.arcl.moving()
+    robot.arcl.accepting = True
     assert robot.server.stop_motion(5.0) is True
     assert not robot.arcl.moving() and robot.arcl.stops
 
@@ -572,9 +579,67 @@ def test_issue_38_an_estop_shown_only_by_status_ends_the_drive_estopped(
     assert state in outcome.error_msg
     fault = robot.server.fault_latch.fault
     assert fault is not None and fault.code is SkillCode.ESTOPPED
+    wait_until(lambda: robot.arcl is not None and bool(robot.arcl.stops), what="'stop' sent: the goto ends there")
     drives = len(robot.arcl.drives())
     _, outcome = send_skill(ros, robot, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.arcl.drives()) == drives
     robot.arcl.motors, robot.arcl.status_text = "enabled", ""  # released and enabled on the base
     answer = ros.clear_fault(robot.server)
     assert answer.success, answer.message
+
+
+def test_issue_38_a_link_lost_mid_drive_is_opened_again_and_the_base_stopped(make_robot: MakeRobot, ros: Any) -> None:
+    """#3: the TCP link drops mid-drive and the base takes connections again: before the skill ends, the node has
+    connected again, sent `stop` and seen `Stopped` (it sent nothing, and the base drove on to its goal)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.drop_connections()
+    worker.join(30)
+    _status, outcome = out[0]
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "lost the link" in outcome.error_msg and "latched" in outcome.error_msg
+    assert "confirmed SayPlan's stop" in outcome.error_msg, outcome.error_msg
+    assert robot.arcl.logins == 2 and robot.arcl.stops and not robot.arcl.moving()  # stopped when the skill ended
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [("Error: Robot lost", SkillCode.ROBOT_FAULT), ("Error: Cannot find path", SkillCode.UNREACHABLE)],
+)
+def test_issue_38_an_error_line_while_the_base_drives_on_stops_it(
+    make_robot: MakeRobot, ros: Any, line: str, code: SkillCode
+) -> None:
+    """#3: an `Error:` line (p. 251) while the base drives on: the node sends `stop` and waits for `Stopped` before
+    the skill ends, with the error's own outcome (a robot fault latched; a path not found is for the planner)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say_driving", 0.05, text=line))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=30.0)
+    assert SkillCode(outcome.error_code) is code and line in outcome.error_msg, outcome.error_msg
+    assert robot.arcl.stops and not robot.arcl.moving()  # stopped before the skill ended
+    assert (robot.server.fault_latch.fault is not None) is code.latches
+
+
+def test_issue_38_a_failure_whose_stop_is_not_confirmed_is_latched(make_robot: MakeRobot, ros: Any) -> None:
+    """#3: after `Error: Cannot find path` while the base drives on, the base does not confirm the stop within
+    `stop_timeout_s`: the base may still be moving, so the skill ends a latched robot fault, and the operator's
+    check stops it again before it clears."""
+    robot = make_robot(stop_timeout_s=0.5)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say_driving", 0.05, text="Error: Cannot find path"))
+    robot.arcl.stop_answer.clear()
+    try:
+        _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=30.0)
+    finally:
+        robot.arcl.stop_answer.set()
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "Cannot find path" in outcome.error_msg and "did not confirm the stop" in outcome.error_msg
+    assert "latched" in outcome.error_msg
+    stops = len(robot.arcl.stops)
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and len(robot.arcl.stops) > stops, answer.message

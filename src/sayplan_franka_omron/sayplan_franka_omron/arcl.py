@@ -303,11 +303,27 @@ class GotoTracker:
     After SayPlan's own `stop`, the drive ends (canceled) on `Stopped` (p. 242: `Interrupted: ...`, `Stopping`,
     `Stopped`), so the stop is confirmed before the skill ends. An e-stop ends it from any line that shows one
     (`says_estop_pressed`: a `Status: EStopPressed` in the watchdog's status reply too, without the broadcast).
+
+    A failure is not yet the end of the drive for the caller (issue 38: after an `Error:` line the base drove on):
+    it hands the outcome back to `fail` and sends `stop`, as for a cancel, and the drive ends with that failure on
+    the base's `Stopped` (or an e-stop); a base that does not confirm is the caller's deadline (`stop_s`).
     """
 
     command: GotoCommand
     stop_requested: bool = False
     started: bool = False
+    failure: Outcome | None = None  # a failure awaiting the base's confirmation of SayPlan's stop
+
+    def fail(self, outcome: Outcome) -> None:
+        """A failure while the base may still be under way: kept (a later one is added to it) until the base
+        confirms the stop the caller sends now."""
+        first = self.failure
+        if first is None:
+            self.failure = outcome
+        else:
+            code = first.code if first.code.latches or not outcome.code.latches else outcome.code
+            self.failure = Outcome(code, f"{first.message}; then {outcome.message}")
+        self.stop_requested = True
 
     def feed(self, text: str) -> Outcome | str | None:
         line = classify(text)
@@ -316,12 +332,14 @@ class GotoTracker:
         arg = line.arg.casefold()
         point = self.command.point
         ours = _about_point(arg, "point", point) if goal is None else _about(line.arg, goal)
+        failure = self.failure
         if kind is LineKind.STOPPED and self.stop_requested:
+            if failure is not None:
+                return Outcome(failure.code, f"{failure.message} (then stopped: the base confirmed SayPlan's stop)")
             return Outcome(SkillCode.CANCELED, f"the drive to {where} was stopped (the base confirmed: Stopped)")
         if says_estop_pressed(text):
-            return Outcome(
-                SkillCode.ESTOPPED, f"the base's emergency stop was pressed while driving to {where} ({line.text})"
-            )
+            estop = f"the base's emergency stop was pressed while driving to {where} ({line.text})"
+            return Outcome(SkillCode.ESTOPPED, estop if failure is None else f"{failure.message}; then {estop}")
         if kind is LineKind.MOTORS and arg.startswith("disabled"):
             return Outcome(
                 SkillCode.NOT_POWERED, f"the base's motors were disabled while driving to {where} ({line.text})"
