@@ -31,6 +31,7 @@ from sayplan_franka_omron.arcl import (
     from_arcl_point,
     goto_command,
     parse_location,
+    says_estop_pressed,
     to_arcl_point,
 )
 
@@ -189,6 +190,87 @@ def test_a_stop_we_asked_for_ends_canceled_once_the_base_says_stopped() -> None:
     tracker = GotoTracker(NAMED, stop_requested=True)
     outcome = _outcome(tracker, "Going to Kitchen", "Estop pressed")
     assert outcome is not None and outcome.code is SkillCode.ESTOPPED
+
+
+#: Issue 38 #2: the e-stop state in every spelling the guide shows, on whatever line it comes: `EStopPressed` (status
+#: conditions, p. 49; queueShowRobot, p. 235), `EStop pressed` / `Estop pressed` (queryMotors, p. 190; server
+#: messages, p. 251), `Estop pressed, cannot enable motors` (p. 35), `Estop pressed cannot enable motors`
+#: (enableMotors, p. 87), `Emergency stop pressed` (an `Error:` of p. 251), and in the `Status:` line of `status`
+#: (p. 240) and its ExtendedStatusForHumans without any broadcast.
+ESTOP_LINES = [
+    "Status: EStopPressed",
+    "status: estoppressed",
+    "Status: EStop pressed",
+    "ExtendedStatusForHumans: Estop pressed",
+    "Status: Estop pressed, cannot enable motors",
+    "Status: Emergency stop pressed",
+    "EStopPressed",
+    "EStop pressed",
+    "Estop pressed cannot enable motors",
+    "Error: Emergency stop pressed",
+    "Error: EStopPressed",
+]
+
+
+@pytest.mark.parametrize("line", ESTOP_LINES)
+def test_issue_38_an_estop_in_any_spelling_on_any_line_ends_the_drive_estopped(line: str) -> None:
+    assert says_estop_pressed(line)
+    for command, started in ((NAMED, "Going to Kitchen"), (POINT, "Will do task gotoPoint 35000 0 0")):
+        outcome = _outcome(GotoTracker(command), started, line)
+        assert outcome is not None and outcome.code is SkillCode.ESTOPPED, (line, outcome)
+        assert line in outcome.message
+    if line.casefold().startswith(("status:", "extendedstatusforhumans:")):  # the watchdog's reader says so too
+        reader = StatusReader()
+        for field in (line, "Location: 0 0 0", "LocalizationScore: 0.9"):
+            reader.feed(field)
+        problem = reader.problem(localisation=False)
+        assert problem is not None and problem.code is SkillCode.ESTOPPED, line
+
+
+def test_issue_38_what_is_not_an_estop() -> None:
+    """A released e-stop is the motors' business; a goal's name is not the base's state."""
+    for line in (
+        "EStop relieved but motors still disabled",
+        "Estop relieved",
+        "Status: Going to EStopPressed",
+        "Status: Arrived at Emergency Stop Pressed",
+        "Arrived at EStopPressed",
+        "Goal: EStopPressed",
+        "Status: Stopped",
+        "Motors enabled",
+        "Error: Stalled",
+    ):
+        assert not says_estop_pressed(line), line
+    motors = MotorsReader()
+    motors.feed("Estop pressed, cannot enable motors")
+    problem = motors.problem()
+    assert problem is not None and problem.code is SkillCode.ESTOPPED
+
+
+def test_issue_38_a_failure_ends_the_drive_only_once_the_base_confirms_the_stop() -> None:
+    """#3: a failure is handed back to `fail` (the caller sends `stop`): the drive ends with that failure on the
+    base's `Stopped`, not before; a second failure is added to it (the more serious code kept); an e-stop while
+    the stop is under way ends it `estopped`, naming the failure."""
+    tracker = GotoTracker(NAMED)
+    tracker.feed("Going to Kitchen")
+    failure = tracker.feed("Error: Robot lost")
+    assert isinstance(failure, Outcome) and failure.code is SkillCode.ROBOT_FAULT
+    tracker.fail(failure)
+    assert tracker.stop_requested
+    assert _outcome(tracker, "Going to Kitchen", "Interrupted: Going to Kitchen", "Stopping", "Error: x") is None
+    ended = tracker.feed("Stopped")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ROBOT_FAULT
+    assert "Robot lost" in ended.message and "confirmed SayPlan's stop" in ended.message
+    two = GotoTracker(NAMED)
+    two.fail(Outcome(SkillCode.UNREACHABLE, "no path"))
+    two.fail(Outcome(SkillCode.ROBOT_FAULT, "the link dropped"))
+    ended = two.feed("Stopped")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ROBOT_FAULT
+    assert "no path" in ended.message and "the link dropped" in ended.message
+    held = GotoTracker(NAMED)
+    held.fail(Outcome(SkillCode.UNREACHABLE, "no path"))
+    ended = held.feed("Status: EStopPressed")
+    assert isinstance(ended, Outcome) and ended.code is SkillCode.ESTOPPED and "no path" in ended.message
 
 
 #: Every line the guide lists for a drive (p. 251 server messages, `Error: <error>` examples, queryMotors' own

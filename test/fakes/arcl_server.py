@@ -20,6 +20,15 @@ server messages of p. 251 (`Estop pressed`, `Motors disabled`, `Error: <error>` 
 `Stopped` nobody asked for (`Drive("stopped")`); and a silent base (`Drive("silent")`, or `silent = True`), which
 reads every command and answers none, as a base whose ARCL server hung would.
 
+Issue 38 (fail-safe v2), from the same guide: p. 251 sends `Error: <error>` "if an error occurs while a command is
+executing", and nothing in the guide says the base then stands, so `Drive("say_driving", text=...)` says the line
+and drives on until `stop`; the e-stop state shown only in the `Status:` line of `status` (p. 240) and by
+`queryMotors`, without the broadcast, in the guide's spellings (`EStopPressed`, the status conditions of p. 49 and
+`queueShowRobot` of p. 235; `EStop pressed`, p. 190): `press_estop(state)`, and the base stands; a base whose ARCL
+server does not take connections for a while (rebooting, the network away: `accepting = False`, the connection is
+closed before the password prompt); and a base slow to stop (`stop_answer` cleared: `Stopping` / `Stopped` of
+p. 242 wait until the test sets it again).
+
 A wrong password closes the connection (the client then reports the login failed).
 Each drive follows the next scripted `Drive` (default: arrive after 30 ms).
 """
@@ -35,9 +44,10 @@ from dataclasses import dataclass
 
 #: What the next drive does: arrive, fail (Failed going to goal), interrupt (someone else took the base),
 #: estop (EStop pressed, then stands until stopped), hold (drives until `stop`), say (after `duration_s`, the line
-#: `text`, a server message of p. 251, and the base stands), stopped (`Stopping`, `Stopped` unasked), or silent
-#: (the base keeps driving and answers nothing, not even `status`, until `stop`).
-OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold", "say", "stopped", "silent")
+#: `text`, a server message of p. 251, and the base stands), say_driving (the same line, and the base drives on
+#: until `stop`), stopped (`Stopping`, `Stopped` unasked), or silent (the base keeps driving and answers nothing,
+#: not even `status`, until `stop`).
+OUTCOMES = ("arrive", "fail", "interrupt", "estop", "hold", "say", "say_driving", "stopped", "silent")
 
 
 @dataclass
@@ -68,6 +78,9 @@ class FakeArclServer:
         self.status_text = ""  # the `Status:` value; empty: Going / Stopped as the drive goes
         self.localization_score = 0.95
         self.stops: list[float] = []  # monotonic times the base stood still after a `stop`
+        self.accepting = True  # False: every new connection is closed before the password prompt
+        self.stop_answer = threading.Event()  # cleared: the answer to `stop` waits until it is set again
+        self.stop_answer.set()
         self.driving = False
         self._script: deque[Drive] = deque()
         self._lock = threading.Lock()
@@ -86,6 +99,8 @@ class FakeArclServer:
         return self.port
 
     def close(self) -> None:
+        self.stop_answer.set()  # a held answer to `stop` must not outlive the test
+
         async def shutdown() -> None:
             if self._server is not None:
                 self._server.close()
@@ -119,6 +134,19 @@ class FakeArclServer:
 
         asyncio.run_coroutine_threadsafe(say(), self._loop).result(5)
 
+    def press_estop(self, state: str = "EStopPressed") -> None:
+        """The e-stop pressed on the base with no broadcast: it shows only in `status` (`Status: <state>`, p. 240)
+        and `queryMotors` (`EStop pressed`, p. 190). The base stands at once: the running drive ends without a word."""
+
+        async def press() -> None:
+            self.motors, self.status_text = "estop", state
+            if self._drive is not None and not self._drive.done():
+                self._drive.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._drive
+
+        asyncio.run_coroutine_threadsafe(press(), self._loop).result(5)
+
     def script(self, *drives: Drive) -> None:
         with self._lock:
             self._script.extend(drives)
@@ -141,6 +169,9 @@ class FakeArclServer:
         self.port = int(self._server.sockets[0].getsockname()[1])
 
     async def _session(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if not self.accepting:  # the ARCL server is not there for now: the client sees the connection closed
+            writer.close()
+            return
         self._writers.add(writer)
         try:
             if self.banner:
@@ -183,6 +214,8 @@ class FakeArclServer:
                 with contextlib.suppress(Exception):  # its client may be gone (a dropped link): it stops anyway
                     await self._drive
             self.stops.append(time.monotonic())
+            if not self.stop_answer.is_set():  # a base slow to say it stands (the test sets it)
+                await asyncio.to_thread(self.stop_answer.wait)
             if not self.silent:
                 await self._say(writer, "Stopping", "Stopped")
             return
@@ -246,7 +279,10 @@ class FakeArclServer:
         start = self.location
         if plan.outcome == "silent":
             self.silent = True
-        if plan.outcome in ("hold", "estop", "silent"):
+        if plan.outcome in ("hold", "estop", "silent", "say_driving"):
+            if plan.outcome == "say_driving":  # an error while the command runs (p. 251); the base drives on
+                await asyncio.sleep(plan.duration_s)
+                await self._say(writer, plan.text)
             if plan.outcome == "estop":
                 await asyncio.sleep(plan.duration_s)
                 self.location = _partway(start, target)

@@ -277,17 +277,21 @@ def test_a_nav2_fault_latches_and_the_check_asks_for_the_navigator(make_robot: M
 
 # ----------------------------------------------------------------------------- issue 23 review (second round)
 def test_clear_fault_over_arcl_stops_a_base_that_still_drives_before_it_clears(make_robot: MakeRobot, ros: Any) -> None:
-    """Review #1: the link drops mid-drive (a latched fault; the base drives on). The check sends `stop` and sees
-    `Stopped` before it clears; a base whose status says it is under way is not cleared."""
+    """Review #1: the link drops mid-drive and cannot be opened again at once (a latched fault; the base drives on).
+    The check sends `stop` and sees `Stopped` before it clears; a base whose status says it is under way is not
+    cleared."""
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     worker, out = in_background(ros, robot, "goto", "kitchen")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False  # the drive's own attempt to connect again and stop the base fails
     robot.arcl.drop_connections()
     worker.join(20)
     assert SkillCode(out[0][1].error_code) is SkillCode.ROBOT_FAULT and robot.server.fault_latch.fault is not None
+    assert "connecting again to send 'stop' failed" in out[0][1].error_msg, out[0][1].error_msg
     assert robot.arcl.moving()  # the fake base drives on without its client
+    robot.arcl.accepting = True
     answer = ros.clear_fault(robot.server)
     assert not robot.arcl.moving() and robot.arcl.stops, answer.message  # stopped before anything was cleared
     assert answer.success, answer.message
@@ -298,15 +302,18 @@ def test_clear_fault_over_arcl_stops_a_base_that_still_drives_before_it_clears(m
 
 
 def test_shutdown_with_the_arcl_link_down_reconnects_to_stop_the_base(make_robot: MakeRobot, ros: Any) -> None:
-    """Review #1: stop_motion with the link lost mid-drive connects again and sends `stop`."""
+    """Review #1: stop_motion with the link lost mid-drive (and not back in time for the drive) connects again and
+    sends `stop`."""
     robot = make_robot()
     assert robot.arcl is not None
     robot.arcl.script(Drive("hold"))
     worker, _out = in_background(ros, robot, "goto", "kitchen")
     wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False
     robot.arcl.drop_connections()
     worker.join(20)
     assert robot.arcl.moving()
+    robot.arcl.accepting = True
     assert robot.server.stop_motion(5.0) is True
     assert not robot.arcl.moving() and robot.arcl.stops
 
@@ -485,3 +492,154 @@ def test_the_hand_is_read_back_after_a_goto(make_robot: MakeRobot, ros: Any) -> 
     _, outcome = send_skill(ros, robot, "goto", "pose8")
     assert SkillCode(outcome.error_code) is not SkillCode.NONE, outcome.error_msg
     wait_until(lambda: held(robot) is None, what="the graph to say the hand is empty")
+
+
+# ----------------------------------------------------------------------------- issue 38: fail-safe v2
+def test_issue_38_an_estop_latched_twice_is_cleared_by_one_check(make_robot: MakeRobot, ros: Any) -> None:
+    """#1: the drive ends `estopped` on the base's `Error: Emergency stop pressed` (p. 251); its `Estop pressed`
+    broadcast, read after the skill ended, latches a second fault. Once a person released the e-stop and enabled
+    the motors, one clear_fault clears both and names both (the old latch refused every clear while a later fault
+    was kept: only killing the process freed the robot)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say", 0.05, text="Error: Emergency stop pressed"))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen")
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED and "latched" in outcome.error_msg, outcome.error_msg
+    robot.arcl.broadcast("Estop pressed")  # the base's own broadcast of the same e-stop, after the skill ended
+    wait_until(lambda: len(robot.server.fault_latch.later) == 1, what="the broadcast latched beside the first")
+    answer = ros.clear_fault(robot.server)  # still pressed: the check refuses
+    assert not answer.success and "EStop pressed" in answer.message, answer.message
+    robot.arcl.motors = "enabled"  # a person released the e-stop and enabled the motors on the base
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+    assert "estopped during goto(kitchen)" in answer.message, answer.message
+    assert "broadcast 'Estop pressed' between skills" in answer.message, answer.message
+    assert robot.server.fault_latch.fault is None and robot.server.fault_latch.later == []
+    status, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+def test_issue_38_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(
+    make_robot: MakeRobot, ros: Any
+) -> None:
+    """#1, the other half of the rule: the link dropped mid-drive and the base did not take connections for a while
+    (the base drove on); the operator's check connects and sends `stop`, and while the base is slow to say
+    `Stopped` it broadcasts `Error: Stalled`. That fault came during the check: the clear is refused, naming it;
+    the next check clears both faults."""
+    robot = make_robot(arcl_timeout_s=30.0)  # the check waits for `Stopped` long enough for this test's steps
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.accepting = False
+    robot.arcl.drop_connections()
+    worker.join(30)
+    assert SkillCode(out[0][1].error_code) is SkillCode.ROBOT_FAULT and "lost the link" in out[0][1].error_msg
+    assert robot.arcl.moving()  # nobody could tell it to stop
+    robot.arcl.accepting = True
+    robot.arcl.stop_answer.clear()  # the base takes its time to say it stands
+    stops = len(robot.arcl.stops)
+    answers: list[Any] = []
+    clearing = threading.Thread(target=lambda: answers.append(ros.clear_fault(robot.server, timeout=60.0)))
+    try:
+        clearing.start()
+        wait_until(lambda: robot.arcl is not None and len(robot.arcl.stops) > stops, 30.0, "the check's stop")
+        robot.arcl.broadcast("Error: Stalled")  # during the check
+        wait_until(lambda: len(robot.server.fault_latch.later) == 1, what="the fault latched during the check")
+    finally:
+        robot.arcl.stop_answer.set()
+        clearing.join(60)
+    answer = answers[0]
+    assert not answer.success and "another fault came while the robot was checked" in answer.message, answer.message
+    assert "Stalled" in answer.message and not robot.arcl.moving()
+    assert robot.server.fault_latch.fault is not None and "lost the link" in robot.server.fault_latch.fault.cause
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and "lost the link" in answer.message and "Stalled" in answer.message, answer.message
+    status, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+
+
+@pytest.mark.parametrize("state", ["EStopPressed", "EStop pressed", "Estop pressed, cannot enable motors"])
+def test_issue_38_an_estop_shown_only_by_status_ends_the_drive_estopped(
+    make_robot: MakeRobot, ros: Any, state: str
+) -> None:
+    """#2: the base shows its e-stop only in the `Status:` line of its answer to the watchdog's `status` (p. 240),
+    in the guide's spellings (`EStopPressed`: p. 49 and 235), without the broadcast. The drive ends `estopped` at
+    the next answer and the fault is latched (it waited for the drive timeout, 100 s, before)."""
+    robot = make_robot(arcl_status_period_s=0.2)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.press_estop(state)  # no broadcast: only `status` and `queryMotors` show it
+    worker.join(30)
+    assert out, "the drive did not end (it waits for drive_timeout_s)"
+    _status, outcome = out[0]
+    assert SkillCode(outcome.error_code) is SkillCode.ESTOPPED and "latched" in outcome.error_msg, outcome.error_msg
+    assert state in outcome.error_msg
+    fault = robot.server.fault_latch.fault
+    assert fault is not None and fault.code is SkillCode.ESTOPPED
+    wait_until(lambda: robot.arcl is not None and bool(robot.arcl.stops), what="'stop' sent: the goto ends there")
+    drives = len(robot.arcl.drives())
+    _, outcome = send_skill(ros, robot, "goto", "pose8")
+    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and len(robot.arcl.drives()) == drives
+    robot.arcl.motors, robot.arcl.status_text = "enabled", ""  # released and enabled on the base
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+
+
+def test_issue_38_a_link_lost_mid_drive_is_opened_again_and_the_base_stopped(make_robot: MakeRobot, ros: Any) -> None:
+    """#3: the TCP link drops mid-drive and the base takes connections again: before the skill ends, the node has
+    connected again, sent `stop` and seen `Stopped` (it sent nothing, and the base drove on to its goal)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("hold"))
+    worker, out = in_background(ros, robot, "goto", "kitchen")
+    wait_until(lambda: robot.arcl is not None and robot.arcl.moving(), what="the drive")
+    robot.arcl.drop_connections()
+    worker.join(30)
+    _status, outcome = out[0]
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "lost the link" in outcome.error_msg and "latched" in outcome.error_msg
+    assert "confirmed SayPlan's stop" in outcome.error_msg, outcome.error_msg
+    assert robot.arcl.logins == 2 and robot.arcl.stops and not robot.arcl.moving()  # stopped when the skill ended
+    answer = ros.clear_fault(robot.server)
+    assert answer.success, answer.message
+
+
+@pytest.mark.parametrize(
+    ("line", "code"),
+    [("Error: Robot lost", SkillCode.ROBOT_FAULT), ("Error: Cannot find path", SkillCode.UNREACHABLE)],
+)
+def test_issue_38_an_error_line_while_the_base_drives_on_stops_it(
+    make_robot: MakeRobot, ros: Any, line: str, code: SkillCode
+) -> None:
+    """#3: an `Error:` line (p. 251) while the base drives on: the node sends `stop` and waits for `Stopped` before
+    the skill ends, with the error's own outcome (a robot fault latched; a path not found is for the planner)."""
+    robot = make_robot()
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say_driving", 0.05, text=line))
+    _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=30.0)
+    assert SkillCode(outcome.error_code) is code and line in outcome.error_msg, outcome.error_msg
+    assert robot.arcl.stops and not robot.arcl.moving()  # stopped before the skill ended
+    assert (robot.server.fault_latch.fault is not None) is code.latches
+
+
+def test_issue_38_a_failure_whose_stop_is_not_confirmed_is_latched(make_robot: MakeRobot, ros: Any) -> None:
+    """#3: after `Error: Cannot find path` while the base drives on, the base does not confirm the stop within
+    `stop_timeout_s`: the base may still be moving, so the skill ends a latched robot fault, and the operator's
+    check stops it again before it clears."""
+    robot = make_robot(stop_timeout_s=0.5)
+    assert robot.arcl is not None
+    robot.arcl.script(Drive("say_driving", 0.05, text="Error: Cannot find path"))
+    robot.arcl.stop_answer.clear()
+    try:
+        _, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=30.0)
+    finally:
+        robot.arcl.stop_answer.set()
+    assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT, outcome.error_msg
+    assert "Cannot find path" in outcome.error_msg and "did not confirm the stop" in outcome.error_msg
+    assert "latched" in outcome.error_msg
+    stops = len(robot.arcl.stops)
+    answer = ros.clear_fault(robot.server)
+    assert answer.success and len(robot.arcl.stops) > stops, answer.message

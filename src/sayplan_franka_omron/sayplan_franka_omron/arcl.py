@@ -19,6 +19,10 @@ parser ends a drive on any line with "Error", "Failed" or "Stopped"):
   `LocalizationScore:`, `Temperature:` (newer firmware adds `ExtendedStatusForHumans:`, `StateOfCharge:`);
 - `queryMotors` (p. 190-191): `Motors enabled`, `Motors disabled`, `EStop pressed`, `EStop relieved but motors
   still disabled` (the guide writes both `EStop` and `Estop`, so every prefix is matched case-insensitively);
+- the e-stop state in the guide's other spellings: `EStopPressed` (the status conditions, p. 49, and
+  `queueShowRobot`, p. 235), `Estop pressed, cannot enable motors` (p. 35) and `Estop pressed cannot enable motors`
+  (`enableMotors`, p. 87), `Emergency stop pressed` (an `Error:` of p. 251); a `Status:` line (p. 240) may carry
+  any of them without the broadcast, so every line is read for it (`says_estop_pressed`);
 - server messages broadcast to every client (p. 251): `Estop pressed`, `Estop relieved`, `Motors disabled`,
   `Error: <error>` while a command runs (`Emergency stop pressed`, `Cannot find path`, `Failed going to goal`,
   `Stalled`, `Robot lost`, `Lost connection to robot`, `Server crashed`), `Interrupted: <command>`;
@@ -139,6 +143,23 @@ ERROR_OUTCOMES: tuple[tuple[str, SkillCode, str], ...] = (
 )
 
 
+def _squash(text: str) -> str:
+    """Letters and digits only, folded: `EStop pressed`, `EStopPressed` and `ESTOP_PRESSED` read alike."""
+    return "".join(ch for ch in text.casefold() if ch.isalnum())
+
+
+#: How a state text names a pressed e-stop once squashed, in every spelling the guide shows (see the module
+#: docstring): `EStop pressed`, `Estop pressed`, `EStopPressed`, `Estop pressed, cannot enable motors`, `Emergency
+#: stop pressed`. `EStop relieved but motors still disabled` is not one of them (the motors are: NOT_POWERED).
+_ESTOP_WORDS = ("estoppressed", "emergencystop")
+
+
+def names_estop(state: str) -> bool:
+    """Whether a state text (a `Status:` value, an answer, a broadcast) names a pressed e-stop, anywhere in it."""
+    squashed = _squash(state)
+    return any(word in squashed for word in _ESTOP_WORDS)
+
+
 @dataclass(frozen=True)
 class Line:
     kind: LineKind
@@ -160,11 +181,28 @@ def classify(text: str) -> Line:
     return Line(LineKind.OTHER, text, text)
 
 
+def says_estop_pressed(text: str) -> bool:
+    """Whether a line from the base says its e-stop is pressed, whatever line it is: a broadcast or an answer
+    (`EStop pressed`, `Estop pressed, cannot enable motors`, a bare `EStopPressed`), an `Error: Emergency stop
+    pressed`, or a `Status:` / `ExtendedStatusForHumans:` line naming that state (p. 240; the goal a state like
+    `Going to <goal>` names is not read). A line about a goal (`Arrived at EStopPressed`) is not one."""
+    line = classify(text)
+    if line.kind is LineKind.STATUS_FIELD:
+        key, _, value = line.arg.partition(":")
+        return key in ("Status", "ExtendedStatusForHumans") and names_estop(_state_words(value))
+    if line.kind in (LineKind.ESTOP, LineKind.OTHER):
+        return _squash(line.text).startswith(_ESTOP_WORDS)
+    if line.kind is LineKind.ERROR:
+        return _squash(line.arg).startswith(_ESTOP_WORDS)
+    return False
+
+
 def error_outcome(error: str, where: str) -> Outcome:
     """What an `Error: <error>` line means for a drive to `where` (see ERROR_OUTCOMES)."""
     folded = error.casefold()
+    estop = _squash(folded).startswith(_ESTOP_WORDS)  # every spelling of the e-stop, not only the guide's example
     for start, code, meaning in ERROR_OUTCOMES:
-        if folded.startswith(start):
+        if folded.startswith(start) or (estop and code is SkillCode.ESTOPPED):
             return Outcome(code, f"{meaning} while driving to {where} (Error: {error})")
     return Outcome(SkillCode.ROBOT_FAULT, f"the base reported an error while driving to {where} (Error: {error})")
 
@@ -263,12 +301,29 @@ class GotoTracker:
     broadcast to every client (p. 251); `Interrupted:` that SayPlan did not ask for (another client, MobilePlanner
     or the pendant took the base); a `Stopped` after the drive started that nobody here asked for; a `CommandError`.
     After SayPlan's own `stop`, the drive ends (canceled) on `Stopped` (p. 242: `Interrupted: ...`, `Stopping`,
-    `Stopped`), so the stop is confirmed before the skill ends.
+    `Stopped`), so the stop is confirmed before the skill ends. An e-stop ends it from any line that shows one
+    (`says_estop_pressed`: a `Status: EStopPressed` in the watchdog's status reply too, without the broadcast).
+
+    A failure is not yet the end of the drive for the caller (issue 38: after an `Error:` line the base drove on):
+    it hands the outcome back to `fail` and sends `stop`, as for a cancel, and the drive ends with that failure on
+    the base's `Stopped` (or an e-stop); a base that does not confirm is the caller's deadline (`stop_s`).
     """
 
     command: GotoCommand
     stop_requested: bool = False
     started: bool = False
+    failure: Outcome | None = None  # a failure awaiting the base's confirmation of SayPlan's stop
+
+    def fail(self, outcome: Outcome) -> None:
+        """A failure while the base may still be under way: kept (a later one is added to it) until the base
+        confirms the stop the caller sends now."""
+        first = self.failure
+        if first is None:
+            self.failure = outcome
+        else:
+            code = first.code if first.code.latches or not outcome.code.latches else outcome.code
+            self.failure = Outcome(code, f"{first.message}; then {outcome.message}")
+        self.stop_requested = True
 
     def feed(self, text: str) -> Outcome | str | None:
         line = classify(text)
@@ -277,10 +332,14 @@ class GotoTracker:
         arg = line.arg.casefold()
         point = self.command.point
         ours = _about_point(arg, "point", point) if goal is None else _about(line.arg, goal)
+        failure = self.failure
         if kind is LineKind.STOPPED and self.stop_requested:
+            if failure is not None:
+                return Outcome(failure.code, f"{failure.message} (then stopped: the base confirmed SayPlan's stop)")
             return Outcome(SkillCode.CANCELED, f"the drive to {where} was stopped (the base confirmed: Stopped)")
-        if kind is LineKind.ESTOP and arg.startswith("pressed"):
-            return Outcome(SkillCode.ESTOPPED, f"the base's emergency stop was pressed while driving to {where}")
+        if says_estop_pressed(text):
+            estop = f"the base's emergency stop was pressed while driving to {where} ({line.text})"
+            return Outcome(SkillCode.ESTOPPED, estop if failure is None else f"{failure.message}; then {estop}")
         if kind is LineKind.MOTORS and arg.startswith("disabled"):
             return Outcome(
                 SkillCode.NOT_POWERED, f"the base's motors were disabled while driving to {where} ({line.text})"
@@ -388,7 +447,7 @@ class StatusReader:
         base's own state) is matched like the broadcasts it mirrors."""
         state = " ".join((self.fields.get("Status", "") + " " + self.fields.get("ExtendedStatusForHumans", "")).split())
         folded = " ".join(_state_words(self.fields.get(k, "")) for k in ("Status", "ExtendedStatusForHumans"))
-        if "estop pressed" in folded or "emergency stop" in folded:
+        if names_estop(folded):  # `EStopPressed`, `EStop pressed`, `Emergency stop pressed`, ...
             return Outcome(SkillCode.ESTOPPED, f"the base reports its emergency stop pressed (Status: {state})")
         if "motors disabled" in folded or "motors still disabled" in folded:
             return Outcome(SkillCode.NOT_POWERED, f"the base reports its motors disabled (Status: {state})")
@@ -427,14 +486,14 @@ class MotorsReader:
 
     def feed(self, text: str) -> bool:
         line = classify(text)
-        if line.kind in (LineKind.MOTORS, LineKind.ESTOP):
+        if line.kind in (LineKind.MOTORS, LineKind.ESTOP) or says_estop_pressed(text):
             self.answer = line.text
         return bool(self.answer)
 
     def problem(self) -> Outcome | None:
         line = classify(self.answer)
         arg = line.arg.casefold()
-        if line.kind is LineKind.ESTOP and arg.startswith("pressed"):
+        if says_estop_pressed(self.answer):
             return Outcome(SkillCode.ESTOPPED, f"the base's emergency stop is pressed ({line.text})")
         if line.kind is LineKind.ESTOP:  # relieved, but motors still disabled: someone must enable them
             return Outcome(SkillCode.NOT_POWERED, f"the base's motors are disabled ({line.text})")

@@ -43,6 +43,7 @@ from sayplan_franka_omron.arcl import (
     classify,
     error_outcome,
     goto_command,
+    says_estop_pressed,
 )
 from sayplan_ros.navigation.action_call import wait_for
 
@@ -233,12 +234,12 @@ class ArclHealth:
     _link: ArclLink
     _tracker: GotoTracker | None
     _line_at: float | None = None
-    _motors = ""  # the last e-stop or motors line (a broadcast, or an answer to queryMotors)
+    _motors = ""  # the last e-stop or motors line (a broadcast, an answer to queryMotors, a `Status:` e-stop)
     _motors_at: float | None = None
 
     def _heard(self, line: str) -> None:
         self._line_at = time.monotonic()
-        if classify(line).kind in (LineKind.MOTORS, LineKind.ESTOP):
+        if classify(line).kind in (LineKind.MOTORS, LineKind.ESTOP) or says_estop_pressed(line):
             self._motors, self._motors_at = line.strip(), self._line_at
 
     def health(self, hardware_id: str = "") -> list[Status]:
@@ -274,8 +275,12 @@ class ArclBase(ArclHealth):
     deadline (`drive_s`: the base is stopped, timeout), or by its watchdog: a `status` query every
     `status_period_s`; a reply that shows the base e-stopped, without motors or lost ends it with that outcome, and
     a base that sends nothing for `silence_s` ends it as a robot fault (it may still be moving: the skill server
-    latches it). A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not
-    confirmed is a robot fault.
+    latches it). An e-stop seen on any line (a `Status: EStopPressed` of that reply too) ends it `estopped` at once.
+    A stop (cancel, deadline, shutdown) waits for the base's `Stopped` for `stop_s`; a stop that is not confirmed
+    is a robot fault. Every other failure mid-drive takes the same path before the drive ends (issue 38: the base
+    drove on after an `Error:` line): `stop` is sent and its `Stopped` awaited for `stop_s`. A link that drops
+    mid-drive is opened again at once and the base sent `stop` on the new connection (the base drives on without
+    its client); a link that cannot be opened again leaves `maybe_moving` set for the operator's check.
 
     Between drives, a broadcast that the base cannot drive (`Estop pressed`, `Motors disabled`, `Error: ...`) is
     latched on the node (`latch`): nothing moves, the arm neither, until an operator clears it. `motors_problem`
@@ -302,6 +307,7 @@ class ArclBase(ArclHealth):
         self._feedback: Feedback | None = None
         self._watch: SilenceWatch | None = None
         self._drive_status: StatusReader | None = None
+        self._lost = ""  # why the link dropped during the running drive (the drive loop reconnects and stops it)
         self._readers: list[tuple[Callable[[str], bool], Future]] = []
         self._stop_waiters: list[threading.Event] = []
         self._stop_futures: list[Future] = []
@@ -354,54 +360,107 @@ class ArclBase(ArclHealth):
         watch = SilenceWatch(limits.status_period_s, limits.silence_s)
         watch.start(time.monotonic())
         self._tracker, self._done, self._feedback = tracker, done, feedback
-        self._watch, self._drive_status = watch, StatusReader()
-        timed_out = False
+        self._watch, self._drive_status, self._lost = watch, StatusReader(), ""
         try:
-            self._link.send(command.line)
-            self.maybe_moving = True
-            started = time.monotonic()
-            if cancel_requested():
-                self.cancel()
-            stop_at: float | None = None
-            while not await wait_for(self._node, done, min(limits.status_period_s, 0.25), self._group):
-                now = time.monotonic()
-                if tracker.stop_requested:  # ours (cancel, deadline, shutdown): only the base's Stopped ends it
-                    stop_at = stop_at or now
-                    if now - stop_at > limits.stop_s:
-                        return Outcome(
-                            SkillCode.ROBOT_FAULT,
-                            f"the base did not confirm the stop on the way to {command.where} within "
-                            f"{limits.stop_s:g} s: it may still be moving",
-                        )
-                elif now - started > limits.drive_s:
-                    timed_out = True
-                    self.cancel()
-                    continue
-                quiet = watch.silent_for(now)
-                if quiet is not None:
-                    self._send_stop("the base went silent")
-                    return Outcome(
-                        SkillCode.ROBOT_FAULT,
-                        f"the base went silent while driving to {command.where}: nothing for {quiet:.1f} s, not even "
-                        "an answer to 'status'; it may still be moving",
-                    )
-                if watch.due(now):
-                    self._drive_status = StatusReader()
-                    self._link.send(STATUS)
-        except Exception as exc:  # ArclError: the link broke while sending
-            return Outcome(SkillCode.ROBOT_FAULT, f"driving to {command.where}: {exc}")
+            return await self._follow(tracker, done, watch, limits, cancel_requested)
+        except Exception as exc:  # a bug must not end the skill without a result; the base may still be moving
+            return Outcome(SkillCode.ROBOT_FAULT, f"driving to {command.where}: {exc!r}")
         finally:
             self._tracker, self._done, self._feedback = None, None, None
-            self._watch, self._drive_status = None, None
+            self._watch, self._drive_status, self._lost = None, None, ""
+
+    async def _follow(
+        self,
+        tracker: GotoTracker,
+        done: Future,
+        watch: SilenceWatch,
+        limits: DriveLimits,
+        cancel_requested: Callable[[], bool],
+    ) -> Outcome:
+        """Send the drive and follow it to its end (see the class docstring). Every end but the base's own word
+        (an arrival, its `Stopped` after our stop, an e-stop) leaves `maybe_moving` set."""
+        where = tracker.command.where
+        timed_out = reconnected = False
+        self.maybe_moving = True  # from the moment the goto may reach the base
+        self._send_in_drive(tracker.command.line, "the drive")
+        started = time.monotonic()
+        if cancel_requested():
+            self.cancel()
+        stop_at: float | None = None
+        while not await wait_for(self._node, done, min(limits.status_period_s, 0.25), self._group):
+            now = time.monotonic()
+            if self._lost:  # the link dropped mid-drive: the base may drive on, so connect again and stop it
+                lost, self._lost = self._lost, ""
+                failure = Outcome(SkillCode.ROBOT_FAULT, f"lost the link to the base while driving to {where}: {lost}")
+                if reconnected:
+                    return Outcome(failure.code, f"{failure.message} (again, after connecting once more to stop it)")
+                reconnected = True
+                problem = await self._connect()
+                if problem:
+                    return Outcome(
+                        failure.code, f"{failure.message}; connecting again to send 'stop' failed ({problem})"
+                    )
+                self._node.get_logger().warning(f"{failure.message}; connected again: sending 'stop'")
+                watch.start(time.monotonic())
+                self._fail(tracker, failure)
+                stop_at = time.monotonic()
+                continue
+            if tracker.stop_requested:  # ours (cancel, deadline, shutdown, a failure): only Stopped ends it
+                stop_at = stop_at or now
+                if now - stop_at > limits.stop_s:
+                    return self._unconfirmed(tracker, limits)
+            elif now - started > limits.drive_s:
+                timed_out = True
+                self.cancel()
+                continue
+            quiet = watch.silent_for(now)
+            if quiet is not None:
+                self._send_stop("the base went silent")
+                return Outcome(
+                    SkillCode.ROBOT_FAULT,
+                    f"the base went silent while driving to {where}: nothing for {quiet:.1f} s, not even "
+                    "an answer to 'status'; it may still be moving",
+                )
+            if watch.due(now):
+                self._drive_status = StatusReader()
+                self._send_in_drive(STATUS, "the watchdog's status query")
         outcome: Outcome = done.result()
-        if not outcome.message.startswith("lost the link"):  # the base itself said the drive ended
-            self.maybe_moving = False
+        self.maybe_moving = False  # the base itself said the drive ended (arrived, stopped as asked, e-stopped)
         if timed_out and outcome.code is SkillCode.CANCELED:
             return Outcome(
                 SkillCode.TIMEOUT,
-                f"the drive to {command.where} took longer than {limits.drive_s:g} s: the base was stopped",
+                f"the drive to {where} took longer than {limits.drive_s:g} s: the base was stopped",
             )
         return outcome
+
+    def _send_in_drive(self, line: str, what: str) -> None:
+        """Send during a drive. A link found down is handled as a lost link (the drive loop connects again and
+        stops the base); a send error on a link still up is logged, and the reader's close (or the watchdog's
+        silence) follows."""
+        try:
+            self._link.send(line)
+        except ArclError as exc:
+            self._node.get_logger().error(f"could not send {what} to the base: {exc}")
+            if not self._link.ready:
+                self._lost = self._lost or str(exc)
+
+    def _fail(self, tracker: GotoTracker, outcome: Outcome) -> None:
+        """A failure while the base may still be under way (any line but an arrival or the answer to our stop, a
+        watchdog's status reply, the link back after a loss): stop the base, on the path a cancel takes, and let
+        the drive end with the failure once the base confirms (`Stopped`)."""
+        tracker.fail(outcome)
+        self._send_stop(f"the drive failed: {outcome.message}")
+
+    @staticmethod
+    def _unconfirmed(tracker: GotoTracker, limits: DriveLimits) -> Outcome:
+        """The base did not confirm a stop within `stop_s`: a fault (latched), whatever else ended the drive."""
+        late = f"the base did not confirm the stop on the way to {tracker.command.where} within {limits.stop_s:g} s"
+        failure = tracker.failure
+        if failure is None:
+            return Outcome(SkillCode.ROBOT_FAULT, f"{late}: it may still be moving")
+        if failure.code in (SkillCode.ESTOPPED, SkillCode.NOT_POWERED):  # its motors are cut: it cannot drive on
+            return Outcome(failure.code, f"{failure.message}; then {late} (its motors are cut)")
+        return Outcome(SkillCode.ROBOT_FAULT, f"{failure.message}; then {late}: it may still be moving")
 
     async def _query(self, command: str, feed: Callable[[str], bool]) -> bool:
         """Send one query and feed every line to `feed` until it says the answer is complete (or `timeout_s`)."""
@@ -555,22 +614,37 @@ class ArclBase(ArclHealth):
         if tracker is not None and done is not None and not done.done():
             event = tracker.feed(line)
             if isinstance(event, Outcome):
-                done.set_result(event)
+                self._drive_event(tracker, done, event)
             elif isinstance(event, str) and feedback is not None:
                 feedback(event, 0.5)
             status = self._drive_status
             if status is not None and not done.done() and status.feed(line):
                 self._drive_status = None
                 problem = status.problem(localisation=False)
-                if problem is not None:
-                    done.set_result(
-                        Outcome(problem.code, f"{problem.message} while driving to {tracker.command.where}")
+                if problem is not None and problem.code is SkillCode.ESTOPPED:
+                    self._drive_event(tracker, done, problem)  # (its `Status:` line has ended the drive already)
+                elif problem is not None:  # motors off or lost, in the watchdog's status reply: stop it first
+                    self._fail(
+                        tracker, Outcome(problem.code, f"{problem.message} while driving to {tracker.command.where}")
                     )
         with self._lock:
             readers = list(self._readers)
         for feed, answered in readers:
             if not answered.done() and feed(line):
                 answered.set_result(True)
+
+    def _drive_event(self, tracker: GotoTracker, done: Future, outcome: Outcome) -> None:
+        """The tracker says how the drive ended. An arrival, the answer to our own stop (or a line that cut the
+        motors while it was under way) ends it. An e-stop, from whatever line, ends it at once: the e-stop holds
+        the base (`stop` is still sent, unawaited, so the goto does not outlive it). Any other failure first stops
+        the base and awaits its `Stopped` (`_fail`): after an `Error:` line the base may drive on."""
+        if outcome.ok or tracker.stop_requested:
+            done.set_result(outcome)
+        elif outcome.code is SkillCode.ESTOPPED:
+            self._send_stop("the base's e-stop ended the drive")
+            done.set_result(outcome)
+        else:
+            self._fail(tracker, outcome)
 
     def _latch_if_unable(self, text: str) -> None:
         """Between drives: a broadcast that the base cannot drive is latched (p. 251). An answer to our own query
@@ -581,7 +655,7 @@ class ArclBase(ArclHealth):
             return
         line = classify(text)
         arg = line.arg.casefold()
-        if line.kind is LineKind.ESTOP and arg.startswith("pressed"):
+        if says_estop_pressed(text):
             outcome = Outcome(SkillCode.ESTOPPED, f"the base broadcast '{line.text}' between skills")
         elif line.kind is LineKind.MOTORS and arg.startswith("disabled"):
             outcome = Outcome(SkillCode.NOT_POWERED, f"the base broadcast '{line.text}' between skills")
@@ -597,8 +671,8 @@ class ArclBase(ArclHealth):
 
     def _on_closed(self, reason: str) -> None:
         done = self._done
-        if done is not None and not done.done():
-            done.set_result(Outcome(SkillCode.ROBOT_FAULT, f"lost the link to the base: {reason}"))
+        if done is not None and not done.done():  # mid-drive: the drive loop connects again and stops the base
+            self._lost = reason or "the link was closed"
         with self._lock:
             readers = list(self._readers)
         for _feed, answered in readers:

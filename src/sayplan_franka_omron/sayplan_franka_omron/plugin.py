@@ -40,7 +40,7 @@ class FrankaOmronOptions(NavigationOptions):
     drive_timeout_s: float = option(100.0, "longest one drive of the base (an ARCL goto or gotoPoint, a Nav2 leg) may take before it is stopped (timeout), seconds", minimum=1.0, maximum=3600.0, per_goal=True)
     arm_timeout_s: float = option(10.0, "longest an arm motion may take beyond its taught duration before it is canceled (timeout), seconds", minimum=0.1, maximum=600.0, per_goal=True)
     gripper_timeout_s: float = option(15.0, "longest a grasp, opening or homing of the gripper may take before it is canceled (timeout), seconds", minimum=0.1, maximum=600.0, per_goal=True)
-    stop_timeout_s: float = option(2.0, "how long the base may take to confirm a stop (ARCL Stopped) before that is a latched fault, seconds", minimum=0.1, maximum=30.0, per_goal=True)
+    stop_timeout_s: float = option(2.0, "how long the base may take to confirm a stop (ARCL Stopped, after a cancel, a deadline or a failure mid-drive) before that is a latched fault, seconds", minimum=0.1, maximum=30.0, per_goal=True)
     arm_cancel_timeout_s: float = option(5.0, "how long the arm's or gripper's server may take to confirm a cancel before that is a latched fault, seconds", minimum=0.1, maximum=60.0, per_goal=True)
     arcl_status_period_s: float = option(0.5, "seconds between the watchdog's ARCL status queries while the base drives", minimum=0.05, maximum=10.0, per_goal=True)
     arcl_silence_s: float = option(3.0, "a base that sends nothing this long while it drives (no answer to status) ends the drive as a latched robot fault, seconds", minimum=0.2, maximum=60.0, per_goal=True)

@@ -258,36 +258,44 @@ class SkillServer(ManagedNode):
 
     async def _on_clear_fault(self, _request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         """The operator's clear: refused while a skill runs; the robot is re-checked first, and only a check
-        that passes clears the latch. The answer says what was latched and what the check found."""
-        fault = self.fault_latch.fault
-        if fault is None:
+        that passes clears the latch. Every fault latched before the check began is cleared by it (one event often
+        latches two: a skill ended `estopped`, then the base's e-stop broadcast); a fault latched while the robot was
+        being checked keeps the latch (nobody has looked at it yet). The answer names the faults and what the check
+        found."""
+        if self.fault_latch.fault is None:
             response.success, response.message = True, "no fault latched"
             return response
         if self._single.busy:
             response.success, response.message = False, "a skill is running; cancel it, then clear the fault"
             return response
+        mark = self.fault_latch.mark()  # every fault up to here is one this check looks at
         try:
             check = await self.check_robot()
         except Exception as exc:  # a check that cannot run is a check that did not pass
             check = Check(False, f"the robot check failed: {exc!r}")
         if not check.ok:
             response.success = False
-            response.message = f"still latched: {fault.describe()}; the robot check found: {check.found}"
+            response.message = f"still latched: {self._faults()}; the robot check found: {check.found}"
             self.get_logger().warning(f"clear_fault refused: {response.message}")
             return response
-        if self.fault_latch.clear(fault) is None:
+        cleared = self.fault_latch.clear(mark)
+        if cleared is None:
+            came = self._faults(since=mark) or "more faults than the latch keeps"
             response.success = False
-            response.message = f"still latched: another fault came while the robot was checked: {self._faults()}"
+            response.message = (
+                f"still latched: another fault came while the robot was checked: {came}; "
+                f"the robot check found: {check.found}; check the robot again and call clear_fault again"
+            )
             self.get_logger().warning(f"clear_fault refused: {response.message}")
             return response
         response.success = True
-        response.message = f"cleared: {fault.describe()}; the robot check found: {check.found}"
+        what = "; ".join(f.describe() for f in cleared) or "no fault latched"
+        response.message = f"cleared: {what}; the robot check found: {check.found}"
         self.get_logger().info(f"clear_fault by the operator: {response.message}")
         return response
 
-    def _faults(self) -> str:
-        fault = self.fault_latch.fault
-        return "; ".join(f.describe() for f in ([fault] if fault else []) + self.fault_latch.later)
+    def _faults(self, since: int = 0) -> str:
+        return "; ".join(f.describe() for f in self.fault_latch.faults(since))
 
     def stop_for_shutdown(self, timeout_s: float) -> bool:
         """Stop the robot before the process exits (`stop_robot`); nothing to stop before configure."""
