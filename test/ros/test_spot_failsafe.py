@@ -9,6 +9,9 @@ defect reproduced, and a bounded property test over random skill sequences with 
    stand_up do.
 5. a body walk is sent as 1 s commands renewed while the node lives (the SIGKILL bound is test_spot_signals.py).
 10. a TLS certificate mismatch is named as such, not as "the robot may be offline".
+
+Issue 38 (fail-safe v2), each test failing on the code before it:
+4. a pickup refused because the claw holds something unknown never puts the object in the hand in the graph.
 """
 
 from __future__ import annotations
@@ -394,6 +397,47 @@ def test_a_gripper_that_cannot_be_read_after_a_pickup_is_a_robot_fault(
         assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
         assert "the gripper could not be read back" in outcome.error_msg
         assert server.fault_latch.fault is not None and world.holding == "coffee_mug"
+
+
+# ----------------------------------------------------------------------------- issue 38
+@pytest.mark.parametrize(("skill", "target"), [("pickup", "coffee_mug"), ("close", "kitchen_cupboard")])
+def test_a_grasp_refused_for_something_unknown_in_the_claw_never_claims_the_hand_holds_what_it_does_not(
+    ros: Any, spot: FakeSpot, tmp_path: Path, skill: str, target: str
+) -> None:
+    """Issue 38 item 4: the claw holds something no scene graph knows of, so the pickup (or close) is refused before
+    the robot moves (a latched robot fault). The gripper reads "holding", but the grasp never ran: the update, and
+    the graph it is applied to, must not put the mug in the hand nor name the cupboard's handle as what the claw
+    holds, not even until the next skill corrects it. Then the operator frees the claw, clears, and it runs."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        at_cupboard(executor)
+        graph = graph_server(ros).graph
+        where = (graph.parent("coffee_mug"), graph.relation("coffee_mug"))
+        with world.lock:
+            world.holding = "stray_cable"  # in the claw, in no scene graph
+        mark = len(world.motion_log)
+        status, outcome = executor.run(skill, target)
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "refused before the robot moved" in outcome.error_msg and moves_since(world, mark) == []
+        assert gripper_attribute(outcome) == "something the scene graph does not hold"
+        mug = [(n.parent, n.relation) for n in outcome.graph_update.upsert if n.id == "coffee_mug"]
+        assert all(place == where for place in mug), mug  # the update itself says the mug is where it was
+        graph = graph_server(ros).graph
+        assert graph.held_object() is None, "the graph claims the hand holds what it does not"
+        assert (graph.parent("coffee_mug"), graph.relation("coffee_mug")) == where
+        assert "open" in graph.nodes["kitchen_cupboard"].states
+        with world.lock:
+            world.holding = None  # the operator frees the claw by hand
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "gripper: empty" in cleared.message, cleared.message
+        status, outcome = executor.run(skill, target)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        graph = graph_server(ros).graph
+        if skill == "pickup":
+            assert graph.held_object() == "coffee_mug" == world.holding
+        else:
+            assert "closed" in graph.nodes["kitchen_cupboard"].states and world.holding is None
 
 
 # ----------------------------------------------------------------------------- property: random skills and faults

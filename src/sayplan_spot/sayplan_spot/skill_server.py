@@ -108,6 +108,7 @@ class _Outcome:
     revealed: GraphUpdate | None = None
     held: bool | None = None  # the gripper holds something at the end (None: not read, or not relevant)
     missing: bool = False  # a grasp where the object should be found nothing there
+    hand_used: bool = False  # a grasp, put-down or handle pull started: only then can the gripper show its change
 
 
 class SpotSkillServer(SkillServer):
@@ -323,6 +324,7 @@ class SpotSkillServer(SkillServer):
         update = skill_update(
             graph, step, self.actions, self.belief, outcome.code, outcome.pose, outcome.off_course,
             dict(self.waypoint_to_node), places[-1] if places else None, held=outcome.held, missing=outcome.missing,
+            hand_acted=outcome.hand_used,
         )  # fmt: skip
         if outcome.revealed is not None:
             update.upsert.extend(outcome.revealed.upsert)
@@ -389,7 +391,7 @@ class SpotSkillServer(SkillServer):
                     code, message = unread.code, f"{step} failed: {unread.message}{after}"
         elif program.primitives:
             held = self._holding()
-        return _Outcome(code, message, pose, off_course, revealed, held, missing)
+        return _Outcome(code, message, pose, off_course, revealed, held, missing, hand_used)
 
     def _holding(self) -> bool | None:
         """What the gripper says now (manipulator_state.is_gripper_holding_item); None when it cannot be read."""
