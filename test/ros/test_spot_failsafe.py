@@ -12,6 +12,8 @@ defect reproduced, and a bounded property test over random skill sequences with 
 
 Issue 38 (fail-safe v2), each test failing on the code before it:
 4. a pickup refused because the claw holds something unknown never puts the object in the hand in the graph.
+6. a cancel waits for the robot to report it stands still (the stop in force, the body under 0.05 m/s); a stop it
+   never confirms is a latched fault, and the operator's clear is refused while the body moves.
 """
 
 from __future__ import annotations
@@ -438,6 +440,55 @@ def test_a_grasp_refused_for_something_unknown_in_the_claw_never_claims_the_hand
             assert graph.held_object() == "coffee_mug" == world.holding
         else:
             assert "closed" in graph.nodes["kitchen_cupboard"].states and world.holding is None
+
+
+def test_a_cancel_ends_only_once_the_robot_reports_it_stands_still(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    """Issue 38 item 6: the robot accepts the cancel's stop but walks on for 1 s (the fake's stop_coast_s) before
+    it stands. The goal ends CANCELED only once the robot state says the body is still, and nothing latches: it
+    stopped within stop_timeout_s."""
+    world = spot.world
+    world.speed_mps = 0.5  # 10 s to pose8
+    world.stop_coast_s = 1.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, stop_timeout_s=10.0) as server:
+        status, outcome = cancel_when(ros, Executor(ros), "goto", "pose8", world.moving, "walking")
+        assert not world.moving(), "the goal ended while the robot still walked"
+        assert status == GoalStatus.STATUS_CANCELED and outcome.error_code == SkillCode.CANCELED, outcome.error_msg
+        assert server.fault_latch.fault is None
+        with world.lock:
+            coasted = [m.halted for m in world.motions.values() if m.coast_until is not None]
+        assert coasted == ["stop"]  # it did walk on after the stop (the fault injected), then stood
+
+
+def test_a_stop_the_robot_never_confirms_after_a_cancel_is_a_latched_fault_until_the_body_stands_still(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Issue 38 item 6: the robot accepts the cancel's stop and walks on (it walked 2.6 m in the review). The goal
+    still ends CANCELED, but after stop_timeout_s without the robot reporting it is still, a robot fault is latched
+    (once), the operator's clear is refused while the body moves, and nothing is sent until it is cleared."""
+    world = spot.world
+    world.speed_mps = 0.25  # 20 s to pose8: it walks on for the whole test
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, stop_timeout_s=1.0) as server:
+        executor = Executor(ros)
+        world.stop_coast_s = math.inf  # the stop is accepted, and the body walks on
+        status, outcome = cancel_when(ros, executor, "goto", "pose8", world.moving, "walking")
+        assert status == GoalStatus.STATUS_CANCELED, outcome.error_msg
+        fault = server.fault_latch.fault
+        assert fault is not None and fault.code is SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "did not report that it stands still" in fault.cause, fault.cause
+        assert server.fault_latch.later == [] and world.moving()
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "body: moving" in cleared.message, cleared.message
+        with world.lock:
+            world.stop_coast_s = 0.0
+            world.stop_motion("stop")  # the operator stops it (the tablet, the e-stop)
+        mark = len(world.motion_log)
+        status, outcome = executor.run("goto", "kitchen")
+        assert outcome.error_code == SkillCode.FAULT_LATCHED and moves_since(world, mark) == []
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "body: still" in cleared.message, cleared.message
+        assert moves_since(world, mark) == []
 
 
 # ----------------------------------------------------------------------------- property: random skills and faults

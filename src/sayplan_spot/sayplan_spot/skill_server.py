@@ -7,7 +7,9 @@ blocking SDK call, while the skill's coroutine awaits the worker's end (its futu
 guard condition, as each progress report does to be relayed as feedback), so no executor thread ever blocks on
 the robot and nothing polls. Cancel sends a stop command at once and wakes the worker through
 the goal's own stop event (made when the goal is accepted, never cleared), so a cancel that arrives before the
-program starts ends the goal `canceled` with no motion.
+program starts ends the goal `canceled` with no motion. A motion it stopped ends only once the robot reports it
+stands still (`stop_timeout_s`; else a latched robot fault, Session.stopped), as the ARCL and Nav2 paths confirm
+theirs.
 
 The robot login comes from the environment variables named by `username_env` / `password_env` (as in Boston
 Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
@@ -259,6 +261,7 @@ class SpotSkillServer(SkillServer):
             arm_timeout_s=opts.arm_timeout_s,
             max_walk_m=opts.max_walk_m,
             handle_pull_s=opts.handle_pull_s,
+            stop_timeout_s=opts.stop_timeout_s,
         )
 
     def _bind_waypoints(self) -> None:

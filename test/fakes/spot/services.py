@@ -431,7 +431,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
         if command.HasField("full_body_command"):
             which = command.full_body_command.WhichOneof("command")
             if which == "stop_request":
-                w.stop_motion("stop")
+                w.stop_commanded()
                 w.abort_grasps()
                 w.stop_count += 1
                 return self.record({"full"}, kind="stop")
@@ -488,7 +488,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             w.standing = False
             data["kind"] = "sit"
         elif which == "stop_request":
-            w.stop_motion("stop")
+            w.stop_commanded()
             w.stop_count += 1
             data["kind"] = "mobility_stop"
         elif which == "se2_trajectory_request":
