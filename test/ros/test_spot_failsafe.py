@@ -14,6 +14,7 @@ Issue 38 (fail-safe v2), each test failing on the code before it:
 4. a pickup refused because the claw holds something unknown never puts the object in the hand in the graph.
 6. a cancel waits for the robot to report it stands still (the stop in force, the body under 0.05 m/s); a stop it
    never confirms is a latched fault, and the operator's clear is refused while the body moves.
+(7, an e-stopped robot counts as stopped when the node exits, is in test_spot_signals.py.)
 """
 
 from __future__ import annotations

@@ -16,6 +16,7 @@ from typing import Any
 
 import bosdyn.client
 from bosdyn.api.basic_command_pb2 import RobotCommandFeedbackStatus, SitCommand, StandCommand
+from bosdyn.api.robot_state_pb2 import EStopState, PowerState
 from bosdyn.client import frame_helpers, math_helpers
 from bosdyn.client.auth import InvalidLoginError
 from bosdyn.client.estop import EstopClient
@@ -457,7 +458,8 @@ class Session:
 
     def stop_and_confirm(self, timeout_s: float) -> bool:
         """Send the stop command and wait, at most `timeout_s`, until the robot confirms it stands still
-        (`confirm_still`). True too when there is no session (nothing to stop)."""
+        (`confirm_still`). True too when there is no session (nothing to stop), and when the robot refuses the stop
+        because it is e-stopped (motor power cut: it takes no command) and reports itself still."""
         if self.robot is None:
             return True
         deadline = time.monotonic() + timeout_s
@@ -471,8 +473,10 @@ class Session:
         """Ask the robot, until it answers that it stands still or `timeout_s` has passed (at least once): '' when
         it did, else why not. Still means the body slower than STILL_MPS (robot state velocity_of_body_in_odom) and
         the stop command `command_id` still in force (its feedback STATUS_PROCESSING, not overridden by another
-        command). `command_id` None: the robot did not accept a stop. Blocks: from the worker or a plain thread,
-        never a callback."""
+        command), or the robot e-stopped or its motors off (robot state estop_states, power_state: nothing drives
+        the legs; a robot e-stopped refuses the stop command itself, STATUS_NOT_POWERED_ON). `command_id` None: the
+        robot did not accept a stop, so only the e-stop or the motors being off can show it stopped. Blocks: from
+        the worker or a plain thread, never a callback."""
         deadline = time.monotonic() + timeout_s
         seen = "the robot did not answer"
         while True:
@@ -485,7 +489,8 @@ class Session:
                     in_force = feedback.full_body_feedback.status == RobotCommandFeedbackStatus.STATUS_PROCESSING
                 state = self.client(RobotStateClient).get_robot_state(timeout=rpc)
                 speed = body_speed(state)
-                if speed < STILL_MPS and in_force:
+                cut = estop_cut(state)
+                if speed < STILL_MPS and (in_force or cut):
                     return ""
                 seen = f"the body at {speed:.2f} m/s" + (
                     "" if command_id is None or in_force else ", the stop command no longer in force"
@@ -534,7 +539,9 @@ class Session:
             return
         with self._lock:
             lease_ok = not self._lease_problem
-        if power_off and lease_ok:
+        if power_off and lease_ok and self.estopped():
+            self.info("the robot is e-stopped: its motors are off, nothing to sit down or power off")
+        elif power_off and lease_ok:
             try:
                 if self._stood:  # else nothing to sit from; the safe power-off below sits a standing robot anyway
                     self.command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits,
@@ -594,3 +601,11 @@ def body_speed(state: Any) -> float:
     """How fast the body moves over the ground (robot state kinematic_state.velocity_of_body_in_odom), m/s."""
     linear = state.kinematic_state.velocity_of_body_in_odom.linear
     return math.hypot(linear.x, linear.y)
+
+
+def estop_cut(state: Any) -> bool:
+    """Nothing drives the legs: an e-stop reports STATE_ESTOPPED (robot_state.proto EStopState), or the motors are
+    off (PowerState STATE_OFF)."""
+    if any(estop.state == EStopState.STATE_ESTOPPED for estop in state.estop_states):
+        return True
+    return bool(state.power_state.motor_power_state == PowerState.STATE_OFF)
