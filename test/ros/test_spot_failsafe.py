@@ -9,6 +9,12 @@ defect reproduced, and a bounded property test over random skill sequences with 
    stand_up do.
 5. a body walk is sent as 1 s commands renewed while the node lives (the SIGKILL bound is test_spot_signals.py).
 10. a TLS certificate mismatch is named as such, not as "the robot may be offline".
+
+Issue 38 (fail-safe v2), each test failing on the code before it:
+4. a pickup refused because the claw holds something unknown never puts the object in the hand in the graph.
+6. a cancel waits for the robot to report it stands still (the stop in force, the body under 0.05 m/s); a stop it
+   never confirms is a latched fault, and the operator's clear is refused while the body moves.
+(7, an e-stopped robot counts as stopped when the node exits, is in test_spot_signals.py.)
 """
 
 from __future__ import annotations
@@ -394,6 +400,96 @@ def test_a_gripper_that_cannot_be_read_after_a_pickup_is_a_robot_fault(
         assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
         assert "the gripper could not be read back" in outcome.error_msg
         assert server.fault_latch.fault is not None and world.holding == "coffee_mug"
+
+
+# ----------------------------------------------------------------------------- issue 38
+@pytest.mark.parametrize(("skill", "target"), [("pickup", "coffee_mug"), ("close", "kitchen_cupboard")])
+def test_a_grasp_refused_for_something_unknown_in_the_claw_never_claims_the_hand_holds_what_it_does_not(
+    ros: Any, spot: FakeSpot, tmp_path: Path, skill: str, target: str
+) -> None:
+    """Issue 38 item 4: the claw holds something no scene graph knows of, so the pickup (or close) is refused before
+    the robot moves (a latched robot fault). The gripper reads "holding", but the grasp never ran: the update, and
+    the graph it is applied to, must not put the mug in the hand nor name the cupboard's handle as what the claw
+    holds, not even until the next skill corrects it. Then the operator frees the claw, clears, and it runs."""
+    world = spot.world
+    with spot_skill_server(ros, spot, tmp_path) as server:
+        executor = Executor(ros)
+        at_cupboard(executor)
+        graph = graph_server(ros).graph
+        where = (graph.parent("coffee_mug"), graph.relation("coffee_mug"))
+        with world.lock:
+            world.holding = "stray_cable"  # in the claw, in no scene graph
+        mark = len(world.motion_log)
+        status, outcome = executor.run(skill, target)
+        assert status == GoalStatus.STATUS_ABORTED and outcome.error_code == SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "refused before the robot moved" in outcome.error_msg and moves_since(world, mark) == []
+        assert gripper_attribute(outcome) == "something the scene graph does not hold"
+        mug = [(n.parent, n.relation) for n in outcome.graph_update.upsert if n.id == "coffee_mug"]
+        assert all(place == where for place in mug), mug  # the update itself says the mug is where it was
+        graph = graph_server(ros).graph
+        assert graph.held_object() is None, "the graph claims the hand holds what it does not"
+        assert (graph.parent("coffee_mug"), graph.relation("coffee_mug")) == where
+        assert "open" in graph.nodes["kitchen_cupboard"].states
+        with world.lock:
+            world.holding = None  # the operator frees the claw by hand
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "gripper: empty" in cleared.message, cleared.message
+        status, outcome = executor.run(skill, target)
+        assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+        graph = graph_server(ros).graph
+        if skill == "pickup":
+            assert graph.held_object() == "coffee_mug" == world.holding
+        else:
+            assert "closed" in graph.nodes["kitchen_cupboard"].states and world.holding is None
+
+
+def test_a_cancel_ends_only_once_the_robot_reports_it_stands_still(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
+    """Issue 38 item 6: the robot accepts the cancel's stop but walks on for 1 s (the fake's stop_coast_s) before
+    it stands. The goal ends CANCELED only once the robot state says the body is still, and nothing latches: it
+    stopped within stop_timeout_s."""
+    world = spot.world
+    world.speed_mps = 0.5  # 10 s to pose8
+    world.stop_coast_s = 1.0
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, stop_timeout_s=10.0) as server:
+        status, outcome = cancel_when(ros, Executor(ros), "goto", "pose8", world.moving, "walking")
+        assert not world.moving(), "the goal ended while the robot still walked"
+        assert status == GoalStatus.STATUS_CANCELED and outcome.error_code == SkillCode.CANCELED, outcome.error_msg
+        assert server.fault_latch.fault is None
+        with world.lock:
+            coasted = [m.halted for m in world.motions.values() if m.coast_until is not None]
+        assert coasted == ["stop"]  # it did walk on after the stop (the fault injected), then stood
+
+
+def test_a_stop_the_robot_never_confirms_after_a_cancel_is_a_latched_fault_until_the_body_stands_still(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Issue 38 item 6: the robot accepts the cancel's stop and walks on (it walked 2.6 m in the review). The goal
+    still ends CANCELED, but after stop_timeout_s without the robot reporting it is still, a robot fault is latched
+    (once), the operator's clear is refused while the body moves, and nothing is sent until it is cleared."""
+    world = spot.world
+    world.speed_mps = 0.25  # 20 s to pose8: it walks on for the whole test
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, stop_timeout_s=1.0) as server:
+        executor = Executor(ros)
+        world.stop_coast_s = math.inf  # the stop is accepted, and the body walks on
+        status, outcome = cancel_when(ros, executor, "goto", "pose8", world.moving, "walking")
+        assert status == GoalStatus.STATUS_CANCELED, outcome.error_msg
+        fault = server.fault_latch.fault
+        assert fault is not None and fault.code is SkillCode.ROBOT_FAULT, outcome.error_msg
+        assert "did not report that it stands still" in fault.cause, fault.cause
+        assert server.fault_latch.later == [] and world.moving()
+        cleared = ros.clear_fault(server)
+        assert not cleared.success and "body: moving" in cleared.message, cleared.message
+        with world.lock:
+            world.stop_coast_s = 0.0
+            world.stop_motion("stop")  # the operator stops it (the tablet, the e-stop)
+        mark = len(world.motion_log)
+        status, outcome = executor.run("goto", "kitchen")
+        assert outcome.error_code == SkillCode.FAULT_LATCHED and moves_since(world, mark) == []
+        cleared = ros.clear_fault(server)
+        assert cleared.success and "body: still" in cleared.message, cleared.message
+        assert moves_since(world, mark) == []
 
 
 # ----------------------------------------------------------------------------- property: random skills and faults

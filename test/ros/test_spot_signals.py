@@ -4,6 +4,8 @@ SIGINT and SIGTERM: the node sends Spot's stop while its executor still spins (s
 robot stands still within 1 s of the signal, and the process exits (0) within a few seconds. SIGKILL: nothing
 runs in the node any more, but every body-trajectory command it sent ends 1 s after it was sent (renewed while
 the node lived), so the fake robot stands still within about 1.5 s. The bounds are the issue's (issue 23).
+An e-stopped robot refuses every command, Spot's stop too (STATUS_NOT_POWERED_ON), and is stopped all the same: the
+node exits 0 without the "stop was not confirmed" alarm (issue 38 item 7).
 """
 
 from __future__ import annotations
@@ -136,6 +138,29 @@ def test_sigint_or_sigterm_mid_walk_stops_the_robot_within_a_second_and_the_node
     assert exited < 5.0, f"exited {exited:.1f} s after {sig.name}"
     assert "the robot's stop was not confirmed" not in out, out
     assert spot.world.lease_owner == ""  # sat, powered off and returned the lease on the way out
+
+
+def test_sigint_with_the_robot_estopped_is_a_confirmed_stop_not_an_alarm(
+    ros: Any, spot: FakeSpot, tmp_path: Path
+) -> None:
+    """Issue 38 item 7: the e-stop is pressed mid-walk (the motors' power cut, the body still), then Ctrl-C. The
+    robot refuses Spot's stop (not powered on), but it reports itself e-stopped and still: that is a stopped robot,
+    so the process exits 0, not 3 ("the robot's stop was not confirmed")."""
+    proc = start_node(ros, spot, tmp_path)
+    spot.world.press_estop()
+    assert not spot.world.moving()
+    refused = len(spot.calls("RobotCommand"))
+    proc.send_signal(signal.SIGINT)
+    try:
+        out, _ = proc.communicate(timeout=20.0)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, _ = proc.communicate(timeout=10.0)
+        raise AssertionError(f"the node did not exit within 20 s of SIGINT:\n{out}") from None
+    assert len(spot.calls("RobotCommand")) > refused  # it did send Spot's stop (which the e-stopped robot refused)
+    assert "the robot's stop was not confirmed" not in out, out
+    assert proc.returncode == 0, out
+    assert spot.world.lease_owner == "", out  # the lease still returned on the way out
 
 
 def test_sigkill_mid_walk_leaves_the_robot_still_within_one_and_a_half_seconds(

@@ -34,6 +34,7 @@ class SpotRobotOptions:
     feedback_period_s: float = option(0.1, "seconds between feedback requests while a command runs", minimum=0.01, maximum=5.0, per_goal=True)
     navigate_timeout_s: float = option(120.0, "longest a navigate_to or a walk may take, seconds", minimum=1.0, maximum=3600.0, per_goal=True)
     arm_timeout_s: float = option(30.0, "longest a grasp, place or arm move may take, seconds", minimum=0.1, maximum=600.0, per_goal=True)
+    stop_timeout_s: float = option(2.0, "how long the robot may take, after the stop command a cancel or a deadline sends, to report it stands still (the stop in force, the body under 0.05 m/s) before that is a latched robot_fault, seconds", minimum=0.1, maximum=30.0, per_goal=True)
     handle_pull_s: float = option(3.0, "how long open/close pull or push a grasped handle (position-controlled constrained manipulation) before letting go, seconds", minimum=0.05, maximum=60.0, per_goal=True)
     max_walk_m: float = option(15.0, "farthest a body trajectory goes to a node without a waypoint, metres", minimum=0.5, maximum=200.0, per_goal=True)
     standoff_m: float = option(0.8, "how far from an asset the robot stands to reach it, metres", minimum=0.3, maximum=3.0, per_goal=True)

@@ -453,6 +453,7 @@ def skill_update(
     source: str = "spot_skill_server",
     held: bool | None = None,
     missing: bool = False,
+    hand_acted: bool = True,
 ) -> GraphUpdate:
     """The scene-graph update a finished skill reports, and the belief after it.
 
@@ -464,7 +465,10 @@ def skill_update(
     see where they should be. An object put down takes `placed_at` (where the hand let go) as its position.
 
     `held` is what the gripper says at the end of the skill (None: not read): it overrides the plan model when a
-    skill that did not succeed had already changed the hand. A pickup canceled or failed after the grasp held
+    skill that did not succeed had already changed the hand, which it can only have done once its grasp, put-down
+    or handle pull started (`hand_acted`): a pickup refused before it, because the claw holds something the graph
+    does not, leaves the object where it was and reports the gripper holding "something the scene graph does not
+    hold". A pickup canceled or failed after the grasp held
     reports the object in the hand; a put-down whose gripper opened (then the stow failed or was canceled)
     reports the object at the place. An object the graph still has in the hand when the gripper is empty (it
     slipped out on the way) is reported in the robot's room, near the robot. Whenever the gripper was read, the
@@ -492,6 +496,7 @@ def skill_update(
         missing=missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up"),
         seen=(),  # what a look_ skill saw comes from the camera, not the graph
         report_agent=True,
+        acted=hand_acted,
     )
     effect = step_update(state, step, actions, code is SkillCode.NONE, observed, check=False, source=source)
     if effect.applied:

@@ -7,7 +7,9 @@ blocking SDK call, while the skill's coroutine awaits the worker's end (its futu
 guard condition, as each progress report does to be relayed as feedback), so no executor thread ever blocks on
 the robot and nothing polls. Cancel sends a stop command at once and wakes the worker through
 the goal's own stop event (made when the goal is accepted, never cleared), so a cancel that arrives before the
-program starts ends the goal `canceled` with no motion.
+program starts ends the goal `canceled` with no motion. A motion it stopped ends only once the robot reports it
+stands still (`stop_timeout_s`; else a latched robot fault, Session.stopped), as the ARCL and Nav2 paths confirm
+theirs.
 
 The robot login comes from the environment variables named by `username_env` / `password_env` (as in Boston
 Dynamics' own examples: BOSDYN_CLIENT_USERNAME, BOSDYN_CLIENT_PASSWORD); it is never a parameter and never
@@ -108,6 +110,7 @@ class _Outcome:
     revealed: GraphUpdate | None = None
     held: bool | None = None  # the gripper holds something at the end (None: not read, or not relevant)
     missing: bool = False  # a grasp where the object should be found nothing there
+    hand_used: bool = False  # a grasp, put-down or handle pull started: only then can the gripper show its change
 
 
 class SpotSkillServer(SkillServer):
@@ -258,6 +261,7 @@ class SpotSkillServer(SkillServer):
             arm_timeout_s=opts.arm_timeout_s,
             max_walk_m=opts.max_walk_m,
             handle_pull_s=opts.handle_pull_s,
+            stop_timeout_s=opts.stop_timeout_s,
         )
 
     def _bind_waypoints(self) -> None:
@@ -323,6 +327,7 @@ class SpotSkillServer(SkillServer):
         update = skill_update(
             graph, step, self.actions, self.belief, outcome.code, outcome.pose, outcome.off_course,
             dict(self.waypoint_to_node), places[-1] if places else None, held=outcome.held, missing=outcome.missing,
+            hand_acted=outcome.hand_used,
         )  # fmt: skip
         if outcome.revealed is not None:
             update.upsert.extend(outcome.revealed.upsert)
@@ -389,7 +394,7 @@ class SpotSkillServer(SkillServer):
                     code, message = unread.code, f"{step} failed: {unread.message}{after}"
         elif program.primitives:
             held = self._holding()
-        return _Outcome(code, message, pose, off_course, revealed, held, missing)
+        return _Outcome(code, message, pose, off_course, revealed, held, missing, hand_used)
 
     def _holding(self) -> bool | None:
         """What the gripper says now (manipulator_state.is_gripper_holding_item); None when it cannot be read."""

@@ -427,11 +427,16 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
         problem = self.time_problem(request.clock_identifier, None)
         if problem:
             return RC.Status.Value(f"STATUS_{problem}"), "clock identifier unknown: time-sync first"
+        if w.estopped:
+            # estop.proto ESTOP_LEVEL_CUT: "Immediately cut power to the actuators"; robot_command.proto
+            # RobotCommandResponse STATUS_NOT_POWERED_ON: "The robot must be powered on to accept a command". The
+            # fake refuses a stop too while the e-stop is pressed (a robot powered off otherwise still takes one)
+            return RC.STATUS_NOT_POWERED_ON, "the robot is e-stopped: motor power is cut"
         command = request.command
         if command.HasField("full_body_command"):
             which = command.full_body_command.WhichOneof("command")
             if which == "stop_request":
-                w.stop_motion("stop")
+                w.stop_commanded()
                 w.abort_grasps()
                 w.stop_count += 1
                 return self.record({"full"}, kind="stop")
@@ -488,7 +493,7 @@ class RobotCommand(Base, robot_command_service_pb2_grpc.RobotCommandServiceServi
             w.standing = False
             data["kind"] = "sit"
         elif which == "stop_request":
-            w.stop_motion("stop")
+            w.stop_commanded()
             w.stop_count += 1
             data["kind"] = "mobility_stop"
         elif which == "se2_trajectory_request":

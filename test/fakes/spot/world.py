@@ -100,6 +100,7 @@ class Motion:
     target: str = ""  # waypoint id for navigate
     halted: str = ""  # why it stopped early: stop, stuck, blocked, estop, power, fault, lease, timeout, replaced
     halted_pose: Se2 | None = None
+    coast_until: float | None = None  # a stop arrived: the body walks on until then (local time; see stop_coast_s)
 
     @property
     def length(self) -> float:
@@ -161,6 +162,12 @@ class FakeWorld:
         self.stuck: dict[str, float] = {}  # waypoint id -> fraction of the way where navigation gets stuck
         self.walk_blocked = False  # body trajectories end blocked half way
         self.gripper_jammed = False  # the claw does not open on command, whatever it holds (a gripper fault)
+        #: How long the body walks on after a stop command before it halts (0: at once; math.inf: it never does
+        #: until a test halts it). Meanwhile the walk ignores its command's end time too: the stop was accepted
+        #: (STATUS_OK, its feedback STATUS_PROCESSING) but the body is not under the controller's command, and the
+        #: robot state reports the body's velocity all along (robot_state.proto KinematicState
+        #: velocity_of_body_in_odom), which is what a client can read to see whether it stopped.
+        self.stop_coast_s = 0.0
         self.waypoints: dict[str, Waypoint] = {}
         self.objects: dict[str, FakeObject] = {}
         self.handles: dict[str, FakeHandle] = {}
@@ -244,7 +251,12 @@ class FakeWorld:
         motion = self.motion
         if motion is None:
             return
-        if not motion.halted and self.robot_now() > motion.end_time:
+        if not motion.halted and motion.coast_until is not None:
+            if now >= motion.coast_until:  # halted where the coast ended, not where the world was looked at
+                motion.halted_pose = motion.pose(motion.coast_until)
+                motion.halted = "stop"
+                self.body = motion.halted_pose
+        elif not motion.halted and self.robot_now() > motion.end_time:
             ended = now - (self.robot_now() - motion.end_time)  # local time of the end time
             if not motion.arrived(ended):  # halted where the end time fell, not where the world was looked at
                 motion.halted_pose = motion.pose(ended)
@@ -268,6 +280,16 @@ class FakeWorld:
         if self.motion is not None:
             self.halt(self.motion, why)
         self.motion = None
+
+    def stop_commanded(self) -> None:
+        """A stop command arrived (basic_command.proto StopCommand: "stop the robot in place with minimal motion"):
+        the body halts now, or after `stop_coast_s`."""
+        self.advance()
+        motion = self.motion
+        if motion is None or self.stop_coast_s <= 0.0:
+            self.stop_motion("stop")
+        elif motion.coast_until is None:  # a second stop does not make it coast longer
+            motion.coast_until = time.time() + self.stop_coast_s
 
     def start_motion(self, kind: str, goal: Se2, end_time: float, stop_at: float = 1.0, target: str = "") -> Motion:
         self.stop_motion("replaced")

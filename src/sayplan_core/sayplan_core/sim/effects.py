@@ -61,6 +61,9 @@ class Observed:
     seen: Sequence[str] | None = None
     #: report the agent even when its place is unknown (a robot always reports its own measurements)
     report_agent: bool = False
+    #: the step got as far as its hand's part (a grasp, a put-down, a handle): only then can `held` show that the
+    #: step's change happened; a step refused before it (the claw holding something unknown) changed nothing
+    acted: bool = True
 
 
 @dataclass
@@ -93,7 +96,7 @@ def step_update(
     spec = actions.actions.get(step.action)
     done = succeeded
     if spec is not None and not check and step.target in state.graph.nodes:  # the robot's word counts
-        if not done and seen.held is not None:
+        if not done and seen.held is not None and seen.acted:
             done = _hand_shows_done(spec, seen.held, state.holding is not None)
         if done and state.holding is None and _releases_target(spec):
             state.holding = step.target  # the robot let go of it, whatever the graph said it held
@@ -171,7 +174,7 @@ def _report(
         if location is not None:
             agent.attributes["location"] = location
         if seen.held is not None and step is not None:
-            agent.attributes[GRIPPER_ATTRIBUTE] = gripper_words(seen.held, state.holding, step)
+            agent.attributes[GRIPPER_ATTRIBUTE] = gripper_words(seen.held, state.holding, step, seen.acted)
         agent.attributes.update(seen.agent_attributes)
         if seen.agent_position is not None:
             agent.position = seen.agent_position
@@ -184,14 +187,15 @@ def report(state: WorldState, node_ids: Iterable[str], source: str = "") -> Grap
     return _report(state, node_ids, [], Observed(), _Moved(), None, source)
 
 
-def gripper_words(held: bool, graph_holds: str | None, step: PlanStep) -> str:
+def gripper_words(held: bool, graph_holds: str | None, step: PlanStep, acted: bool = True) -> str:
     """What the gripper holds, for the agent's `gripper` attribute: empty, the held object's id, the handle a
-    claw stuck on, or something the scene graph does not hold."""
+    claw stuck on (only when the step's claw got to the handle, `acted`), or something the scene graph does not
+    hold."""
     if not held:
         return GRIPPER_EMPTY
     if graph_holds is not None:
         return graph_holds
-    if step.action in HANDLE_ACTIONS and step.target:
+    if acted and step.action in HANDLE_ACTIONS and step.target:
         return f"the handle of {step.target}"
     return "something the scene graph does not hold"
 

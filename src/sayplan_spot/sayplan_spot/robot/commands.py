@@ -26,6 +26,7 @@ class Limits:
     arm_timeout_s: float = 30.0
     max_walk_m: float = 15.0
     handle_pull_s: float = 3.0
+    stop_timeout_s: float = 2.0  # after a stop command (a cancel, a deadline): until the robot reports it is still
 
 
 Report = Callable[[str], None]

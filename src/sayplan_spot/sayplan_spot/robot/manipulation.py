@@ -85,8 +85,9 @@ class Manipulation:
         let_go: bool = False,
     ) -> None:
         """Manipulation API pick along a ray (vision frame); returns once the gripper holds it. A pick that is
-        canceled or runs out of time stops the arm and stows it (`let_go`: opens the gripper first, for a
-        handle), so the robot is not left with its arm out."""
+        canceled or runs out of time stops the robot and, once it reports it stands still, stows the arm
+        (`let_go`: opens the gripper first, for a handle), so the robot is not left with its arm out; a robot
+        that does not report still is a robot fault, and nothing more is sent to it."""
         request = manipulation_api_pb2.ManipulationApiRequest(
             pick_object_ray_in_world=manipulation_api_pb2.PickObjectRayInWorld(
                 ray_start_rt_frame=geometry_pb2.Vec3(x=start[0], y=start[1], z=start[2]),
@@ -109,6 +110,8 @@ class Manipulation:
             if code is SkillCode.NONE:
                 break
             if code is not None:
+                if stop.is_set():  # our stop ended the grasp: seen still before the clean-up
+                    self._confirm_stop(stop, limits, SpotError(SkillCode.CANCELED, f"{doing}: canceled"))
                 if let_go:
                     self._let_go(node, limits)  # a robot fault instead, when the claw stays on the handle
                 else:
@@ -119,8 +122,8 @@ class Manipulation:
             report(f"{doing}: {state.removeprefix('MANIP_STATE_').lower().replace('_', ' ')}")
             try:
                 wait(stop, limits, deadline, doing)
-            except SpotError:
-                self.session.stopped(stop)
+            except SpotError as exc:
+                self._confirm_stop(stop, limits, exc)
                 if let_go:
                     self._let_go(node, limits)  # a robot fault instead, when the claw stays on the handle
                 else:
@@ -190,10 +193,11 @@ class Manipulation:
 
     def _tidy_arm(self, stop: threading.Event, limits: Limits, exc: SpotError) -> None:
         """After an arm command failed or was canceled: wait for the stop (a canceled or timed-out command is
-        stopped first, so the stop cannot land after the clean-up and undo it), then fold the arm in: the carry
-        pose when the gripper still holds something, else stowed. The clean-up itself cannot be canceled."""
+        stopped first and seen still, so the stop cannot land after the clean-up and undo it), then fold the arm
+        in: the carry pose when the gripper still holds something, else stowed. The clean-up itself cannot be
+        canceled."""
         if stop.is_set() or exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
-            self.session.stopped(stop)
+            self._confirm_stop(stop, limits, exc)
         try:
             holding = self.session.holding()
         except Exception as read:
@@ -230,13 +234,21 @@ class Manipulation:
         except SpotError as exc:
             failed = exc
         if stop.is_set():
-            self.session.stopped(stop)
+            self._confirm_stop(stop, limits, failed or SpotError(SkillCode.CANCELED, f"{doing}: canceled"))
         if failed is None and not self.read_gripper(f"after {verb} {prim.node}"):
             # the pull ran its time but the claw no longer holds the handle: where the door is, is not known
             failed = SpotError(SkillCode.SKILL_FAILED, f"{doing}: the gripper lost the handle during the pull")
         self._let_go(f"the handle of {prim.node}", limits)  # raises a robot fault when the claw stays on it
         if failed is not None:
             raise failed
+
+    def _confirm_stop(self, stop: threading.Event, limits: Limits, exc: SpotError) -> None:
+        """Before the clean-up after a cancel or a deadline: the robot stopped and reports it stands still
+        (Session.stopped), else a robot fault (which latches, even under a cancel), and no clean-up is sent to a
+        robot that may still be moving."""
+        problem = self.session.stopped(stop, limits.stop_timeout_s)
+        if problem:
+            raise SpotError(SkillCode.ROBOT_FAULT, f"{exc.message}, but {problem}") from None
 
     def read_gripper(self, when: str) -> bool:
         """Read the gripper back (robot state is_gripper_holding_item); a gripper that cannot be read is a robot

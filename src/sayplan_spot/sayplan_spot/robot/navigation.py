@@ -112,7 +112,7 @@ class Navigation:
     ) -> None:
         """Run a motion as short commands (each `command_s`, at least three feedback periods) renewed at half
         their length until `progress` says done, within navigate_timeout_s. A canceled or timed-out motion is
-        stopped (`_stop_walking`)."""
+        stopped and seen still (`_stop_walking`)."""
         duration = max(command_s, 3.0 * limits.feedback_period_s)
         deadline = time.monotonic() + limits.navigate_timeout_s
         command_id: int | None = None
@@ -132,21 +132,17 @@ class Navigation:
                 wait(stop, limits, deadline, doing)
         except SpotError as exc:
             if exc.code in (SkillCode.CANCELED, SkillCode.TIMEOUT):
-                self._stop_walking(stop, exc)
+                self._stop_walking(stop, limits, exc)
             raise
 
-    def _stop_walking(self, stop: threading.Event, exc: SpotError) -> None:
-        """A walk or navigation canceled or out of time: stop it, and once more after a cancel (the last command
-        the robot gets, even if a re-send crossed the cancel's stop). A stop the robot did not accept leaves it
-        possibly moving: a robot fault, which latches (even under a cancel)."""
-        accepted = self.session.stopped(stop)
-        if stop.is_set():
-            accepted = self.session.stop() is not None
-        if not accepted:
-            raise SpotError(
-                SkillCode.ROBOT_FAULT,
-                f"{exc.message}, but the robot did not accept the stop command: it may still be moving",
-            ) from None
+    def _stop_walking(self, stop: threading.Event, limits: Limits, exc: SpotError) -> None:
+        """A walk or navigation canceled or out of time: stop it (after the cancel's own stop, once more: the last
+        command the robot gets, even if a re-send crossed the cancel's stop) and wait, at most `stop_timeout_s`,
+        for the robot to report it stands still. A stop the robot did not accept, or after which it does not
+        report still, leaves it possibly moving: a robot fault, which latches (even under a cancel)."""
+        problem = self.session.stopped(stop, limits.stop_timeout_s)
+        if problem:
+            raise SpotError(SkillCode.ROBOT_FAULT, f"{exc.message}, but {problem}") from None
 
 
 def _walk_done(fb: Any) -> Reading:

@@ -16,6 +16,7 @@ from typing import Any
 
 import bosdyn.client
 from bosdyn.api.basic_command_pb2 import RobotCommandFeedbackStatus, SitCommand, StandCommand
+from bosdyn.api.robot_state_pb2 import EStopState, PowerState
 from bosdyn.client import frame_helpers, math_helpers
 from bosdyn.client.auth import InvalidLoginError
 from bosdyn.client.estop import EstopClient
@@ -72,7 +73,6 @@ class Session:
         #: Set once stop() has sent its stop command (cleared by the skill server before each skill): clean-up
         #: after a cancel waits for it, so the stop cannot land after (and override) the stow.
         self.stop_sent = threading.Event()
-        self.stop_accepted = False  # whether the robot accepted the last stop command sent (set with stop_sent)
         self.serial = ""
         #: Appended to `not_powered` messages: how the operator powers the robot on (set by the skill server).
         self.power_hint = ""
@@ -370,6 +370,9 @@ class Session:
             found.append("motors: on" if powered else f"motors: off (skills will not power them on{self.power_hint})")
             holding = self.seen.note("holding", bool(state.manipulator_state.is_gripper_holding_item))
             found.append(f"gripper: {'holding something' if holding else 'empty'}")
+            speed = body_speed(state)
+            ok = ok and speed < STILL_MPS  # a stop never confirmed: the body must be seen still before anything moves
+            found.append("body: still" if speed < STILL_MPS else f"body: moving at {speed:.2f} m/s (stop it first)")
         except Exception as exc:
             return False, [*found, f"the robot did not answer: {fault_from(exc, 'checking').message}"], None
         return ok, found, holding
@@ -450,43 +453,69 @@ class Session:
         except Exception as exc:
             self.warn(f"the stop command failed: {fault_from(exc, 'stopping').message}")
         finally:
-            self.stop_accepted = sent is not None
             self.stop_sent.set()
         return sent
 
     def stop_and_confirm(self, timeout_s: float) -> bool:
-        """Send the stop command and wait, at most `timeout_s`, until the robot confirms it: the stop is still the
-        command in force (its feedback STATUS_PROCESSING, not overridden) and the body is still (robot state
-        velocity_of_body_in_odom below STILL_MPS). True too when there is no session (nothing to stop)."""
+        """Send the stop command and wait, at most `timeout_s`, until the robot confirms it stands still
+        (`confirm_still`). True too when there is no session (nothing to stop), and when the robot refuses the stop
+        because it is e-stopped (motor power cut: it takes no command) and reports itself still."""
         if self.robot is None:
             return True
         deadline = time.monotonic() + timeout_s
         command_id = self.stop(timeout_s)
-        if command_id is None:
-            return False
-        client = self.client(RobotCommandClient)
+        problem = self.confirm_still(command_id, deadline - time.monotonic())
+        if problem:
+            self.warn(f"the stop was not confirmed: {problem}")
+        return not problem
+
+    def confirm_still(self, command_id: int | None, timeout_s: float) -> str:
+        """Ask the robot, until it answers that it stands still or `timeout_s` has passed (at least once): '' when
+        it did, else why not. Still means the body slower than STILL_MPS (robot state velocity_of_body_in_odom) and
+        the stop command `command_id` still in force (its feedback STATUS_PROCESSING, not overridden by another
+        command), or the robot e-stopped or its motors off (robot state estop_states, power_state: nothing drives
+        the legs; a robot e-stopped refuses the stop command itself, STATUS_NOT_POWERED_ON). `command_id` None: the
+        robot did not accept a stop, so only the e-stop or the motors being off can show it stopped. Blocks: from
+        the worker or a plain thread, never a callback."""
+        deadline = time.monotonic() + timeout_s
+        seen = "the robot did not answer"
         while True:
             left = deadline - time.monotonic()
-            if left <= 0:
-                return False
+            rpc = max(min(self.config.rpc_timeout_s, left), 0.05)
             try:
-                rpc = max(min(self.config.rpc_timeout_s, left), 0.05)
-                feedback = client.robot_command_feedback(command_id, timeout=rpc).feedback
-                velocity = self.client(RobotStateClient).get_robot_state(timeout=rpc).kinematic_state
-                linear = velocity.velocity_of_body_in_odom.linear
-                in_force = feedback.full_body_feedback.status == RobotCommandFeedbackStatus.STATUS_PROCESSING
-                if in_force and math.hypot(linear.x, linear.y) < STILL_MPS:
-                    return True
+                in_force = False
+                if command_id is not None:
+                    feedback = self.client(RobotCommandClient).robot_command_feedback(command_id, timeout=rpc).feedback
+                    in_force = feedback.full_body_feedback.status == RobotCommandFeedbackStatus.STATUS_PROCESSING
+                state = self.client(RobotStateClient).get_robot_state(timeout=rpc)
+                speed = body_speed(state)
+                cut = estop_cut(state)
+                if speed < STILL_MPS and (in_force or cut):
+                    return ""
+                seen = f"the body at {speed:.2f} m/s" + (
+                    "" if command_id is None or in_force else ", the stop command no longer in force"
+                )
             except Exception as exc:
-                self.warn(f"confirming the stop: {fault_from(exc, 'confirming the stop').message}")
-            time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))  # a plain thread, never a callback
+                seen = fault_from(exc, "confirming the stop").message
+            if time.monotonic() >= deadline:
+                break
+            time.sleep(min(0.05, max(deadline - time.monotonic(), 0.0)))  # the worker or a plain thread
+        if command_id is None:
+            return f"the robot did not accept the stop command ({seen}): it may still be moving"
+        return (
+            f"the robot did not report that it stands still within {timeout_s:g} s of the stop command ({seen}): "
+            "it may still be moving"
+        )
 
-    def stopped(self, stop: threading.Event) -> bool:
-        """Before cleaning up after a cancel or a timeout: the robot has been sent its stop command (by the
-        cancel, which we wait for, or now). False when the robot did not accept it (or it was never sent)."""
+    def stopped(self, stop: threading.Event, timeout_s: float) -> str:
+        """After a cancel or a deadline, before anything else is sent to the robot: '' once it was told to stop and
+        reports it stands still, else why not (a robot fault: it may still be moving). The cancel's own stop
+        command is waited for first (the clean-up that follows must not land before it and be overridden by it);
+        then one more stop is sent, the last command the robot gets even if a command crossed the cancel's stop,
+        and confirmed (`confirm_still`, at most `timeout_s`, the per-goal `stop_timeout_s`)."""
         if stop.is_set():
-            return self.stop_sent.wait(timeout=3.0) and self.stop_accepted
-        return self.stop() is not None
+            self.stop_sent.wait(timeout=3.0)
+        return self.confirm_still(self.stop(), timeout_s)
 
     # ------------------------------------------------------------------ ending
     def disconnect(self) -> None:
@@ -510,7 +539,9 @@ class Session:
             return
         with self._lock:
             lease_ok = not self._lease_problem
-        if power_off and lease_ok:
+        if power_off and lease_ok and self.estopped():
+            self.info("the robot is e-stopped: its motors are off, nothing to sit down or power off")
+        elif power_off and lease_ok:
             try:
                 if self._stood:  # else nothing to sit from; the safe power-off below sits a standing robot anyway
                     self.command(RobotCommandBuilder.synchro_sit_command(), "sitting down", limits,
@@ -564,3 +595,17 @@ def _stand_done(fb: Any) -> Reading:
 def _sit_done(fb: Any) -> Reading:
     status = fb.synchronized_feedback.mobility_command_feedback.sit_feedback.status
     return read(sf.SIT_FEEDBACK, SitCommand.Feedback.Status, status)
+
+
+def body_speed(state: Any) -> float:
+    """How fast the body moves over the ground (robot state kinematic_state.velocity_of_body_in_odom), m/s."""
+    linear = state.kinematic_state.velocity_of_body_in_odom.linear
+    return math.hypot(linear.x, linear.y)
+
+
+def estop_cut(state: Any) -> bool:
+    """Nothing drives the legs: an e-stop reports STATE_ESTOPPED (robot_state.proto EStopState), or the motors are
+    off (PowerState STATE_OFF)."""
+    if any(estop.state == EStopState.STATE_ESTOPPED for estop in state.estop_states):
+        return True
+    return bool(state.power_state.motor_power_state == PowerState.STATE_OFF)
