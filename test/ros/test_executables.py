@@ -107,3 +107,39 @@ def test_a_misspelled_parameter_in_a_params_file_stops_the_stack_naming_the_clos
     assert done.returncode == 2, done.stderr
     errors = [line for line in done.stderr.splitlines() if line.startswith("sayplan_stack: ")]
     assert len(errors) == 1 and f"{name} (did you mean {closest}?)" in errors[0], done.stderr
+
+
+@needs_stack
+def test_toggling_use_sim_time_on_every_node_is_refused_and_the_stack_lives(ros: Any) -> None:
+    """Found as a hostile peer: use_sim_time set true, false, true on /planner through SetParameters killed the
+    whole stack ("cannot use Destroyable because destruction was requested")."""
+    from rcl_interfaces.msg import Parameter as ParameterMsg
+    from rcl_interfaces.msg import ParameterType, ParameterValue
+    from rcl_interfaces.srv import SetParameters
+
+    assert STACK is not None
+    args = [STACK, "--ros-args", "--params-file", str(ROOT / "config" / "sayplan.yaml"), "-p", REPLAY]
+    proc = subprocess.Popen(args, env=env_for(ros), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        client = ros.node("operator")
+        paths = client.create_client(PlanPath, "plan_path")
+        ros.wait_for(lambda: paths.service_is_ready(), timeout=60.0, what="the stack")
+        for node in ("planner", "executor", "scene_graph_server", "path_planner", "lifecycle_manager"):
+            setter = client.create_client(SetParameters, f"{node}/set_parameters")
+            for value in (True, False, True, False):
+                flag = ParameterValue(type=ParameterType.PARAMETER_BOOL, bool_value=value)
+                request = SetParameters.Request(parameters=[ParameterMsg(name="use_sim_time", value=flag)])
+                answer = ros.call(setter, request, timeout=20.0)
+                (result,) = answer.results
+                if value:  # started false: true is a change, refused; false keeps the value
+                    assert not result.successful and "read at start-up only" in result.reason, (node, result)
+                else:
+                    assert result.successful, (node, result.reason)
+        assert proc.poll() is None, "the stack process died"
+        answer = ros.call(paths, PlanPath.Request(start="kitchen", goal="cafeteria"), timeout=20.0)
+        assert answer.success, answer.message
+    finally:
+        proc.send_signal(signal.SIGINT)
+        out, _ = proc.communicate(timeout=30)
+    assert proc.returncode == 0, out
+    assert "cannot use Destroyable" not in out, out

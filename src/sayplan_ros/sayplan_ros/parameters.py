@@ -52,6 +52,20 @@ def descriptor(setting: Setting) -> ParameterDescriptor:
     return desc
 
 
+#: rclpy's own parameters that our nodes read at start-up only. Switching use_sim_time makes rclpy create or
+#: destroy the node's /clock subscription under the spinning executor; toggled true, false, true it killed the
+#: whole stack process ("cannot use Destroyable because destruction was requested").
+START_UP_ONLY = frozenset({"use_sim_time"})
+
+
+def start_up_only(node: Node, parameter: Parameter) -> str:
+    """'' when `parameter` (one of START_UP_ONLY) keeps its value; else why the change is refused. Our callback
+    runs before rclpy's own (rclpy calls the newest first), so a refused change never reaches the clock."""
+    if not node.has_parameter(parameter.name) or parameter.value == node.get_parameter(parameter.name).value:
+        return ""
+    return f"{parameter.name} is read at start-up only: restart the node with the new value"
+
+
 def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict[str, Any]:
     """Declare every setting of the table on `node`; returns the start-up values, checked (ValueError if bad).
     With `check` False they are returned as given: a managed node checks them at configure."""
@@ -69,6 +83,11 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
 
     def on_set(parameters: list[Parameter]) -> SetParametersResult:
         for parameter in parameters:
+            if parameter.name in START_UP_ONLY:
+                refused = start_up_only(node, parameter)
+                if refused:
+                    node.get_logger().warning(f"refused parameter change: {refused}")
+                    return SetParametersResult(successful=False, reason=refused)
             if parameter.name not in settings:
                 continue
             try:
