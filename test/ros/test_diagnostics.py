@@ -328,3 +328,46 @@ def test_the_llm_watch_probes_on_its_own_after_the_first_period() -> None:
         assert status.level is Level.ERROR and f"127.0.0.1:{port}" in status.message, status
     finally:
         watch.stop()
+
+
+# ----------------------------------------------------------------------------- every node publishes
+def test_the_path_planner_reports_its_graph_copy_and_answers(ros: Any, monitor: Monitor) -> None:
+    """Found as a new user: path_planner published nothing on /diagnostics."""
+    from sayplan_interfaces.srv import PlanPath
+    from sayplan_ros.path_planner_node import PathPlannerNode
+
+    paths = ros.add(PathPlannerNode(context=ros.context))
+    waiting = monitor.wait(ros, "path_planner: scene graph copy", lambda s: True, "the path planner's status")
+    assert waiting.level is Level.WARN and waiting.values["version"] == "0"
+    ros.add(SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("env", value="office")]))
+    ros.wait_for(lambda: paths.version > 0, what="the path planner's first graph")
+    client = ros.node("asker").create_client(PlanPath, "plan_path")
+    assert ros.call(client, PlanPath.Request(start="kitchen", goal="cafeteria")).success
+    assert not ros.call(client, PlanPath.Request(start="kitchen", goal="atlantis")).success
+    status = monitor.wait(ros, "path_planner: scene graph copy", lambda s: s.values["refused"] == "1", "the count")
+    assert status.level is Level.OK and status.values["answered"] == "1", status
+
+
+def test_a_stack_whose_llm_is_dead_says_why_on_diagnostics_before_it_exits(ros: Any, monitor: Monitor) -> None:
+    """Found as a new user: a dead LLM at start-up showed no ERROR on /diagnostics before the stack exited 2
+    (only stderr said why); the lifecycle manager published nothing at all."""
+    import os
+    import shutil
+    import subprocess
+
+    stack = shutil.which("sayplan_stack")
+    if stack is None:
+        pytest.skip("sayplan_stack is not on PATH: run through `make test`")
+    dead = f"http://127.0.0.1:{closed_port()}"
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
+    args = [stack, "--ros-args", "-p", "planner:llm:=ollama", "-p", f"planner:base_url:={dead}"]
+    done = subprocess.run(args, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    name = "lifecycle_manager: managed nodes"
+
+    def errors() -> list[Status]:  # heard while the stack ran: it acknowledged delivery before exiting
+        return [s for s in list(monitor.heard.get(name, [])) if s.level is Level.ERROR]
+
+    ros.wait_for(lambda: bool(errors()), timeout=5.0, what=f"an ERROR on '{name}' (last: {monitor.last(name)})")
+    heard = errors()
+    assert "planner" in heard[-1].message and dead.removeprefix("http://") in heard[-1].message, heard[-1]

@@ -159,3 +159,33 @@ def executor_status(task: str, missing: Iterable[str], hardware_id: str = "") ->
     if gone:
         return Status("executor", Level.WARN, f"{doing}; no server for {', '.join(gone)}", values, hardware_id)
     return Status("executor", Level.OK, f"{doing}; every server is there", values, hardware_id)
+
+
+# ---------------------------------------------------------------------------------------------- graph followers
+def follower_status(version: int, problem: str, served: int, failed: int, hardware_id: str = "") -> Status:
+    """The copy of the scene graph a node plans on: WARN before the first graph (it cannot answer yet), ERROR
+    while the copy is out of sync with the server (`problem`); with the requests answered and refused."""
+    values = {"version": str(version), "answered": str(served), "refused": str(failed), "problem": problem or "none"}
+    if problem:
+        return Status("scene graph copy", Level.ERROR, f"out of sync: {problem}", values, hardware_id)
+    if version == 0:
+        return Status("scene graph copy", Level.WARN, "no scene graph received yet", values, hardware_id)
+    return Status("scene graph copy", Level.OK, f"version {version}", values, hardware_id)
+
+
+# ---------------------------------------------------------------------------------------------- lifecycle manager
+def manager_status(
+    nodes: Iterable[str], active: bool, last: tuple[str, bool, str] | None, hardware_id: str = ""
+) -> Status:
+    """The managed nodes as the lifecycle manager last left them: OK when every one is active, ERROR when its last
+    command failed (the message says which node and why: a planner whose LLM is dead), WARN otherwise (starting,
+    paused, reset)."""
+    names = ", ".join(nodes) or "no nodes"
+    command, ok, message = last if last is not None else ("", True, "")
+    values = {"nodes": names, "active": str(active).lower(), "last command": command or "none"}
+    if last is not None and not ok:
+        return Status("managed nodes", Level.ERROR, f"{command} failed: {message}", values, hardware_id)
+    if active:
+        return Status("managed nodes", Level.OK, f"active: {names}", values, hardware_id)
+    doing = f"after {command}: {message}" if command else "starting up"
+    return Status("managed nodes", Level.WARN, f"not active ({doing})", values, hardware_id)

@@ -25,6 +25,7 @@ from typing import Generic, TypeVar
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue
 from lifecycle_msgs.msg import State
 from rclpy.callback_groups import MutuallyExclusiveCallbackGroup
+from rclpy.duration import Duration
 from rclpy.node import Node
 
 from sayplan_core.diagnostics import Level, Status, lifecycle_status, llm_status
@@ -114,6 +115,12 @@ class DiagnosticsPublisher:
                 status = Status(status.name, status.level, status.message, status.values, self.hardware_id)
             array.status.append(status_to_msg(status, self.prefix))
         self._publisher.publish(array)
+
+    def publish_now(self, acked_within_s: float) -> bool:
+        """Publish at once and wait up to `acked_within_s` for every subscriber to have it: for a status the node
+        sends just before its program ends (a start-up that failed). True when all acknowledged."""
+        self.publish()
+        return bool(self._publisher.wait_for_all_acked(Duration(seconds=acked_within_s)))
 
     def destroy(self) -> None:
         self._node.destroy_timer(self._timer)

@@ -43,15 +43,19 @@ from rclpy.node import Node
 from rclpy.timer import Timer
 from std_srvs.srv import Trigger
 
+from sayplan_core.diagnostics import Status, manager_status
 from sayplan_core.node_options import LifecycleManagerOptions
 from sayplan_interfaces.srv import ManageLifecycleNodes
 from sayplan_ros.clocks import steady_timer
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.lifecycle import AUTOSTART_DELAY_S
 from sayplan_ros.parameters import declare_options
 from sayplan_ros.runner import run_nodes
 
 #: How long the manager waits for the answer to a question that changes nothing before asking again, seconds.
 QUERY_RESEND_S = 2.0
+#: How long a failed start-up waits for its ERROR on /diagnostics to reach every subscriber, seconds.
+ACKED_WAIT_S = 1.0
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
 _Table = dict[int, tuple[str, ...]]
@@ -148,6 +152,8 @@ class LifecycleManager(Node):
             for name in names
         ]
         self._active = False
+        #: The last command the worker ran and how it ended, for /diagnostics.
+        self._last: tuple[str, bool, str] | None = None
         #: Set when this manager asks the program to end (autostart failed): the one line the program prints.
         self.exit_reason: str | None = None
         #: Set once the autostart ended, either way; `startup_result` then says how.
@@ -167,7 +173,11 @@ class LifecycleManager(Node):
         else:
             self.startup_result = (False, "autostart is false: call ~/manage_nodes with STARTUP")
             self.started.set()
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
         self.get_logger().info(f"managing {', '.join(names) or 'no nodes'}")
+
+    def _diagnostics(self) -> list[Status]:
+        return [manager_status([n.name for n in self._nodes], self._active, self._last)]
 
     def _queue_autostart(self) -> None:
         timer, self._autostart_timer = self._autostart_timer, None
@@ -222,7 +232,10 @@ class LifecycleManager(Node):
             except Exception as exc:  # the autostart must end either way: demo.py and launch wait on `started`
                 closing = self._closing.is_set()
                 ok, message = False, "the manager is shutting down" if closing else f"internal error: {exc!r}"
+            self._last = (command, ok, message)
             if command == "autostart":
+                if not ok and not self._closing.is_set():
+                    self.diagnostics_publisher.publish_now(ACKED_WAIT_S)  # on /diagnostics before the program ends
                 self.startup_result = (ok, message)
                 self.started.set()
                 if not ok and not self._closing.is_set():
@@ -230,7 +243,8 @@ class LifecycleManager(Node):
             return ok, message
         self._active = False
         if command == "resume":
-            return self._resume()
+            self._last = (command, *self._resume())
+            return self._last[1], self._last[2]
         # Pause, reset and shutdown take every node they can down: one node they cannot drive (finalized, gone)
         # must not leave the others running. The command fails naming each such node.
         nodes = list(reversed(self._nodes))
@@ -242,8 +256,10 @@ class LifecycleManager(Node):
                 self.get_logger().error(str(exc))
                 failures.append(str(exc))
         if failures:
-            return False, "; ".join(failures)
-        return True, f"{command}: {', '.join(n.name for n in nodes) or 'no nodes'}"
+            self._last = (command, False, "; ".join(failures))
+        else:
+            self._last = (command, True, f"{command}: {', '.join(n.name for n in nodes) or 'no nodes'}")
+        return self._last[1], self._last[2]
 
     def _resume(self) -> tuple[bool, str]:
         """Activate each node in order; on a refusal deactivate the ones this resume activated (as a failed

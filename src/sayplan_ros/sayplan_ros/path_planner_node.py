@@ -12,10 +12,13 @@ from typing import Any
 from geometry_msgs.msg import Point
 from rclpy.node import Node
 
+from sayplan_core.diagnostics import Status as DiagnosticStatus
+from sayplan_core.diagnostics import follower_status
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.node_options import PathPlannerOptions
 from sayplan_interfaces.srv import PlanPath
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.runner import run_nodes
@@ -26,7 +29,12 @@ class PathPlannerNode(Node):
         super().__init__(node_name, **kwargs)
         declare_options(self, PathPlannerOptions)
         self.follower = GraphFollower(self)
+        self._answered = self._refused = 0  # written by the service callback, read by the diagnostics one
         self.create_service(PlanPath, "plan_path", self._on_plan_path)
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
+
+    def _diagnostics(self) -> list[DiagnosticStatus]:
+        return [follower_status(self.follower.version(), self.follower.problem(), self._answered, self._refused)]
 
     @property
     def version(self) -> int:
@@ -35,7 +43,12 @@ class PathPlannerNode(Node):
     def _on_plan_path(self, request: PlanPath.Request, response: PlanPath.Response) -> PlanPath.Response:
         problem = self.follower.problem()
         with self.follower.reading() as graph:  # a short read of the live copy: no snapshot per request
-            return self._plan_path(graph, problem, request, response)
+            answer = self._plan_path(graph, problem, request, response)
+        if answer.success:
+            self._answered += 1
+        else:
+            self._refused += 1
+        return answer
 
     def _plan_path(
         self, graph: SceneGraph | None, problem: str, request: PlanPath.Request, response: PlanPath.Response
