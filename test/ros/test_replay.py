@@ -115,3 +115,53 @@ def test_a_signal_mid_replay_ends_it_with_130_within_5_s(demo_run: Path, tmp_pat
         if proc.poll() is None:
             proc.kill()
         release_domain(lock)
+
+
+# ----------------------------------------------------------------------------- bounds and runs that did not end
+def test_an_oversized_metadata_file_is_refused_before_it_is_parsed(demo_run: Path, tmp_path: Path) -> None:  # noqa: F811
+    """Found as a hostile user: a 300 MB metadata.yaml took 1 GB of memory, and --timeout did not cover it."""
+    from sayplan_ros.bag import MAX_METADATA_BYTES
+
+    run = tmp_path / "run"
+    shutil.copytree(demo_run, run)
+    with (run / "bag" / "metadata.yaml").open("a", encoding="utf-8") as meta:
+        meta.write(("#" + "x" * 1023 + "\n") * (MAX_METADATA_BYTES // 1024 + 1))
+    done = replay(run, tmp_path / "out")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert f"a bag's metadata is read up to {MAX_METADATA_BYTES:,}" in done.stderr
+    assert not (tmp_path / "out").exists()  # refused before any replay began
+
+
+def test_reading_a_bag_stops_at_its_byte_bound_and_its_deadline(demo_run: Path) -> None:  # noqa: F811
+    with pytest.raises(ValueError, match="holds more than 100 bytes of messages"):
+        list(read_messages(demo_run / "bag", max_bytes=100))
+    with pytest.raises(ValueError, match="took longer than the time given"):
+        list(read_messages(demo_run / "bag", deadline=time.monotonic() - 1.0))
+    assert list(read_messages(demo_run / "bag"))  # the bounds leave a real run alone
+
+
+def test_a_run_canceled_mid_task_is_said_so_not_reported_as_a_difference(tmp_path: Path) -> None:
+    """Found as a new user: replaying a run stopped by Ctrl-C always exited 1 ("differs")."""
+    domain, lock = claim_domain()
+    try:
+        env = {**os.environ, "ROS_DOMAIN_ID": str(domain)}
+        demo = subprocess.Popen(
+            ["sayplan_demo", "--out", str(tmp_path / "runs"), "--skill-delay", "0.5"],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        assert demo.stdout is not None
+        lines = [demo.stdout.readline()]
+        while lines[-1] and "[ executing]" not in lines[-1] and len(lines) < 200:  # a skill is under way
+            lines.append(demo.stdout.readline())
+        assert "[ executing]" in lines[-1], "".join(lines)
+        demo.send_signal(signal.SIGINT)
+        assert demo.wait(timeout=60) == 130, demo.stdout.read()
+    finally:
+        release_domain(lock)
+    (run,) = list((tmp_path / "runs").iterdir())
+    done = replay(run, tmp_path / "out")
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "was canceled mid-task" in done.stderr and "differ" not in done.stdout

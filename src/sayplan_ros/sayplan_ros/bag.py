@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import os
 import queue
+import stat
 import struct
 import threading
 import time
@@ -343,10 +344,36 @@ def recover_bag(path: str | Path) -> str:
     return f"{mcap}: recovered {end} of {len(data)} bytes"
 
 
-def read_messages(path: str | Path) -> Iterator[tuple[str, int, Any]]:
-    """(topic, timestamp, rclpy message) in recorded order."""
-    with Reader(Path(path)) as reader:
+#: The largest metadata.yaml read: rosbags parses it whole (a run's is a few kB).
+MAX_METADATA_BYTES = 1 << 20
+#: The most message bytes read from one bag (sayplan_replay keeps a run's messages in memory).
+MAX_READ_BYTES = 1 << 30
+
+
+def read_messages(
+    path: str | Path, deadline: float | None = None, max_bytes: int = MAX_READ_BYTES
+) -> Iterator[tuple[str, int, Any]]:
+    """(topic, timestamp, rclpy message) in recorded order. ValueError, before anything is parsed, for a
+    metadata.yaml that is not a regular file of at most MAX_METADATA_BYTES; while reading, once more than
+    `max_bytes` of messages were read or the monotonic `deadline` passed."""
+    bag = Path(path)
+    meta = bag / "metadata.yaml"
+    try:
+        info = meta.stat()
+    except OSError as exc:
+        raise ValueError(f"{meta}: cannot be read: {exc.strerror or exc}") from None
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"{meta} is not a regular file")
+    if info.st_size > MAX_METADATA_BYTES:
+        raise ValueError(f"{meta} has {info.st_size:,} bytes; a bag's metadata is read up to {MAX_METADATA_BYTES:,}")
+    read = 0
+    with Reader(bag) as reader:
         for connection, timestamp, raw in reader.messages():
+            read += len(raw)
+            if read > max_bytes:
+                raise ValueError(f"{bag} holds more than {max_bytes:,} bytes of messages; at most that is read")
+            if deadline is not None and time.monotonic() > deadline:
+                raise ValueError(f"reading {bag} took longer than the time given ({read:,} bytes read)")
             if connection.topic in RECORDED_TOPICS:
                 cls = RECORDED_TOPICS[connection.topic][0]
                 yield connection.topic, timestamp, deserialize_message(bytes(raw), cls)

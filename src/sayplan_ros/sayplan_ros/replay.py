@@ -9,7 +9,8 @@ transcripts and the recorded injected skill failures (or `--failure`), sends the
 new run folder, and compares plans, skill outcomes, events and the final graph (sayplan_core.execution.run_diff).
 
 Exit codes, for CI: 0 the run did the same, 1 it differs (the first difference is printed), 2 it could not be
-replayed (no such run, an unreadable bag, the stack did not come up, no result in time).
+replayed (no such run, an unreadable or oversized bag, a run that was canceled or stopped before its task ended,
+the stack did not come up, no result in time; `--timeout` covers reading the bag too).
 """
 
 from __future__ import annotations
@@ -62,12 +63,12 @@ _ENDED = (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 class RecordedRun:
     """What a run folder holds, read once."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Path, deadline: float | None = None) -> None:
         self.folder = folder
         bag = folder / "bag"
         if not (bag / "metadata.yaml").is_file():
             raise ValueError(f"{folder} is not a run folder: no bag/metadata.yaml")
-        self.messages = list(read_messages(bag))
+        self.messages = list(read_messages(bag, deadline))
         graphs = [m for topic, _, m in self.messages if topic == "/scene_graph"]
         if not graphs:
             raise ValueError(f"{bag} holds no /scene_graph message: nothing to start the replay from")
@@ -75,6 +76,11 @@ class RecordedRun:
         self.summary = summarize(self.messages)
         if not self.summary.instruction:
             raise ValueError(f"{bag} holds no instruction (no /plan_results or /execution_events message)")
+        ended = [m.stage for t, _, m in self.messages if t == "/execution_events" and m.stage in _ENDED]
+        if Stage.CANCELED in ended:
+            raise InterruptedRunError(f"{folder} was canceled mid-task (Ctrl-C or a cancel): a replay cannot cancel it")
+        if not ended:
+            raise InterruptedRunError(f"{folder} has no end: the run was stopped before its task ended")
         paths = sorted((folder / "llm").glob("plan_task_*.json"))
         self.transcript = merge_transcripts(
             [json.loads(files.read_bytes(p, MAX_TRANSCRIPT_BYTES, "transcript").decode("utf-8")) for p in paths]
@@ -83,6 +89,10 @@ class RecordedRun:
         self.failures = injected_failures(
             (r.step.action, r.step.target, r.outcome.error_code, r.outcome.error_msg) for r in skills
         )
+
+
+class InterruptedRunError(ValueError):
+    """The recorded run did not end on its own: there is nothing the same run would reproduce."""
 
 
 def summarize(messages: list[tuple[str, int, Any]]) -> RunSummary:
@@ -196,7 +206,7 @@ def main(argv: list[str] | None = None) -> None:
     context = Context()
     code = EXIT_CANNOT_RUN
     try:
-        recorded = RecordedRun(Path(args.run))
+        recorded = RecordedRun(Path(args.run), time.monotonic() + args.timeout)  # --timeout covers the reading
         for sig in (signal.SIGINT, signal.SIGTERM):  # both end the replay as Ctrl-C does: nodes destroyed, 130
             signal.signal(sig, _interrupt)
         rclpy.init(
