@@ -48,7 +48,10 @@ EOF
 
 cpu="$(grep -m1 '^flags' /proc/cpuinfo 2>/dev/null || true) "
 has() { [[ "$cpu" == *" $1 "* ]]; }
-flags="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
+flags="-DGGML_NATIVE=OFF"
+for feature in avx avx2 fma f16c bmi2; do  # each only where the CPU has it (robot PCs without AVX2 exist)
+  if has "$feature"; then flags+=" -DGGML_${feature^^}=ON"; else flags+=" -DGGML_${feature^^}=OFF"; fi
+done
 if has avx_vnni; then flags+=" -DGGML_AVX_VNNI=ON"; fi
 if has avx512f && has avx512bw && has avx512vl && has avx512dq && has avx512cd; then
   flags+=" -DGGML_AVX512=ON"
@@ -58,7 +61,9 @@ if has avx512f && has avx512bw && has avx512vl && has avx512dq && has avx512cd; 
 fi
 flags+=" -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAMA_CURL=OFF"
 runtime="$(grep -v '^#' "$here/requirements/local_llm.txt" | tr -d '[:space:]')"
-key="$(printf '%s %s' "$runtime" "$flags" | sha256sum | cut -c1-16)"
+# a wheel is for one Python and one machine: both are in its cache key
+target="$("$python" -c 'import platform, sys; print(f"cp{sys.version_info[0]}{sys.version_info[1]}-{platform.machine()}")')"
+key="$(printf '%s %s %s' "$runtime" "$flags" "$target" | sha256sum | cut -c1-16)"
 marker="$venv/.sayplan_llama_build"
 if "$python" -c "import llama_cpp" 2>/dev/null && [ "$(cat "$marker" 2>/dev/null)" = "$key" ]; then
   echo "the embedded LLM runtime ($runtime) is already installed"

@@ -237,7 +237,9 @@ def test_ollama_host_reads_hosts_as_the_official_client_does(monkeypatch: pytest
         ("http://[::1", "the IPv6 '[' is not closed"),
         ("http://host:99999", "the port '99999' is not a number from 0 to 65535"),
         ("::", "an IPv6 address goes in brackets"),
-        ("ex ample:11434", "a space or a control character"),
+        ("ex ample:11434", "a space, a control character"),
+        ("h/p?q#frag", "a space, a control character, '?' or '#'"),
+        ("[1.2.3.4]", "is no host name"),
         ("h" * 10_000, "10000 characters (at most 512)"),
     ],
 )
@@ -324,3 +326,13 @@ def test_sayplan_llm_check(httpserver: HTTPServer) -> None:
     assert done.returncode == 1 and not answer["ok"] and "ollama pull qwen3:4b" in answer["detail"]
     done = sayplan(["llm", "check", "--llm", "ollama", "--probe-timeout", "0"], env)
     assert done.returncode == 2 and done.stderr.startswith("sayplan: error: --probe-timeout")
+
+
+def test_a_malformed_ollama_host_is_refused_even_beside_a_base_url(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found in review: the ollama SDK reads OLLAMA_HOST when it is imported, so `--base-url` could not win over a
+    malformed one: `plan` failed while `llm check` passed. Both refuse it now, naming the variable."""
+    monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:notaport")
+    with pytest.raises(LlmFatalError, match="OLLAMA_HOST .*reads it even when base_url is set"):
+        ollama_host("http://127.0.0.1:11434")
+    probe = probe_llm(LlmConfig(backend="ollama", base_url="http://127.0.0.1:11434"), 5)
+    assert not probe.ok and "notaport" in probe.detail

@@ -70,3 +70,7 @@ def test_a_flat_list_that_is_not_a_formula_is_still_refused_by_name() -> None:
         parse_formula(["F", "kitchen", "G", "lab"])
     with pytest.raises(FormulaError, match="tokens; at most"):
         parse_formula(["&"] * 1000)
+    with pytest.raises(FormulaError):  # found in review: items of several tokens (or none) were read as prefix
+        parse_formula(["&", "F kitchen", "G", "! lab"])
+    with pytest.raises(FormulaError):
+        parse_formula(["&", "F", "", "kitchen", "G", "lab"])

@@ -29,13 +29,17 @@ def env_for(ros: Any) -> dict[str, str]:
 
 
 @needs_stack
-def test_stack_process_serves_paths(ros: Any) -> None:
+def test_stack_process_serves_paths(ros: Any, tmp_path: Path) -> None:
     assert STACK is not None
+    site = tmp_path / "site.yaml"  # a site-wide section for other programs (Nav2's frames): warned, not refused
+    site.write_text("/**:\n  ros__parameters:\n    map_frame: map\n", encoding="utf-8")
     args = [
         STACK,
         "--ros-args",
         "--params-file",
         str(ROOT / "config" / "sayplan.yaml"),
+        "--params-file",
+        str(site),
         "-p",
         "path_planner:method:=astar",
         "-p",
@@ -57,6 +61,7 @@ def test_stack_process_serves_paths(ros: Any) -> None:
         out, _ = proc.communicate(timeout=15)
     assert proc.returncode == 0, out
     assert "serving 'office'" in out
+    assert "no node of the stack reads, ignored: map_frame" in out
 
 
 @needs_stack

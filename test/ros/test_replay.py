@@ -165,3 +165,24 @@ def test_a_run_canceled_mid_task_is_said_so_not_reported_as_a_difference(tmp_pat
     done = replay(run, tmp_path / "out")
     assert done.returncode == 2, done.stdout + done.stderr
     assert "was canceled mid-task" in done.stderr and "differ" not in done.stdout
+
+
+def test_a_run_whose_skill_ended_canceled_replays_the_same(tmp_path: Path) -> None:
+    """Found in review: a task that ended CANCELED because a skill did (an injected failure, reproduced by the
+    replay) was refused as if an operator had canceled it."""
+    done = run_in_own_domain(
+        [
+            "sayplan_demo",
+            "--out",
+            str(tmp_path / "runs"),
+            "--skill-delay",
+            "0.01",
+            "--failure",
+            "pickup:coffee_mug:canceled",
+        ],
+        timeout=240,
+    )
+    assert done.returncode == 1 and "summary: canceled" not in done.stdout, done.stdout + done.stderr
+    (run,) = list((tmp_path / "runs").iterdir())
+    again = replay(run, tmp_path / "out")
+    assert again.returncode == 0, again.stdout + again.stderr

@@ -14,8 +14,8 @@ from collections.abc import Iterable
 
 #: how alike two stems must be (difflib's ratio) for one to be offered for the other
 CUTOFF = 0.6
-#: the longest name compared: a hint for a 10 kB name is not worth the quadratic matcher
-MAX_NAME_CHARS = 200
+#: the longest name compared: a hint for a long name is not worth the quadratic matcher
+MAX_NAME_CHARS = 120
 #: names considered at most (the first ones given): a hint over a million-node graph stays cheap
 MAX_POOL = 20_000
 
@@ -34,8 +34,8 @@ def close_names(name: str, known: Iterable[str], count: int = 3, cutoff: float =
     if len(name) > MAX_NAME_CHARS:
         return []
     wanted = stem(name)
-    matcher = difflib.SequenceMatcher(b=wanted, autojunk=False)
-    whole = difflib.SequenceMatcher(b=name.casefold(), autojunk=False)
+    matcher = difflib.SequenceMatcher(b=wanted)
+    whole = difflib.SequenceMatcher(b=name.casefold())
     scored: list[tuple[float, float, str]] = []
     for index, candidate in enumerate(known):
         if index >= MAX_POOL:

@@ -84,20 +84,33 @@ def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
 ROS_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "start_parameter_event_publisher"})
 
 
-def not_in_the_stack(node: str, names: Iterable[str]) -> str:
-    """'' or one line naming the top-level parameters given to `node` that no node of the stack has, each with
-    the closest name of any node. A name another node has is let through: a params file's `/**` section gives
-    every node the same ones, so it cannot be told from one written for this node."""
-    known = {setting.name for table_ in node_settings().values() for setting in table_} | ROS_PARAMETERS
+#: how alike (difflib's ratio on the stems, sayplan_core.closest) an unknown name must be to a parameter of the
+#: stack to be taken for its typo and refused; a name like none is let through with a warning
+TYPO_CUTOFF = 0.8
+
+
+def not_in_the_stack(node: str, names: Iterable[str]) -> tuple[str, list[str]]:
+    """The top-level parameters given to `node` that no node of the stack has: ('' or one line naming those that
+    look like a typo of a parameter of the stack, each with it; the others). A typo is refused; any other name may
+    be meant for another program, since a params file's `/**` section (a site file shared with Nav2 or a driver)
+    gives every node the same ones, so it is only warned about. A name another node of the stack has passes."""
+    known = sorted({setting.name for table_ in node_settings().values() for setting in table_} | ROS_PARAMETERS)
     wrong = sorted({name for name in names if name not in known})
-    if not wrong:
-        return ""
-    named = []
-    for name in wrong[:20]:
-        close = close_names(name, sorted(known), 1)
-        named.append(f"{name[:100]} (did you mean {close[0]}?)" if close else name[:100])
-    more = f" and {len(wrong) - 20} more" if len(wrong) > 20 else ""
-    return f"unknown parameter(s) given to {node}, a parameter of no node of the stack: {', '.join(named)}{more}"
+    typos: list[str] = []
+    others: list[str] = []
+    for name in wrong:
+        close = close_names(name, known, 1, TYPO_CUTOFF)
+        if close:
+            typos.append(f"{name[:100]} (did you mean {close[0]}?)")
+        else:
+            others.append(name[:100])
+    if not typos:
+        return "", others
+    more = f" and {len(typos) - 20} more" if len(typos) > 20 else ""
+    return (
+        f"unknown parameter(s) given to {node}, a parameter of no node of the stack: {', '.join(typos[:20])}{more}",
+        others,
+    )
 
 
 def _managed(settings: Settings) -> Settings:

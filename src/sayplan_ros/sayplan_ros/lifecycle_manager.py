@@ -235,7 +235,10 @@ class LifecycleManager(Node):
             self._last = (command, ok, message)
             if command == "autostart":
                 if not ok and not self._closing.is_set():
-                    self.diagnostics_publisher.publish_now(ACKED_WAIT_S)  # on /diagnostics before the program ends
+                    try:  # on /diagnostics before the program ends; the program ends either way
+                        self.diagnostics_publisher.publish_now(ACKED_WAIT_S)
+                    except Exception as exc:  # an rmw without acknowledgements, a context shutting down
+                        self.get_logger().warning(f"the failed start-up could not be published: {exc!r}")
                 self.startup_result = (ok, message)
                 self.started.set()
                 if not ok and not self._closing.is_set():

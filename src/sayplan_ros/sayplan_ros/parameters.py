@@ -103,10 +103,16 @@ def declare_settings(node: Node, settings: Settings, check: bool = True) -> dict
 
 def unknown_top_level(node: Node) -> str:
     """'' or one line naming the top-level parameters a params file or launch gives `node` that no node of the
-    stack has (`temprature`, `skill_dealy_s`): rclpy keeps them and nobody reads them."""
+    stack has and that look like a typo of one (`temprature`, `skill_dealy_s`): rclpy keeps them and nobody reads
+    them. Other unknown names (a site file's `/**` section for Nav2) are logged once as ignored."""
     overrides: Any = getattr(node, "_parameter_overrides", {})  # rclpy's own store (Humble to Kilted)
     given = [str(name) for name in overrides if "." not in str(name) and not node.has_parameter(str(name))]
-    return not_in_the_stack(node.get_name(), given) if given else ""
+    if not given:
+        return ""
+    refused, unread = not_in_the_stack(node.get_name(), given)
+    if unread:
+        node.get_logger().warning(f"parameter(s) no node of the stack reads, ignored: {', '.join(unread[:20])}")
+    return refused
 
 
 def unknown_nested(node: Node, settings: Settings) -> str:

@@ -47,7 +47,7 @@ from sayplan_core.execution.run_diff import (
 from sayplan_core.graph import graph_to_dict, save
 from sayplan_core.graph.updates import apply_in_place
 from sayplan_core.llm.replay import MAX_TRANSCRIPT_BYTES
-from sayplan_core.outcomes import Stage, Status
+from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_interfaces.msg import ExecutionEvent
 from sayplan_ros.bag import BagRecorder, read_messages
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
@@ -77,7 +77,12 @@ class RecordedRun:
         if not self.summary.instruction:
             raise ValueError(f"{bag} holds no instruction (no /plan_results or /execution_events message)")
         ended = [m.stage for t, _, m in self.messages if t == "/execution_events" and m.stage in _ENDED]
-        if Stage.CANCELED in ended:
+        # a task ends CANCELED for an operator's cancel, or for a skill that ended CANCELED (an injected failure
+        # the replay injects again): only the first cannot be reproduced
+        skill_canceled = any(
+            m.outcome.error_code == int(SkillCode.CANCELED) for t, _, m in self.messages if t == "/skill_results"
+        )
+        if Stage.CANCELED in ended and not skill_canceled:
             raise InterruptedRunError(f"{folder} was canceled mid-task (Ctrl-C or a cancel): a replay cannot cancel it")
         if not ended:
             raise InterruptedRunError(f"{folder} has no end: the run was stopped before its task ended")

@@ -26,7 +26,7 @@ DEFAULT_OLLAMA_PORT = 11434
 #: the longest OLLAMA_HOST or base_url read; a longer one is refused, not echoed
 MAX_HOST_CHARS = 512
 #: a host name, an IPv4 address or a bracketed IPv6 one (with a zone); empty: 127.0.0.1
-_HOST = re.compile(r"[A-Za-z0-9._~-]*|\[[0-9A-Fa-f:.]+(%[A-Za-z0-9._~-]+)?\]")
+_HOST = re.compile(r"[A-Za-z0-9._~-]*|\[[0-9A-Fa-f.]*:[0-9A-Fa-f:.]*[0-9A-Fa-f](%[A-Za-z0-9._~-]+)?\]|\[::\]")
 
 
 def ollama_host(base_url: str | None = None) -> str:
@@ -39,17 +39,27 @@ def ollama_host(base_url: str | None = None) -> str:
     `MAX_HOST_CHARS`, is refused with one bounded line (LlmFatalError) rather than read as a default.
     """
     given = (base_url or "").strip()
-    where = "the LLM base_url" if given else "OLLAMA_HOST"
-    raw = given or os.environ.get("OLLAMA_HOST", "").strip()
-    if not raw:
-        return DEFAULT_OLLAMA_URL
-    if len(raw) > MAX_HOST_CHARS or any(c.isspace() or not c.isprintable() for c in raw):
+    from_env = os.environ.get("OLLAMA_HOST", "").strip()
+    if given and from_env:  # the SDK reads OLLAMA_HOST when it is imported, whatever base_url says
+        _parse(from_env, "OLLAMA_HOST (the ollama SDK reads it even when base_url is set)")
+    return (
+        _parse(given, "the LLM base_url")
+        if given
+        else _parse(from_env, "OLLAMA_HOST")
+        if from_env
+        else DEFAULT_OLLAMA_URL
+    )
+
+
+def _parse(raw: str, where: str) -> str:
+    """`raw` read as the official client reads OLLAMA_HOST, or LlmFatalError naming `where` and what is wrong."""
+    if len(raw) > MAX_HOST_CHARS or any(c.isspace() or not c.isprintable() or c in "?#" for c in raw):
         raise LlmFatalError(
             f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: "
             + (
                 f"{len(raw)} characters (at most {MAX_HOST_CHARS})"
                 if len(raw) > MAX_HOST_CHARS
-                else "it holds a space or a control character"
+                else "it holds a space, a control character, '?' or '#'"
             )
         )
     scheme, sep, rest = raw.partition("://")

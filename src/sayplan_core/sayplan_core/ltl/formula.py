@@ -229,8 +229,10 @@ def _is_prefix_tokens(data: object) -> TypeGuard[list[str]]:
     strings only, an operator first and another after it, and more or fewer items than list notation gives that
     operator. In list notation an operator is never an argument, so no list-notation formula reads this way; with
     exactly as many items, neither reading can succeed and list notation's message names the misplaced operator."""
-    if not isinstance(data, list) or len(data) < 2 or not all(isinstance(item, str) for item in data):
+    if not isinstance(data, list) or len(data) < 2:
         return False
+    if not all(isinstance(item, str) and item.strip() and len(item.split()) == 1 for item in data):
+        return False  # each item one token: "F kitchen" as an item is list notation's (refused) atom
     first = operator_of(data[0].strip())
     if first is None or not any(operator_of(item.strip()) is not None for item in data[1:]):
         return False
