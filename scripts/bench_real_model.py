@@ -230,6 +230,16 @@ def runtime() -> str:
     return f"llama-cpp-python {llama_cpp.__version__}, llama.cpp built for {', '.join(on)}"
 
 
+def load_note(rows: list[dict[str, Any]]) -> str:
+    """The machine's load average when each run ended (the speeds above depend on it), as far as recorded."""
+    loads = sorted(float(r["load_1m"]) for r in rows if isinstance(r.get("load_1m"), (int, float)))
+    missing = len(rows) - len(loads)
+    if not loads:
+        return "the load during the runs was not recorded"
+    text = f"load average (1 min) at the end of the runs {loads[0]:g}-{loads[-1]:g} on 2 cores"
+    return text + (f" ({missing} run(s) before it was recorded)" if missing else "")
+
+
 def write(path: Path) -> int:
     main = next(c for c in CONFIGS if not c.subset)
     rows = rows_of(main)
@@ -261,7 +271,7 @@ def write(path: Path) -> int:
             "",
             f"Speed on this machine: median {overall.get('read tok/s', '-')} prompt tokens read per second, "
             f"{overall.get('write tok/s', '-')} answer tokens written per second, {overall['s/call']} s per call "
-            f"(mean), {overall.get('s/task (median)', '-')} s per task (median).",
+            f"(mean), {overall.get('s/task (median)', '-')} s per task (median); {load_note(rows)}.",
         ]
     else:
         text.append("Not run yet: `scripts/ws_env.sh python scripts/bench_real_model.py run main`.")

@@ -330,6 +330,7 @@ def _run_bench(
             except Exception as exc:  # one bad run must not end the bench: record it and go on
                 row, result = error_row(task, planner_name, exc), None
             row["settings"] = dict(config.settings)
+            row["load_1m"] = round(os.getloadavg()[0], 2)  # a run's times depend on what else ran beside it
             if (planner_name, task.id) in raised:
                 _replace_error_row(config.out_dir, (planner_name, task.id), row)
             else:
