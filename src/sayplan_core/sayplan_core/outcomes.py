@@ -38,6 +38,7 @@ class SkillCode(IntEnum):
     NOT_POWERED = 302
     ROBOT_FAULT = 303
     FAULT_LATCHED = 304  # refused before the robot moved: an earlier fault is latched until an operator clears it
+    SERVER_UNAVAILABLE = 305  # a robot's action server (the navigator, a controller) that had the goal went away
     INTERNAL_ERROR = 399
 
     @property
