@@ -6,8 +6,9 @@ skill's graph update goes to `apply_graph_update` so a replan starts from the
 current state. Before the robot moves, the plan is checked against what the skill
 server says it can run (`describe_skills`), and the planner is asked for plans in
 the robot's action set; a robot with a latched fault (sayplan_core.robots.fault_latch) ends
-the task before the planner is asked. Every event of the loop (planning progress included) is
-numbered and published on `execution_events` as well as sent as feedback.
+the task before the planner is asked, and so does a skill server that is not active (a paused stack:
+NOT_ACTIVE, naming its lifecycle state); a pause mid-task ends the task PAUSED. Every event of the loop (planning
+progress included) is numbered and published on `execution_events` as well as sent as feedback.
 
 The goal's thread waits on action futures (threading events set by their done
 callbacks, no polling); a cancel request is forwarded at once to the running child
@@ -332,6 +333,8 @@ class ExecutorNode(Node):
             raise WaitError(TaskCode.ACTION_SET_MISMATCH, f"the skill server of '{answer.robot}' speaks no action set")
         if answer.fault:  # refused before the planner is asked: no plan can run until an operator clears it
             raise WaitError(TaskCode.ROBOT_FAULT, f"robot '{answer.robot}' has a latched fault: {answer.fault}")
+        if answer.lifecycle_state not in ("", "active"):  # paused (or not started): refused before planning
+            raise WaitError(TaskCode.NOT_ACTIVE, f"refused before planning: {answer.lifecycle_state}")
         return SkillCatalog(answer.robot, sets, answer.default_action_set or next(iter(sets)))
 
     # ------------------------------------------------------------------ action server
