@@ -37,7 +37,7 @@ def _skill_group(code: outcomes.SkillCode) -> str:
     if code.refused:
         return "refused before the robot moved"
     if code.stopped:
-        return "stopped from outside (cancel, timeout)"
+        return "stopped from outside (cancel, timeout, a lifecycle pause)"
     return "robot fault: the task ends" + (" and the skill server latches it" if code.latches else "")
 
 

@@ -7,28 +7,36 @@ local port with nothing listening on it.
 
 from __future__ import annotations
 
+import json
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
+from action_msgs.msg import GoalStatus
 from lifecycle_msgs.msg import State, Transition
 from lifecycle_msgs.srv import ChangeState, GetState
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
 from std_srvs.srv import Trigger
+from transcripts import GOOD_PLAN, INSTRUCTION, say, write_transcript
 
-from sayplan_core.outcomes import PlanCode, SkillCode
-from sayplan_interfaces.action import ExecuteSkill, PlanTask
+from sayplan_core.outcomes import PlanCode, SkillCode, TaskCode
+from sayplan_interfaces.action import ExecuteSkill, ExecuteTask, PlanTask
 from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import DescribeSkills, ManageLifecycleNodes
 from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.planner_node import PlannerNode
+from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.sim_skill_server import SimSkillServer
+from sayplan_ros.stack import create_nodes
 
 pytestmark = pytest.mark.ros
 
@@ -124,7 +132,7 @@ def test_skill_server_transitions_over_dds(ros: Any) -> None:
     assert life.state() == "active"
 
 
-def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_canceled(ros: Any) -> None:
+def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_paused(ros: Any) -> None:
     sim = sim_server(ros, skill_delay_s=20.0)
     life = Lifecycle(ros, "sim_skill_server")
     assert life.set(Transition.TRANSITION_CONFIGURE) and life.set(Transition.TRANSITION_ACTIVATE)
@@ -143,7 +151,8 @@ def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_canceled(ros: A
     ros.wait_for(result.done, timeout=5.0, what="the skill to end")
     outcome = result.result().result.outcome
     assert time.monotonic() - started < 5.0  # not the 20 s the skill would take
-    assert SkillCode(outcome.error_code) is SkillCode.CANCELED, outcome.error_msg
+    # a pause, not a cancel (issue 38 item 9): nobody canceled the goal
+    assert SkillCode(outcome.error_code) is SkillCode.PAUSED and "was paused" in outcome.error_msg, outcome.error_msg
     assert sim.world.state.location != "kitchen"  # the simulated robot never got there
     assert life.state() == "inactive"
 
@@ -238,3 +247,136 @@ def test_manager_names_a_node_that_is_not_there(ros: Any) -> None:
     assert boss.started.wait(20.0)
     ok, line = boss.startup_result
     assert not ok and line.startswith("nobody: not there"), line
+
+
+def send_task(ros: Any, client: ActionClient, events: list[Any]) -> Any:
+    sent = client.send_goal_async(
+        ExecuteTask.Goal(instruction=INSTRUCTION), feedback_callback=lambda msg: events.append(msg.feedback.event)
+    )
+    ros.wait_for(sent.done, what="execute_task acceptance")
+    assert sent.result().accepted
+    return sent.result().get_result_async()
+
+
+def test_a_pause_mid_task_ends_it_paused_and_a_task_sent_while_paused_is_refused_at_once(
+    ros: Any, tmp_path: Path
+) -> None:
+    """Issue 38 item 9: the whole sim stack, brought up by its lifecycle manager; a PAUSE through
+    ~/manage_nodes while the first skill runs ended the task ABORTED with CANCELED, "canceled" (as if an operator
+    had canceled it); a task sent while paused was accepted, then failed at the planner. Now the first ends PAUSED
+    saying so, and the second ends NOT_ACTIVE naming the skill server's state, before any planning."""
+    transcript = write_transcript(
+        tmp_path / "t.json", say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)
+    )
+    overrides = {
+        "planner": [Parameter("replay_transcript", value=str(transcript))],
+        "sim_skill_server": [Parameter("skill_delay_s", value=100.0)],  # the first skill runs until the pause
+    }
+    nodes = create_nodes(ros.context, "sim", overrides)
+    for node in nodes:
+        ros.add(node, bring_up=False)  # the lifecycle manager brings them up, as in a launch
+    boss = next(node for node in nodes if isinstance(node, LifecycleManager))
+    assert boss.started.wait(120.0) and boss.startup_result[0], boss.startup_result
+    sim = next(node for node in nodes if isinstance(node, SimSkillServer))
+    start = sim.world.state.location
+    operator = ros.node("operator")
+    tasks = ActionClient(operator, ExecuteTask, "execute_task")
+    assert tasks.wait_for_server(timeout_sec=30.0)
+    events: list[Any] = []
+    result = send_task(ros, tasks, events)
+    ros.wait_for(
+        lambda: any(e.stage == "executing" and e.status == "running" for e in events),
+        timeout=120.0,
+        what="the first skill to run",
+    )
+    manage = operator.create_client(ManageLifecycleNodes, "/lifecycle_manager/manage_nodes")
+    answer = ros.call(manage, ManageLifecycleNodes.Request(command=ManageLifecycleNodes.Request.PAUSE), timeout=120.0)
+    assert answer.success, answer.message
+    ros.wait_for(result.done, timeout=60.0, what="the paused task's result")
+    wrapped = result.result()
+    message = wrapped.result.error_msg
+    assert wrapped.status == GoalStatus.STATUS_ABORTED, message
+    assert TaskCode(wrapped.result.error_code) is TaskCode.PAUSED, message
+    assert "paused" in message and "canceled" not in message, message
+    assert events[-1].stage == "failed" and events[-1].error_code == TaskCode.PAUSED, events[-1]
+    assert sim.world.state.location == start  # the skill was stopped: the simulated robot never arrived
+    assert Lifecycle(ros, "sim_skill_server").state() == "inactive" and Lifecycle(ros, "planner").state() == "inactive"
+
+    refused_events: list[Any] = []
+    started = time.monotonic()
+    refused = send_task(ros, tasks, refused_events)
+    ros.wait_for(refused.done, timeout=60.0, what="the refusal")
+    wrapped = refused.result()
+    message = wrapped.result.error_msg
+    assert time.monotonic() - started < 30.0  # at once: no LLM, no robot (generous for a loaded machine)
+    assert wrapped.status == GoalStatus.STATUS_ABORTED, message
+    assert TaskCode(wrapped.result.error_code) is TaskCode.NOT_ACTIVE, message
+    assert "sim_skill_server is not active" in message and "inactive: paused" in message and "RESUME" in message
+    assert not any(e.stage in ("planning", "replanning") for e in refused_events)  # the planner was never asked
+    assert sim.world.state.location == start
+
+
+class _HeldLlm(BaseHTTPRequestHandler):
+    """An OpenAI-compatible server that answers the activation probe (GET /v1/models) and holds every chat request
+    until the test ends (the planner's LLM call is under way when the stack is paused)."""
+
+    called = threading.Event()
+    release = threading.Event()
+
+    def do_GET(self) -> None:
+        body = json.dumps({"data": []}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def do_POST(self) -> None:
+        type(self).called.set()
+        type(self).release.wait(120.0)  # a server thread, not a node's callback
+
+    def log_message(self, *_args: Any) -> None:
+        pass
+
+
+def test_a_pause_mid_plan_ends_the_plan_paused(ros: Any) -> None:
+    """Issue 38 item 9, the planner's side: a PAUSE through ~/manage_nodes while the LLM call runs ends the call and
+    the plan_task goal PAUSED, saying the planner was paused (not an LLM error, not a cancel)."""
+    _HeldLlm.called.clear()
+    _HeldLlm.release.clear()
+    llm = ThreadingHTTPServer(("127.0.0.1", 0), _HeldLlm)
+    threading.Thread(target=llm.serve_forever, daemon=True).start()
+    try:
+        ros.add(SceneGraphServer(context=ros.context))
+        params = [
+            Parameter("llm", value="openai"),
+            Parameter("base_url", value=f"http://127.0.0.1:{llm.server_address[1]}/v1"),
+            Parameter("api_key_env", value="SAYPLAN_TEST_NO_KEY"),
+            Parameter("planner", value="llm_as_planner"),
+            Parameter("timeout_s", value=100.0),
+        ]
+        planner = ros.add(PlannerNode(context=ros.context, parameter_overrides=params), bring_up=False)
+        boss = manager(ros, ["planner"])
+        assert boss.started.wait(120.0) and boss.startup_result[0], boss.startup_result
+        ros.wait_for(lambda: planner.graph_version > 0, timeout=60.0, what="the graph")
+        operator = ros.node("operator")
+        plans = ActionClient(operator, PlanTask, "plan_task")
+        assert plans.wait_for_server(timeout_sec=30.0)
+        sent = plans.send_goal_async(PlanTask.Goal(instruction=INSTRUCTION))
+        ros.wait_for(sent.done, what="plan_task acceptance")
+        result = sent.result().get_result_async()
+        ros.wait_for(_HeldLlm.called.is_set, timeout=60.0, what="the LLM call")
+        manage = operator.create_client(ManageLifecycleNodes, "/lifecycle_manager/manage_nodes")
+        pause = ManageLifecycleNodes.Request(command=ManageLifecycleNodes.Request.PAUSE)
+        answer = ros.call(manage, pause, timeout=120.0)
+        assert answer.success, answer.message
+        ros.wait_for(result.done, timeout=60.0, what="the paused plan's result")
+        wrapped = result.result()
+        outcome = wrapped.result.outcome
+        assert wrapped.status == GoalStatus.STATUS_ABORTED, outcome.error_msg
+        assert PlanCode(outcome.error_code) is PlanCode.PAUSED, outcome.error_msg
+        assert "planner was paused" in outcome.error_msg and "RESUME" in outcome.error_msg, outcome.error_msg
+    finally:
+        _HeldLlm.release.set()
+        llm.shutdown()
+        llm.server_close()

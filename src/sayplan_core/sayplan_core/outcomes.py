@@ -32,12 +32,14 @@ class SkillCode(IntEnum):
     # stopped from outside
     CANCELED = 200
     TIMEOUT = 201
+    PAUSED = 202  # the skill server was deactivated mid-skill (a lifecycle PAUSE): the robot was stopped as on a cancel
     # robot faults the planner cannot fix
     LEASE_LOST = 300
     ESTOPPED = 301
     NOT_POWERED = 302
     ROBOT_FAULT = 303
     FAULT_LATCHED = 304  # refused before the robot moved: an earlier fault is latched until an operator clears it
+    SERVER_UNAVAILABLE = 305  # a robot's action server (the navigator, a controller) that had the goal went away
     INTERNAL_ERROR = 399
 
     @property
@@ -94,6 +96,7 @@ class PlanCode(IntEnum):
     INTERNAL_ERROR = 10
     NOT_ACTIVE = 11  # the planner is not active (lifecycle): nothing was planned
     UNKNOWN_PLANNER = 12  # the goal names a planner the node does not offer
+    PAUSED = 13  # the planner was deactivated mid-plan (a lifecycle PAUSE): its LLM call was ended
 
     @property
     def label(self) -> str:
@@ -114,6 +117,8 @@ class TaskCode(IntEnum):
     CANCELED = 8
     SCENE_GRAPH_UPDATE_REFUSED = 9
     INTERNAL_ERROR = 10
+    PAUSED = 11  # the stack was paused (a lifecycle PAUSE) mid-task: the skill or plan under way was stopped
+    NOT_ACTIVE = 12  # refused before planning: the skill server or the planner is not active (paused, not started)
 
     @property
     def label(self) -> str:

@@ -296,6 +296,8 @@ class FrankaArm:
             self._node.destroy_timer(timer)
             self._call = None
             self._idle.set()
+        if ended.lost:  # the server went away mid-goal: what the arm or gripper did is not known
+            return Outcome(SkillCode.SERVER_UNAVAILABLE, f"{what}: {ended.problem}")
         if expired:
             if ended.problem and ended.status == STATUS_CANCELED:  # the server never confirmed the cancel
                 return Outcome(SkillCode.ROBOT_FAULT, f"{what}: past its deadline, and {ended.problem}")

@@ -6,8 +6,9 @@ skill's graph update goes to `apply_graph_update` so a replan starts from the
 current state. Before the robot moves, the plan is checked against what the skill
 server says it can run (`describe_skills`), and the planner is asked for plans in
 the robot's action set; a robot with a latched fault (sayplan_core.robots.fault_latch) ends
-the task before the planner is asked. Every event of the loop (planning progress included) is
-numbered and published on `execution_events` as well as sent as feedback.
+the task before the planner is asked, and so does a skill server that is not active (a paused stack:
+NOT_ACTIVE, naming its lifecycle state); a pause mid-task ends the task PAUSED. Every event of the loop (planning
+progress included) is numbered and published on `execution_events` as well as sent as feedback.
 
 The goal's thread waits on action futures (threading events set by their done
 callbacks, no polling); a cancel request is forwarded at once to the running child
@@ -51,10 +52,10 @@ from sayplan_ros.conversions import (
 )
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.goals import CancelMarks, finish_goal
-from sayplan_ros.names import absolute_name
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
 from sayplan_ros.runner import RESULT_GRACE_S, result_sent, run_nodes
+from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
 from sayplan_ros.single_goal import SingleGoal
 
 
@@ -74,7 +75,7 @@ def wait_future(future: Future, timeout: float, what: str, watch: ServerWatch | 
     future.add_done_callback(lambda _f: done.set())
     finished = done.wait(timeout)
     if watch is not None and watch.lost and not future.done():
-        raise WaitError(TaskCode.SERVER_UNAVAILABLE, watch.lost)
+        raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"{watch.lost}; send the task again once the server is back")
     if not finished:
         raise WaitError(TaskCode.TIMEOUT, f"no answer from {what} within {timeout:g} s")
     return future.result()
@@ -82,36 +83,6 @@ def wait_future(future: Future, timeout: float, what: str, watch: ServerWatch | 
 
 #: On shutdown, how long a task that ended CANCELED waits for the node's own cancel request to reach it, seconds.
 CANCEL_ARRIVAL_S = 1.0
-#: How often the executor looks whether the server running its child goal is still there, seconds.
-SERVER_CHECK_S = 0.5
-
-
-class ServerWatch:
-    """Notices that the action server running a child goal is gone: it died (its DDS participant's lease ran out:
-    20 s with Fast DDS's defaults, see README "Contracts") or was restarted (a new server has other endpoints and
-    knows nothing of the goal). A goal's status publisher identifies its server: the endpoints publishing the
-    action's status topic when the goal was accepted. A timer checks them; the goal's thread only waits."""
-
-    def __init__(self, node: Node, action: str, what: str) -> None:
-        self.node = node
-        self.what = what
-        self.topic = absolute_name(node, action) + "/_action/status"
-        self.servers = self._endpoints()
-        self.done = threading.Event()
-        self.lost = ""
-
-    def _endpoints(self) -> frozenset[bytes]:
-        return frozenset(bytes(info.endpoint_gid) for info in self.node.get_publishers_info_by_topic(self.topic))
-
-    def check(self) -> None:
-        if not self.servers:  # accepted before this node's graph cache listed the status publisher: learn it now
-            self.servers = self._endpoints()
-        elif not (self.servers & self._endpoints()):
-            self.lost = (
-                f"the {self.what} server that had the goal is gone (it stopped, died or was restarted); "
-                "the goal is lost: send the task again once the server is back"
-            )
-            self.done.set()
 
 
 class _TaskRun:
@@ -362,6 +333,8 @@ class ExecutorNode(Node):
             raise WaitError(TaskCode.ACTION_SET_MISMATCH, f"the skill server of '{answer.robot}' speaks no action set")
         if answer.fault:  # refused before the planner is asked: no plan can run until an operator clears it
             raise WaitError(TaskCode.ROBOT_FAULT, f"robot '{answer.robot}' has a latched fault: {answer.fault}")
+        if answer.lifecycle_state not in ("", "active"):  # paused (or not started): refused before planning
+            raise WaitError(TaskCode.NOT_ACTIVE, f"refused before planning: {answer.lifecycle_state}")
         return SkillCatalog(answer.robot, sets, answer.default_action_set or next(iter(sets)))
 
     # ------------------------------------------------------------------ action server

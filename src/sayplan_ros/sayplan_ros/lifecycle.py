@@ -155,6 +155,20 @@ class ManagedNode(LifecycleNode):
         """The primary state's id (lifecycle_msgs/State)."""
         return int(self._state_machine.current_state[0])
 
+    def not_active(self) -> str:
+        """Why this node serves nothing now: its lifecycle state, and what brings it back (for a refusal)."""
+        name = self.get_fully_qualified_name()
+        state = self.lifecycle_state()
+        if state == State.PRIMARY_STATE_INACTIVE:
+            why = "inactive: paused; its lifecycle manager's RESUME (or `ros2 lifecycle set {} activate`) resumes it"
+        elif state == State.PRIMARY_STATE_UNCONFIGURED:
+            why = "unconfigured: not started or reset; its lifecycle manager's STARTUP brings it up"
+        elif state == State.PRIMARY_STATE_FINALIZED:
+            why = "finalized: shut down; restart its process"
+        else:
+            why = "in a transition (being paused, reset or brought up)"
+        return f"{self.get_name()} is not active (lifecycle state {why.format(name)})"
+
     # ------------------------------------------------------------------ the transitions
     def on_configure(self, state: LifecycleState) -> TransitionCallbackReturn:
         result = self._transition("configure", self.configure, self._undo_configure)

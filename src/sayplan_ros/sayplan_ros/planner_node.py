@@ -67,6 +67,7 @@ class PlannerNode(ManagedNode):
         self._backend_lock = threading.Lock()
         self._goals = 0
         self._abort = CallAbort()  # the running goal's: a cancel shuts its LLM connection down at once
+        self._paused: CallAbort | None = None  # the goal's abort a deactivate (a lifecycle PAUSE) ended
         self._reports = self.create_publisher(PlanReport, "plan_results", EVENTS_QOS)
         self._group = ReentrantCallbackGroup()
         self.follower = GraphFollower(self, self._group)
@@ -111,6 +112,7 @@ class PlannerNode(ManagedNode):
         self.get_logger().info(f"LLM: {probe.detail}")
 
     def deactivate(self) -> None:
+        self._paused = self._abort  # the goal under way, if any, ends PAUSED
         self._abort.abort()  # a plan under way ends now instead of after its LLM call
 
     def cleanup(self) -> None:
@@ -169,11 +171,11 @@ class PlannerNode(ManagedNode):
     def _execute(self, handle: ServerGoalHandle) -> PlanTask.Result:
         goal: PlanTask.Goal = handle.request
         planner_name = goal.planner or build(PlannerNodeOptions, current(self, self._settings)).planner
-        self._abort = CallAbort()
+        abort = self._abort = CallAbort()
         try:
             if not self.is_active:
-                message = f"{self.get_name()} is not active (lifecycle): its lifecycle manager must activate it"
-                self.get_logger().warning(f"plan_task refused: {message}")
+                message = f"plan_task refused: {self.not_active()}"
+                self.get_logger().warning(message)
                 outcome = plan_failure_to_msg(planner_name, goal.action_set, PlanCode.NOT_ACTIVE, message)
             else:
                 with abortable(self._abort):
@@ -185,7 +187,17 @@ class PlannerNode(ManagedNode):
             )
         finally:
             self._single.release()
-        if self._abort.aborted and not handle.is_cancel_requested:
+        paused = self._paused is abort and not outcome.success and outcome.error_code != PlanCode.NOT_ACTIVE
+        if (
+            paused and not handle.is_cancel_requested
+        ):  # stopped by the node's deactivate, not by a cancel: no cancel is on its way
+            message = (
+                f"planning stopped: {self.get_name()} was paused (lifecycle deactivate) and ended its LLM call; "
+                "resume the stack (the lifecycle manager's RESUME), then send the task again"
+            )
+            self.get_logger().warning(message)
+            outcome = plan_failure_to_msg(planner_name, goal.action_set, PlanCode.PAUSED, message)
+        elif self._abort.aborted and not handle.is_cancel_requested:
             # the cancel callback ended the LLM call before rclpy marked the goal CANCELING (it does once the
             # callback returned): ending now would abort a goal whose cancel was accepted. This goal's own thread.
             self._cancel_marks.wait(handle)

@@ -113,6 +113,7 @@ class SkillServer(ManagedNode):
         #: The stop event of the goal accepted last (one goal runs at a time): made at acceptance.
         self._goal_stop = StopEvent()
         self._goal_cancel = threading.Event()  # this goal's cancel was accepted (the stop event also means node stop)
+        self._goal_paused = threading.Event()  # this goal was stopped by a deactivate (a lifecycle PAUSE)
         self._goal_ended = threading.Event()  # this goal has its end state (what a stop waits for)
         self._goal_ended.set()
         self._handle: ServerGoalHandle | None = None
@@ -157,7 +158,8 @@ class SkillServer(ManagedNode):
         return self._catalog
 
     def deactivate(self) -> None:
-        """Stop the robot as a shutdown does (a backend then releases what it took)."""
+        """Stop the robot as a shutdown does (a backend then releases what it took); a skill it stops ends PAUSED."""
+        self._goal_paused.set()  # before the stop: the skill that sees it knows why
         self.stop_robot(SHUTDOWN_STOP_S, "as the node is deactivated")
 
     def cleanup(self) -> None:
@@ -201,6 +203,7 @@ class SkillServer(ManagedNode):
         if response == GoalResponse.ACCEPT:
             self._goal_stop = StopEvent()  # this goal's own: nothing an earlier goal did can clear it
             self._goal_cancel = threading.Event()
+            self._goal_paused = threading.Event()
             self._goal_ended = threading.Event()
         return response
 
@@ -221,10 +224,12 @@ class SkillServer(ManagedNode):
         fault = self.fault_latch.fault
         if fault is not None:
             response.fault = f"{fault.describe()}; {self.fault_latch.note()}"
+        response.lifecycle_state = "active" if self.is_active else self.not_active()
         return response
 
     async def _execute(self, handle: ServerGoalHandle) -> ExecuteSkill.Result:
         canceled = self._goal_cancel  # this goal's (made in _accept, before execution starts)
+        paused = self._goal_paused
         ended = self._goal_ended
         self._handle = handle  # the running goal, whose end stop_for_shutdown waits for
         try:
@@ -238,6 +243,8 @@ class SkillServer(ManagedNode):
                     )
                 if result.code.latches:  # before the slot is free: no next goal may start ahead of the latch
                     result = self._latch(result, handle)
+                if result.code is SkillCode.CANCELED and paused.is_set() and not canceled.is_set():
+                    result = self._paused(result, handle)
             finally:
                 self._single.release()
             if result.code is SkillCode.CANCELED and canceled.is_set() and not handle.is_cancel_requested:
@@ -247,6 +254,16 @@ class SkillServer(ManagedNode):
             return ExecuteSkill.Result(outcome=skill_result_to_msg(result))
         finally:
             ended.set()
+
+    def _paused(self, result: SkillResult, handle: ServerGoalHandle) -> SkillResult:
+        """A skill the node's deactivate stopped (nobody canceled it): PAUSED, saying so; what it did still counts."""
+        step = str(step_from_msg(handle.request.step))
+        message = (
+            f"{step} stopped: {self.get_name()} was paused (lifecycle deactivate) and stopped the robot; "
+            "resume the stack (the lifecycle manager's RESUME), then send it again"
+        )
+        self.get_logger().warning(message)
+        return SkillResult(False, SkillCode.PAUSED, message, result.update)
 
     def _latch(self, result: SkillResult, handle: ServerGoalHandle) -> SkillResult:
         """Latch the fault a skill ended with; its message then says so and how to clear it."""
@@ -337,10 +354,7 @@ class SkillServer(ManagedNode):
         goal: ExecuteSkill.Goal = handle.request
         step = step_from_msg(goal.step)
         if not self.is_active:
-            message = (
-                f"{step} refused before the robot moved: {self.get_name()} is not active (lifecycle); its "
-                "lifecycle manager (or `ros2 lifecycle set`) must activate it"
-            )
+            message = f"{step} refused before the robot moved: {self.not_active()}"
             self.get_logger().warning(message)
             return SkillResult(False, SkillCode.NOT_ACTIVE, message)
         latched = self.fault_latch.refusal(str(step))

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sayplan_core.execution.skills import SkillResult
-from sayplan_core.outcomes import SkillCode, Stage, Status, TaskCode
+from sayplan_core.outcomes import PlanCode, SkillCode, Stage, Status, TaskCode
 from sayplan_core.sim.plan import PlanStep
 
 if TYPE_CHECKING:  # a plan is what a planner returns; the loop never imports the planners themselves
@@ -54,10 +54,18 @@ SkillFn = Callable[[PlanStep, str], SkillResult]  # (step, action set) -> result
 ReportFn = Callable[[StepReport], None]
 
 
+#: Planner outcomes that end the task with the stack's state rather than as a failed plan.
+_PLAN_STOPS = {PlanCode.PAUSED: TaskCode.PAUSED, PlanCode.NOT_ACTIVE: TaskCode.NOT_ACTIVE}
+
+
 def _task_code(code: SkillCode) -> TaskCode:
     """How a skill failure that no new plan can fix ends the task."""
     if code is SkillCode.CANCELED:
         return TaskCode.CANCELED
+    if code is SkillCode.PAUSED:
+        return TaskCode.PAUSED
+    if code is SkillCode.NOT_ACTIVE:
+        return TaskCode.NOT_ACTIVE
     if code.refused:
         return TaskCode.SKILL_REFUSED
     if code.stopped:
@@ -90,6 +98,8 @@ def run_closed_loop(
         if cancelled():
             return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
         if not outcome.success:
+            if outcome.failure in _PLAN_STOPS:  # the planner was paused, or is not active: no plan failed
+                return end(_PLAN_STOPS[outcome.failure], outcome.message)
             return end(TaskCode.PLANNING_FAILED, f"planning failed: {outcome.message}")
         refusal = check_plan(outcome)
         if refusal is not None:

@@ -22,6 +22,7 @@ from rclpy.node import Node
 from rclpy.task import Future
 
 from sayplan_ros.clocks import steady_timer
+from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
 
 #: How often a missing action server is looked for while waiting for it to appear (discovery has no event).
 DISCOVERY_POLL_S = 0.05
@@ -65,13 +66,15 @@ class CallResult:
     """How a goal ended: `status` is an action_msgs/GoalStatus value, `result` the action's result message.
     `problem` is set (and status 0) when the goal never ran: no server, refused, or no answer. `timed_out`: the goal
     outlived its deadline and was canceled. `unconfirmed`: a cancel the server never confirmed (status CANCELED,
-    `problem` says so): the robot may still be moving."""
+    `problem` says so): the robot may still be moving. `lost`: the server that accepted the goal went away (died or
+    restarted) before it ended it (`problem` says so): no result will come, and what the robot did is unknown."""
 
     status: int
     result: Any = None
     problem: str = ""
     timed_out: bool = False
     unconfirmed: bool = False
+    lost: bool = False
 
 
 #: How often a goal's wait looks at its deadlines (a timer wakes it; the result's own callback wakes it at once).
@@ -84,6 +87,8 @@ class ActionCall:
     Deadlines, each its own: `server_wait_s` for the server to appear and to accept the goal (a goal accepted after
     that is canceled the moment its acceptance arrives), `result_timeout_s` for the goal itself (then it is canceled
     and the result says `timed_out`), `cancel_timeout_s` for the server to confirm a cancel (its result arriving).
+    While it waits, the server that accepted the goal is watched (sayplan_ros.server_watch): once it is gone the
+    goal ends at once, `lost`, instead of at a deadline.
     """
 
     def __init__(self, node: Node, client: ActionClient, what: str, group: Any = None) -> None:
@@ -136,10 +141,16 @@ class ActionCall:
                 self._ended.set()
                 return CallResult(0, None, f"the {self._what} server on '{name}' rejected the goal")
             result = self._track(handle)
-            started = time.monotonic()
+            watch = ServerWatch(self._node, name, self._what)
+            started = checked = time.monotonic()
             timed_out = False
             while True:
                 now = time.monotonic()
+                if now - checked >= SERVER_CHECK_S and not result.done():
+                    checked = now
+                    if watch.check():  # nothing will end this goal now: it is over for this node
+                        self._ended.set()
+                        return CallResult(0, None, f"{watch.lost} ({name})", timed_out, lost=True)
                 with self._lock:
                     cancel_sent_at = self._cancel_sent_at
                 if cancel_sent_at is not None:

@@ -119,6 +119,11 @@ class Nav2Client:
             ended = await call.run(goal, server_wait_s, sleep, on_feedback, leg_s, cancel_s)
         finally:
             self._call = None
+        if ended.lost:
+            return Outcome(
+                SkillCode.SERVER_UNAVAILABLE,
+                f"driving to {where}: {ended.problem}; where the base stopped is not known",
+            )
         if ended.unconfirmed:
             return Outcome(
                 SkillCode.ROBOT_FAULT,
