@@ -332,7 +332,7 @@ def test_a_malformed_ollama_host_is_refused_even_beside_a_base_url(monkeypatch: 
     """Found in review: the ollama SDK reads OLLAMA_HOST when it is imported, so `--base-url` could not win over a
     malformed one: `plan` failed while `llm check` passed. Both refuse it now, naming the variable."""
     monkeypatch.setenv("OLLAMA_HOST", "127.0.0.1:notaport")
-    with pytest.raises(LlmFatalError, match="OLLAMA_HOST .*reads it even when base_url is set"):
+    with pytest.raises(LlmFatalError, match=r"OLLAMA_HOST .*reads it even when base_url is set"):
         ollama_host("http://127.0.0.1:11434")
     probe = probe_llm(LlmConfig(backend="ollama", base_url="http://127.0.0.1:11434"), 5)
     assert not probe.ok and "notaport" in probe.detail
