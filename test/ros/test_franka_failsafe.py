@@ -6,6 +6,7 @@ silent base, and every robot call's own deadline."""
 
 from __future__ import annotations
 
+import gc
 import threading
 import time
 from typing import Any
@@ -665,6 +666,10 @@ def test_a_navigator_that_dies_mid_goal_ends_the_skill_server_unavailable_and_la
     ros.executor.remove_node(nav2)  # its process dies: nothing of it runs or answers any more
     ros._nodes.remove(nav2)
     nav2.destroy_node()
+    # rclpy destroys a handle only once no wait set holds it: wake the executor so its endpoints really go, as
+    # they do when a process ends (in a long test process the executor could sit in one wait holding them)
+    ros.executor.wake()
+    gc.collect()
     worker.join(100.0)
     ended = time.monotonic() - started
     assert out, "the skill never ended"

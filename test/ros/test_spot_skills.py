@@ -787,7 +787,8 @@ def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
     sent = arm_commands(spot)[before:]
     stop = sent.index("stop")
     if when == "moving":
-        assert sent[stop + 1 :][:1] == ["carry"] and spot.world.arm == "carry"
+        # the stop may be sent again until the robot reports it still (issue 38 item 6), then back to carry
+        assert [c for c in sent[stop + 1 :] if c != "stop"][:1] == ["carry"] and spot.world.arm == "carry"
         assert spot.world.holding == "coffee_mug" and spot.world.placements == []
         assert "coffee_mug" not in upserted(wrapped.result.outcome)
     else:

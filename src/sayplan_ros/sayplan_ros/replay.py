@@ -79,20 +79,18 @@ class RecordedRun:
         ended = [m.stage for t, _, m in self.messages if t == "/execution_events" and m.stage in _ENDED]
         # a task ends CANCELED for an operator's cancel, or for a skill that ended CANCELED (an injected failure
         # the replay injects again): only the first cannot be reproduced
-        skill_canceled = any(
-            m.outcome.error_code == int(SkillCode.CANCELED) for t, _, m in self.messages if t == "/skill_results"
+        skills = [m for topic, _, m in self.messages if topic == "/skill_results"]
+        self.failures = injected_failures(
+            (r.step.action, r.step.target, r.outcome.error_code, r.outcome.error_msg) for r in skills
         )
-        if Stage.CANCELED in ended and not skill_canceled:
+        injected_cancel = any(spec.endswith(f":{SkillCode.CANCELED.label}") for spec in self.failures.split(","))
+        if Stage.CANCELED in ended and not injected_cancel:
             raise InterruptedRunError(f"{folder} was canceled mid-task (Ctrl-C or a cancel): a replay cannot cancel it")
         if not ended:
             raise InterruptedRunError(f"{folder} has no end: the run was stopped before its task ended")
         paths = sorted((folder / "llm").glob("plan_task_*.json"))
         self.transcript = merge_transcripts(
             [json.loads(files.read_bytes(p, MAX_TRANSCRIPT_BYTES, "transcript").decode("utf-8")) for p in paths]
-        )
-        skills = [m for topic, _, m in self.messages if topic == "/skill_results"]
-        self.failures = injected_failures(
-            (r.step.action, r.step.target, r.outcome.error_code, r.outcome.error_msg) for r in skills
         )
 
 

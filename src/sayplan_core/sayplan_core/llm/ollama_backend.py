@@ -38,8 +38,8 @@ def ollama_host(base_url: str | None = None) -> str:
     0-65535, an unclosed IPv6 bracket), or one with spaces, control characters or over
     `MAX_HOST_CHARS`, is refused with one bounded line (LlmFatalError) rather than read as a default.
     """
-    given = (base_url or "").strip()
-    from_env = os.environ.get("OLLAMA_HOST", "").strip()
+    given = base_url or ""  # not stripped: a value with spaces is refused, not read as another one
+    from_env = os.environ.get("OLLAMA_HOST", "")
     if given and from_env:  # the SDK reads OLLAMA_HOST when it is imported, whatever base_url says
         _parse(from_env, "OLLAMA_HOST (the ollama SDK reads it even when base_url is set)")
     return (
