@@ -213,7 +213,7 @@ ESTOP_LINES = [
 
 
 @pytest.mark.parametrize("line", ESTOP_LINES)
-def test_issue_38_an_estop_in_any_spelling_on_any_line_ends_the_drive_estopped(line: str) -> None:
+def test_an_estop_in_any_spelling_on_any_line_ends_the_drive_estopped(line: str) -> None:
     assert says_estop_pressed(line)
     for command, started in ((NAMED, "Going to Kitchen"), (POINT, "Will do task gotoPoint 35000 0 0")):
         outcome = _outcome(GotoTracker(command), started, line)
@@ -227,7 +227,7 @@ def test_issue_38_an_estop_in_any_spelling_on_any_line_ends_the_drive_estopped(l
         assert problem is not None and problem.code is SkillCode.ESTOPPED, line
 
 
-def test_issue_38_what_is_not_an_estop() -> None:
+def test_what_is_not_an_estop() -> None:
     """A released e-stop is the motors' business; a goal's name is not the base's state."""
     for line in (
         "EStop relieved but motors still disabled",
@@ -247,7 +247,7 @@ def test_issue_38_what_is_not_an_estop() -> None:
     assert problem is not None and problem.code is SkillCode.ESTOPPED
 
 
-def test_issue_38_a_failure_ends_the_drive_only_once_the_base_confirms_the_stop() -> None:
+def test_a_failure_ends_the_drive_only_once_the_base_confirms_the_stop() -> None:
     """#3: a failure is handed back to `fail` (the caller sends `stop`): the drive ends with that failure on the
     base's `Stopped`, not before; a second failure is added to it (the more serious code kept); an e-stop while
     the stop is under way ends it `estopped`, naming the failure."""

@@ -65,7 +65,7 @@ def test_a_fault_latched_while_the_robot_was_checked_is_not_cleared_unseen() -> 
     assert latch.fault is None and latch.later == []
 
 
-def test_issue_38_faults_latched_before_the_check_are_cleared_by_one_check() -> None:
+def test_faults_latched_before_the_check_are_cleared_by_one_check() -> None:
     """Issue 38 #1: a skill ends estopped, then the base's e-stop broadcast latches a second fault; the old latch
     refused every clear while a later fault was kept, so only a restart freed the robot."""
     latch = FaultLatch("clear it")

@@ -496,7 +496,7 @@ def test_the_hand_is_read_back_after_a_goto(make_robot: MakeRobot, ros: Any) -> 
 
 
 # ----------------------------------------------------------------------------- issue 38: fail-safe v2
-def test_issue_38_an_estop_latched_twice_is_cleared_by_one_check(make_robot: MakeRobot, ros: Any) -> None:
+def test_an_estop_latched_twice_is_cleared_by_one_check(make_robot: MakeRobot, ros: Any) -> None:
     """#1: the drive ends `estopped` on the base's `Error: Emergency stop pressed` (p. 251); its `Estop pressed`
     broadcast, read after the skill ended, latches a second fault. Once a person released the e-stop and enabled
     the motors, one clear_fault clears both and names both (the old latch refused every clear while a later fault
@@ -520,9 +520,7 @@ def test_issue_38_an_estop_latched_twice_is_cleared_by_one_check(make_robot: Mak
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
-def test_issue_38_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(
-    make_robot: MakeRobot, ros: Any
-) -> None:
+def test_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(make_robot: MakeRobot, ros: Any) -> None:
     """#1, the other half of the rule: the link dropped mid-drive and the base did not take connections for a while
     (the base drove on); the operator's check connects and sends `stop`, and while the base is slow to say
     `Stopped` it broadcasts `Error: Stalled`. That fault came during the check: the clear is refused, naming it;
@@ -561,9 +559,7 @@ def test_issue_38_a_fault_that_comes_while_the_robot_is_checked_keeps_the_latch(
 
 
 @pytest.mark.parametrize("state", ["EStopPressed", "EStop pressed", "Estop pressed, cannot enable motors"])
-def test_issue_38_an_estop_shown_only_by_status_ends_the_drive_estopped(
-    make_robot: MakeRobot, ros: Any, state: str
-) -> None:
+def test_an_estop_shown_only_by_status_ends_the_drive_estopped(make_robot: MakeRobot, ros: Any, state: str) -> None:
     """#2: the base shows its e-stop only in the `Status:` line of its answer to the watchdog's `status` (p. 240),
     in the guide's spellings (`EStopPressed`: p. 49 and 235), without the broadcast. The drive ends `estopped` at
     the next answer and the fault is latched (it waited for the drive timeout, 100 s, before)."""
@@ -589,7 +585,7 @@ def test_issue_38_an_estop_shown_only_by_status_ends_the_drive_estopped(
     assert answer.success, answer.message
 
 
-def test_issue_38_a_link_lost_mid_drive_is_opened_again_and_the_base_stopped(make_robot: MakeRobot, ros: Any) -> None:
+def test_a_link_lost_mid_drive_is_opened_again_and_the_base_stopped(make_robot: MakeRobot, ros: Any) -> None:
     """#3: the TCP link drops mid-drive and the base takes connections again: before the skill ends, the node has
     connected again, sent `stop` and seen `Stopped` (it sent nothing, and the base drove on to its goal)."""
     robot = make_robot()
@@ -612,7 +608,7 @@ def test_issue_38_a_link_lost_mid_drive_is_opened_again_and_the_base_stopped(mak
     ("line", "code"),
     [("Error: Robot lost", SkillCode.ROBOT_FAULT), ("Error: Cannot find path", SkillCode.UNREACHABLE)],
 )
-def test_issue_38_an_error_line_while_the_base_drives_on_stops_it(
+def test_an_error_line_while_the_base_drives_on_stops_it(
     make_robot: MakeRobot, ros: Any, line: str, code: SkillCode
 ) -> None:
     """#3: an `Error:` line (p. 251) while the base drives on: the node sends `stop` and waits for `Stopped` before
@@ -626,7 +622,7 @@ def test_issue_38_an_error_line_while_the_base_drives_on_stops_it(
     assert (robot.server.fault_latch.fault is not None) is code.latches
 
 
-def test_issue_38_a_failure_whose_stop_is_not_confirmed_is_latched(make_robot: MakeRobot, ros: Any) -> None:
+def test_a_failure_whose_stop_is_not_confirmed_is_latched(make_robot: MakeRobot, ros: Any) -> None:
     """#3: after `Error: Cannot find path` while the base drives on, the base does not confirm the stop within
     `stop_timeout_s`: the base may still be moving, so the skill ends a latched robot fault, and the operator's
     check stops it again before it clears."""
@@ -675,7 +671,7 @@ def test_a_navigator_that_dies_mid_goal_ends_the_skill_server_unavailable_and_la
     assert out, "the skill never ended"
     status, outcome = out[0]
     assert SkillCode(outcome.error_code) is SkillCode.SERVER_UNAVAILABLE, outcome.error_msg
-    assert ended < 30.0, ended  # seconds, not the 100 s drive timeout (generous for a loaded machine)
+    assert ended < 90.0, ended  # before the 100 s drive timeout; the code above says it was the liveness check
     assert status == GoalStatus.STATUS_ABORTED and "is gone" in outcome.error_msg, outcome.error_msg
     assert robot.server.fault_latch.fault is not None
     _, outcome = send_skill(ros, robot, "goto", "kitchen")
