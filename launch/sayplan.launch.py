@@ -29,10 +29,14 @@ from launch_ros.actions import Node
 
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
+from sayplan_ros.runner import SHUTDOWN_STOP_S, TEARDOWN_S
 from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+#: launch escalates after 5 s by default; a node's own bound (runner.SHUTDOWN_STOP_S to stop its robot, then
+#: runner.TEARDOWN_S) is 4 s, too close on a loaded machine: a SIGKILL must never cut a robot's stop short
+SIGTERM_TIMEOUT_S = str(round(2 * (SHUTDOWN_STOP_S + TEARDOWN_S)))
 
 
 def node_sections(path: str, node: str) -> dict[str, Any]:
@@ -209,6 +213,12 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument("log_level", default_value="info", description=" | ".join(LOG_LEVELS)),
             DeclareLaunchArgument("rviz", default_value="false", description="start RViz with the scene graph view"),
+            DeclareLaunchArgument(
+                "sigterm_timeout",
+                default_value=SIGTERM_TIMEOUT_S,
+                description="seconds launch waits after Ctrl-C before it escalates to SIGTERM (and as long again to "
+                "SIGKILL); above every node's own bound (robot stop, then teardown)",
+            ),
             OpaqueFunction(function=_nodes),
         ]
     )

@@ -49,6 +49,11 @@ SHUTDOWN_STOP_S = 3.0
 #: service response has no wait_for_all_acked), so 0.5 s. It comes out of the node's own stop budget, half of
 #: SHUTDOWN_STOP_S.
 RESULT_GRACE_S = 0.5
+#: Once the robots are stopped (or their stop timed out), how long tearing the program down may take, seconds:
+#: the executor's shutdown waits for every running callback and the nodes' destruction for rcl, neither with a bound
+#: of its own. Past it the program exits anyway, with the code it had and one line saying so: the robots are
+#: already stopped, and a supervisor (ros2 launch escalates after 5 s) must never find the process still there.
+TEARDOWN_S = 1.0
 #: How often the main thread looks whether a node asked the program to end (`exit_reason`), seconds.
 EXIT_CHECK_S = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
@@ -118,6 +123,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     signaled = threading.Event()  # a signal arrived (the stop event is also set when the executor ends by itself)
     first = [0]  # which signal came first
     failed: list[BaseException] = []
+    exiting = threading.Lock()  # whoever holds it ends the process: the main thread, or the teardown's watchdog
     spinning = threading.Thread(target=_spin, args=(executor, stop, failed), name="executor", daemon=True)
     try:
         nodes = make_nodes()
@@ -140,15 +146,19 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     except Exception as exc:
         code, last_line = EXIT_CONFIG, describe_error(exc)
     finally:
-        executor.shutdown()
+        overran = threading.Timer(TEARDOWN_S, _teardown_overran, args=(program, code, last_line, exiting))
+        overran.daemon = True
+        overran.start()
+        executor.shutdown(timeout_sec=TEARDOWN_S)
         if spinning.is_alive():  # no executor thread may still be inside rcl while the nodes go
-            spinning.join(timeout=SHUTDOWN_STOP_S)
+            spinning.join(timeout=TEARDOWN_S)
         for node in nodes:
             node.destroy_node()
         if rclpy.ok():
             rclpy.shutdown()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    exiting.acquire()  # the watchdog may be saying its line and exiting already
     if last_line:
         with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more
             print(f"{program}: {last_line}", file=sys.stderr)
@@ -163,6 +173,17 @@ def _exit_now(code: int) -> None:
         with contextlib.suppress(Exception):  # a closed pipe (the launch is gone) must not change the exit code
             stream.flush()
     os._exit(code)
+
+
+def _teardown_overran(program: str, code: int, last_line: str, exiting: threading.Lock) -> None:
+    """The teardown hangs (a callback that never returns, rcl blocked): the robots were stopped before it began.
+    The failed start's reason, if any, is still the last line."""
+    if not exiting.acquire(blocking=False):
+        return  # the teardown ended just now: the main thread is exiting
+    lines = [f"teardown took over {TEARDOWN_S:g} s after the robots' stop: exiting without it", last_line]
+    with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more
+        os.write(2, "".join(f"{program}: {line}\n" for line in lines if line).encode())
+    _exit_now(code)
 
 
 def _exit_reason(nodes: list[Node]) -> str:
