@@ -151,6 +151,11 @@ class FakeArclServer:
         with self._lock:
             self._script.extend(drives)
 
+    def unscript(self) -> None:
+        """Drop the drives still scripted: the next ones go as asked."""
+        with self._lock:
+            self._script.clear()
+
     @property
     def commands(self) -> list[str]:
         with self._lock:

@@ -78,6 +78,11 @@ class _Scripted:
         with self._lock:
             self._script.extend(items)
 
+    def unscript(self) -> None:
+        """Drop whatever is still scripted: the faults stop (a property test's last phase)."""
+        with self._lock:
+            self._script.clear()
+
     def _next(self, default: Any) -> Any:
         with self._lock:
             return self._script.popleft() if self._script else default

@@ -4,7 +4,9 @@ open or shut, an e-stop or a lost base over ARCL, an arm that hits something) an
 graph cannot name, enables the base and clears the fault. After every skill:
 - while a fault is latched, nothing moves: the fake base got no drive, the arm no goal, the fingers no command;
 - the graph never claims an object the fingers do not hold, and fingers holding something the graph does not
-  name leave a fault latched (the robot stays still until a person looks).
+  name leave a fault latched (the robot stays still until a person looks);
+- once the faults stop, the operator's one clear (after freeing the hand and enabling the base) always succeeds,
+  and the robot drives again.
 Bounded for CI: few short examples, derandomized, no deadline."""
 
 from __future__ import annotations
@@ -130,6 +132,18 @@ def test_no_motion_while_latched_and_the_graph_follows_the_fingers(
                 assert robot.gripper.holding, f"after {skill}({target}) the graph says '{in_graph}' is held: {code}"
             if robot.gripper.holding and in_graph is None:
                 assert server.fault_latch.fault is not None, f"{skill}({target}): unnamed grip, nothing latched"
+        # the faults stop (nothing scripted is left to strike): the operator's one clear brings the robot back,
+        # and it drives and closes its hand again
+        for fake in (robot.gripper, robot.arm, robot.arcl):
+            fake.unscript()
+        operator(ros, robot)
+        assert server.fault_latch.fault is None, f"one clear after the faults stopped left {server.fault_latch.fault}"
+        drives = len(robot.arcl.drives())
+        for skill, target in (("goto", "pose8"), ("goto", "kitchen")):  # one of them at least is away from here
+            _status, outcome = send_skill(ros, robot, skill, target, timeout=30.0)
+            assert SkillCode(outcome.error_code) is SkillCode.NONE, f"{skill}({target}): {outcome.error_msg}"
+            assert (held(robot) is not None) == robot.gripper.holding, f"after {skill}({target}) graph and hand differ"
+        assert len(robot.arcl.drives()) > drives, "the base did not drive after the clear"
     finally:
         if "arcl" in fakes:
             fakes["arcl"].close()

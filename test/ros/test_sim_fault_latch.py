@@ -2,9 +2,9 @@
 
 Random skill sequences (steps of the demo plan, in order or not, and any goto), injected robot faults (the
 `failures` parameter), Nav2 legs aborted with codes no Nav2 release knows, and the operator's clear_fault at random
-points. After every operation: while a fault is latched no NavigateToPose goal is sent and the simulated world does
+points, and at the end one clear once the faults stop. After every operation: while a fault is latched no NavigateToPose goal is sent and the simulated world does
 not change, and every skill is refused with FAULT_LATCHED; a robot fault latches; after a successful clear skills run
-again; and the graph built by applying each result's update to the office graph agrees with the simulated world
+again (checked last: one clear, then a goto that drives); and the graph built by applying each result's update to the office graph agrees with the simulated world
 about where the agent is and what it holds.
 """
 
@@ -46,15 +46,6 @@ LATCHING = [c.label for c in SkillCode if c.latches]
 #: Codes no Nav2 release defines (0: Jazzy's abort without a reason), and Kilted's own navigator codes.
 NAV2_CODES = [0, 1, 99, 8000, 9000, 9003, 12345, 65535]
 _NAMESPACES = itertools.count()
-
-
-class ClearableNav2(FakeNav2):
-    """FakeNav2 whose scripted legs can be dropped: a leg scripted for a goto the robot refused before driving is
-    not left for the next goto."""
-
-    def unscript(self) -> None:
-        with self._lock:
-            self._script.clear()
 
 
 operation = st.one_of(
@@ -111,7 +102,7 @@ def test_nothing_moves_while_a_fault_is_latched(
 ) -> None:
     nav2 = getattr(ros, "latch_nav2", None)
     if nav2 is None:  # one navigator for every example (the fixture is per test); each example has its own robot
-        nav2 = ros.latch_nav2 = ros.add(ClearableNav2(action=NAV2_ACTION, start=(30.0, 0.0), context=ros.context))
+        nav2 = ros.latch_nav2 = ros.add(FakeNav2(action=NAV2_ACTION, start=(30.0, 0.0), context=ros.context))
     nav2.unscript()
     injected = ",".join(f"{skill}:{target}:{code}:{times}" for (skill, target), code, times in failures)
     params = {
@@ -177,6 +168,17 @@ def test_nothing_moves_while_a_fault_is_latched(
             assert graph.agent_location() == sim.world.state.location, (skill, target, outcome.error_msg)
             assert graph.held_object() == sim.world.state.holding, (skill, target, outcome.error_msg)
             assert (sim.fault_latch.fault is not None) == latched
+        # the faults stop: one clear brings the robot back, and it drives again (to a place no failure is injected
+        # for, away from where it stands)
+        nav2.unscript()
+        answer = operator.clear_fault()
+        assert answer.success and sim.fault_latch.fault is None, answer.message
+        injected_at = {target for (skill, target), _code, _times in failures if skill == "goto"}
+        place = next(p for p in PLACES if p not in injected_at and p != sim.world.state.location)
+        goals = len(nav2.goals)
+        outcome = operator.run("goto", place)
+        assert outcome.success and len(nav2.goals) == goals + 1, outcome.error_msg
+        assert sim.world.state.location == place
     finally:
         ros._nodes.remove(sim)
         ros.executor.remove_node(sim)

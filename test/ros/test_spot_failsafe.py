@@ -570,7 +570,8 @@ def test_no_motion_while_a_fault_is_latched_and_the_graph_agrees_with_the_grippe
 ) -> None:
     """Random steps, each after an injected fault (or none), on a fresh fake Spot and graph: a step sent while a
     fault is latched is refused with nothing moving; no skill ever powers on or stands the robot; after every
-    skill that read the gripper, its update and the applied scene graph say what the fake's gripper holds."""
+    skill that read the gripper, its update and the applied scene graph say what the fake's gripper holds; once the
+    faults stop, one repair and clear bring the robot back and it walks again."""
     from sayplan_ros.scene_graph_server import SceneGraphServer
 
     folder = tmp_path / f"example{next(_examples)}"
@@ -602,5 +603,13 @@ def test_no_motion_while_a_fault_is_latched_and_the_graph_agrees_with_the_grippe
                         assert said in expected_gripper(world), (step, said, world.holding)
                         held = world.holding if world.holding in OFFICE.nodes else None
                         assert graph.graph.held_object() == held, (step, world.holding)
+                # the faults stop: the operator repairs the robot and clears once (repair asserts the clear
+                # succeeds), and the robot walks again
+                repair(ros, server, world)
+                assert server.fault_latch.fault is None
+                mark = len(world.motion_log)
+                walked = [executor.run("goto", room)[1] for room in ("kitchen", "nikos_office")]
+                assert all(o.error_code == SkillCode.NONE for o in walked), [o.error_msg for o in walked]
+                assert moves_since(world, mark), "the robot did not walk after the clear"
         finally:
             stop_node(ros, graph)
