@@ -152,6 +152,12 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
         raise GraphError(f"update source is {len(msg.source)} characters long, over the limit of {limits.MAX_ID_CHARS}")
     if any(len(i) > limits.MAX_ID_CHARS for i in msg.remove):
         raise GraphError(f"update remove lists an id over {limits.MAX_ID_CHARS} characters")
+    chars = _update_chars(msg)
+    if chars > limits.MAX_UPDATE_CHARS:
+        raise GraphError(
+            f"update holds over {limits.MAX_UPDATE_CHARS} characters in all (each field within its own limit): "
+            f"send it in smaller updates"
+        )
     upserts = []
     for node_msg in msg.upsert:
         node, parent, relation = msg_to_node(node_msg)
@@ -163,6 +169,20 @@ def msg_to_update(msg: GraphUpdateMsg) -> GraphUpdate:
         disconnect=[(e.source, e.target) for e in msg.disconnect],
         source=msg.source,
     )
+
+
+def _update_chars(msg: GraphUpdateMsg) -> int:
+    """The characters of every string of an update, counted until the total passes the limit (the item count is
+    bounded before, so this is quick on any message)."""
+    total = len(msg.source) + sum(len(i) for i in msg.remove)
+    total += sum(len(e.source) + len(e.target) for e in (*msg.connect, *msg.disconnect))
+    for node in msg.upsert:
+        total += len(node.id) + len(node.type) + len(node.name) + len(node.parent) + len(node.relation)
+        total += sum(len(s) for s in node.states) + sum(len(a) for a in node.affordances)
+        total += sum(len(kv.key) + len(kv.value) for kv in node.attributes)
+        if total > limits.MAX_UPDATE_CHARS:
+            break
+    return total
 
 
 def update_to_msg(update: GraphUpdate) -> GraphUpdateMsg:

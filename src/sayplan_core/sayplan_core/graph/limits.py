@@ -29,6 +29,10 @@ MAX_NAME_CHARS = 1024
 MAX_LABELS = 256
 #: items of one graph update (upserts + removals + connections + disconnections)
 MAX_UPDATE_ITEMS = 10_000
+#: characters of every string of one graph update together (ids, names, labels, attribute keys and values): each
+#: field within its own limit, 1,000 nodes with one 60 KB attribute each (60 MB) once held the graph server for
+#: 17 minutes while every other request waited; a perception frame's update is a few kilobytes
+MAX_UPDATE_CHARS = 4 * 1024 * 1024
 #: nodes and navigation edges of a full graph in a message (a 100k-node building has about 200k of each)
 MAX_GRAPH_NODES = 1_000_000
 MAX_GRAPH_EDGES = 4_000_000
