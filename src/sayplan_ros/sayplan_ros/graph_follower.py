@@ -10,7 +10,12 @@ only while the server node (`scene_graph_server`, in this node's namespace) is i
 another publisher on it, the message is logged and the copy refetched from `get_scene_graph` instead. Each start
 of the server has a new epoch: a full graph of another epoch replaces the copy whatever its version (a restarted
 server may be at a lower one), and an update of another epoch is not patched in but makes the copy refetch.
-SROS2 enclaves keep other peers off these topics altogether (README "Trust model").
+While two nodes claim to be the server (two named `scene_graph_server` in the namespace, or another node offering
+`get_scene_graph`), neither is trusted: the copy is out of sync (`problem()`, so planners refuse to plan on it and
+/diagnostics says why) until one server is left, and then the graph is fetched again from it, since the copy may
+have come from the other. A full graph on the topic whose version is more than MAX_VERSION_JUMP ahead of the copy
+is not taken either (a server cannot have done that many updates): it is fetched instead, and taken from the
+fetch only. SROS2 enclaves keep other peers off these topics altogether (docs/concepts/trust.md).
 
 Threads: the copy is patched in place under this class's lock, in time proportional to what each update touches
 (sayplan_core.graph.updates). So what `latest`, `graph_at` and `wait_for_version` return is never the live copy
@@ -46,6 +51,12 @@ from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
 FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
 SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and updates a follower takes from a topic
+#: a full graph on the topic this many versions ahead of the copy is suspect: fetched, not taken from the topic
+MAX_VERSION_JUMP = 1_000_000
+
+
+_RIVALS = f"more than one node claims to be {SERVER_NODE}"
+_REFETCH = f"fetching the scene graph again from the one {SERVER_NODE} left"
 
 
 class GraphFollower:
@@ -64,6 +75,7 @@ class GraphFollower:
         self._want_full = False  # a full graph is wanted until one is fetched
         steady_timer(node, FETCH_RETRY_S, self._retry_fetch, callback_group)
         self._impostors: set[str] = set()  # publishers already reported (one error line each)
+        self._claim = ""  # why the copy cannot be trusted now: two servers claim the name, or it is being refetched
         self._refused = 0  # messages not taken: from another publisher than the server, or another epoch
         self._fetch = node.create_client(GetSceneGraph, "get_scene_graph", callback_group=callback_group)
         node.create_subscription(
@@ -116,6 +128,17 @@ class GraphFollower:
     def _take_full(self, msg: SceneGraphMsg, where: str) -> None:
         version = int(msg.version)
         epoch = int(msg.epoch)
+        with self._lock:
+            held = self._replica.version if self._replica.graph is not None else None
+        if where != "get_scene_graph" and held is not None and version > held + MAX_VERSION_JUMP:
+            with self._lock:
+                self._refused += 1
+            self._node.get_logger().error(
+                f"a full scene graph at version {version} on '{where}', {version - held} ahead of the copy's {held}: "
+                "not taken from the topic; fetching the graph from get_scene_graph instead"
+            )
+            self._request_full()
+            return
         try:
             graph = msg_to_graph(msg, require_agent=False)  # the server's rules; planners check the agent
         except Exception as exc:  # untrusted input: anything the loader cannot take (deep JSON included)
@@ -194,10 +217,48 @@ class GraphFollower:
         future.add_done_callback(guarded(self._node, "get_scene_graph answer", self._on_fetched))
 
     def _retry_fetch(self) -> None:
+        self._check_claims()
         with self._lock:
             wanted = self._want_full
         if wanted:
             self._request_full()
+
+    def _check_claims(self) -> None:
+        """Every FETCH_RETRY_S: whether more than one node claims to be the server. When the claim is resolved,
+        the graph is fetched again from the one server left (the copy may have come from the other one)."""
+        claim = self._rival_servers()
+        with self._lock:
+            before = self._claim
+            rivals = before.startswith(_RIVALS)
+            if claim:
+                self._claim = claim
+                changed = self._changed_locked()  # waiters look again: the copy is no longer in sync
+            elif rivals:
+                self._claim = f"{_REFETCH}: another node claimed to be {SERVER_NODE} while the copy was taken"
+                changed = self._changed_locked()
+            else:
+                changed = []
+        self._call(changed)
+        if claim and claim != before:
+            self._node.get_logger().error(f"{claim}: neither is trusted until one is left")
+        elif rivals and not claim:
+            self._node.get_logger().warning(f"one {SERVER_NODE} again: fetching its scene graph")
+            self._request_full()
+
+    def _rival_servers(self) -> str:
+        """'' when at most one node claims to be the server; else who claims it (the problem's text)."""
+        namespace = self._node.get_namespace()
+        service = absolute_name(self._node, "get_scene_graph")
+        nodes = self._node.get_node_names_and_namespaces()
+        named = sum(1 for name, ns in nodes if name == SERVER_NODE and ns == namespace)
+        claims = [f"{named} nodes named {SERVER_NODE}"] if named > 1 else []
+        claims += sorted(
+            f"{ns.rstrip('/')}/{name} offers get_scene_graph"
+            for name, ns in nodes
+            if not (name == SERVER_NODE and ns == namespace)
+            and any(s == service for s, _ in self._node.get_service_names_and_types_by_node(name, ns))
+        )
+        return f"{_RIVALS}: {'; '.join(claims)}" if claims else ""
 
     def _on_fetched(self, future: Future) -> None:
         with self._lock:
@@ -211,30 +272,23 @@ class GraphFollower:
             return  # the retry timer asks again; a copy from an impostor is never taken
         with self._lock:
             self._want_full = False
+            if self._claim.startswith(_REFETCH):
+                self._claim = ""
         self._take_full(response.graph, "get_scene_graph")
 
     def _sole_service(self) -> bool:
-        """Only the server node offers get_scene_graph (a peer that made the follower refetch by publishing on its
-        topics must not answer the fetch with a graph of its own)."""
-        service = absolute_name(self._node, "get_scene_graph")
-        namespace = self._node.get_namespace()
-        others = sorted(
-            f"{ns.rstrip('/')}/{name}"
-            for name, ns in self._node.get_node_names_and_namespaces()
-            if not (name == SERVER_NODE and ns == namespace)
-            and any(s == service for s, _ in self._node.get_service_names_and_types_by_node(name, ns))
-        )
-        if not others:
+        """Only one node, the server, offers get_scene_graph (a peer that made the follower refetch by publishing on
+        its topics, or one that took the server's name, must not answer the fetch with a graph of its own)."""
+        claim = self._rival_servers()
+        if not claim:
             return True
         with self._lock:
             self._refused += 1
-            new = set(others) - self._impostors
-            self._impostors |= new
+            new = claim not in self._impostors
+            self._impostors.add(claim)
+            self._claim = claim
         if new:
-            self._node.get_logger().error(
-                f"get_scene_graph is offered besides {SERVER_NODE} by {', '.join(sorted(new))}; the answer is not "
-                "taken and the scene graph copy stays as it is"
-            )
+            self._node.get_logger().error(f"{claim}: the get_scene_graph answer is not taken")
         return False
 
     def server_present(self) -> bool:
@@ -295,7 +349,8 @@ class GraphFollower:
         return None if graph is None else self._snapshots.of(graph, self._replica.version)
 
     def _ready_for(self, version: int) -> bool:
-        return self._replica.graph is not None and self._replica.version >= version and not self._replica.problem
+        replica = self._replica
+        return replica.graph is not None and replica.version >= version and not replica.problem and not self._claim
 
     def latest(self) -> tuple[SceneGraph | None, int]:
         """A snapshot of the copy (it never changes; see the module docstring) and its version."""
@@ -323,7 +378,7 @@ class GraphFollower:
     def problem(self) -> str:
         """Why the copy is out of sync with the server, or '' when it is not (as far as it knows)."""
         with self._lock:
-            return self._replica.problem
+            return self._replica.problem or self._claim
 
     def stats(self) -> dict[str, int]:
         with self._lock:
