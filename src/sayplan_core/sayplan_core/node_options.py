@@ -14,7 +14,7 @@ from typing import Any
 from sayplan_core.llm.selection import BACKENDS, LlmConfig
 from sayplan_core.llm.session import Budget
 from sayplan_core.options import option
-from sayplan_core.perception.structure import DEFAULT_ASSETS, DEFAULT_CONTAINERS
+from sayplan_core.perception.labels import DEFAULT_ASSETS, DEFAULT_CONTAINERS
 
 _LLM, _BUDGET = LlmConfig(), Budget()
 

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 import numpy as np
-from scipy.spatial import cKDTree
 
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.ltl.automaton import Dfa
@@ -79,6 +78,8 @@ class ProductSearch:
         self._table: dict[int, np.ndarray] = {}
         if not self.use_heuristic:
             return
+        from scipy.spatial import cKDTree  # here: scipy costs every program half a second to import, `--help` too
+
         points = self.domain.positions
         assert points is not None
         # distance from every location to each distinct target set S(q, q')

@@ -18,9 +18,8 @@ import numpy as np
 from sayplan_core.graph.model import Node, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.perception.fusion import Frame, MapObject, ObjectMap
+from sayplan_core.perception.labels import DEFAULT_ASSETS, DEFAULT_CONTAINERS
 
-DEFAULT_ASSETS = frozenset({"table", "desk", "shelf", "cabinet", "counter", "fridge", "bed", "sofa", "wardrobe"})
-DEFAULT_CONTAINERS = frozenset({"cabinet", "fridge", "wardrobe", "drawer"})
 
 Region = tuple[tuple[float, float], tuple[float, float]]
 
