@@ -49,6 +49,7 @@ class MarkerSpec:
     scale: float = 0.3
     color: RGBA = (1.0, 1.0, 1.0, 1.0)
     text: str = ""
+    owner: str = ""  # the node the marker draws (a navigation edge's: its lower id); "" for the plan's path
 
 
 def floor_order(graph: SceneGraph) -> list[str]:
@@ -149,6 +150,10 @@ class MarkerCache:
     def marker_id(self, node_id: str) -> int | None:
         """The id a node's markers have (in every namespace of the node), None if it is not drawn."""
         return self._ids.get(node_id)
+
+    def anchor(self, node_id: str) -> Vec3 | None:
+        """Where a node is drawn (every node of the graph has an anchor, drawn or not: floors, the building)."""
+        return self._anchors.get(node_id)
 
     def current(self) -> MarkerChanges:
         """Everything drawn now, as a full drawing (for a viewer that joins late): O(markers), nothing recomputed."""
@@ -264,13 +269,18 @@ class MarkerCache:
         layer = f"{node.type}s"
         size = LAYER_SIZE[node.type]
         kind = "cube" if node.type in ("room", "asset") else "sphere"
-        self._put(MarkerSpec(layer, index, kind, anchor, scale=size, color=LAYER_COLOR[node.type]), changes)
+        shape = MarkerSpec(layer, index, kind, anchor, scale=size, color=LAYER_COLOR[node.type], owner=node_id)
+        self._put(shape, changes)
         label = (anchor[0], anchor[1], anchor[2] + size)
-        self._put(MarkerSpec(f"{layer}_labels", index, "text", label, scale=0.35, text=node.name), changes)
+        self._put(
+            MarkerSpec(f"{layer}_labels", index, "text", label, scale=0.35, text=node.name, owner=node_id), changes
+        )
         parent = self._parents[node_id]
         if parent is not None and parent in self._ids:
             points = [self._anchors[parent], anchor]
-            line = MarkerSpec(HIERARCHY_NS, index, "line_list", points=points, scale=0.03, color=(0.8, 0.8, 0.8, 0.5))
+            line = MarkerSpec(
+                HIERARCHY_NS, index, "line_list", points=points, scale=0.03, color=(0.8, 0.8, 0.8, 0.5), owner=node_id
+            )
             self._put(line, changes)
         else:
             self._drop((HIERARCHY_NS, index), changes)
@@ -309,7 +319,9 @@ class MarkerCache:
         self._edges.setdefault(b, set()).add(a)
         points = [self._anchors[a], self._anchors[b]]
         self._put(
-            MarkerSpec(NAVIGATION_NS, index, "line_list", points=points, scale=0.06, color=(0.3, 0.3, 0.3, 0.8)),
+            MarkerSpec(
+                NAVIGATION_NS, index, "line_list", points=points, scale=0.06, color=(0.3, 0.3, 0.3, 0.8), owner=a
+            ),
             changes,
         )
 
