@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -201,6 +201,98 @@ def closest(name: str, known: Any, count: int = 3, fallback: str = "") -> str:
     return f" ({fallback}: {shown})"
 
 
+#: Words that name nodes or links in some scene-graph layout (`objects`, `rooms`, `neighbours`, `doors`, ...).
+_CONTENT_WORDS = re.compile(
+    r"object|asset|item|room|place|pose|floor|node|link|edge|neighbo|connect|adjacen|door|child|contain",
+    re.IGNORECASE,
+)
+#: How many unread keys a note or an error names before "and N more".
+MAX_KEYS_SHOWN = 20
+
+
+def at(where: str, key: Any) -> str:
+    """Where a key is, for messages: `rooms.kitchen` + `objects` -> `rooms.kitchen.objects`."""
+    return f"{where}.{key}" if where else str(key)
+
+
+def content_items(key: str, value: Any) -> int:
+    """How many nodes or links `value` holds under `key` (0 when it looks like a plain field): a non-empty list
+    or mapping whose entries are records, or one under a name such as `objects`, `rooms` or `neighbours`."""
+    if isinstance(value, Mapping):
+        items = list(value.values())
+    elif isinstance(value, (list, tuple)):
+        items = list(value)
+    else:
+        return 0
+    if items and (any(isinstance(i, Mapping) for i in items) or _CONTENT_WORDS.search(key)):
+        return len(items)
+    return 0
+
+
+def account_keys(
+    where: str,
+    item: Mapping[Any, Any],
+    known: Collection[str],
+    advice: Mapping[str, str] | None = None,
+    said: set[str] | None = None,
+) -> tuple[list[str], list[str]]:
+    """Every key of `item` (found at `where`) the importer does not read, as (refusals, unread keys).
+
+    A key like one the importer reads (`objcts`, `related_too`) is refused, not guessed: what the data meant
+    for that key would be lost. A key holding nodes or links where the format has none (`objects` nested in a
+    room, a room's `neighbours`) is refused: the graph would lose them. Any other key (a field this format does
+    not have) is unread: the import goes on and its report names it. `advice` adds a sentence to a refusal whose
+    key contains one of its words (`{"neighbo": "pass room links with --connectivity FILE"}`), once per `said`."""
+    refusals: list[str] = []
+    unread: list[str] = []
+    for raw_key, value in item.items():
+        key = str(raw_key)
+        if key in known:
+            continue
+        path = at(where, key)
+        alike = close_names(key, sorted(known), 1)
+        count = content_items(key, value)
+        if alike:
+            refusals.append(
+                f"{path}: unknown key '{key}' (did you mean '{alike[0]}'?); a key like one read here is refused, "
+                "not guessed"
+            )
+        elif count:
+            tip = next((text for word, text in (advice or {}).items() if word in key.casefold()), "")
+            said = set() if said is None else said
+            refusals.append(
+                f"{path}: {count} item(s) this format does not read there (nodes or links the graph would lose)"
+                + (f": {tip}" if tip and tip not in said else "")
+            )
+            said.add(tip)
+        else:
+            unread.append(path)
+    return refusals, unread
+
+
+def unread_text(where: str, data: Any, known: Collection[str]) -> str:
+    """'; key(s) not read: ...' naming what of `data` (a mapping) is not among `known`, for an error that refuses
+    the whole input (a misspelt `nodes` is why there are none), '' when every key is known."""
+    if not isinstance(data, Mapping):
+        return ""
+    refusals, unread = account_keys(where, data, known)
+    lines = [line.split(";")[0] for line in refusals] + unread
+    return f"; key(s) not read: {named_keys(lines)}" if lines else ""
+
+
+def named_keys(paths: list[str]) -> str:
+    """`a.b, c.d, and N more`: keys for one line."""
+    shown = ", ".join(paths[:MAX_KEYS_SHOWN])
+    return shown + (f", and {len(paths) - MAX_KEYS_SHOWN} more" if len(paths) > MAX_KEYS_SHOWN else "")
+
+
+def unread_note(paths: list[str]) -> str:
+    """The import note naming the keys it left out."""
+    return (
+        f"{len(paths)} key(s) in the data not read (no field for them here), left out of the graph: {named_keys(paths)}"
+    )
+
+
 def read_types(path: str | Path) -> dict[str, str]:
     data = _read_option_file(path, "type list")
     if not isinstance(data, Mapping) or not data:
@@ -284,6 +376,11 @@ class Imported:
     #: Navigation links the importer invented (the data has none); floors it could not join, as groups.
     synthetic_links: int = 0
     apart_floors: list[list[str]] = field(default_factory=list)
+    #: Keys of the data no field here reads, by where they are (`rooms.kitchen.colour`): named in `notes` too.
+    unread_keys: list[str] = field(default_factory=list)
+    #: What the data held that the graph leaves out, counted by kind (`objects`, `links`, `agent poses`, ...):
+    #: each is named in `notes` too. Kept plus dropped is what the data held.
+    dropped: dict[str, int] = field(default_factory=dict)
 
     def synthetic_warning(self) -> str:
         """One line for stderr when links are invented, '' when every link is from the data or a file."""
@@ -338,9 +435,28 @@ class Builder:
         self.refused_ids: set[str] = set()
         #: Nodes whose position in the data is not finite (NaN, inf): kept without it, named in one note.
         self.no_position: list[str] = []
+        #: Keys of the data no field reads (see account_keys): named in a note, or with the problems.
+        self.unread_keys: list[str] = []
+        #: What the graph leaves out, counted by kind (the importer names each in a note).
+        self.dropped: dict[str, int] = {}
+        #: Advice already given with a refused key (said once per import).
+        self.advice_said: set[str] = set()
 
     def problem(self, message: str) -> None:
         self.problems.append(message)
+
+    def keys(
+        self, where: str, item: Mapping[Any, Any], known: Collection[str], advice: Mapping[str, str] | None = None
+    ) -> None:
+        """Account for every key of `item` (see account_keys): refusals become problems, the rest is named."""
+        refusals, unread = account_keys(where, item, known, advice, self.advice_said)
+        self.problems.extend(refusals)
+        self.unread_keys.extend(unread)
+
+    def drop(self, kind: str, count: int = 1) -> None:
+        """Count `count` of `kind` (`objects`, `links`, ...) the graph leaves out; the importer names them."""
+        if count:
+            self.dropped[kind] = self.dropped.get(kind, 0) + count
 
     def node(self, node_id: str, node_type: str, **fields: Any) -> dict[str, Any] | None:
         if not isinstance(node_id, str) or not node_id.strip():
@@ -581,7 +697,8 @@ class Builder:
     def build(self, expected: str) -> Imported:
         """Apply the options, check, and load. expected: what the format holds, for the empty-input error."""
         if not self.nodes and not self.problems:
-            raise GraphError(f"{self.source}: no nodes found; expected {expected}")
+            unread = f"; key(s) not read: {named_keys(self.unread_keys)}" if self.unread_keys else ""
+            raise GraphError(f"{self.source}: no nodes found; expected {expected}{unread}")
         self._connect()
         self._place_agent()
         self._override_types()  # after the agent is placed: a held node made an asset goes to the agent's room
@@ -590,7 +707,11 @@ class Builder:
             self.problems.insert(0, f"no rooms found; expected {expected}")
         self.problems = [p for p in self.problems if not any(bad in p for bad in self.refused_ids)]
         if self.problems:
+            if self.unread_keys:  # what was not read may be why: named among the first lines
+                self.problems.insert(min(1, len(self.problems)), f"key(s) not read: {named_keys(self.unread_keys)}")
             raise GraphError(_problem_text(self.source, self.problems, self.options.max_problems))
+        if self.unread_keys:
+            self.notes.append(unread_note(self.unread_keys))
         if self.no_position:
             shown = ", ".join(self.no_position[:10]) + (
                 f" and {len(self.no_position) - 10} more" if len(self.no_position) > 10 else ""
@@ -605,5 +726,11 @@ class Builder:
         graph = graph_from_dict(data, source=self.source, require_agent=False)
         ids = {k: v for k, v in self.id_map.items() if v in graph.nodes and v not in self.invented}
         return Imported(
-            graph, self.notes, id_map=ids, synthetic_links=self.synthetic_links, apart_floors=self.apart_floors
+            graph,
+            self.notes,
+            id_map=ids,
+            synthetic_links=self.synthetic_links,
+            apart_floors=self.apart_floors,
+            unread_keys=list(self.unread_keys),
+            dropped=dict(self.dropped),
         )

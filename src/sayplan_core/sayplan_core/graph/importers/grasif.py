@@ -25,10 +25,14 @@ from sayplan_core.graph.importers.common import (
     Builder,
     Imported,
     ImportOptions,
+    account_keys,
+    at,
     attributes,
     closest,
     load_json,
     norm_relation,
+    unread_note,
+    unread_text,
 )
 from sayplan_core.graph.model import GraphError, SceneGraph
 
@@ -40,6 +44,28 @@ _GROUP_KEYS = ("places", "place", "rooms", "room", "assets", "asset", "objects",
 _STATE_NAMES = {"turned_on": "on", "turned_off": "off", "switched_on": "on", "switched_off": "off"}
 _INIT_KEYS = ("init", "initial", "init_graph", "initial_graph")
 _GOAL_KEYS = ("goal", "goal_graph")
+#: The sections of a grouped scene, each under any of its names (every one given is read).
+_ROOMS, _ASSETS, _OBJECTS = ("places", "place", "rooms", "room"), ("assets", "asset"), ("objects", "object")
+#: The keys read of each kind of node (a node list's items also have 'type').
+_NODE_KEYS = {"id", "name", "type", "properties", "position"}
+_KEYS = {
+    "room": _NODE_KEYS,
+    "asset": _NODE_KEYS | {"states", "affordances", "located", "place", "related_to"},
+    "object": _NODE_KEYS | {"states", "affordances", "related_to", "relation", "place"},
+    "agent": {"id", "name", "type", "location", "holding"},
+}
+_ALL_KEYS = set().union(*_KEYS.values())
+_SCENE_KEYS = {"scene", "name"}
+_TASK_KEYS = {"id", "task_id", "instruction", "task", *_INIT_KEYS, *_GOAL_KEYS}
+#: What a refusal of a key holding nodes or links adds, by a word in the key.
+ADVICE = {
+    word: "GRASIF scenes hold no room links: give them with --connectivity FILE (a YAML list of 'room room' pairs)"
+    for word in ("neighbo", "connect", "link", "edge", "adjacen", "door")
+} | {
+    word: "GRASIF lists them in the scene's 'assets'/'objects', each naming its room with 'place' (an object "
+    "may name what holds it with 'related_to')"
+    for word in ("object", "asset", "item")
+}
 
 
 def grasif_id(raw: Any) -> str:
@@ -87,10 +113,12 @@ class _Scene:
         self.agent: str | None = None
         self.pending_objects: list[tuple[str, Mapping[str, Any]]] = []
 
-    def room(self, room_id: str, item: Mapping[str, Any]) -> None:
+    def room(self, room_id: str, item: Mapping[str, Any], where: str) -> None:
+        self.b.keys(where, item, _KEYS["room"], ADVICE)
         self.b.node(room_id, "room", attributes=attributes(item.get("properties")), position=item.get("position"))
 
-    def asset(self, asset_id: str, item: Mapping[str, Any]) -> None:
+    def asset(self, asset_id: str, item: Mapping[str, Any], where: str) -> None:
+        self.b.keys(where, item, _KEYS["asset"], ADVICE)
         self.b.node(
             asset_id,
             "asset",
@@ -112,14 +140,16 @@ class _Scene:
             self.implicit_rooms.append(room_id)
         return room_id
 
-    def agent_node(self, item: Mapping[str, Any]) -> None:
+    def agent_node(self, item: Mapping[str, Any], where: str) -> None:
+        self.b.keys(where, item, _KEYS["agent"], ADVICE)
         agent_id = _sid(self.b, item.get("name", item.get("id", "agent"))) or "agent"
         location = _sid(self.b, item.get("location"))
         self.holding = _sid(self.b, item.get("holding")) or None
         self.agent = agent_id
         self.b.node(agent_id, "agent", attributes={"location": self.room_named(location)} if location else {})
 
-    def obj(self, obj_id: str, item: Mapping[str, Any]) -> None:
+    def obj(self, obj_id: str, item: Mapping[str, Any], where: str) -> None:
+        self.b.keys(where, item, _KEYS["object"], ADVICE)
         self.b.node(
             obj_id,
             "object",
@@ -162,76 +192,104 @@ class _Scene:
                 self.b.child(self.holding, "inside_hand", self.agent)
 
 
-def _items(section: Any, b: Builder, what: str) -> list[tuple[str, Mapping[str, Any]]]:
+def _items(section: Any, b: Builder, what: str) -> list[tuple[str, Mapping[str, Any], str]]:
+    """The nodes of a section (a list with ids, or keyed by id), each with where it is for messages."""
     if section is None:
         return []
     if isinstance(section, Mapping):
-        return [(_sid(b, str(k)), v if isinstance(v, Mapping) else {}) for k, v in section.items()]
+        out = []
+        for key, value in section.items():
+            if value is not None and not isinstance(value, Mapping):  # `"kitchen-1": "big"` says something unread
+                b.problem(f"{at(what, key)} must be an object of fields (or {{}}), got {value!r:.60}")
+                continue
+            out.append((_sid(b, str(key)), value or {}, at(what, key)))
+        return out
     if isinstance(section, list):
         out = []
         for index, item in enumerate(section):
             if not isinstance(item, Mapping) or not grasif_id(item.get("id", item.get("name"))):
-                b.problem(f"{what}[{index}] needs an 'id'")
+                b.problem(f"{what}[{index}] needs an 'id'" + unread_text(f"{what}[{index}]", item, _ALL_KEYS))
                 continue
-            out.append((_sid(b, item.get("id", item.get("name"))), item))
+            out.append((_sid(b, item.get("id", item.get("name"))), item, f"{what}[{index}]"))
         return out
     b.problem(f"'{what}' must be an object or a list")
     return []
 
 
+def _section(root: Mapping[str, Any], names: tuple[str, ...], b: Builder, where: str) -> list[Any]:
+    """The nodes under every name of one section (`places` and `rooms` both, when a scene has both)."""
+    return [found for name in names if name in root for found in _items(root[name], b, at(where, name))]
+
+
 def _grouped(data: Mapping[str, Any], b: Builder) -> None:
     nodes = data.get("nodes")
     root = nodes if isinstance(nodes, Mapping) else data
+    where = "nodes" if isinstance(nodes, Mapping) else ""
+    if isinstance(nodes, Mapping):
+        b.keys("", data, {"nodes", *_SCENE_KEYS}, ADVICE)
+    b.keys(where, root, {*_ROOMS, *_ASSETS, *_OBJECTS, "agent", *(() if where else _SCENE_KEYS)}, ADVICE)
     scene = _Scene(b)
-    for room_id, item in _items(
-        root.get("places", root.get("place", root.get("rooms", root.get("room")))), b, "places"
-    ):
-        scene.room(room_id, item)
-    for asset_id, item in _items(root.get("assets", root.get("asset")), b, "assets"):
-        scene.asset(asset_id, item)
+    for room_id, item, at_ in _section(root, _ROOMS, b, where):
+        scene.room(room_id, item, at_)
+    for asset_id, item, at_ in _section(root, _ASSETS, b, where):
+        scene.asset(asset_id, item, at_)
     agent_raw = root.get("agent")
+    agent_at = at(where, "agent")
     if isinstance(agent_raw, list):
+        if len(agent_raw) > 1:
+            b.problem(f"{agent_at}: {len(agent_raw)} agents listed; a scene has one")
         agent_raw = agent_raw[0] if agent_raw else None
+        agent_at += "[0]"
     if isinstance(agent_raw, Mapping):
-        scene.agent_node(agent_raw)
-    for obj_id, item in _items(root.get("objects", root.get("object")), b, "objects"):
-        scene.obj(obj_id, item)
+        scene.agent_node(agent_raw, agent_at)
+    elif agent_raw is not None:
+        b.problem(f"{agent_at} must be an object (id, location, holding), got {agent_raw!r:.60}")
+    for obj_id, item, at_ in _section(root, _OBJECTS, b, where):
+        scene.obj(obj_id, item, at_)
     scene.finish()
 
 
-def _node_list(items: list[Any], b: Builder) -> None:
+def _node_list(items: list[Any], b: Builder, where: str) -> None:
     scene = _Scene(b)
-    by_type: dict[str, list[tuple[str, Mapping[str, Any]]]] = {}
+    by_type: dict[str, list[tuple[str, Mapping[str, Any], str]]] = {}
     for index, item in enumerate(items):
         if not isinstance(item, Mapping):
-            b.problem(f"nodes[{index}] must be an object")
+            b.problem(f"{where}[{index}] must be an object")
             continue
         node_id = _sid(b, item.get("name", item.get("id")))
         node_type = str(item.get("type", "")).strip().lower()
         node_type = "room" if node_type == "place" else node_type
         if not node_id:
-            b.problem(f"nodes[{index}] needs a 'name' ([class, index]) or an 'id'")
+            b.problem(
+                f"{where}[{index}] needs a 'name' ([class, index]) or an 'id'"
+                + unread_text(f"{where}[{index}]", item, _ALL_KEYS)
+            )
         elif node_type not in ("room", "asset", "object", "agent"):
-            b.problem(f"node '{node_id}' has type {item.get('type')!r} (expected room, place, asset, object or agent)")
+            b.problem(
+                f"node '{node_id}' has type {item.get('type')!r} (expected room, place, asset, object or agent)"
+                + unread_text(f"{where}[{index}]", item, _ALL_KEYS)
+            )
         else:
-            by_type.setdefault(node_type, []).append((node_id, item))
-    for node_id, item in by_type.get("room", []):
-        scene.room(node_id, item)
-    for node_id, item in by_type.get("asset", []):
-        scene.asset(node_id, item)
-    for _, item in by_type.get("agent", [])[:1]:
-        scene.agent_node(item)
-    for node_id, _ in by_type.get("agent", [])[1:]:
+            by_type.setdefault(node_type, []).append((node_id, item, f"{where}[{index}]"))
+    for node_id, item, at_ in by_type.get("room", []):
+        scene.room(node_id, item, at_)
+    for node_id, item, at_ in by_type.get("asset", []):
+        scene.asset(node_id, item, at_)
+    for _, item, at_ in by_type.get("agent", [])[:1]:
+        scene.agent_node(item, at_)
+    for node_id, _, _ in by_type.get("agent", [])[1:]:
         b.problem(f"a second agent '{node_id}'")
-    for node_id, item in by_type.get("object", []):
-        scene.obj(node_id, item)
+    for node_id, item, at_ in by_type.get("object", []):
+        scene.obj(node_id, item, at_)
     scene.finish()
 
 
 def _scene_builder(data: Any, source: str, name: str, options: ImportOptions | None) -> Builder:
     kind = layout(data)
     if kind is None:
-        raise GraphError(f"{source}: not {EXPECTED}")
+        root = data.get("nodes") if isinstance(data, Mapping) and isinstance(data.get("nodes"), Mapping) else data
+        known = {*_ROOMS, *_ASSETS, *_OBJECTS, "agent", *(() if root is not data else ("nodes", *_SCENE_KEYS))}
+        raise GraphError(f"{source}: not {EXPECTED}{unread_text('nodes' if root is not data else '', root, known)}")
     if kind == "tasks":
         count = len(data["tasks"] if isinstance(data, Mapping) else data)
         raise GraphError(
@@ -245,8 +303,11 @@ def _scene_builder(data: Any, source: str, name: str, options: ImportOptions | N
     b.has_connectivity = False
     if kind == "grouped":
         _grouped(data, b)
+    elif isinstance(data, list):
+        _node_list(data, b, "nodes")
     else:
-        _node_list(data if isinstance(data, list) else data["nodes"], b)
+        b.keys("", data, {"nodes", *_SCENE_KEYS}, ADVICE)
+        _node_list(data["nodes"], b, "nodes")
     return b
 
 
@@ -361,6 +422,11 @@ def read_grasif_tasks(
     options = options or ImportOptions()
     per_task = per_task or PerTask()
     result = TaskImport()
+    unread: list[str] = []
+    if isinstance(data, Mapping):
+        refusals, unread = account_keys("", data, {"tasks", *_SCENE_KEYS}, ADVICE)
+        if refusals:
+            raise GraphError(f"{source}: " + "; ".join(refusals))
     seen: set[str] = set()
     for index, item in enumerate(items):
         raw_id = item.get("id", item.get("task_id")) if isinstance(item, Mapping) else None
@@ -373,6 +439,9 @@ def read_grasif_tasks(
         if not isinstance(item, Mapping):
             result.skipped[task_id] = ["must be an object with 'instruction', 'init' and 'goal'"]
             continue
+        refusals, unread_here = account_keys(f"tasks[{index}]", item, _TASK_KEYS, ADVICE)
+        problems.extend(refusals)
+        unread.extend(unread_here)
         init = next((item[k] for k in _INIT_KEYS if k in item), None)
         goal = next((item[k] for k in _GOAL_KEYS if k in item), None)
         instruction = item.get("instruction", item.get("task", ""))
@@ -401,6 +470,8 @@ def read_grasif_tasks(
         if problems or first is None or second is None:
             result.skipped[task_id] = problems
             continue
+        if second.unread_keys:  # the start scene's are in its own notes
+            result.notes.append(f"task '{task_id}' goal scene: {unread_note(second.unread_keys)}")
         result.tasks.append(GrasifTask(task_id, str(instruction), first, second))
     ids = [t.id for t in result.tasks] + list(result.skipped)
     for flag, keyed in (("--connectivity", per_task.connectivity), ("--agent-at", per_task.agent_at)):
@@ -410,6 +481,8 @@ def read_grasif_tasks(
             result.notes.append(f"{flag} file names task(s) not in the list (a typo?): {named}")
     if not items:
         raise GraphError(f"{source}: the task list is empty")
+    if unread:
+        result.notes.insert(0, unread_note(unread))
     return result
 
 

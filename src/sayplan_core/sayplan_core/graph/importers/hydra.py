@@ -16,19 +16,29 @@ spark_dsg is imported only when a Hydra file is read or written: the rest of the
 
 from __future__ import annotations
 
+import functools
 import importlib
 import json
 import math
 import re
 import subprocess
 import sys
+import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from sayplan_core import files
 from sayplan_core.graph import limits
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, give_pickup
+from sayplan_core.graph.importers.common import (
+    Builder,
+    Imported,
+    ImportOptions,
+    account_keys,
+    at,
+    give_pickup,
+    named_keys,
+)
 from sayplan_core.graph.importers.stanford import MOVABLE_CLASSES as COCO_MOVABLE
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import MAX_FILE_BYTES, parse_json
@@ -38,6 +48,15 @@ EXPECTED = "a Hydra / Spark-DSG scene graph (.json, .bson or binary .sparkdsg wr
 SUFFIXES = (".json", ".bson", ".sparkdsg")
 #: The metadata key our exporter writes and the importer reads back.
 META_KEY = "sayplan"
+#: The keys read under META_KEY: of a node's metadata, of the graph's, and of each floor the graph's lists.
+NODE_META_KEYS = frozenset({"id", "type", "name", "no_position", "states", "affordances", "attributes", "parent",
+                            "relation"})  # fmt: skip
+GRAPH_META_KEYS = frozenset({"name", "floors", "links_added", "links_removed"})
+FLOOR_KEYS = frozenset({"id", "type", "name", "states", "affordances", "attributes", "position", "parent"})
+#: Metadata keys read beside ours: the graph's labelspaces (spark_dsg's own).
+GRAPH_METADATA_KEYS = frozenset({META_KEY, "labelspaces"})
+#: Top-level parts of a spark_dsg JSON file known and not read: the mesh (no counterpart here).
+SKIPPED_JSON_KEYS = frozenset({"mesh"})
 #: How long the child process that reads a binary file first may take.
 PROBE_TIMEOUT_S = 600.0
 INSTALL_HINT = "reading or writing Hydra graphs needs the spark-dsg package: pip install spark-dsg==1.1.3"
@@ -73,7 +92,12 @@ def looks_like(data: Any) -> bool:
 
 def load_dsg(path: str | Path) -> Any:
     """A DynamicSceneGraph from a file, refused in one line if it is not a regular file, too big or malformed."""
-    path = Path(path)
+    return _load(Path(path))[0]
+
+
+def _load(path: Path) -> tuple[Any, Any]:
+    """The DynamicSceneGraph of a file, and its parsed JSON document (None for a binary file)."""
+    document = None
     if path.suffix not in SUFFIXES:
         raise GraphError(f"{path}: a Hydra graph file ends in {', '.join(SUFFIXES)} (spark_dsg picks its reader so)")
     try:
@@ -85,17 +109,82 @@ def load_dsg(path: str | Path) -> Any:
             text = data.decode("utf-8")
         except UnicodeDecodeError as exc:
             raise GraphError(f"{path}: not UTF-8 JSON ({exc.reason} at byte {exc.start})") from None
-        if not looks_like(parse_json(text, str(path))):
-            raise GraphError(f"{path}: not {EXPECTED} (no SPARK_DSG_header and no layers)")
+        document = parse_json(text, str(path))
+        if not looks_like(document):
+            raise GraphError(f"{path}: not {EXPECTED} (no SPARK_DSG_header and no layers){_unknown_text(document)}")
     dsg = spark()
     if path.suffix == ".sparkdsg":
         _survives_reading(path)
     try:
-        return dsg.DynamicSceneGraph.load(str(path))
+        return dsg.DynamicSceneGraph.load(str(path)), document
     except MemoryError:
         raise GraphError(f"{path}: not {EXPECTED} (a size in it is too large)") from None
     except Exception as exc:  # the C++ readers raise ValueError/RuntimeError with the reason
-        raise GraphError(f"{path}: not {EXPECTED} ({_reason(exc)})") from None
+        raise GraphError(f"{path}: not {EXPECTED} ({_reason(exc)}){_unknown_text(document)}") from None
+
+
+@functools.cache
+def _reference_keys() -> dict[str, frozenset[str]]:
+    """Every key spark_dsg writes, by where it is (list items as `[]`): a graph with a node of each kind, edges
+    and a mesh-less save. What a file that spark_dsg cannot read has beyond these is named in the refusal."""
+    import numpy as np
+
+    dsg = spark()
+    g = dsg.DynamicSceneGraph()
+    kinds = [(5, "B", dsg.SemanticNodeAttributes), (4, "R", dsg.RoomNodeAttributes)]
+    kinds += [(3, "p", dsg.PlaceNodeAttributes), (2, "O", dsg.ObjectNodeAttributes)]
+    for layer, category, kind in kinds:
+        attrs = kind()
+        attrs.position = np.zeros(3)
+        g.add_node(layer, dsg.NodeSymbol(category, 0), attrs)
+    agent = dsg.AgentNodeAttributes()
+    agent.world_R_body = dsg.Quaternion(1.0, 0.0, 0.0, 0.0)
+    g.add_node(2, dsg.NodeSymbol("a", 0), agent, "a")
+    g.insert_edge(dsg.NodeSymbol("B", 0), dsg.NodeSymbol("R", 0))
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "reference.json"
+        g.save(str(out), include_mesh=False)
+        written = json.loads(out.read_text(encoding="utf-8"))
+    found: dict[str, set[str]] = {}
+
+    def walk(where: str, value: Any) -> None:
+        if isinstance(value, Mapping):
+            found.setdefault(where, set()).update(value)
+            for key, item in value.items():
+                if key != "metadata":
+                    walk(at(where, key), item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(f"{where}[]", item)
+
+    walk("", written)
+    found[""] = found[""] | SKIPPED_JSON_KEYS
+    return {where: frozenset(keys) for where, keys in found.items()}
+
+
+def _unknown_text(document: Any) -> str:
+    """'; key(s) not read: ...' naming what of a file spark_dsg refused is none of the keys it writes."""
+    if not isinstance(document, Mapping):
+        return ""
+    try:
+        known = _reference_keys()
+    except GraphError:  # no spark_dsg: the error says how to install it
+        return ""
+    lines: list[str] = []
+
+    def walk(where: str, shape: str, value: Any) -> None:
+        if isinstance(value, Mapping) and shape in known:
+            refusals, unread = account_keys(where, value, known[shape])
+            lines.extend([line.split(";")[0] for line in refusals] + unread)
+            for key, item in value.items():
+                if key != "metadata":
+                    walk(at(where, key), at(shape, key), item)
+        elif isinstance(value, list):
+            for index, item in enumerate(value):
+                walk(f"{where}[{index}]", f"{shape}[]", item)
+
+    walk("", "", document)
+    return f"; key(s) not read: {named_keys(lines)}" if lines else ""
 
 
 def _survives_reading(path: Path) -> None:
@@ -124,7 +213,8 @@ def _reason(exc: BaseException) -> str:
 
 def import_hydra(path: str | Path, options: ImportOptions | None = None, name: str = "") -> Imported:
     path = Path(path)
-    return import_dsg(load_dsg(path), str(path), options, name or path.stem)
+    graph, document = _load(path)
+    return import_dsg(graph, str(path), options, name or path.stem, document)
 
 
 def import_hydra_graph(path: str | Path, options: ImportOptions | None = None) -> SceneGraph:
@@ -190,6 +280,19 @@ class _Reader:
         #: Written by our exporter: its links are the whole connectivity, even when there are none.
         self.exported = bool(self.saved)
 
+    def _meta(self, node: Any) -> dict[str, Any]:
+        """Our exporter's metadata of a node, every key of it and beside it accounted for (named or refused)."""
+        try:
+            found = node.attributes.metadata.get()
+        except (ValueError, RuntimeError, AttributeError):
+            return {}
+        where = f"nodes[{node.id}].attributes.metadata"
+        if isinstance(found, Mapping):
+            self.b.keys(where, found, {META_KEY})
+        meta = _meta(node.attributes)
+        self.b.keys(at(where, META_KEY), meta, NODE_META_KEYS)
+        return meta
+
     # ------------------------------------------------------------------ ids and labels
     def _our_id(self, node: Any, cls: str, meta: Mapping[str, Any]) -> str:
         wanted = meta.get("id")
@@ -238,7 +341,7 @@ class _Reader:
     def _add(
         self, node: Any, kind: str, node_type: str, cls: str, name_default: str | None = None, **fields: Any
     ) -> dict[str, Any] | None:
-        meta = _meta(node.attributes)
+        meta = self._meta(node)
         our = self._our_id(node, cls, meta)
         self.ids[int(node.id.value)] = our
         self.kind[int(node.id.value)] = kind
@@ -279,6 +382,11 @@ class _Reader:
                 count = g.get_layer(int(key.layer), int(key.partition)).num_nodes()
                 if count:
                     dropped.append(f"{key} ({count} nodes)")
+                    self.b.drop("nodes of other layers", count)
+        within = g.get_layer(objects.layer, objects.partition).num_edges()
+        if within:  # objects stand in rooms and on each other only through our metadata: an edge says neither
+            self.b.drop("edges between objects", within)
+            self.b.notes.append(f"{within} edge(s) between objects dropped (objects do not link to each other here)")
         if dropped:
             self.b.notes.append(f"layer(s) with no counterpart here dropped: {', '.join(dropped)}")
         floors = self._floors()
@@ -307,20 +415,32 @@ class _Reader:
 
     def _graph_meta(self) -> dict[str, Any]:
         try:
-            saved = self.g.metadata.get().get(META_KEY)
+            metadata = self.g.metadata.get()
         except (ValueError, RuntimeError, AttributeError):
             return {}
-        return dict(saved) if isinstance(saved, Mapping) else {}
+        if not isinstance(metadata, Mapping):
+            return {}
+        self.b.keys("metadata", metadata, GRAPH_METADATA_KEYS)
+        saved = metadata.get(META_KEY)
+        if not isinstance(saved, Mapping):
+            return {}
+        self.b.keys(at("metadata", META_KEY), saved, GRAPH_META_KEYS)
+        return dict(saved)
 
     def _floors(self) -> dict[str, dict[str, Any]]:
         """Floor nodes our exporter kept in the graph metadata (Hydra has no floor layer)."""
         out: dict[str, dict[str, Any]] = {}
         raw = self.saved.get("floors")
-        for item in raw if isinstance(raw, list) else []:
-            if isinstance(item, Mapping) and isinstance(item.get("id"), str):
-                fields = {k: item.get(k) for k in ("name", "position", "attributes")}
-                if self.b.node(item["id"], "floor", **fields) is not None:
-                    out[item["id"]] = dict(item)
+        for index, item in enumerate(raw if isinstance(raw, list) else []):
+            where = f"metadata.{META_KEY}.floors[{index}]"
+            if not isinstance(item, Mapping) or not isinstance(item.get("id"), str):
+                self.b.problem(f"{where}: a floor needs a string 'id', got {item!r:.60}")
+                continue
+            self.b.keys(where, item, FLOOR_KEYS)
+            fields = {k: item.get(k) for k in ("name", "position", "attributes")}
+            fields |= {k: self.b.str_list(item["id"], k, item.get(k)) for k in ("states", "affordances")}
+            if self.b.node(item["id"], "floor", **fields) is not None:
+                out[item["id"]] = dict(item)
         return out
 
     def _agent(self, keys: list[Any]) -> None:
@@ -335,7 +455,7 @@ class _Reader:
         first = int(sorted(keys, key=lambda k: int(k.partition))[0].partition)
         own = [n for n in nodes if int(n.layer.partition) == first]
         latest = max(own, key=lambda n: (int(n.attributes.timestamp.total_seconds() * 1e9), int(n.id.category_id)))
-        meta = _meta(latest.attributes)
+        meta = self._meta(latest)
         our = meta.get("id") if isinstance(meta.get("id"), str) else "agent"
         position = _vector(latest.attributes.position)
         self.ids[int(latest.id.value)] = str(our)
@@ -351,6 +471,10 @@ class _Reader:
                 attributes["location"] = location
         self.b.node(str(our), "agent", name=str(meta.get("name") or ""), attributes=attributes, position=position)
         if len(nodes) > 1:
+            for node in nodes:  # a dropped pose's metadata keys are named like the kept one's
+                if node is not latest:
+                    self._meta(node)
+            self.b.drop("agent poses", len(nodes) - 1)
             self.b.notes.append(
                 f"agent layer: kept the latest pose {latest.id} as the agent; {len(nodes) - 1} other agent pose(s) "
                 "dropped (a trajectory has no counterpart here)"
@@ -520,11 +644,80 @@ def _parents(node: Any) -> list[int]:
     return sorted(int(p) for p in node.parents())
 
 
-def import_dsg(graph: Any, source: str, options: ImportOptions | None = None, name: str = "") -> Imported:
-    """A DynamicSceneGraph (loaded or built with the spark_dsg API) as a native graph; `id_map` names every node."""
+def _account_document(b: Builder, graph: Any, document: Mapping[str, Any]) -> None:
+    """Every key of a spark_dsg JSON file that spark_dsg does not read is named or refused, and every node or edge
+    it refuses (a duplicate, an edge to no node) counted: what it read is what it writes back, so the file is
+    compared, part by part, with the graph it read saved again. Metadata is accounted for where it is read."""
+    with tempfile.TemporaryDirectory() as folder:
+        out = Path(folder) / "read.json"
+        graph.save(str(out), include_mesh=False)
+        written = json.loads(out.read_text(encoding="utf-8"))
+    header, ours = document.get("SPARK_DSG_header"), written.get("SPARK_DSG_header")
+    version = header.get("version") if isinstance(header, Mapping) else None
+    if version != ours.get("version"):  # another encoding: its keys are not this reader's
+        b.notes.append(
+            f"keys not checked: the file is in spark_dsg's encoding {version}, this reader's is {ours['version']}"
+        )
+        return
+    b.keys("", document, set(written) | SKIPPED_JSON_KEYS)
+    for key, value in document.items():
+        if key in written and key not in ("nodes", "edges", "metadata"):
+            _compare(b, key, value, written[key])
+    dsg = spark()
+    found: dict[str, dict[Any, Any]] = {
+        "nodes": {n["id"]: n for n in written["nodes"]},
+        "edges": {frozenset((e["source"], e["target"])): e for e in written["edges"]},
+    }
+    refused: dict[str, list[str]] = {"nodes": [], "edges": []}
+    for part, back in found.items():
+        given = document.get(part)
+        seen: set[Any] = set()
+        for index, item in enumerate(given if isinstance(given, list) else []):
+            if not isinstance(item, Mapping):
+                refused[part].append(f"{part}[{index}]")
+                continue
+            ends = (item.get("id"),) if part == "nodes" else (item.get("source"), item.get("target"))
+            ident: Any = ends[0] if part == "nodes" else frozenset(ends)
+            named = "-".join(str(dsg.NodeSymbol(e)) if isinstance(e, int) and e >= 0 else repr(e) for e in ends)
+            if ident in seen or ident not in back:
+                refused[part].append(named)
+                continue
+            seen.add(ident)
+            _compare(b, f"{part}[{named}]", item, back[ident])
+            info = item.get("info")
+            if part == "edges" and isinstance(info, Mapping) and isinstance(info.get("metadata"), Mapping):
+                b.keys(f"edges[{named}].info.metadata", info["metadata"], ())  # no edge metadata is read
+    for part, names in refused.items():
+        if names:
+            b.drop(f"{part} spark_dsg refused", len(names))
+            shown = ", ".join(names[:10]) + (f" and {len(names) - 10} more" if len(names) > 10 else "")
+            b.notes.append(
+                f"{len(names)} of the file's {part} not read by spark_dsg (a duplicate, or a missing end): {shown}"
+            )
+
+
+def _compare(b: Builder, where: str, given: Any, written: Any) -> None:
+    """The keys of `given` that `written` (what spark_dsg wrote back) lacks, part by part; metadata is skipped."""
+    if isinstance(given, Mapping) and isinstance(written, Mapping):
+        b.keys(where, given, set(written))
+        for key, value in given.items():
+            if key in written and key != "metadata":
+                _compare(b, at(where, key), value, written[key])
+    elif isinstance(given, list) and isinstance(written, list) and len(given) == len(written):
+        for index, (item, back) in enumerate(zip(given, written, strict=True)):
+            _compare(b, f"{where}[{index}]", item, back)
+
+
+def import_dsg(
+    graph: Any, source: str, options: ImportOptions | None = None, name: str = "", document: Any = None
+) -> Imported:
+    """A DynamicSceneGraph (loaded or built with the spark_dsg API) as a native graph; `id_map` names every node.
+    `document`: the parsed JSON file it was read from, whose every key is then accounted for."""
     if graph.num_nodes() > limits.MAX_GRAPH_NODES:
         raise GraphError(f"{source}: {graph.num_nodes()} nodes is over the {limits.MAX_GRAPH_NODES} node limit")
     b = Builder(name, source, options)
+    if isinstance(document, Mapping):
+        _account_document(b, graph, document)
     reader = _Reader(graph, b)
     b.name = str(reader.saved["name"]) if isinstance(reader.saved.get("name"), str) else name
     reader.read()

@@ -20,7 +20,14 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from sayplan_core.graph.importers.common import Builder, Imported, ImportOptions, closest, give_pickup
+from sayplan_core.graph.importers.common import (
+    Builder,
+    Imported,
+    ImportOptions,
+    closest,
+    give_pickup,
+    unread_text,
+)
 from sayplan_core.graph.importers.synthetic_links import joins_floors
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.native_format import MAX_FILE_BYTES
@@ -37,6 +44,26 @@ MOVABLE_CLASSES: frozenset[str] = frozenset({
 })  # fmt: skip
 #: How far (metres) a staircase's height must reach into another floor's rooms for the data to place it there.
 MIN_SHARED_HEIGHT = 1.0
+#: Every key of the dataset (its tools/load.py), by section: the ones read, and the ones known and not kept (mesh
+#: segmentations, voxels, areas, volumes, counts, textures, cameras: nothing in our graph holds them).
+SECTIONS = ("building", "room", "object", "camera")
+READ_KEYS: dict[str, frozenset[str]] = {
+    "building": frozenset({"name", "function"}),
+    "room": frozenset({"id", "scene_category", "floor_number", "location", "size", "volume"}),
+    "object": frozenset({"id", "class_", "parent_room", "location", "size", "material", "action_affordance",
+                         "tactile_texture"}),
+    "camera": frozenset(),
+}  # fmt: skip
+SKIPPED_KEYS: dict[str, frozenset[str]] = {
+    "building": frozenset({"floor_area", "gibson_split", "id", "num_cameras", "num_floors", "num_objects",
+                           "num_rooms", "reference_point", "size", "volume", "voxel_size", "voxel_centers",
+                           "voxel_resolution", "object_inst_segmentation", "room_inst_segmentation",
+                           "object_voxel_occupancy", "room_voxel_occupancy"}),
+    "room": frozenset({"floor_area", "inst_segmentation", "voxel_occupancy", "parent_building"}),
+    "object": frozenset({"floor_area", "surface_coverage", "inst_segmentation", "visual_texture", "volume",
+                         "voxel_occupancy"}),
+    "camera": frozenset({"name", "id", "FOV", "location", "rotation", "modality", "resolution", "parent_room"}),
+}  # fmt: skip
 
 
 def _int(value: Any) -> int | None:
@@ -79,11 +106,13 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     path = Path(path)
     data = _read_npz(path)
     if not isinstance(data, Mapping) or not isinstance(data.get("building"), Mapping):
-        raise GraphError(f"{path}: not {EXPECTED}")
+        raise GraphError(f"{path}: not {EXPECTED}{unread_text('', data, SECTIONS)}")
     building = data["building"]
     bname = str(building.get("name", "") or path.stem.replace("3DSceneGraph_", ""))
     b = Builder(name or bname, str(path), options)
     b.has_connectivity = False
+    b.keys("", data, SECTIONS)
+    b.keys("building", building, _known("building"))
     building_id = f"building_{bname.lower()}" if bname else "building"
     b.node(building_id, "building", name=bname, attributes={"function": str(building.get("function", "") or "")})
     floors: dict[str, str] = {}
@@ -97,8 +126,9 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
     heights: dict[str, tuple[float, float] | None] = {}
     id_map: dict[str, str] = {f"building {bname}" if bname else "building": building_id}
     entries = [(_int(r.get("id", k)) if isinstance(r, Mapping) else None, k, r) for k, r in rooms.items()]
-    for rid, _key, room in sorted((e for e in entries if e[0] is not None), key=lambda e: e[0] or 0):
+    for rid, key, room in sorted((e for e in entries if e[0] is not None), key=lambda e: e[0] or 0):
         assert rid is not None
+        b.keys(f"room.{key}", room, _known("room"))
         category = str(room.get("scene_category") or "room").strip().replace(" ", "_").lower()
         room_id = f"{category}_{rid}"
         room_ids[rid] = room_id
@@ -138,6 +168,7 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
         if oid is None or not isinstance(obj, Mapping):
             b.problem(f"object {key!r} has no integer id")
             continue
+        b.keys(f"object.{key}", obj, _known("object"))
         cls = str(obj.get("class_") or "object").strip().replace(" ", "_").lower()
         parent = room_ids.get(_int(obj.get("parent_room")) or -1)
         if parent is None:
@@ -172,9 +203,14 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
             give_pickup(item)
         id_map[f"object {oid}"] = f"{cls}_{oid}"
         b.child(f"{cls}_{oid}", "in", parent)
+    cameras = data.get("camera") or {}
+    for key, camera in cameras.items() if isinstance(cameras, Mapping) else ():
+        if isinstance(camera, Mapping):  # not imported (a panorama's pose has no counterpart), but accounted for
+            b.keys(f"camera.{key}", camera, _known("camera"))
     b.notes.append(f"{movable} node(s) of movable classes typed object (affording pickup), the rest asset")
     if roomless:
         shown = "; ".join(roomless[:10]) + (f"; and {len(roomless) - 10} more" if len(roomless) > 10 else "")
+        b.drop("objects", len(roomless))
         b.notes.append(f"{len(roomless)} object(s) left out, in no room of the building: {shown}")
     imported = b.build(EXPECTED)
     imported.format = "stanford"
@@ -184,6 +220,10 @@ def import_stanford(path: str | Path, options: ImportOptions | None = None, name
 
 def import_stanford_npz(path: str | Path, name: str = "", options: ImportOptions | None = None) -> SceneGraph:
     return import_stanford(path, options, name).graph
+
+
+def _known(section: str) -> frozenset[str]:
+    return READ_KEYS[section] | SKIPPED_KEYS[section]
 
 
 def _floor_labels(raw: Any) -> list[str]:
