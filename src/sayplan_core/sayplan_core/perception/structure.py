@@ -20,7 +20,6 @@ from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
 from sayplan_core.perception.fusion import Frame, MapObject, ObjectMap
 from sayplan_core.perception.labels import DEFAULT_ASSETS, DEFAULT_CONTAINERS
 
-
 Region = tuple[tuple[float, float], tuple[float, float]]
 
 
