@@ -1,13 +1,21 @@
-"""Goal checking, plan scoring, and the path planner (Dijkstra, A*, plan expansion)."""
+"""Goal checking, plan scoring, and the path planner (Dijkstra, A*, plan expansion).
+
+`nav_edge_costs` (what the ltl search reads) gives each link the cost the path planner gives it, with and without
+positions and weights, between floors."""
 
 from __future__ import annotations
+
+import math
+from typing import Any
 
 import pytest
 
 from sayplan_core.envs import load_env
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph import GraphError
+from sayplan_core.graph.model import Node, SceneGraph
 from sayplan_core.nav import NoPathError, PathPlanner
+from sayplan_core.nav.path_planner import nav_edge_costs
 from sayplan_core.sim import check_goals, goal_from_dict, parse_plan, verify_plan
 from sayplan_core.sim.goals import score_against_goal_graph, score_against_goals
 
@@ -134,3 +142,28 @@ def test_goal_graph_scoring_checks_the_agent() -> None:
     empty_handed = verify_plan(graph, "goto(kitchen)").final_graph()
     assert not score_against_goal_graph(graph, empty_handed, holding).success
     assert score_against_goal_graph(graph, holding, holding).success
+
+
+@pytest.mark.parametrize("weight", [None, 0.0, 2.5, 1e9])
+@pytest.mark.parametrize("positions", [(None, None), ((0, 0, 0), (3, 4, 0)), ((0, 0, 0), (0, 0, 0)), ((0, 0, 0), None)])
+def test_nav_edge_costs_agree_with_the_path_planner_between_floors(
+    weight: float | None, positions: tuple[Any, Any]
+) -> None:
+    graph = SceneGraph("two floors")
+    graph.add_node(Node("b", "building"))
+    for floor in ("f1", "f2"):
+        graph.add_node(Node(floor, "floor"))
+        graph.set_parent(floor, "b", "in")
+    graph.add_node(Node("stairs_low", "pose", position=positions[0]))
+    graph.add_node(Node("stairs_high", "pose", position=positions[1]))
+    graph.set_parent("stairs_low", "f1", "in")
+    graph.set_parent("stairs_high", "f2", "in")
+    graph.connect("stairs_low", "stairs_high", weight)
+    [(a, b, cost)] = list(nav_edge_costs(graph))
+    assert {a, b} == {"stairs_low", "stairs_high"}
+    assert cost == PathPlanner(graph).edge_cost(a, b)
+    if None in positions:  # no geometry: the stored weight, else the default
+        assert cost == (weight if weight is not None else 1.0)
+    else:
+        straight = math.dist(positions[0], positions[1])
+        assert cost == (max(straight, weight) if weight is not None else max(straight, 1e-6))

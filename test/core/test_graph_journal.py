@@ -1,6 +1,8 @@
 """The live graph's journal (sayplan_core.graph.journal): what a crash at any point leaves, torn writes, compaction,
 a full disk, and a journal of another building. The oracle is the chain of accepted updates applied to the start
-graph in memory; the journal must give back exactly that graph and version."""
+graph in memory; the journal must give back exactly that graph and version. A bad line (a version `Infinity`, a
+weight of 400 digits, a parent given as a list) or a snapshot without its version is a JournalError, never a raw
+OverflowError, TypeError or KeyError."""
 
 from __future__ import annotations
 
@@ -8,13 +10,16 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from random_updates import ASSETS, OBJECTS, exact, updates
+from test_graph_updates import two_rooms
 
 from sayplan_core.envs import load_env
+from sayplan_core.graph import graph_to_dict
 from sayplan_core.graph.journal import JOURNAL, SNAPSHOT, GraphJournal, JournalError
 from sayplan_core.graph.model import GraphError
 from sayplan_core.graph.updates import GraphUpdate, apply_update
@@ -140,3 +145,34 @@ def test_a_bad_whole_line_is_an_error_naming_the_line_not_a_silent_cut(tmp_path:
     (tmp_path / JOURNAL).write_text("".join(lines))
     with pytest.raises(JournalError, match="version 3 cannot be applied: cannot remove 'no_such_node'"):
         GraphJournal(tmp_path).recover("office")
+
+
+def _journal(tmp_path: Path, line: str) -> GraphJournal:
+    journal = GraphJournal(tmp_path)
+    journal.start(two_rooms(), 1, "env")
+    journal.close()
+    (tmp_path / "journal.jsonl").write_text(line + "\n")
+    return GraphJournal(tmp_path)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        '{"version": Infinity, "update": {"source": ""}}',
+        '{"version": 2, "update": {"source": "", "connect": [["r1", "r2", ' + "9" * 400 + "]]}}",
+        '{"version": 2, "update": {"source": "", "upsert": [{"node": {"id": "x", "type": "room"}, "parent": ["f"]}]}}',
+    ],
+)
+def test_a_bad_journal_line_is_a_journal_error(tmp_path: Path, line: str) -> None:
+    with pytest.raises(JournalError):
+        _journal(tmp_path, line).recover("env")
+
+
+@pytest.mark.parametrize("version", [None, "x", [], {}])
+def test_a_snapshot_without_a_version_is_a_journal_error(tmp_path: Path, version: Any) -> None:
+    snapshot = {"format": "sayplan-graph-journal", "origin": "env", "graph": graph_to_dict(two_rooms())}
+    if version is not None:
+        snapshot["version"] = version
+    (tmp_path / "snapshot.json").write_text(json.dumps(snapshot))
+    with pytest.raises(JournalError):
+        GraphJournal(tmp_path).recover("env")

@@ -2,12 +2,15 @@
 
 The oracle is the native loader itself, applied from scratch: whatever apply_update
 returns must survive a save/load round trip, and a refused update leaves the input
-exactly as it was.
+exactly as it was. A weight past a float's range (an int of 400 digits) and an upsert whose parent or relation
+is not a string are GraphErrors that change nothing, in place, through `SceneGraph.connect` and in a follower's
+replica, not a raw OverflowError or TypeError.
 """
 
 from __future__ import annotations
 
 import copy
+from typing import Any
 
 import pytest
 from hypothesis import event, given
@@ -16,9 +19,22 @@ from hypothesis import strategies as st
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict
 from sayplan_core.graph.model import NODE_TYPES, Node, SceneGraph
-from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
+from sayplan_core.graph.replica import GraphReplica
+from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place, apply_update
 
 OFFICE = load_env("office")
+
+
+def two_rooms() -> SceneGraph:
+    """A building with one floor, two rooms and the robot in the first (shared with test_graph_journal.py,
+    test_graph_replica.py and test_native_columns.py)."""
+    graph = SceneGraph("t")
+    graph.add_node(Node("b", "building"))
+    graph.add_node(Node("f", "floor"), "b")
+    graph.add_node(Node("r1", "room"), "f")
+    graph.add_node(Node("r2", "room"), "f")
+    graph.add_node(Node("robot", "agent", attributes={"location": "r1"}))
+    return graph
 
 
 def upsert_of(graph: SceneGraph, node_id: str, **changes: object) -> NodeUpsert:
@@ -109,3 +125,30 @@ def test_an_update_yields_a_loadable_graph_or_changes_nothing(update: GraphUpdat
     reloaded = graph_from_dict(graph_to_dict(out))
     assert reloaded.agent_id is not None and reloaded.agent_location() in reloaded.nav
     assert signature(OFFICE) == before
+
+
+@pytest.mark.parametrize("weight", [10**400, -(10**400)], ids=["huge", "-huge"])
+def test_a_weight_past_a_floats_range_is_a_graph_error_and_changes_nothing(weight: int) -> None:
+    graph = two_rooms()
+    before = graph_to_dict(graph, exact=True)
+    with pytest.raises(GraphError, match="weight must be a finite number"):
+        apply_in_place(graph, GraphUpdate(upsert=[NodeUpsert(Node("r3", "room"), "f")], connect=[("r1", "r3", weight)]))
+    assert graph_to_dict(graph, exact=True) == before
+    with pytest.raises(GraphError, match="weight must be a finite number"):
+        graph.connect("r1", "r2", weight)
+    with pytest.raises(GraphError, match="weight must be a finite number"):
+        graph.connect("r1", "r2", "3")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("parent, relation", [(["f"], "in"), (7, "in"), ("f", ["in"]), ("f", None)])
+def test_an_upsert_with_a_parent_or_relation_of_the_wrong_type_is_a_graph_error(parent: Any, relation: Any) -> None:
+    graph = two_rooms()
+    before = graph_to_dict(graph, exact=True)
+    update = GraphUpdate(upsert=[NodeUpsert(Node("r3", "room"), parent, relation)])
+    with pytest.raises(GraphError):
+        apply_in_place(graph, update)
+    assert graph_to_dict(graph, exact=True) == before
+    replica = GraphReplica()
+    replica.take_full(two_rooms(), 1)
+    assert replica.take_update(update, 2) is True and "cannot apply scene graph update 2" in replica.problem
+    assert graph_to_dict(replica.graph, exact=True) == before  # type: ignore[arg-type]

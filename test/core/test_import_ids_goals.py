@@ -1,6 +1,7 @@
 """Id maps of SayPlan JSON and GRASIF imports (one scene and per task), wrong ids answered with ids there are, and
 task goals no action can reach flagged by task id (issue 27). Oracles: the source ids written in the test, and the
-simulator itself run on each task's start scene (a goal flagged at import is one no action of the set reaches)."""
+simulator itself run on each task's start scene (a goal flagged at import is one no action of the set reaches).
+A hallway the importer invents is never offered as the closest id."""
 
 from __future__ import annotations
 
@@ -263,3 +264,15 @@ def test_a_goal_room_the_start_lacks_comes_with_the_start_rooms() -> None:
         "the goal scene names room(s) the start scene lacks, so it cannot be reached: 'zz-9' (its rooms: hall-1, "
         "kitchen-1)"
     ]
+
+
+def test_the_invented_hallway_is_not_offered_as_the_closest_id() -> None:
+    nodes = [{"name": ["kitchen", 1], "type": "place"}, {"name": ["bathroom", 1], "type": "place"}]
+    plain = import_grasif(nodes)  # no connectivity in the data: a hallway pose is invented and named 'hall'
+    assert "hall" in plain.graph.nodes and plain.graph.nodes["hall"].attributes.get("synthetic")
+    with pytest.raises(GraphError) as info:
+        import_grasif(nodes, ImportOptions(agent_at="hal"))
+    message = str(info.value)
+    assert "--agent-at hal: no such node" in message
+    assert "hall" not in message.replace("--agent-at hal:", ""), message
+    assert "kitchen-1" in message  # a wrong id still comes with ids there are

@@ -1,7 +1,8 @@
 """Imports without real connectivity (issue 27): the links the importer invents are counted, marked and warned
 about, and never join what the data keeps apart. The oracle is the rule written out here on buildings built in the
 test: a room is linked to the hallway pose of each floor the data places it on, a floor's rooms to its pose only, and
-two floors meet only through a staircase or elevator room the data places on both."""
+two floors meet only through a staircase or elevator room the data places on both. A Stanford room with no
+`floor_number` is on no floor, whatever its height, and the summary names it."""
 
 from __future__ import annotations
 
@@ -183,3 +184,29 @@ def test_cli_warns_on_stderr_and_writes_the_count_beside_the_graph(
     assert cli_main(["--json", "env", "import", str(source), str(out), "--connectivity", str(doors)]) == 0
     text, err = capsys.readouterr()
     assert json.loads(text)["synthetic_links"] == 0 and err == ""
+
+
+def test_a_stanford_room_with_no_floor_number_is_put_on_no_floor(tmp_path: Path) -> None:
+    """A Gibson room whose `floor_number` is missing sat on floor A, joined to floor A's invented hallway, even
+    when its height is floor B's: the import joined what the data does not, and said nothing. It must be on no
+    floor (joined only to the `hall` pose of rooms in no floor, as the docs say), and the summary names it."""
+
+    def room(rid: int, category: str, floor: str | None, z: float) -> dict[str, Any]:
+        return {
+            "id": rid,
+            "scene_category": category,
+            "floor_number": floor,
+            "location": np.array([0.0, 0.0, z]),
+            "size": np.array([3.0, 3.0, 2.5]),
+        }
+
+    rooms = {1: room(1, "kitchen", "A", 1.25), 2: room(2, "bedroom", "B", 4.25), 3: room(3, "office", None, 4.25)}
+    output = {"building": {"id": 0, "name": "T"}, "room": rooms, "object": {}}
+    path = tmp_path / "b.npz"
+    np.savez(path, output=np.array(output, dtype=object))
+    imported = import_stanford(path)
+    graph = imported.graph
+    assert graph.parent("office_3") == "building_t"
+    assert not graph.nav.has_edge("office_3", "hall_floor_a") and not graph.nav.has_edge("office_3", "hall_floor_b")
+    assert graph.nav_component("office_3") != graph.nav_component("kitchen_1")
+    assert "office_3" in imported.summary() and "floor_number" in imported.summary()

@@ -1,5 +1,7 @@
 """Importers: SayPlan JSON (appendix L), GRASIF JSON (grouped, keyed, node list, task list), Stanford 3DSG .npz;
-the options every importer shares (connectivity, types, agent) and their errors."""
+the options every importer shares (connectivity, types, agent) and their errors: a JSON types file names labels by
+number, a node whose own id is refused is named once, a Stanford object whose parent_room is no room is left out
+(named in a note), not the building."""
 
 from __future__ import annotations
 
@@ -635,3 +637,67 @@ def test_a_held_object_typed_asset_stands_in_the_agents_room(tmp_path: Path) -> 
     # at a pose that is in no room, the agent's room is unknown: a problem, not a parentless asset
     message = problems_of(nodes, ImportOptions(types=read_types(types), agent_at="hall"))
     assert "'cup-1' is typed asset by the type list, but what held it ('robot-1') is in no room" in message
+
+
+def test_a_json_types_file_names_labels_by_number(tmp_path: Path) -> None:
+    """JSON object keys are strings, so `{"labels": {"3": "cup"}}` is the only way a JSON --types file can name
+    label 3; it was refused ("must map label numbers"), so the labels section worked in YAML only. A bad entry is
+    named in the error."""
+    from sayplan_core.graph.importers.common import read_labels
+
+    good = tmp_path / "types.json"
+    good.write_text(json.dumps({"labels": {"3": "cup", "4": "dining table"}, "room_labels": {"0": "kitchen"}}))
+    assert read_labels(good) == {"objects": {3: "cup", 4: "dining table"}, "rooms": {0: "kitchen"}}
+    yaml_file = tmp_path / "types.yaml"
+    yaml_file.write_text("labels: {3: cup}\n")
+    assert read_labels(yaml_file) == {"objects": {3: "cup"}}
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"labels": {"3": "cup", "three": "mug", "5": ""}}))
+    with pytest.raises(GraphError) as err:
+        read_labels(bad)
+    assert "'three'" in str(err.value) and "'5'" in str(err.value) and "'3'" not in str(err.value)
+
+
+LONG = "x" * 300
+
+
+def error_of(run: Any) -> str:
+    with pytest.raises(GraphError) as info:
+        run()
+    return str(info.value)
+
+
+def test_a_node_whose_id_is_refused_is_named_once() -> None:
+    nodes = [{"name": ["kitchen", 1], "type": "place"}, {"name": [LONG, 1], "type": "object"}]
+    message = error_of(lambda: import_grasif(nodes))
+    assert message.count(LONG[:40]) == 1, message
+    assert "over 256 characters" in message
+    assert len(message) < 400, message  # never the whole 300-character id
+
+
+def write_npz(path: Path, objects: dict[int, Any], rooms: dict[int, Any] | None = None) -> None:
+    if rooms is None:
+        rooms = {1: {"id": 1, "scene_category": "kitchen", "floor_number": "A", "location": np.array([1.0, 2, 0])}}
+    output = {"building": {"name": "Tiny"}, "room": rooms, "object": objects}
+    np.savez(path, output=np.array(output, dtype=object))
+
+
+def test_a_stanford_object_in_no_room_is_left_out_and_named(tmp_path: Path) -> None:
+    path = tmp_path / "tiny.npz"
+    write_npz(
+        path,
+        {
+            1: {"id": 1, "class_": "cup", "parent_room": 1, "location": np.array([1.0, 2, 0.5])},
+            2: {"id": 2, "class_": "couch", "parent_room": 9, "location": np.array([1.0, 2, 0.5])},
+        },
+    )
+    imported = import_stanford(path)
+    assert "cup_1" in imported.graph.nodes and "couch_2" not in imported.graph.nodes
+    assert any("object 2 (couch)" in note and "parent_room 9" in note for note in imported.notes), imported.notes
+    assert "object 2" not in imported.id_map
+
+
+def test_a_stanford_building_with_no_rooms_is_still_refused(tmp_path: Path) -> None:
+    path = tmp_path / "empty.npz"
+    write_npz(path, {1: {"id": 1, "class_": "cup", "parent_room": 9}}, rooms={})
+    assert "parent_room 9" in error_of(lambda: import_stanford(path))

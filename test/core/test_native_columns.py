@@ -6,6 +6,13 @@ a duplicate or oversized id, a non-finite position, a bad weight...) load or are
 decides, always with a GraphError (never another exception); when the corruption belongs to a node, the error
 names that node or one it is joined to. The reference reads each column item by item and builds the graph
 through SceneGraph's public API (add_node, set_parent, connect), as a person would from the layout's docstring.
+
+Hostile files built one by one load or are refused as the reference decides: every index column's first and
+last entry set to a bool, -1, past the end, 10**30 or a float; a duplicate id, an object under two parents,
+coordinates whose magnitudes overflow while their sums stay finite, a huge int coordinate (a GraphError naming
+the node, from both layouts, not an OverflowError), ids of a str subclass or of an object with a strip method. A
+relation table holding "connected_to" (a navigation link in a rows file) is refused in the hierarchy columns, as
+the reference refuses it; `loads(..., progress=...)` counts a columns file's nodes.
 """
 
 from __future__ import annotations
@@ -19,8 +26,9 @@ from typing import Any
 
 import orjson
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from test_graph_updates import two_rooms
 
 from sayplan_core.cli import main as cli_main
 from sayplan_core.envs import load_env
@@ -378,3 +386,187 @@ def test_the_cli_converts_a_rows_file_to_columns(tmp_path: Path) -> None:
     data = json.loads(out.read_text(encoding="utf-8"))
     assert (data["version"], data["layout"]) == (2, "columns")
     assert graph_to_dict(load(out), exact=True) == graph_to_dict(load(rows), exact=True)
+
+
+# ----------------------------------------------------------------------------------------------------- hostile files
+def small_columns() -> dict[str, Any]:
+    """floor_0 > room_0, room_1 (linked) > asset_0 > obj_0, obj_1; the agent in room_0 holding nothing."""
+    graph = SceneGraph("b")
+    graph.add_node(Node("floor_0", "floor"))
+    for r in range(2):
+        graph.add_node(Node(f"room_{r}", "room", position=(r, 1.0, 0.0)), "floor_0")
+    graph.add_node(Node("asset_0", "asset", position=(1.0, 1.0, 0.5)), "room_0")
+    for o in range(2):
+        graph.add_node(Node(f"obj_{o}", "object", position=(o, 2.0, 0.8)), "asset_0", "ontop_of")
+    graph.connect("room_0", "room_1", 2.0)
+    graph.add_node(Node("agent", "agent", attributes={"location": "room_0"}))
+    data: dict[str, Any] = orjson.loads(native_format.dumps(graph, layout="columns"))
+    return data
+
+
+def hostile_files() -> list[tuple[str, dict[str, Any]]]:
+    base = small_columns()
+    count = len(base["ids"])
+    cases: list[tuple[str, dict[str, Any]]] = []
+
+    def case(name: str, **changes: Any) -> None:
+        data = copy.deepcopy(base)
+        data.update(changes)
+        cases.append((name, data))
+
+    for key in ("type", "child", "parent", "relation", "links", "unplaced"):
+        column = base[key]
+        if not column:
+            continue
+        for at in (0, len(column) - 1):
+            for value in (True, False, -1, len(base["types"]) if key == "type" else count, 10**30, 1.0):
+                changed = list(column)
+                changed[at] = value
+                case(f"{key}[{at}]={value!r}", **{key: changed})
+    case("relation past its table", relation=[len(base["relations"])] * len(base["relation"]))
+    ids = base["ids"]
+    # a duplicate id, with the duplicate's placement dropped so the root count matches
+    dup = list(ids)
+    dup[ids.index("obj_1")] = "obj_0"
+    case("duplicate id", ids=dup)
+    at = base["child"].index(ids.index("obj_1"))
+    case(
+        "duplicate id and one placement fewer",
+        ids=dup,
+        child=[c for k, c in enumerate(base["child"]) if k != at],
+        parent=[p for k, p in enumerate(base["parent"]) if k != at],
+        relation=[r for k, r in enumerate(base["relation"]) if k != at],
+    )
+    # obj_0 under two parents, obj_1 with none: as many placements as before
+    child = list(base["child"])
+    child[at] = ids.index("obj_0")
+    case("two parents and a missing one", child=child)
+    parent = list(base["parent"])
+    parent[at] = ids.index("room_1")
+    case("two parents of different types", child=child, parent=parent, relation=[0] * len(child))
+    case("position -0.0", positions=[-0.0 if v == 0.0 else v for v in base["positions"]])
+    big = list(base["positions"])
+    big[0:3] = [1.0e308, -1.0e308, 1.0e308]  # finite sum, magnitudes that overflow
+    big[3:6] = [-1.0e308, 1.0e308, 1.0e308]
+    case("magnitudes overflow, sums finite", positions=big)
+    big = list(base["positions"])
+    big[0:3] = [1.0e308, 1.0e308, -0.0]
+    case("a sum that overflows", positions=big)
+    huge = list(base["positions"])
+    huge[4] = 10**400
+    case("a huge int coordinate", positions=huge)
+    case("an int coordinate", positions=[int(v) for v in base["positions"]])
+    case("a bool coordinate", positions=[True, *base["positions"][1:]])
+
+    class Id(str):
+        """A str subclass (an API client's own string type) with a lying strip."""
+
+        def strip(self, *args: Any) -> str:
+            return "x"
+
+    class NotId:
+        def strip(self) -> str:
+            return "x"
+
+        def replace(self, *args: Any) -> str:
+            return "x"
+
+        def __len__(self) -> int:
+            return 1
+
+        def __hash__(self) -> int:
+            return 1
+
+    case("a str subclass id", ids=[Id(" "), *ids[1:]])
+    case("an id with a strip method", ids=[NotId(), *ids[1:]])
+    return cases
+
+
+@pytest.mark.parametrize(("name", "data"), hostile_files(), ids=lambda x: x if isinstance(x, str) else "")
+def test_a_hostile_columns_file_loads_or_fails_as_in_the_reference(name: str, data: dict[str, Any]) -> None:
+    """The loader and the reference agree; the bulk path alone builds nothing the reference refuses; errors are
+    GraphErrors (the reference's own OverflowError on a huge int counts as a refusal)."""
+
+    def reference(given: Any) -> SceneGraph:
+        try:
+            return reference_load(given)
+        except OverflowError:
+            raise GraphError("a coordinate too large for a float") from None
+
+    expected = outcome(reference, data)
+    assert outcome(graph_from_dict, data) == expected, name
+    built = bulk_graph(copy.deepcopy(data), owned=False)
+    if built is not None:
+        assert outcome(lambda _: (native_format.validate(built), built)[1], None) == expected, name
+    try:
+        text = orjson.dumps(data).decode()
+    except (TypeError, orjson.JSONEncodeError):
+        return  # no JSON spelling (an object, an int past 64 bits): the dict was the file
+    if any(type(node_id) is not str for node_id in data["ids"]):
+        return  # JSON spells a str subclass as a plain str: another file
+    assert outcome(loads, text) == expected, name
+
+
+def test_magnitudes_that_overflow_are_no_reason_to_refuse_a_valid_file() -> None:
+    data = small_columns()
+    data["positions"][0:3] = [1.0e308, -1.0e308, 1.0e308]
+    data["positions"][3:6] = [-1.0e308, 1.0e308, 1.0e308]  # each sum finite left to right (the rows test)
+    graph = bulk_graph(copy.deepcopy(data), owned=False)
+    assert graph is not None
+    assert graph.nodes[data["ids"][1]].position == (1.0e308, -1.0e308, 1.0e308)
+
+
+def test_a_huge_int_coordinate_is_a_graph_error_naming_the_node() -> None:
+    """graph_from_dict once raised OverflowError (float(10**400) in _parse_position), from
+    both layouts; a dict from an API client is as untrusted as a file."""
+    data = small_columns()
+    data["positions"][4] = 10**400
+    placed = [node_id for k, node_id in enumerate(data["ids"]) if k not in data["unplaced"]]
+    with pytest.raises(GraphError) as caught:
+        graph_from_dict(data)
+    assert caught.value.node_id == placed[1]
+    rows: dict[str, Any] = orjson.loads(native_format.dumps(graph_from_dict(small_columns())))
+    for node in rows["nodes"]:
+        if node["id"] == placed[1]:
+            node["position"] = [0.0, 10**400, 0.0]
+    with pytest.raises(GraphError) as caught:
+        graph_from_dict(rows)
+    assert caught.value.node_id == placed[1]
+
+
+# -------------------------------------------------------------------------------------------- relations and progress
+def test_a_navigation_relation_in_the_hierarchy_columns_is_refused() -> None:
+    graph = SceneGraph("t")
+    graph.add_node(Node("r1", "room"))
+    graph.add_node(Node("r2", "room"))
+    graph.add_node(Node("robot", "agent", attributes={"location": "r1"}))
+    data = orjson.loads(native_format.dumps(graph, layout="columns"))
+    data["relations"].append("connected_to")
+    data["child"].append(data["ids"].index("r1"))
+    data["parent"].append(data["ids"].index("r2"))
+    data["relation"].append(len(data["relations"]) - 1)
+    assert outcome(reference_load, data)[0] == "refused"
+    with pytest.raises(GraphError, match="unknown relation 'connected_to'"):
+        native_format.loads(json.dumps(data))
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@given(buildings(), st.data())
+def test_any_relation_table_loads_or_fails_as_in_the_reference(graph: SceneGraph, data: st.DataObject) -> None:
+    """The relation table rewritten with names from every relation there is (and one that is none)."""
+    columns = orjson.loads(native_format.dumps(graph, layout="columns"))
+    names = ["in", "ontop_of", "inside_of", "inside_hand", "connected_to", "beside"]
+    columns["relations"] = data.draw(st.lists(st.sampled_from(names), min_size=4, max_size=5, unique=True))
+    expected = outcome(reference_load, columns)
+    got = outcome(lambda d: native_format.loads(json.dumps(d)), columns)
+    assert got == expected
+
+
+def test_progress_counts_the_nodes_of_a_columns_file() -> None:
+    lines: list[str] = []
+    native_format.loads(native_format.dumps(two_rooms(), layout="columns"), progress=lines.append)
+    assert "parsed 5 nodes" in lines[0], lines
+    lines.clear()
+    with pytest.raises(GraphError):  # a rows file whose nodes are no list: the loader's error, not the progress's
+        native_format.loads('{"nodes": 5}', progress=lines.append)
+    assert "parsed 0 nodes" in lines[0]

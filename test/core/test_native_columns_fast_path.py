@@ -4,23 +4,36 @@
   order `to_columns` writes (per-type runs) or in any order: the same node table, per-type sets, networkx dicts
   and their order.
 - Positions: the one magnitude sum that stands for the per-triple finiteness test, and the hole filling by
-  slices, against a loop over the nodes that applies the rows loader's test to each triple.
+  slices, against a loop over the nodes that applies the rows loader's test to each triple; a file whose unplaced
+  nodes come first (which once made the fill quadratic: `list.insert` per unplaced node) against the rows loader.
+- Hostile columns against the rows path (`to_rows` and the item-by-item loader): a bad value anywhere in an edge
+  column (negative aliases, huge ints, bools, floats), coordinates (NaN, inf, 1e308, values that pass the hypot
+  bound one by one but not summed), ids holding the join separator or non-ASCII, repeated type or relation tables.
+- The dicts handed to networkx by attribute (`prechecked_graph`): after every mutator, and after direct networkx
+  edits, a columns-loaded graph's views, tables and caches are those of the same graph built node by node.
 """
 
 from __future__ import annotations
 
 import copy
+import dataclasses
+import json
 import math
 from typing import Any
 
+import networkx as nx
 import orjson
-from hypothesis import given, settings
+import pytest
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from test_native_columns import buildings
+from test_graph_caches import check_all, mutate, start
+from test_native_columns import buildings, columns_of
+from test_snapshot_copy import tables, views
 
-from sayplan_core.graph import limits, native_format
-from sayplan_core.graph.columns import _default_names, _labels, _positions, bulk_graph, to_rows
-from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph import GraphError, graph_from_dict, limits, loads, native_format
+from sayplan_core.graph.columns import _default_names, _labels, _positions, bulk_graph, to_columns, to_rows
+from sayplan_core.graph.model import Node, SceneGraph
+from sayplan_core.graph.native_format import graph_to_dict
 
 
 def _shuffled(data: dict[str, Any], order: list[int]) -> dict[str, Any]:
@@ -216,3 +229,252 @@ def test_a_bad_index_in_an_edge_column_is_never_built(graph: SceneGraph, data: s
             else:
                 raise AssertionError(f"a bad index loaded: {key}[{at}] = {value!r}")
         columns[key][at] = good
+
+
+# ---------------------------------------------------------------------------------------------- unplaced nodes first
+def _objects_file(count: int, unplaced: list[int]) -> str:
+    """A columns file of `count` objects (no agent), the nodes `unplaced` without a position, the others at x=i."""
+    skip = set(unplaced)
+    positions = [v for i in range(count) if i not in skip for v in (float(i), 0.0, 0.0)]
+    data = {
+        "format": "sayplan-3dsg",
+        "version": 2,
+        "layout": "columns",
+        "types": ["object"],
+        "ids": [f"o{i}" for i in range(count)],
+        "type": [0] * count,
+        "unplaced": unplaced,
+        "positions": positions,
+    }
+    return json.dumps(data)
+
+
+def test_unplaced_nodes_first_load_as_the_rows_reference_says() -> None:
+    """The oracle is the rows loader on the same nodes written out one by one."""
+    count = 50
+    unplaced = [0, 1, 2, 7, 30, 49]
+    graph = loads(_objects_file(count, unplaced), require_agent=False)
+    rows = {
+        "nodes": [
+            {"id": f"o{i}", "type": "object", **({} if i in unplaced else {"position": [float(i), 0.0, 0.0]})}
+            for i in range(count)
+        ],
+        "edges": [],
+    }
+    assert graph_to_dict(graph) == graph_to_dict(graph_from_dict(rows, require_agent=False))
+    assert [graph.nodes[f"o{i}"].position is None for i in range(count)] == [i in unplaced for i in range(count)]
+
+
+# ----------------------------------------------------------------------------- hostile columns against the rows path
+def load_both(doc: dict[str, Any]) -> tuple[str, str]:
+    """The columns loader and the rows path on the same nodes and edges (to_rows + the item-by-item loader):
+    the rows file of the graph, or "refused"."""
+    out = []
+    for text in (json.dumps(doc), None):
+        try:
+            if text is not None:
+                graph = native_format.loads(text)
+            else:
+                nodes, edges = to_rows(doc, "<test>")
+                rows = {
+                    "format": doc["format"],
+                    "version": 1,
+                    "name": doc.get("name", ""),
+                    "nodes": nodes,
+                    "edges": edges,
+                }
+                graph = native_format.graph_from_dict(rows)
+            out.append(native_format.dumps(graph))
+        except GraphError:
+            out.append("refused")
+    return out[0], out[1]
+
+
+def loaded_sample() -> SceneGraph:
+    graph = start()
+    graph.add_node(Node("p_lab", "pose", position=(2.0, 1.0, 0.0)), "lab")
+    graph.connect("p_lab", "lab", 3.0)
+    return graph
+
+
+EDGE_COLUMNS = ("child", "parent", "relation", "links")
+BAD_VALUES = (-1, -2, 2**64, 2**63 - 1, True, False, 1.0, 0.0, None, "0", [0])
+
+
+@pytest.mark.parametrize("column", EDGE_COLUMNS)
+@pytest.mark.parametrize("bad", BAD_VALUES)
+def test_a_bad_index_anywhere_in_an_edge_column_loads_as_the_rows_path_says(column: str, bad: Any) -> None:
+    doc = columns_of(loaded_sample())
+    for at in (0, len(doc[column]) - 1):
+        hostile = copy.deepcopy(doc)
+        hostile[column][at] = bad
+        assert load_both(hostile)[0] == load_both(hostile)[1] == "refused"
+
+
+@pytest.mark.parametrize(
+    "values",
+    [
+        [math.nan, 0, 0], [math.inf, 0, 0], [1e308, 1e308, 0], [-1e308, -1e308, 0], [1e308, -1e308, 0],
+        [1e300, 1e300, 1e300], [1e300, -1e300, 5], [1.7e308, 0, 0], [2**1023, 2**1023, 0], [10**400, 0, 0],
+        [True, False, True], ["1", "2", "3"], ["nan", 0, 0], [1e-320, 0, 0],
+    ],
+)  # fmt: skip
+def test_hostile_coordinates_load_as_the_rows_path_says(values: list[Any]) -> None:
+    """hypot bounds every value; a triple whose values pass one by one but whose sum is not finite is refused by
+    both, one whose sum is finite (1e308 - 1e308) is taken by both."""
+    doc = columns_of(loaded_sample())
+    for at in (0, len(doc["positions"]) - 3):
+        hostile = copy.deepcopy(doc)
+        hostile["positions"][at : at + 3] = values
+        hostile_text = (
+            json.dumps(hostile) if all(not isinstance(v, float) or math.isfinite(v) for v in values) else None
+        )
+        bulk, rows = load_both(hostile) if hostile_text is not None else (None, None)
+        if hostile_text is None:  # NaN/inf are not JSON: through graph_from_dict
+            try:
+                bulk = native_format.dumps(native_format.graph_from_dict(hostile))
+            except GraphError:
+                bulk = "refused"
+            rows = load_both(hostile)[1]
+        assert bulk == rows
+
+
+@pytest.mark.parametrize("ids", [["a\0b", "c"], ["\0", "x"], ["tür_1", "κουζίνα"], ["a b", " a"], ["_", "__"]])
+def test_ids_with_the_separator_or_not_ascii_get_their_default_names(ids: list[str]) -> None:
+    graph = SceneGraph("ids")
+    graph.add_node(Node("building", "building"))
+    graph.add_node(Node("robot", "agent", attributes={"location": ids[1]}))
+    for k, node_id in enumerate(ids):
+        graph.add_node(Node(node_id, "floor" if k == 0 else "room"), "building")
+    doc = columns_of(graph)
+    bulk, rows = load_both(doc)
+    assert bulk == rows == native_format.dumps(graph)
+    loaded = native_format.loads(json.dumps(doc))
+    assert [loaded.nodes[n].name for n in ids] == [n.replace("_", " ") for n in ids]
+
+
+@pytest.mark.parametrize("table", ["types", "relations"])
+def test_a_repeated_table_entry_loads_as_the_rows_path_says(table: str) -> None:
+    doc = columns_of(loaded_sample())
+    doc[table] = [*doc[table], doc[table][0]]
+    assert load_both(doc)[0] == load_both(doc)[1]
+    doc[table] = [doc[table][1], *doc[table]]  # every index now names the entry before it
+    assert load_both(doc)[0] == load_both(doc)[1]
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(st.data())
+def test_a_loaded_graph_behaves_as_one_built_through_the_mutators(data: st.DataObject) -> None:
+    """The dicts handed to networkx by attribute: after every mutator, the loaded graph's views, tables and
+    caches are those of the same graph built node by node, changed the same way."""
+    source = loaded_sample()
+    loaded = native_format.loads(native_format.dumps(source, layout="columns"))
+    built = native_format.loads(native_format.dumps(source))  # the rows layout: add_node/add_edge order
+    assert tables(loaded.tree) == tables(built.tree) and tables(loaded.nav) == tables(built.nav)
+    assert len(loaded.tree.pred) == len(loaded.tree.adj) and len(loaded.nav.adj) >= 0  # views made before the changes
+    if data.draw(st.booleans()):
+        loaded.track_changes()
+    for _ in range(data.draw(st.integers(1, 10))):
+        recorder = Recorder(data)
+        mutate(recorder, loaded, [])
+        mutate(Replayer(recorder.values), built, [])  # the same change (the two graphs are equal)
+        assert tables(loaded.tree) == tables(built.tree) and tables(loaded.nav) == tables(built.nav)
+        assert views(loaded.tree) == views(built.tree) and views(loaded.nav) == views(built.nav)
+        assert views(loaded.tree) == views(nx.DiGraph(loaded.tree))
+    check_all(loaded)
+    assert to_columns(loaded, {}) == to_columns(built, {})
+
+
+class Recorder:
+    """Draws from hypothesis, kept to be replayed on a second graph."""
+
+    def __init__(self, data: st.DataObject) -> None:
+        self.data = data
+        self.values: list[Any] = []
+
+    def draw(self, strategy: st.SearchStrategy[Any]) -> Any:
+        value = self.data.draw(strategy)
+        self.values.append(value)
+        return value
+
+
+class Replayer:
+    def __init__(self, values: list[Any]) -> None:
+        self.values = iter(values)
+
+    def draw(self, strategy: st.SearchStrategy[Any]) -> Any:
+        return next(self.values)
+
+
+# ---------------------------------------------------------------------------------- networkx dicts of a columns load
+def scene_views(graph: SceneGraph) -> list[Any]:
+    tree, nav = graph.tree, graph.nav
+    return [
+        [(k, v.id, v.type, v.name, v.states, v.position) for k, v in graph.nodes.items()],
+        [(t, sorted(ids)) for t, ids in graph._by_type.items()],
+        list(tree.nodes),
+        [(k, list(v.items())) for k, v in tree.succ.items()],
+        [(k, list(v.items())) for k, v in tree.pred.items()],
+        [(k, list(v.items())) for k, v in tree.adj.items()],
+        list(tree.edges(data="relation")),
+        list(tree.in_degree),
+        list(tree.out_degree),
+        list(nav.nodes),
+        [(k, list(v.items())) for k, v in nav.adj.items()],
+        list(nav.edges(data="weight")),
+        list(nav.degree),
+        tree._adj is tree._succ,
+        [(k, list(v.items())) for k, v in tree._succ.items()] == [(k, list(v.items())) for k, v in tree.adj.items()],
+    ]
+
+
+CHANGES = st.lists(st.tuples(st.integers(0, 9), st.integers(0, 10_000), st.integers(0, 10_000)), max_size=30)
+
+
+def numbered_change(graph: SceneGraph, op: int, i: int, j: int, step: int) -> str:
+    """One mutation picked by numbers, the same on any graph with the same nodes; its outcome as text."""
+    ids = list(graph.nodes)
+    a, b = ids[i % len(ids)], ids[j % len(ids)]
+    places = [n for n in ids if graph.nodes[n].type in ("room", "pose")]
+    try:
+        if op == 0:
+            graph.add_node(Node(f"new_{step}", "object"), a, "ontop_of")
+        elif op == 1:
+            graph.set_parent(a, b, "inside")
+        elif op == 2:
+            graph.remove_node(a)
+        elif op == 3 and places:
+            graph.connect(places[i % len(places)], places[j % len(places)], weight=float(i % 7))
+        elif op == 4 and places:
+            graph.disconnect(places[i % len(places)], places[j % len(places)])
+        elif op == 5:
+            graph.set_states(a, ["open"] if i % 2 else [])
+        elif op == 6:
+            graph.replace_node(dataclasses.replace(graph.nodes[a], name=f"n{step}"))
+        elif op == 7:  # networkx directly (views must follow the dicts it edits)
+            graph.tree.add_edge(f"x_{step}", a, relation="in")
+            graph.tree.remove_node(f"x_{step}")
+        elif op == 8 and places:
+            graph.nav.add_edge(places[i % len(places)], f"y_{step}")
+            graph.nav.remove_node(f"y_{step}")
+        else:
+            graph.tree.add_node(f"z_{step}")
+            graph.tree.remove_node(f"z_{step}")
+    except GraphError as exc:
+        return f"refused: {exc}"
+    return "ok"
+
+
+@settings(max_examples=60, deadline=None, derandomize=True)
+@given(buildings(), CHANGES)
+def test_networkx_views_of_a_columns_load_follow_every_mutator(graph: SceneGraph, ops: list[Any]) -> None:
+    data = orjson.loads(native_format.dumps(graph, layout="columns"))
+    bulk = bulk_graph(data, owned=True)
+    assert bulk is not None
+    rows = native_format._checked_graph("b", *to_rows(data, "<test>"), "<test>")
+    assert scene_views(bulk) == scene_views(rows)  # the views cached now must follow every later change
+    for step, (op, i, j) in enumerate(ops):
+        assert numbered_change(bulk, op, i, j, step) == numbered_change(rows, op, i, j, step)
+        assert scene_views(bulk) == scene_views(rows)
+    for make in (lambda g: g.copy(), lambda g: g.subgraph(list(g.nodes)[::2])):
+        assert scene_views(make(bulk)) == scene_views(make(rows))

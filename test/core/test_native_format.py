@@ -1,4 +1,8 @@
-"""Native JSON format: lossless round trip and validation errors that name the node."""
+"""Native JSON format: lossless round trip and validation errors that name the node.
+
+A file's node count is bounded (limits.MAX_GRAPH_NODES, as for graphs in messages) and a columns file's navigation
+edges too, before anything is built: a columns file costs about 50 bytes of memory per byte of file, so a file
+under MAX_FILE_BYTES could otherwise take over 12 GB."""
 
 from __future__ import annotations
 
@@ -9,7 +13,7 @@ from typing import Any
 import pytest
 
 from sayplan_core.envs import load_env
-from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict, load, loads, save
+from sayplan_core.graph import GraphError, graph_from_dict, graph_to_dict, limits, load, loads, save
 from sayplan_core.graph.model import Node, SceneGraph
 
 
@@ -173,3 +177,30 @@ def test_non_finite_positions_are_refused_everywhere(bad: float) -> None:
     data["nodes"][1]["position"] = [0.0, bad, 0.0]
     with pytest.raises(GraphError, match="'kitchen': position must be finite"):
         graph_from_dict(data)
+
+
+@pytest.mark.parametrize("layout", ["columns", "rows"])
+def test_a_file_over_the_node_limit_is_refused_before_it_is_built(layout: str) -> None:
+    count = limits.MAX_GRAPH_NODES + 1
+    ids = [f"{i:x}" for i in range(count)]
+    if layout == "columns":
+        data: dict[str, object] = {
+            "format": "sayplan-3dsg", "version": 2, "layout": "columns", "types": ["object"], "ids": ids,
+            "type": [0] * count, "unplaced": list(range(count)), "positions": [],
+        }  # fmt: skip
+    else:
+        data = {"format": "sayplan-3dsg", "version": 1, "nodes": [{"id": i, "type": "object"} for i in ids]}
+    text = json.dumps(data, separators=(",", ":"))
+    del data, ids
+    with pytest.raises(GraphError, match=f"{count} nodes is over the {limits.MAX_GRAPH_NODES} node limit"):
+        loads(text, require_agent=False)
+
+
+def test_a_columns_file_over_the_navigation_edge_limit_is_refused() -> None:
+    count = limits.MAX_GRAPH_EDGES + 1
+    data = {
+        "format": "sayplan-3dsg", "version": 2, "layout": "columns", "types": ["room"], "ids": ["a", "b"],
+        "type": [0, 0], "unplaced": [0, 1], "positions": [], "links": [0, 1] * count,
+    }  # fmt: skip
+    with pytest.raises(GraphError, match="navigation edges is over"):
+        loads(json.dumps(data, separators=(",", ":")), require_agent=False)

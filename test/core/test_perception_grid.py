@@ -358,6 +358,27 @@ def test_voxel_downsample_refuses_a_cloud_too_wide_for_one_key() -> None:
         voxel_downsample(np.array([[0.0, 0.0, 0.0], [1e5, 1e5, 1e5]]), 0.001)
 
 
+@pytest.mark.parametrize(
+    ("offset", "voxel"), [(-1.0e6, 0.025), (1.0e9, 0.025), (-3.0e3, 1.0e-6), (0.0, 1.0e-9), (-1.0e15, 1.0)]
+)
+def test_voxel_keys_far_from_the_origin_and_tiny_voxels(offset: float, voxel: float) -> None:
+    rng = np.random.default_rng(5)
+    points = offset + rng.uniform(0.0, 40 * voxel, (200, 3))
+    points = np.vstack([points, points[:50] + voxel / 10])
+    expected = dictionary_downsample(points, voxel)
+    got = voxel_downsample(points, voxel)
+    assert np.allclose(got, np.array([mean for _, mean in expected]), rtol=1e-12, atol=0.0)
+
+
+def test_voxel_cells_beyond_int64_are_refused_not_merged() -> None:
+    """Cells past int64 (1e7 m at a 1e-12 m voxel) cast to one garbage value, so distinct
+    points once fell into one voxel without a word; a cloud with a NaN got the wrong message. Now a ValueError."""
+    with pytest.raises(ValueError, match="beyond int64 cells"):
+        voxel_downsample(np.array([[1.0e7, 0.0, 0.0], [1.0e7 + 1.0, 0.0, 0.0]]), 1.0e-12)
+    with pytest.raises(ValueError, match="beyond int64 cells"):
+        voxel_downsample(np.array([[np.nan, 0.0, 0.0], [1.0, 0.0, 0.0]]), 0.025)
+
+
 @BOUNDED
 @given(st.integers(0, 10_000), st.integers(2, 300), st.sampled_from([0.03, 0.06, 0.1]))
 def test_dbscan_labels_do_not_depend_on_the_tree_passed_in(seed: int, count: int, eps: float) -> None:
@@ -437,7 +458,7 @@ def kept_in_image(depth: np.ndarray, mask: np.ndarray, k: CameraIntrinsics, stri
 def test_a_line_one_grid_pixel_wide_is_kept_in_any_orientation(
     angle: float, length: int, stride: int, near: float, behind: str, step: float
 ) -> None:
-    """A rod or cable whose mask is one grid pixel wide (review29c finding 2), standing in front of a wall or of
+    """A rod or cable whose mask is one grid pixel wide, standing in front of a wall or of
     nothing (no valid depth): every pixel of it but its two ends is kept, whatever its orientation."""
     k = THIN
     line = grid_line(angle, length)
@@ -499,7 +520,7 @@ def test_a_thin_pole_with_flying_pixels_and_the_wall_in_its_mask_is_kept(
     """The pole is kept whole, with flying pixels between it and the wall and a sliver of the wall one grid pixel
     wide in the mask. Whether those flying pixels go is not asserted: in a mask this narrow the pairs across are
     mostly pairs across depth edges, so the limits grow until they count as close (they stay, as they did before
-    the thin-object test; test_review29c.py holds it as an expected failure). Flying pixels at alike depths on
+    the thin-object test; test_perception_surfaces.py holds it as an expected failure). Flying pixels at alike depths on
     both sides of a diagonal pole touch diagonally across it (a surface behind the pole) and are not tried."""
     k = THIN
     gaps = [first, 1.0 - first, second, 1.0 - second]

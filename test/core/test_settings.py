@@ -1,4 +1,6 @@
-"""Every setting declared once: config files and the parameter reference agree with the tables; the checks hold."""
+"""Every setting declared once: config files and the parameter reference agree with the tables; the checks hold.
+
+A misspelled planner option is refused with the name meant."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sayplan_core.settings import PER_GOAL, STARTUP, Setting, node_settings
+from sayplan_core.settings import PER_GOAL, STARTUP, Setting, node_settings, planner_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_FILES = sorted((ROOT / "config").rglob("*.yaml"))
@@ -129,3 +131,12 @@ def test_planner_options_validate_by_the_same_table() -> None:
         make_planner("embodiedrag", object(), None, PLANNERS["abstract"].Options())  # type: ignore[arg-type]
     assert table["embodiedrag.retrieval_top_k"].maximum == 100
     assert replace(PlannerOptions(), max_replans=50).validate() is None
+
+
+def test_planner_settings_suggest_the_name_meant() -> None:
+    settings = planner_settings()
+    assert "sayplan.floor_view_rooms" in settings  # the name the misspelling below means
+    with pytest.raises(ValueError) as info:
+        settings.check({"sayplan.floor_veiw_rooms": 2})
+    message = str(info.value)
+    assert "sayplan.floor_veiw_rooms" in message and "did you mean sayplan.floor_view_rooms?" in message

@@ -1,6 +1,8 @@
 """Hydra / Spark-DSG graphs in and out (issue 27): graphs are built with the spark_dsg API itself, which is the
 oracle every imported node and link is checked against; then export, re-import (round trip), a plan on an imported
-graph, and hostile files (truncated, corrupted, oversized, nested, a missing library)."""
+graph, and hostile files (truncated, corrupted, oversized, nested, a missing library). An object named by a long
+caption (Clio) imports with its class cut to MAX_CLASS characters; a non-finite position drops that position, not
+the graph (named in a note); a graph with objects but no rooms says it has no rooms."""
 
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ from sayplan_core.cli import main as cli_main
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError, native_format
 from sayplan_core.graph.importers import ImportOptions, detect_format, hydra, import_file
-from sayplan_core.graph.importers.hydra import import_dsg, import_hydra
+from sayplan_core.graph.importers.hydra import MAX_CLASS, import_dsg, import_hydra
 from sayplan_core.graph.importers.hydra_export import build_dsg, export_hydra
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.nav import PathPlanner
@@ -573,3 +575,55 @@ def test_a_replayed_llm_planner_runs_on_an_imported_graph(tmp_path: Path, capsys
         "sayplan: verified after 0 replanning round(s): goto(kitchen_0) > pickup(cup_7) > goto(living_room_1) > "
         "goto(bedroom_2) > access(dining_table_8) > release(cup_7) > done"
     )
+
+
+def test_a_hydra_object_named_by_a_long_caption_imports(tmp_path: Path) -> None:
+    """Hydra variants (Clio) name objects by a phrase; a name of 600 characters made an id over the 256-character
+    limit and refused the whole graph. The class is cut to MAX_CLASS characters; the node keeps its full name."""
+    g = dsg.DynamicSceneGraph()
+    for index, x in enumerate((0.0, 4.0)):
+        room = dsg.RoomNodeAttributes()
+        room.position = np.array([x, 0.0, 0.0])
+        g.add_node(4, dsg.NodeSymbol("R", index), room)
+    g.insert_edge(dsg.NodeSymbol("R", 0), dsg.NodeSymbol("R", 1))
+    caption = "a red mug next to the kettle " * 20
+    obj = dsg.ObjectNodeAttributes()
+    obj.position = np.array([0.0, 0.0, 0.0])
+    obj.name = caption
+    g.add_node(2, dsg.NodeSymbol("O", 3), obj)
+    g.insert_edge(dsg.NodeSymbol("R", 0), dsg.NodeSymbol("O", 3))
+    path = tmp_path / "clio.sparkdsg"
+    g.save(str(path))
+    imported = import_hydra(path)
+    our = imported.id_map["O(3)"]
+    assert our.startswith("a_red_mug_next_to_the_kettle") and our.endswith("_3")
+    assert len(our) <= MAX_CLASS + len("_3")
+    assert imported.graph.node(our).name == caption
+    assert imported.graph.room_of(our) == imported.id_map["R(0)"]
+
+
+def test_a_nan_position_drops_that_position_not_the_graph() -> None:
+    reference = import_dsg(apartment(), "<apartment>")
+    g = apartment()
+    g.get_node(sym("O", 7)).attributes.position = np.array([math.nan, 1.0, 0.8])  # the cup
+    g.get_node(sym("R", 2)).attributes.position = np.array([10.0, math.inf, 0.0])  # the bedroom
+    imported = import_dsg(g, "<nan>")
+    cup, bedroom = imported.id_map[str(sym("O", 7))], imported.id_map[str(sym("R", 2))]
+    graph = imported.graph
+    assert set(graph.nodes) == set(reference.graph.nodes)  # every node kept
+    assert graph.nodes[cup].position is None and graph.nodes[bedroom].position is None
+    assert graph.room_of(cup) == reference.graph.room_of(cup)  # still where the data puts it
+    assert all(math.isfinite(v) for node in graph.nodes.values() if node.position is not None for v in node.position)
+    note = next(n for n in imported.notes if "non-finite position" in n)
+    assert cup in note and bedroom in note, note
+
+
+def test_a_hydra_graph_with_objects_but_no_rooms_says_no_rooms() -> None:
+    g = dsg.DynamicSceneGraph()
+    g.add_node(dsg.DsgLayers.OBJECTS, sym("O", 1), attrs(dsg.ObjectNodeAttributes, [1, 1, 0], name="sofa"))
+    g.add_node(dsg.DsgLayers.OBJECTS, sym("O", 2), attrs(dsg.ObjectNodeAttributes, [2, 1, 0], name="cup"))
+    with pytest.raises(GraphError) as info:
+        import_dsg(g, "<no rooms>")
+    message = str(info.value)
+    assert message.startswith("<no rooms>: no rooms found; expected "), message
+    assert "is in no room" not in message

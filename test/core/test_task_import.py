@@ -1,6 +1,9 @@
 """GRASIF task lists imported as far as they go: the good tasks written, each bad one named by its id with every
 problem of its start and goal scenes; per-task connectivity and agent files; the `verify` hint for a plan written
-for another action set. The oracle is the list built here with the faults injected into it."""
+for another action set. The oracle is the list built here with the faults injected into it.
+
+Task ids whose file names meet (`x` and `x.goal`, `a/b` and `a_b`, ids differing in case, an id longer than a file
+name may be) each get files of their own; a keyed --agent-at or --connectivity file names its bad entries."""
 
 from __future__ import annotations
 
@@ -10,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from sayplan_core.cli import EXIT_TASKS_SKIPPED
 from sayplan_core.cli import main as cli_main
@@ -23,6 +27,7 @@ from sayplan_core.graph.importers import (
     read_connectivity_by_task,
     read_grasif_tasks,
 )
+from sayplan_core.graph.importers.common import read_agent_at_by_task
 
 
 def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
@@ -246,3 +251,58 @@ def test_env_show_lists_a_graph_without_an_agent(tmp_path: Path, capsys: pytest.
     assert code == 0 and "kitchen-1" in text
     with pytest.raises(GraphError, match="no agent node"):  # planning on it is still refused
         load_env(str(out))
+
+
+def rooms_scene(i: int, agent_in: str) -> list[dict[str, Any]]:
+    """A GRASIF node-list scene whose rooms name task `i` and whose agent is in `agent_in`: start and goal scenes
+    of every task differ, so each written file can be told apart."""
+    nodes: list[dict[str, Any]] = [{"name": [room, 1], "type": "room"} for room in (f"hall{i}", f"kitchen{i}")]
+    nodes.append({"name": ["bench", 1], "type": "asset", "place": [f"kitchen{i}", 1], "affordances": ["put_on"]})
+    nodes.append({"name": ["agent", 1], "type": "agent", "location": [f"{agent_in}{i}", 1]})
+    return nodes
+
+
+def test_task_ids_whose_file_names_meet_get_files_of_their_own(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`x`'s goal file is `x.goal.json`, which is also the start scene of a task `x.goal`; `a/b` and `a_b` make
+    the same file name; an id of 300 characters is longer than a file name may be. Each task must keep its own
+    scenes, and none may stop the import half way."""
+    ids = ["x", "x.goal", "a/b", "a_b", "Case", "case", "t" * 300]
+    tasks = [
+        {"id": task_id, "instruction": f"Task {i}.", "init": rooms_scene(i, "hall"), "goal": rooms_scene(i, "kitchen")}
+        for i, task_id in enumerate(ids)
+    ]
+    source = tmp_path / "tasks.json"
+    source.write_text(json.dumps({"tasks": tasks}))
+    out = tmp_path / "out"
+    code = cli_main(["env", "import", str(source), str(out)])
+    _, err = capsys.readouterr()
+    assert code == 0, err
+    listed = yaml.safe_load((out / "tasks.yaml").read_text())["tasks"]
+    assert [t["id"] for t in listed] == ids
+    files = [t["env"] for t in listed] + [t["goal"]["graph"] for t in listed]
+    assert len({f.casefold() for f in files}) == len(files), files
+    for i, entry in enumerate(listed):
+        start, goal = load(out / entry["env"]), load(out / entry["goal"]["graph"])
+        assert start.agent_location() == f"hall{i}-1", entry
+        assert goal.agent_location() == f"kitchen{i}-1", entry
+    id_maps = json.loads((out / "tasks.ids.json").read_text())["ids"]
+    assert {task_id: id_maps[task_id]["env"] for task_id in ids} == {t["id"]: t["env"] for t in listed}
+
+
+def test_keyed_option_files_name_their_bad_entries(tmp_path: Path) -> None:
+    """A per-task --agent-at or --connectivity file with one bad entry: the error names that entry (and says the
+    connectivity file was read as keyed by task id), not only the shape the file should have."""
+    agent_at = tmp_path / "agent_at.json"
+    agent_at.write_text(json.dumps({"t1": "hall1", "t2": 5, "t3": ""}))
+    with pytest.raises(GraphError) as caught:
+        read_agent_at_by_task(str(agent_at))
+    assert "'t2': 5" in str(caught.value) and "'t3': ''" in str(caught.value) and "'t1'" not in str(caught.value)
+    links = tmp_path / "doors.json"
+    links.write_text(json.dumps({"t1": [["hall1", "kitchen1"]], "t2": "hall2 kitchen2"}))
+    with pytest.raises(GraphError) as caught:
+        read_connectivity_by_task(links)
+    assert "keyed by task id" in str(caught.value) and "'t2'" in str(caught.value) and "'t1'" not in str(caught.value)
+    links.write_text(json.dumps({"t1": [["hall1", "kitchen1"]]}))
+    assert read_connectivity_by_task(links) == {"t1": (("hall1", "kitchen1", None),)}

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sayplan_core.cli import token_table
 from sayplan_core.envs import load_env
-from sayplan_core.graph import GraphError
+from sayplan_core.graph import GraphError, tokens
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens, encoding_for_model
 from sayplan_core.graph.views import collapse
@@ -184,3 +184,11 @@ def test_the_token_table_shows_the_floor_level_start_where_sayplan_takes_it(floo
     assert 0 < table["floor_level_tokens"] < table["collapsed_tokens"]
     expected = 100 * (1 - table["floor_level_tokens"] / table["full_tokens"])
     assert abs(table["floor_level_reduction_percent"] - expected) <= 0.005
+
+
+def test_token_counts_are_exact_when_a_piece_would_end_before_a_slash() -> None:
+    """The last place before the 50,000th character that looks safe is a line break followed by "/" (and the one
+    before it, after "q", is safe)."""
+    text = "ab " * 16000 + 'q",' + "ab " * 659 + "}\n/" + "cd " * 300 + '"x",' * 12000
+    for encoding in tokens.SUPPORTED_ENCODINGS:
+        assert tokens.count_tokens(text, encoding) == len(tokens._encoding(encoding).encode(text)), encoding

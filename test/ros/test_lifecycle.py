@@ -3,6 +3,12 @@
 Every transition goes through the node's lifecycle_msgs services (`change_state`, `get_state`) from a separate
 client node; the robot is the simulated one (its world says whether anything moved), the unreachable LLM a real
 local port with nothing listening on it.
+
+The manager asks again when a lifecycle answer is lost, as rmw_fastrtps loses it on a loaded machine: a service
+that got a request before it discovered the client's response reader waits 100 ms for it, then drops the response
+(rmw_fastrtps_shared_cpp src/rmw_response.cpp, `__rmw_send_response`: "client will not receive response",
+RMW_RET_TIMEOUT; rclpy's `service_send_response` turns that into a RuntimeWarning). The node there is a real
+managed node; only its get_state or change_state service's first response is dropped, as that RMW drops it.
 """
 
 from __future__ import annotations
@@ -380,3 +386,54 @@ def test_a_pause_mid_plan_ends_the_plan_paused(ros: Any) -> None:
         _HeldLlm.release.set()
         llm.shutdown()
         llm.server_close()
+
+
+def drop_first_responses(service: Any, count: int) -> list[int]:
+    """Make `service` (an rclpy Service) drop its first `count` responses, as the RMW does (module docstring)."""
+    dropped: list[int] = []
+    send = service.send_response
+
+    def maybe_send(response: Any, header: Any) -> None:
+        if len(dropped) < count:
+            dropped.append(1)
+            return
+        send(response, header)
+
+    service.send_response = maybe_send
+    return dropped
+
+
+def test_manager_asks_again_when_a_get_state_answer_is_lost(ros: Any) -> None:
+    sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
+    dropped = drop_first_responses(sim._service_get_state, 1)
+    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("node_wait_s", value=8.0)]
+    boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+    assert boss.started.wait(40.0)
+    ok, line = boss.startup_result
+    assert dropped == [1]  # the loss happened: the node got the request and its answer never left
+    assert ok, line
+    assert sim.lifecycle_state() == State.PRIMARY_STATE_ACTIVE and boss.exit_reason is None
+
+
+def test_manager_still_gives_up_on_a_node_that_never_answers(ros: Any) -> None:
+    sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
+    dropped = drop_first_responses(sim._service_get_state, 10**6)
+    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("node_wait_s", value=3.0)]
+    boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+    assert boss.started.wait(40.0)
+    ok, line = boss.startup_result
+    assert not ok and line.startswith("sim_skill_server: no answer asking it for its state within 3 s"), line
+    assert len(dropped) >= 2  # asked more than once
+    assert sim.lifecycle_state() == State.PRIMARY_STATE_UNCONFIGURED
+
+
+def test_manager_sees_a_transition_taken_when_its_answer_is_lost(ros: Any) -> None:
+    sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
+    dropped = drop_first_responses(sim._service_change_state, 1)  # the configure's answer
+    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("transition_timeout_s", value=20.0)]
+    boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
+    assert boss.started.wait(60.0)
+    ok, line = boss.startup_result
+    assert dropped == [1]
+    assert ok, line
+    assert sim.lifecycle_state() == State.PRIMARY_STATE_ACTIVE
