@@ -70,6 +70,17 @@ def test_a_field_no_importer_reads_is_named_and_the_rest_imported() -> None:
     assert "apple-1" in imported.graph.nodes
 
 
+def test_the_cli_says_on_stderr_which_keys_it_left_out(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Exit 0 with a summary on stdout is not enough: piped away, it would hide what the graph lost."""
+    data = copy.deepcopy(json.loads((DATA / "grasif_keyed_kitchen.json").read_text()))
+    data["objects"]["apple-1"]["colour"] = "red"
+    source = tmp_path / "extra.json"
+    source.write_text(json.dumps(data))
+    assert cli_main(["env", "import", str(source), str(tmp_path / "out.json")]) == 0
+    err = capsys.readouterr().err
+    assert "sayplan: warning: 1 key(s) in the data not read" in err and "objects.apple-1.colour" in err, err
+
+
 def test_sayplan_links_that_contradict_a_nodes_place_are_refused() -> None:
     data = json.loads((DATA / "sayplan_appendix_l.json").read_text())
     data["links"].append("kitchen↔bed1")  # bed1's own 'room' is bobs_room

@@ -31,6 +31,7 @@ from sayplan_core.graph.importers import (
     read_labels,
     read_types,
 )
+from sayplan_core.graph.importers.common import unread_note
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import SUPPORTED_ENCODINGS, count_tokens
@@ -240,6 +241,11 @@ def cmd_env_import(args: argparse.Namespace) -> int:
     _emit(args, payload, msg)
     if imported.synthetic_links:
         print(f"sayplan: warning: {imported.synthetic_warning()}", file=sys.stderr)
+    if imported.unread_keys:  # on stderr as well: a summary piped away must not hide what was left out
+        print(f"sayplan: warning: {unread_note(imported.unread_keys)}", file=sys.stderr)
+    if imported.dropped:
+        left = ", ".join(f"{count} {kind}" for kind, count in sorted(imported.dropped.items()))
+        print(f"sayplan: warning: left out of the graph (each named in the summary): {left}", file=sys.stderr)
     return 0
 
 
