@@ -37,6 +37,7 @@ setup(
             "sayplan_stack = sayplan_ros.stack:main",
             "sayplan_demo = sayplan_ros.demo:main",
             "sayplan_replay = sayplan_ros.replay:main",
+            "foxglove_bridge = sayplan_ros.foxglove_bridge:main",
         ],
     },
 )

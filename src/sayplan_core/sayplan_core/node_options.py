@@ -264,6 +264,23 @@ class PerceptionOptions:
     min_detections: int = option(2, "objects seen fewer times are dropped at finalize", minimum=1, maximum=1000)
 
 
+@dataclass(frozen=True)
+class FoxgloveBridgeOptions:
+    host: str = option(
+        "127.0.0.1",
+        "address the Foxglove WebSocket server binds to (127.0.0.1: this machine only; any other address shows the "
+        "graph, the plan and the diagnostics to whoever reaches it, without authentication)",
+    )
+    port: int = option(8765, "TCP port of the Foxglove WebSocket server (0: any free port)", minimum=0, maximum=65535)
+    client_backlog: int = option(
+        1024,
+        "messages queued per viewer; a viewer that falls further behind loses its oldest (the stack never waits)",
+        minimum=16,
+        maximum=100_000,
+    )
+    frame_id: str = option("map", "frame of the scene graph's entities")
+
+
 # ----------------------------------------------------------------------------- lifecycle and recording
 @dataclass(frozen=True)
 class ManagedNodeOptions:

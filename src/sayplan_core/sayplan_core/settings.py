@@ -21,6 +21,7 @@ from sayplan_core.closest import close_names
 from sayplan_core.node_options import (
     BagRecorderOptions,
     ExecutorOptions,
+    FoxgloveBridgeOptions,
     LifecycleManagerOptions,
     ManagedNodeOptions,
     PathPlannerOptions,
@@ -77,6 +78,7 @@ def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
         nodes[ROBOT_REGISTRY[name].node_name] = _managed(robot_settings(name))
     nodes["lifecycle_manager"] = settings_of(LifecycleManagerOptions, "lifecycle_manager")
     nodes["bag_recorder"] = settings_of(BagRecorderOptions, "bag_recorder")
+    nodes["foxglove_bridge"] = settings_of(FoxgloveBridgeOptions, "foxglove_bridge")
     return nodes
 
 

@@ -39,6 +39,7 @@ from rclpy.task import Future
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.replica import GraphReplica
 from sayplan_core.graph.snapshots import GraphSnapshots
+from sayplan_core.graph.updates import GraphUpdate
 from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
@@ -62,12 +63,19 @@ _REFETCH = f"fetching the scene graph again from the one {SERVER_NODE} left"
 class GraphFollower:
     """Subscribes for `node`; `latest()` returns the newest graph taken and its version."""
 
-    def __init__(self, node: Node, callback_group: Any = None) -> None:
+    def __init__(
+        self,
+        node: Node,
+        callback_group: Any = None,
+        on_change: Callable[[SceneGraph, GraphUpdate | None], None] | None = None,
+    ) -> None:
+        """on_change: called with the live copy after each update applied to it, or None for a full graph that
+        replaced it (GraphReplica.on_change), under this class's lock: it must be short and call nothing here."""
         self._node = node
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)  # notified whenever the copy changes (or a waiter must look)
         self._ready_waiters: list[tuple[int, Callable[[], None]]] = []  # (version, callback) of `when_ready`
-        self._replica = GraphReplica()
+        self._replica = GraphReplica(on_change=on_change)
         self._snapshots = GraphSnapshots()  # what readers get: the live copy changes in place
         self._epoch = 0  # of the server start the copy comes from (0: none yet)
         self._fetches = 0
@@ -154,7 +162,7 @@ class GraphFollower:
                         f"scene_graph_server restarted (new epoch, version {version}); the copy is replaced"
                     )
                 stats = self._replica.stats
-                self._replica = GraphReplica()
+                self._replica = GraphReplica(on_change=self._replica.on_change)
                 self._replica.stats = stats  # counted over the follower's life, not one start of the server
                 self._epoch = epoch
             fetch = self._replica.take_full(graph, version, owned=True)  # read from the message: the copy's own

@@ -14,6 +14,7 @@ it with other threads hands them sayplan_core.graph.snapshots copies (sayplan_ro
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sayplan_core.graph.model import GraphError, SceneGraph
@@ -31,6 +32,9 @@ class GraphReplica:
     problem: str = ""
     _ahead: dict[int, GraphUpdate] = field(default_factory=dict)
     stats: dict[str, int] = field(default_factory=lambda: {"full": 0, "patched": 0, "fetches": 0})
+    #: called with the copy after each change: the update just applied to it, or None when a full graph replaced
+    #: it (a viewer that draws only what changed: the Foxglove bridge); runs in the caller's thread, under its lock
+    on_change: Callable[[SceneGraph, GraphUpdate | None], None] | None = field(default=None, repr=False, compare=False)
 
     @property
     def in_sync(self) -> bool:
@@ -53,6 +57,8 @@ class GraphReplica:
             return self._settle()
         self.graph, self.version, self.problem = graph if owned else graph.copy(), version, ""
         self.stats["full"] += 1
+        if self.on_change is not None:
+            self.on_change(self.graph, None)
         self._ahead = {v: u for v, u in self._ahead.items() if v > version}
         fetch = self._settle()
         if fetch and self.problem.startswith("scene graph update"):
@@ -88,6 +94,8 @@ class GraphReplica:
                 return True
             self.version += 1
             self.stats["patched"] += 1
+            if self.on_change is not None:
+                self.on_change(self.graph, update)
         if self.problem:
             return True
         if self._ahead:

@@ -1,0 +1,375 @@
+"""foxglove_bridge: the live scene graph, the plan and /diagnostics for Foxglove or Lichtblick, over a WebSocket.
+
+Serves the Foxglove WebSocket protocol (subprotocol `foxglove.sdk.v1`, foxglove-sdk's server) on `host`:`port`,
+127.0.0.1:8765 by default, with these channels:
+
+- `/scene_graph` (foxglove.SceneUpdate, protobuf): one entity per graph node (sayplan_core.viz.scene). A viewer
+  that subscribes gets the whole scene (a deletion of all, then every entity), then only the entities each graph
+  update changed and the ids it removed. A full graph (the first, or one fetched after a gap) is sent whole.
+- `/plan` (JSON, sayplan.Plan): the executor's active plan, each step with its last status, the stage and the
+  replans, sent again on every plan and every event; a viewer that subscribes gets the current one.
+- `/plan_events` (JSON, sayplan.ExecutionEvent): every event of `execution_events`; a viewer that subscribes gets
+  the last EVENT_HISTORY first.
+- `/diagnostics` (JSON, sayplan.Diagnostics): every status of `/diagnostics`; `/fault_latch` (JSON,
+  sayplan.FaultLatch): whether a skill server holds a fault, sent when that changes.
+
+It follows the graph as every follower does (sayplan_ros.graph_follower: it takes the server's topics and
+`get_scene_graph`, nothing new to trust) and only reads: nothing a viewer sends reaches the stack (no client
+publishing, parameters or services are offered). What a viewer costs the stack: each message is encoded once and
+put, without waiting, on each viewer's own queue (`client_backlog` messages, foxglove-sdk's `message_backlog_size`);
+a viewer that falls further behind loses its oldest messages, so a slow or stalled browser never slows a callback.
+Such a viewer's scene may then miss a change until it subscribes again (a reconnect does).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from typing import Any
+
+import foxglove
+from diagnostic_msgs.msg import DiagnosticArray
+from foxglove.channels import SceneUpdateChannel
+from foxglove.messages import (
+    Color,
+    CubePrimitive,
+    KeyValuePair,
+    LinePrimitive,
+    LinePrimitiveLineType,
+    Point3,
+    Pose,
+    Quaternion,
+    SceneEntity,
+    SceneEntityDeletion,
+    SceneEntityDeletionType,
+    SceneUpdate,
+    SpherePrimitive,
+    TextPrimitive,
+    Vector3,
+)
+from foxglove.websocket import ChannelView, Client, ServerListener
+from rclpy.node import Node
+
+from sayplan_core.diagnostics import Level, Status, follower_status
+from sayplan_core.graph.model import SceneGraph
+from sayplan_core.graph.updates import GraphUpdate
+from sayplan_core.node_options import FoxgloveBridgeOptions
+from sayplan_core.outcomes import Stage
+from sayplan_core.viz.markers import RGBA, Vec3
+from sayplan_core.viz.scene import Entity, SceneChanges, SceneEntities
+from sayplan_interfaces.msg import ExecutionEvent, Plan
+from sayplan_ros.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsPublisher, msg_to_status
+from sayplan_ros.graph_follower import GraphFollower
+from sayplan_ros.guard import guarded
+from sayplan_ros.parameters import declare_options
+from sayplan_ros.qos import DIAGNOSTICS_QOS, EVENTS_QOS, LATCHED_STATE_QOS
+from sayplan_ros.runner import run_nodes
+
+SCENE_TOPIC, PLAN_TOPIC, EVENTS_TOPIC = "/scene_graph", "/plan", "/plan_events"
+DIAGNOSTICS_CHANNEL, LATCH_TOPIC = "/diagnostics", "/fault_latch"
+#: events a viewer that subscribes to `/plan_events` gets first
+EVENT_HISTORY = 200
+FAULT_LATCH_CHECK = "fault latch"  # the status every skill server reports (sayplan_core.diagnostics)
+
+
+def _schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
+    return {"title": title, "type": "object", "properties": properties}
+
+
+_STRING, _INT = {"type": "string"}, {"type": "integer"}
+STEP_SCHEMA = _schema("sayplan.PlanStep", {"index": _INT, "action": _STRING, "target": _STRING, "status": _STRING})
+PLAN_SCHEMA = _schema(
+    "sayplan.Plan",
+    {
+        "instruction": _STRING,
+        "action_set": _STRING,
+        "current_step": _INT,
+        "stage": _STRING,
+        "replans": _INT,
+        "steps": {"type": "array", "items": STEP_SCHEMA},
+    },
+)
+EVENT_SCHEMA = _schema(
+    "sayplan.ExecutionEvent",
+    {
+        "sequence": _INT,
+        "instruction": _STRING,
+        "stage": _STRING,
+        "status": _STRING,
+        "step_index": _INT,
+        "step_count": _INT,
+        "action": _STRING,
+        "target": _STRING,
+        "error_code": _INT,
+        "message": _STRING,
+        "replans": _INT,
+    },
+)
+DIAGNOSTICS_SCHEMA = _schema(
+    "sayplan.Diagnostics",
+    {
+        "statuses": {
+            "type": "array",
+            "items": _schema(
+                "sayplan.DiagnosticStatus",
+                {
+                    "name": _STRING,
+                    "level": _STRING,
+                    "message": _STRING,
+                    "hardware_id": _STRING,
+                    "values": {"type": "object"},
+                },
+            ),
+        }
+    },
+)
+LATCH_SCHEMA = _schema(
+    "sayplan.FaultLatch",
+    {"latched": {"type": "boolean"}, "faults": {"type": "object", "additionalProperties": _STRING}},
+)
+
+
+# ----------------------------------------------------------------------------- entities on the wire
+def _color(rgba: RGBA) -> Color:
+    return Color(r=rgba[0], g=rgba[1], b=rgba[2], a=rgba[3])
+
+
+def _pose(position: Vec3) -> Pose:
+    return Pose(position=Vector3(x=position[0], y=position[1], z=position[2]), orientation=Quaternion(w=1.0))
+
+
+def entity_msg(entity: Entity, frame_id: str) -> SceneEntity:
+    """One entity as foxglove.SceneEntity (no lifetime: it stays until it is deleted or replaced)."""
+    cubes, spheres = [], []
+    for shape in entity.shapes:
+        size = Vector3(x=shape.size, y=shape.size, z=shape.size)
+        if shape.kind == "cube":
+            cubes.append(CubePrimitive(pose=_pose(shape.position), size=size, color=_color(shape.color)))
+        else:
+            spheres.append(SpherePrimitive(pose=_pose(shape.position), size=size, color=_color(shape.color)))
+    return SceneEntity(
+        frame_id=frame_id,
+        id=entity.id,
+        metadata=[KeyValuePair(key=k, value=v) for k, v in entity.metadata],
+        cubes=cubes,
+        spheres=spheres,
+        lines=[
+            LinePrimitive(
+                type=LinePrimitiveLineType.LineList,
+                pose=_pose((0.0, 0.0, 0.0)),
+                thickness=line.thickness,
+                points=[Point3(x=p[0], y=p[1], z=p[2]) for p in line.points],
+                color=_color(line.color),
+            )
+            for line in entity.lines
+        ],
+        texts=[
+            TextPrimitive(
+                pose=_pose(label.position),
+                billboard=True,
+                font_size=label.size,
+                color=_color(label.color),
+                text=label.text,
+            )
+            for label in entity.labels
+        ],
+    )
+
+
+def scene_update_msg(changes: SceneChanges, frame_id: str) -> SceneUpdate:
+    """Deletions first (all of them for a full scene), then the entities: the order Foxglove applies them in."""
+    deletions = [SceneEntityDeletion(type=SceneEntityDeletionType.All)] if changes.clear else []
+    deletions += [SceneEntityDeletion(type=SceneEntityDeletionType.MatchingId, id=i) for i in changes.deletions]
+    return SceneUpdate(deletions=deletions, entities=[entity_msg(e, frame_id) for e in changes.entities])
+
+
+def event_json(event: ExecutionEvent) -> dict[str, Any]:
+    return {
+        "sequence": int(event.sequence),
+        "instruction": event.instruction,
+        "stage": event.stage,
+        "status": event.status,
+        "step_index": int(event.step_index),
+        "step_count": int(event.step_count),
+        "action": event.step.action,
+        "target": event.step.target,
+        "error_code": int(event.error_code),
+        "message": event.message,
+        "replans": int(event.replans),
+    }
+
+
+def _encode(value: dict[str, Any]) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode("utf-8")
+
+
+class _Listener(ServerListener):
+    """A viewer subscribed to a channel: queue it for the current state (sent from the executor, never here)."""
+
+    def __init__(self, bridge: FoxgloveBridge) -> None:
+        self._bridge = bridge
+
+    def on_subscribe(self, client: Client, channel: ChannelView) -> None:
+        self._bridge.viewer_joined(client.id, channel.topic)
+
+
+class FoxgloveBridge(Node):
+    def __init__(self, node_name: str = "foxglove_bridge", **kwargs: Any) -> None:
+        super().__init__(node_name, **kwargs)
+        self.options = declare_options(self, FoxgloveBridgeOptions)
+        self._lock = threading.Lock()  # the scene, the plan state and the channels' order of messages
+        self._scene = SceneEntities()
+        self._plan: dict[str, Any] = {}
+        self._events: deque[dict[str, Any]] = deque(maxlen=EVENT_HISTORY)
+        self._statuses: dict[str, dict[str, Any]] = {}
+        self._faults: dict[str, str] = {}
+        self._joined: list[tuple[int, str]] = []  # (viewer, topic) waiting for the current state
+        self._sent = {"scene_updates": 0, "entities": 0}
+        self._fox = foxglove.Context()  # this node's channels only (two bridges in one process stay apart)
+        self._channels: dict[str, foxglove.Channel] = {
+            topic: foxglove.Channel(topic, schema=schema, message_encoding="json", context=self._fox)
+            for topic, schema in (
+                (PLAN_TOPIC, PLAN_SCHEMA),
+                (EVENTS_TOPIC, EVENT_SCHEMA),
+                (DIAGNOSTICS_CHANNEL, DIAGNOSTICS_SCHEMA),
+                (LATCH_TOPIC, LATCH_SCHEMA),
+            )
+        }
+        self._scene_channel = SceneUpdateChannel(SCENE_TOPIC, context=self._fox)
+        self._wake = self.create_guard_condition(guarded(self, "foxglove viewer", self._send_current))
+        self.server = foxglove.start_server(
+            name=f"sayplan {self.get_namespace().rstrip('/')}/{self.get_name()}".strip(),
+            host=self.options.host,
+            port=self.options.port,
+            server_listener=_Listener(self),
+            context=self._fox,
+            message_backlog_size=self.options.client_backlog,
+        )
+        self.port = self.server.port
+        self.get_logger().info(f"Foxglove WebSocket server on ws://{self.options.host}:{self.port}")
+        self.follower = GraphFollower(self, on_change=self._on_graph)
+        self.create_subscription(Plan, "active_plan", guarded(self, "active_plan", self._on_plan), LATCHED_STATE_QOS)
+        self.create_subscription(
+            ExecutionEvent, "execution_events", guarded(self, "execution_events", self._on_event), EVENTS_QOS
+        )
+        self.create_subscription(
+            DiagnosticArray, DIAGNOSTICS_TOPIC, guarded(self, "diagnostics", self._on_diagnostics), DIAGNOSTICS_QOS
+        )
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
+
+    # ------------------------------------------------------------------ the scene graph
+    def _on_graph(self, graph: SceneGraph, update: GraphUpdate | None) -> None:
+        """The follower's copy changed (under its lock): send what changed to every viewer, without waiting."""
+        with self._lock:
+            changes = self._scene.redraw(graph) if update is None else self._scene.update(graph, update)
+            if changes:
+                self._scene_channel.log(scene_update_msg(changes, self.options.frame_id))
+                self._sent["scene_updates"] += 1
+                self._sent["entities"] += len(changes.entities)
+
+    # ------------------------------------------------------------------ the plan and its progress
+    def _on_plan(self, msg: Plan) -> None:
+        steps = [(s.action, s.target) for s in msg.steps]
+        with self._lock:
+            same = [(s["action"], s["target"]) for s in self._plan.get("steps", [])] == steps
+            statuses = [s["status"] for s in self._plan["steps"]] if same else [""] * len(steps)
+            self._plan = {
+                "instruction": msg.instruction,
+                "action_set": msg.action_set,
+                "current_step": int(msg.current_step),
+                "stage": self._plan.get("stage", ""),
+                "replans": self._plan.get("replans", 0),
+                "steps": [
+                    {"index": i, "action": a, "target": t, "status": statuses[i]} for i, (a, t) in enumerate(steps)
+                ],
+            }
+            self._channels[PLAN_TOPIC].log(_encode(self._plan))
+
+    def _on_event(self, msg: ExecutionEvent) -> None:
+        event = event_json(msg)
+        with self._lock:
+            self._events.append(event)
+            self._channels[EVENTS_TOPIC].log(_encode(event))
+            if not self._plan:
+                return
+            self._plan["stage"], self._plan["replans"] = event["stage"], event["replans"]
+            steps = self._plan["steps"]
+            index = event["step_index"]
+            if msg.stage == Stage.EXECUTING and index < len(steps):
+                step = steps[index]
+                if (step["action"], step["target"]) == (event["action"], event["target"]):
+                    step["status"] = event["status"]
+            self._channels[PLAN_TOPIC].log(_encode(self._plan))
+
+    # ------------------------------------------------------------------ diagnostics and the fault latch
+    def _on_diagnostics(self, msg: DiagnosticArray) -> None:
+        statuses = [msg_to_status(s) for s in msg.status]
+        with self._lock:
+            for status in statuses:
+                self._statuses[status.name] = _status_json(status)
+            self._channels[DIAGNOSTICS_CHANNEL].log(_encode({"statuses": [_status_json(s) for s in statuses]}))
+            faults = dict(self._faults)
+            for status in statuses:
+                node, _, check = status.name.rpartition(": ")
+                if check == FAULT_LATCH_CHECK:
+                    if status.values.get("latched") == "true":
+                        faults[node] = status.message
+                    else:
+                        faults.pop(node, None)
+            if faults != self._faults:
+                self._faults = faults
+                self._channels[LATCH_TOPIC].log(_encode(self._latch()))
+
+    def _latch(self) -> dict[str, Any]:
+        return {"latched": bool(self._faults), "faults": dict(self._faults)}
+
+    # ------------------------------------------------------------------ viewers that join
+    def viewer_joined(self, client: int, topic: str) -> None:
+        """From foxglove-sdk's thread: note the viewer and wake the executor, which sends it the current state."""
+        with self._lock:
+            self._joined.append((client, topic))
+        self._wake.trigger()
+
+    def _send_current(self) -> None:
+        with self._lock:
+            joined, self._joined = self._joined, []
+            for client, topic in joined:
+                if topic == SCENE_TOPIC:
+                    update = scene_update_msg(self._scene.current(), self.options.frame_id)
+                    self._scene_channel.log(update, sink_id=client)
+                elif topic == PLAN_TOPIC and self._plan:
+                    self._channels[topic].log(_encode(self._plan), sink_id=client)
+                elif topic == EVENTS_TOPIC:
+                    for event in self._events:
+                        self._channels[topic].log(_encode(event), sink_id=client)
+                elif topic == DIAGNOSTICS_CHANNEL and self._statuses:
+                    statuses = {"statuses": list(self._statuses.values())}
+                    self._channels[topic].log(_encode(statuses), sink_id=client)
+                elif topic == LATCH_TOPIC:
+                    self._channels[topic].log(_encode(self._latch()), sink_id=client)
+
+    def _diagnostics(self) -> list[Status]:
+        with self._lock:
+            sent = dict(self._sent)
+        values = {"url": f"ws://{self.options.host}:{self.port}", **{k: str(v) for k, v in sent.items()}}
+        server = Status("foxglove server", Level.OK, f"serving on ws://{self.options.host}:{self.port}", values)
+        return [follower_status(self.follower.version(), self.follower.problem(), 0, 0), server]
+
+    def destroy_node(self) -> None:
+        self.server.stop()
+        super().destroy_node()
+
+
+def _status_json(status: Status) -> dict[str, Any]:
+    return {
+        "name": status.name,
+        "level": status.level.name,
+        "message": status.message,
+        "hardware_id": status.hardware_id,
+        "values": dict(status.values),
+    }
+
+
+def main(args: list[str] | None = None) -> None:
+    run_nodes("foxglove_bridge", lambda: [FoxgloveBridge()], args)

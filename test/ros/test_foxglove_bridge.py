@@ -1,0 +1,172 @@
+"""foxglove_bridge over a real WebSocket: a client speaking the Foxglove protocol as Foxglove and Lichtblick do.
+
+The bridge and scene_graph_server run in-process on the test's own DDS domain; the client (websockets, subprotocol
+`foxglove.sdk.v1`) reads the advertised channels, subscribes to all of them and decodes each message with the
+schema the channel advertised (protobuf for the scene, JSON for the rest). Timings are printed, never asserted.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import struct
+import time
+from typing import Any
+
+import pytest
+
+pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
+pytest.importorskip("foxglove", reason="foxglove-sdk is not installed: pip install -r requirements/monitor.txt")
+
+from diagnostic_msgs.msg import DiagnosticArray
+from google.protobuf import descriptor_pb2, descriptor_pool, message_factory
+from rclpy.parameter import Parameter
+from websockets.sync.client import ClientConnection, connect
+
+from sayplan_core.diagnostics import Level, Status
+from sayplan_core.envs import load_env
+from sayplan_interfaces.msg import ExecutionEvent, GraphUpdate, Plan, PlanStep
+from sayplan_interfaces.srv import ApplyGraphUpdate
+from sayplan_ros.conversions import node_to_msg
+from sayplan_ros.diagnostics import DIAGNOSTICS_TOPIC, status_to_msg
+from sayplan_ros.foxglove_bridge import FoxgloveBridge
+from sayplan_ros.qos import DIAGNOSTICS_QOS, EVENTS_QOS, LATCHED_STATE_QOS
+from sayplan_ros.scene_graph_server import SceneGraphServer
+
+pytestmark = pytest.mark.ros
+
+SUBPROTOCOL = "foxglove.sdk.v1"
+#: hang guards only: a loaded machine must pass, so these are far above what a run takes
+WAIT_S = 60.0
+
+
+class FoxgloveClient:
+    """Subscribes to every advertised channel and decodes what arrives with the channel's own schema."""
+
+    def __init__(self, ws: ClientConnection) -> None:
+        self.ws = ws
+        self.server_info = self._op("serverInfo")
+        self.channels = {c["topic"]: c for c in self._op("advertise")["channels"]}
+        self._decoders: dict[int, tuple[str, Any]] = {}
+        subscriptions = []
+        for number, channel in enumerate(self.channels.values()):
+            self._decoders[number] = (channel["topic"], self._decoder(channel))
+            subscriptions.append({"id": number, "channelId": channel["id"]})
+        self.ws.send(json.dumps({"op": "subscribe", "subscriptions": subscriptions}))
+        self.received: dict[str, list[Any]] = {topic: [] for topic in self.channels}
+
+    def _op(self, op: str) -> dict[str, Any]:
+        while True:
+            frame = self.ws.recv(timeout=WAIT_S)
+            if isinstance(frame, str) and json.loads(frame).get("op") == op:
+                return dict(json.loads(frame))
+
+    @staticmethod
+    def _decoder(channel: dict[str, Any]) -> Any:
+        if channel["encoding"] == "json":
+            return json.loads
+        assert channel["encoding"] == "protobuf" and channel["schemaEncoding"] == "protobuf"
+        files = descriptor_pb2.FileDescriptorSet.FromString(base64.b64decode(channel["schema"]))
+        pool = descriptor_pool.DescriptorPool()
+        for file in files.file:
+            pool.Add(file)
+        return message_factory.GetMessageClass(pool.FindMessageTypeByName(channel["schemaName"])).FromString
+
+    def until(self, topic: str, predicate: Any, what: str) -> Any:
+        """Read frames until a message on `topic` satisfies `predicate`; that message."""
+        deadline = time.monotonic() + WAIT_S
+        for message in self.received[topic]:
+            if predicate(message):
+                return message
+        while time.monotonic() < deadline:
+            frame = self.ws.recv(timeout=max(0.1, deadline - time.monotonic()))
+            if isinstance(frame, str) or frame[0] != 0x01:  # a JSON op, or a binary op other than message data
+                continue
+            subscription, _log_time = struct.unpack_from("<IQ", frame, 1)
+            name, decode = self._decoders[subscription]
+            message = decode(bytes(frame[13:]))
+            self.received[name].append(message)
+            if name == topic and predicate(message):
+                return message
+        raise AssertionError(f"no {what} on {topic} within {WAIT_S} s")
+
+
+def viewer(port: int) -> ClientConnection:
+    return connect(f"ws://127.0.0.1:{port}", subprotocols=[SUBPROTOCOL], open_timeout=WAIT_S)
+
+
+def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: Any) -> None:
+    started = time.perf_counter()
+    server = ros.add(SceneGraphServer(context=ros.context))
+    bridge = ros.add(FoxgloveBridge(context=ros.context, parameter_overrides=[Parameter("port", value=0)]))
+    ros.wait_for(lambda: bridge.follower.version() > 0, timeout=WAIT_S, what="the bridge's copy of the graph")
+    assert bridge.options.host == "127.0.0.1"  # the default binding: this machine only
+    with viewer(bridge.port) as ws:
+        client = FoxgloveClient(ws)
+        assert client.ws.subprotocol == SUBPROTOCOL
+        assert client.server_info["capabilities"] == []  # a viewer can publish nothing, call nothing, set nothing
+        schemas = {topic: (c["encoding"], c["schemaName"]) for topic, c in client.channels.items()}
+        assert schemas == {
+            "/scene_graph": ("protobuf", "foxglove.SceneUpdate"),
+            "/plan": ("json", "sayplan.Plan"),
+            "/plan_events": ("json", "sayplan.ExecutionEvent"),
+            "/diagnostics": ("json", "sayplan.Diagnostics"),
+            "/fault_latch": ("json", "sayplan.FaultLatch"),
+        }
+        first = client.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene")
+        connected = time.perf_counter()
+        assert len(first.entities) == len(server.graph)  # one entity per node
+        assert [d.type for d in first.deletions] == [1]  # deletion of all first: the scene is the graph, nothing else
+        assert {e.id for e in first.entities} == set(server.graph.nodes)
+        orange = next(e for e in first.entities if e.id == "orange")
+        assert {kv.key: kv.value for kv in orange.metadata}["parent"] == server.graph.parent("orange")
+
+        graph = load_env("office")
+        apply = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+        moved = node_to_msg(graph.nodes["orange"], "fridge", "inside_of")
+        assert ros.call(apply, ApplyGraphUpdate.Request(update=GraphUpdate(upsert=[moved]))).success
+        change = client.until("/scene_graph", lambda m: m is not first and len(m.entities) > 0, "the moved orange")
+        updated = time.perf_counter()
+        assert [e.id for e in change.entities] == ["orange"] and not change.deletions  # the touched entity only
+        assert {kv.key: kv.value for kv in change.entities[0].metadata}["parent"] == "fridge"
+        assert ros.call(apply, ApplyGraphUpdate.Request(update=GraphUpdate(remove=["apple1"]))).success
+        removal = client.until("/scene_graph", lambda m: len(m.deletions) > 0 and m is not first, "apple1's removal")
+        assert [(d.type, d.id) for d in removal.deletions] == [(0, "apple1")] and not removal.entities
+
+        # the executor's topics, as it publishes them: the plan (latched), then an event per step
+        executor = ros.node("executor_stand_in")
+        plan_pub = executor.create_publisher(Plan, "active_plan", LATCHED_STATE_QOS)
+        events = executor.create_publisher(ExecutionEvent, "execution_events", EVENTS_QOS)
+        steps = [PlanStep(action="goto", target="kitchen"), PlanStep(action="pickup", target="orange")]
+        steps.append(PlanStep(action="done", target=""))
+        plan_pub.publish(Plan(instruction="fetch the orange", action_set="sayplan", steps=steps, current_step=0))
+        shown = client.until("/plan", lambda m: len(m["steps"]) == 3, "the plan")
+        assert [(s["action"], s["target"]) for s in shown["steps"]] == [(s.action, s.target) for s in steps]
+        for index, step in enumerate(steps):
+            event = ExecutionEvent(sequence=index, instruction="fetch the orange", stage="executing")
+            event.status, event.step_index, event.step_count, event.step = "succeeded", index, len(steps), step
+            events.publish(event)
+        done = client.until("/plan", lambda m: all(s["status"] == "succeeded" for s in m["steps"]), "every step done")
+        assert done["stage"] == "executing"
+        assert [e["sequence"] for e in client.received["/plan_events"]] == [0, 1, 2]
+
+        # a skill server's fault latch on /diagnostics
+        diagnostics = executor.create_publisher(DiagnosticArray, DIAGNOSTICS_TOPIC, DIAGNOSTICS_QOS)
+        latched = Status("fault latch", Level.ERROR, "fault latched: robot_fault", {"latched": "true"})
+        diagnostics.publish(DiagnosticArray(status=[status_to_msg(latched, "sim_skill_server")]))
+        latch = client.until("/fault_latch", lambda m: m["latched"], "the fault latch")
+        assert latch["faults"] == {"sim_skill_server": "fault latched: robot_fault"}
+        clear = Status("fault latch", Level.OK, "no fault latched", {"latched": "false"})
+        diagnostics.publish(DiagnosticArray(status=[status_to_msg(clear, "sim_skill_server")]))
+        client.until("/fault_latch", lambda m: not m["latched"], "the latch cleared")
+
+        # a viewer that joins now gets the scene of the graph as it is, and the plan
+        with viewer(bridge.port) as late_ws:
+            late = FoxgloveClient(late_ws)
+            scene = late.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene, late")
+            assert {e.id for e in scene.entities} == set(server.graph.nodes) and "apple1" not in server.graph
+            late.until("/plan", lambda m: len(m["steps"]) == 3, "the plan, late")
+    print(
+        f"\nfoxglove bridge: {len(first.entities)} entities; first scene {connected - started:.2f} s after start, "
+        f"one update {updated - connected:.3f} s end to end (apply_graph_update to the viewer)"
+    )
