@@ -159,11 +159,6 @@ def gripper_killed_mid_grasp(ros: Any, processes: list[ServerProcess]) -> tuple[
     return fake, outcome
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="FrankaOmronSkillServer._read_hand_back turns the grasp's SERVER_UNAVAILABLE into ROBOT_FAULT: the dead "
-    "franka_gripper publishes no joint_states either, so the hand read back after the skill fails",
-)
 def test_a_gripper_killed_mid_grasp_ends_the_skill_server_unavailable(ros: Any, processes: list[ServerProcess]) -> None:
     """contracts.md and franka_omron.md's recovery table: a gripper server gone mid-goal ends the skill
     `server_unavailable` (the operator's table keys on it: the process that died, the servers back)."""
@@ -176,7 +171,7 @@ def test_a_gripper_killed_mid_grasp_ends_the_skill_server_unavailable(ros: Any, 
 def test_a_gripper_killed_mid_grasp_latches_until_it_is_back_and_checked(
     ros: Any, processes: list[ServerProcess]
 ) -> None:
-    """Whatever code the skill ends with (see the xfail above), the gripper's death is a latched fault: nothing
+    """Whatever code the skill ends with, the gripper's death is a latched fault: nothing
     moves, the check is refused while franka_gripper is missing, and passes once it is back."""
     fake, outcome = gripper_killed_mid_grasp(ros, processes)
     code = SkillCode(outcome.error_code)

@@ -381,8 +381,9 @@ class FrankaOmronSkillServer(SkillServer):
     ) -> SkillResult:
         """The hand after the skill: the update must say what the fingers really hold (see belief.reconcile_hand)."""
         hand = await self._hand(options)
-        if isinstance(hand, str):
-            return SkillResult(False, SkillCode.ROBOT_FAULT, f"{result.message}; then {hand}", result.update)
+        if isinstance(hand, str):  # a fault the skill already latches keeps its code (a dead gripper server is
+            code = result.code if result.code.latches else SkillCode.ROBOT_FAULT  # still server_unavailable)
+            return SkillResult(False, code, f"{result.message}; then {hand}", result.update)
         holding, width = hand
         mismatch = reconcile_hand(graph, result.code, result.update, holding, width, ROBOT)
         if mismatch is None:
