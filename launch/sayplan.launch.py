@@ -1,7 +1,8 @@
 """Launch the SayPlan stack on a ROS 2 install: one process per node.
 
     ros2 launch sayplan_ros sayplan.launch.py robot:=sim planner:=sayplan llm:=auto env:=office rviz:=true \
-        params_file:=my_site.yaml namespace:=robot1 use_sim_time:=false log_level:=info
+        params_file:=my_site.yaml namespace:=robot1 use_sim_time:=false log_level:=info \
+        foxglove:=true foxglove_port:=8765
 
 The node list is `sayplan_ros.stack.stack_specs(robot)`, the same list `sayplan_stack`, `sayplan_demo` and the tests
 compose in one process. Parameters come, in order (later wins), from config/sayplan.yaml,
@@ -74,12 +75,15 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
     if value["params_file"]:
         files.append(value["params_file"])
     sim_time = value["use_sim_time"].lower() in ("true", "1", "yes")
-    given = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
+    given: dict[str, dict[str, Any]] = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
+    foxglove = _flag(value.get("foxglove", FOXGLOVE_DEFAULTS["foxglove"]))
+    if foxglove:
+        given["foxglove_bridge"] = {"port": _port(value.get("foxglove_port", FOXGLOVE_DEFAULTS["foxglove_port"]))}
     if value["robot"] == "sim":
         given["sim_skill_server"] = {"env": value["env"]}
     given.update(composed_parameters(value["robot"]))  # the lifecycle manager's node list
     out: dict[str, dict[str, Any]] = {}
-    for spec in stack_specs(value["robot"]):
+    for spec in stack_specs(value["robot"], foxglove):
         parameters: dict[str, Any] = {}
         for path in files:
             parameters.update(node_sections(path, spec.name))
@@ -130,6 +134,21 @@ class RequiredNodes:
                 OpaqueFunction(function=fail)]  # fmt: skip
 
 
+#: the Foxglove bridge's launch arguments and their defaults
+FOXGLOVE_DEFAULTS = {"foxglove": "false", "foxglove_port": "8765"}
+
+
+def _flag(value: str) -> bool:
+    return value.lower() in ("true", "1", "yes")
+
+
+def _port(value: str) -> int:
+    """foxglove_port: a TCP port (0: any free one); anything else is refused before a node starts."""
+    if not value.isdigit() or not 0 <= int(value) <= 65535:
+        raise RuntimeError(f"launch argument foxglove_port:={value} is not a port (0..65535)")
+    return int(value)
+
+
 def _check_rviz(value: str) -> bool:
     """Whether RViz runs; rviz:=true without rviz2 installed is refused before any node starts."""
     if value.lower() not in ("true", "1", "yes"):
@@ -153,6 +172,8 @@ def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:
     config = os.path.join(get_package_share_directory("sayplan_ros"), "config")
     value = {name: LaunchConfiguration(name).perform(context) for name in (
         "robot", "planner", "llm", "env", "params_file", "namespace", "use_sim_time", "log_level", "rviz")}  # fmt: skip
+    for name, default in FOXGLOVE_DEFAULTS.items():  # optional: a launch file that includes this one may not set them
+        value[name] = LaunchConfiguration(name, default=default).perform(context)
     for name, allowed in (
         ("robot", tuple(ROBOTS)),
         ("planner", tuple(PLANNERS)),
@@ -166,7 +187,7 @@ def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:
     required = RequiredNodes()
     prefix = _prefix()
     nodes: list[Node] = []
-    for spec in stack_specs(value["robot"]):
+    for spec in stack_specs(value["robot"], _flag(value["foxglove"])):
         nodes.append(
             Node(
                 package=spec.package,
@@ -213,6 +234,16 @@ def generate_launch_description() -> LaunchDescription:
             ),
             DeclareLaunchArgument("log_level", default_value="info", description=" | ".join(LOG_LEVELS)),
             DeclareLaunchArgument("rviz", default_value="false", description="start RViz with the scene graph view"),
+            DeclareLaunchArgument(
+                "foxglove",
+                default_value=FOXGLOVE_DEFAULTS["foxglove"],
+                description="start foxglove_bridge: the live graph, plan and diagnostics for Foxglove or Lichtblick",
+            ),
+            DeclareLaunchArgument(
+                "foxglove_port",
+                default_value=FOXGLOVE_DEFAULTS["foxglove_port"],
+                description="port of foxglove_bridge (bound to 127.0.0.1)",
+            ),
             DeclareLaunchArgument(
                 "sigterm_timeout",
                 default_value=SIGTERM_TIMEOUT_S,

@@ -170,3 +170,22 @@ def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: An
         f"\nfoxglove bridge: {len(first.entities)} entities; first scene {connected - started:.2f} s after start, "
         f"one update {updated - connected:.3f} s end to end (apply_graph_update to the viewer)"
     )
+
+
+def test_launch_arguments_add_the_bridge_with_its_port() -> None:
+    """foxglove:=true foxglove_port:=N adds foxglove_bridge to the launched stack (before the lifecycle manager,
+    as create_nodes(foxglove=True) does); a port out of range stops the launch before any node starts."""
+    from test_launch import ROOT, load_launch_module
+
+    from sayplan_ros.stack import stack_specs
+
+    launch = load_launch_module()
+    values = {"robot": "sim", "planner": "sayplan", "llm": "ollama", "env": "office", "params_file": "",
+              "use_sim_time": "false", "foxglove": "true", "foxglove_port": "9876"}  # fmt: skip
+    parameters = launch["stack_parameters"](values, str(ROOT / "config"))
+    assert list(parameters) == [s.name for s in stack_specs("sim", foxglove=True)]
+    assert list(parameters)[-2:] == ["foxglove_bridge", "lifecycle_manager"]
+    assert parameters["foxglove_bridge"]["port"] == 9876
+    assert "foxglove_bridge" not in launch["stack_parameters"]({**values, "foxglove": "false"}, str(ROOT / "config"))
+    with pytest.raises(RuntimeError, match="foxglove_port:=70000 is not a port"):
+        launch["stack_parameters"]({**values, "foxglove_port": "70000"}, str(ROOT / "config"))

@@ -38,6 +38,7 @@ from rclpy.signals import SignalHandlerOptions
 
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.llm.selection import BACKENDS, LlmConfig, resolve_backend_name
+from sayplan_core.node_options import FoxgloveBridgeOptions
 from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_core.sim.goals import check_goals
 from sayplan_interfaces.action import ExecuteTask
@@ -47,7 +48,10 @@ from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import stop_robots
 from sayplan_ros.scene_graph_server import SceneGraphServer
-from sayplan_ros.stack import create_nodes
+from sayplan_ros.stack import FOXGLOVE, create_nodes
+
+#: the Foxglove bridge's default port, which Foxglove and Lichtblick open by default
+FOXGLOVE_PORT: int = FoxgloveBridgeOptions().port
 
 
 def bundled_transcript() -> Path:
@@ -70,6 +74,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         type=float,
         default=0.0,
         help="seconds before the demo gives up on the task (0: 600, or 3600 with the embedded model on a CPU)",
+    )
+    p.add_argument(
+        "--foxglove",
+        type=int,
+        nargs="?",
+        const=FOXGLOVE_PORT,
+        default=None,
+        metavar="PORT",
+        help=f"also serve the run to Foxglove or Lichtblick on ws://127.0.0.1:PORT (default {FOXGLOVE_PORT})",
     )
     p.add_argument("--verbose", action="store_true", help="show the nodes' INFO logs")
     return p.parse_args(argv)
@@ -152,6 +165,8 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         raise ValueError("the bundled transcript answers office-lh-05 only; use --llm auto for other tasks")
     if args.skill_delay < 0 or args.timeout < 0:
         raise ValueError("--skill-delay and --timeout must be >= 0")
+    if args.foxglove is not None and not 0 <= args.foxglove <= 65535:
+        raise ValueError(f"--foxglove must be a port, 0..65535 (0: any free one), got {args.foxglove}")
     on_cpu = (
         args.llm != "replay" and resolve_backend_name(LlmConfig(backend=args.llm, base_url=args.base_url))[0] == "local"
     )
@@ -177,13 +192,18 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
             Parameter("skill_delay_s", value=args.skill_delay),
         ],
     }
+    if args.foxglove is not None:
+        overrides["foxglove_bridge"] = [Parameter("port", value=args.foxglove)]
     namespace = args.namespace or f"sayplan_demo_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     executor = MultiThreadedExecutor(num_threads=6, context=context)
     nodes: list[Node] = []
     recorder: BagRecorder | None = None
     task_sent = False
     try:
-        nodes = create_nodes(context, "sim", overrides, namespace=namespace)
+        nodes = create_nodes(context, "sim", overrides, namespace=namespace, foxglove=args.foxglove is not None)
+        for node in nodes:
+            if node.get_name() == FOXGLOVE.name:
+                _say("foxglove", f"ws://127.0.0.1:{getattr(node, 'port', '?')} (open it in Foxglove or Lichtblick)")
         recorder = BagRecorder(
             context=context,
             namespace=namespace,

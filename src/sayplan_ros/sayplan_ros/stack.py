@@ -78,14 +78,18 @@ MANAGER = NodeSpec(
     "lifecycle_manager", "sayplan_ros", "lifecycle_manager", "sayplan_ros.lifecycle_manager:LifecycleManager"
 )
 
+#: Optional: the live view for Foxglove or Lichtblick (`foxglove:=true`, `sayplan_demo --foxglove`); a follower
+#: that only reads, so it starts before the manager like any other node and nothing waits for it.
+FOXGLOVE = NodeSpec("foxglove_bridge", "sayplan_ros", "foxglove_bridge", "sayplan_ros.foxglove_bridge:FoxgloveBridge")
 
-def stack_specs(robot: str = "sim") -> list[NodeSpec]:
+
+def stack_specs(robot: str = "sim", foxglove: bool = False) -> list[NodeSpec]:
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
     spec = ROBOTS[robot]
-    if spec.name in {core.name for core in (*CORE_NODES, MANAGER)}:
+    if spec.name in {core.name for core in (*CORE_NODES, MANAGER, FOXGLOVE)}:
         raise ValueError(f"robot '{robot}': its node name '{spec.name}' is a core node's")
-    return [*CORE_NODES, spec, MANAGER]
+    return [*CORE_NODES, spec, *([FOXGLOVE] if foxglove else []), MANAGER]
 
 
 def managed_names(robot: str = "sim") -> list[str]:
@@ -104,15 +108,17 @@ def create_nodes(
     robot: str = "sim",
     overrides: Mapping[str, Sequence[Parameter]] | None = None,
     namespace: str = "",
+    foxglove: bool = False,
 ) -> list[Node]:
-    """The whole stack for one robot; `overrides` maps node names to parameter overrides."""
+    """The whole stack for one robot (with the Foxglove bridge if asked); `overrides` maps node names to parameter
+    overrides."""
     overrides = overrides or {}
-    unknown = set(overrides) - {spec.name for spec in stack_specs(robot)}
+    unknown = set(overrides) - {spec.name for spec in stack_specs(robot, foxglove)}
     if unknown:
         raise ValueError(f"parameter overrides for node(s) not in the stack: {', '.join(sorted(unknown))}")
     nodes: list[Node] = []
     try:
-        for spec in stack_specs(robot):
+        for spec in stack_specs(robot, foxglove):
             node_class = spec.load()
             params = [Parameter(k, value=v) for k, v in composed_parameters(robot).get(spec.name, {}).items()]
             params += list(overrides.get(spec.name, ()))
@@ -131,5 +137,10 @@ def main(args: list[str] | None = None) -> None:
     argv = list(sys.argv if args is None else ["sayplan_stack", *args])
     parser = argparse.ArgumentParser(prog="sayplan_stack", description="run the whole stack in one process")
     parser.add_argument("--robot", default="sim", choices=sorted(ROBOTS), help="which robot's skill server to start")
+    parser.add_argument(
+        "--foxglove",
+        action="store_true",
+        help="also start foxglove_bridge (port and host from its section of a params file)",
+    )
     options = parser.parse_args(remove_ros_args(argv)[1:])
-    run_nodes("sayplan_stack", lambda: create_nodes(robot=options.robot), argv[1:])
+    run_nodes("sayplan_stack", lambda: create_nodes(robot=options.robot, foxglove=options.foxglove), argv[1:])
