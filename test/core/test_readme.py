@@ -129,6 +129,11 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "config/robots/sim.yaml": Elsewhere("test/ros/test_executables.py", "sayplan_stack"),
     "scripts/ws_env.sh sayplan_demo [--llm auto] [--failure pickup:coffee_mug:grasp_failed] [--storage sqlite3] "
     "[--namespace ns] [--verbose]": Elsewhere("test/ros/test_demo.py", '"sayplan_demo"'),
+    # the Foxglove bridge (docs/howto/monitor.md)
+    "scripts/ws_env.sh sayplan_demo --foxglove": Elsewhere("test/ros/test_foxglove_bridge.py", '"--foxglove"'),
+    "ros2 launch sayplan_ros sayplan.launch.py robot:=sim foxglove:=true foxglove_port:=8765": NotHere(
+        ROS_CLI + "; test/ros/test_foxglove_bridge.py checks the parameters these arguments give the bridge"
+    ),
     # the sayplan command
     "scripts/ws_env.sh sayplan env list": Run(),
     "scripts/ws_env.sh sayplan env show home": Run(),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import struct
 import time
 from typing import Any
@@ -189,3 +190,39 @@ def test_launch_arguments_add_the_bridge_with_its_port() -> None:
     assert "foxglove_bridge" not in launch["stack_parameters"]({**values, "foxglove": "false"}, str(ROOT / "config"))
     with pytest.raises(RuntimeError, match="foxglove_port:=70000 is not a port"):
         launch["stack_parameters"]({**values, "foxglove_port": "70000"}, str(ROOT / "config"))
+
+
+def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> None:
+    """`sayplan_demo --foxglove 0` as a process: a viewer that connects while it runs gets the office as one entity
+    per node, every step of the plan that ran (with its status) and the task's end among the events."""
+    import os
+    import subprocess
+    import sys
+
+    command = ["sayplan_demo", "--foxglove", "0", "--skill-delay", "0.3", "--out", str(tmp_path)]
+    started = time.perf_counter()
+    own_domain = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}  # the fixture's: no other test's nodes
+    demo = subprocess.Popen(command, env=own_domain, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        assert demo.stdout is not None
+        line = demo.stdout.readline()
+        match = re.search(r"ws://127\.0\.0\.1:(\d+)", line)
+        assert match, line
+        with viewer(int(match.group(1))) as ws:
+            client = FoxgloveClient(ws)
+            scene = client.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene")
+            assert len(scene.entities) == len(load_env("office"))
+            client.until("/plan_events", lambda m: m["stage"] == "done", "the task's end")
+            final = client.until(
+                "/plan", lambda m: m["steps"] and all(s["status"] == "succeeded" for s in m["steps"]), "the plan done"
+            )
+            seen = time.perf_counter()
+        rest, _ = demo.communicate(timeout=WAIT_S * 5)
+        assert demo.returncode == 0, line + rest
+        assert "summary: success" in rest
+        assert len(final["steps"]) == 15  # the plan after the replan (README: 1/15 ... 15/15)
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
+    print(f"\nsayplan_demo --foxglove: the plan's last step seen {seen - started:.1f} s after start", file=sys.stderr)
