@@ -461,6 +461,44 @@ def test_a_cancel_ends_only_once_the_robot_reports_it_stands_still(ros: Any, spo
         assert coasted == ["stop"]  # it did walk on after the stop (the fault injected), then stood
 
 
+@pytest.mark.parametrize("fault", ["estop", "lease"])
+def test_a_fault_met_under_a_cancel_latches_and_the_robot_stays_refused_until_it_is_cleared(
+    ros: Any, spot: FakeSpot, tmp_path: Path, fault: str
+) -> None:
+    """The operator hits the e-stop (or a tablet takes the lease) and cancels the task at once: the goal ends
+    CANCELED, but the fault is latched as it is without the cancel. Before, a canceled skill never asked the robot
+    what was behind the stop, nothing latched, and after the e-stop's release `stand_up` and the next `goto` ran
+    without anyone calling clear_fault."""
+    world = spot.world
+    world.speed_mps = 0.25
+    site = office_site(tmp_path / "site.yaml", OFFICE, unbound=("pose8",))
+    with spot_skill_server(ros, spot, tmp_path, site=site, max_walk_m=40.0, stop_timeout_s=2.0) as server:
+        executor = Executor(ros)
+
+        def walking_then_fault() -> bool:
+            if not world.moving():
+                return False
+            with world.lock:
+                world.press_estop() if fault == "estop" else world.steal_lease("tablet-operator")
+            return True
+
+        status, outcome = cancel_when(ros, executor, "goto", "pose8", walking_then_fault, "walking")
+        assert status == GoalStatus.STATUS_CANCELED and outcome.error_code == SkillCode.CANCELED, outcome.error_msg
+        latched = server.fault_latch.fault
+        expected = SkillCode.ESTOPPED if fault == "estop" else SkillCode.LEASE_LOST
+        assert latched is not None and latched.code is expected, latched
+        with world.lock:  # the operator releases the e-stop / the tablet gives control back, without clear_fault
+            world.estopped = False
+            if world.lease_owner == "tablet-operator":
+                world.lease_owner = ""
+        assert not stand_up(ros, server).success  # refused while latched
+        mark = len(world.motion_log)
+        _, refused = executor.run("goto", "kitchen")
+        assert refused.error_code == SkillCode.FAULT_LATCHED and moves_since(world, mark) == [], refused.error_msg
+        cleared = ros.clear_fault(server)
+        assert cleared.success, cleared.message
+
+
 def test_a_stop_the_robot_never_confirms_after_a_cancel_is_a_latched_fault_until_the_body_stands_still(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:

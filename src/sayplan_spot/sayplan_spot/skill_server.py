@@ -376,8 +376,10 @@ class SpotSkillServer(SkillServer):
             code, message = SkillCode.SKILL_FAILED, f"{step} failed: the VLM could not describe the image: {exc}"
         except Exception as exc:  # a bug here must not leave the robot's state unread
             code, message = SkillCode.INTERNAL_ERROR, f"{step} failed: {type(exc).__name__}: {exc}"
-        if code is not SkillCode.NONE and code is not SkillCode.CANCELED and self.robot.connected:
-            behind = self.robot.fault_behind()  # e-stop, lease lost, motors off: a robot fault, not a replan
+        if code is not SkillCode.NONE and self.robot.connected:
+            # e-stop, lease lost, motors off: a robot fault, not a replan; under a cancel too (the operator who hits
+            # the e-stop and cancels the task): the goal still ends CANCELED, but the fault latches (the base class)
+            behind = self.robot.fault_behind()
             if behind is not None:
                 code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
