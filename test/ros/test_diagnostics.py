@@ -348,6 +348,22 @@ def test_the_path_planner_reports_its_graph_copy_and_answers(ros: Any, monitor: 
     assert status.level is Level.OK and status.values["answered"] == "1", status
 
 
+def test_perception_reports_its_fusion_and_its_graph_copy(ros: Any, monitor: Monitor) -> None:
+    """Found by a hostile review: perception published nothing on /diagnostics, although every node of the stack
+    is said to. Before any frame: nothing fused, its graph copy WARN until the server's graph arrives, then OK."""
+    from sayplan_ros.perception_node import PerceptionNode
+
+    ros.add(PerceptionNode(context=ros.context))
+    fusion = monitor.wait(ros, "perception: perception", lambda s: True, "perception's status")
+    assert fusion.level is Level.OK and fusion.values["frames fused"] == "0", fusion
+    assert fusion.values["updates waiting"] == "0", fusion
+    waiting = monitor.wait(ros, "perception: scene graph copy", lambda s: True, "perception's graph copy")
+    assert waiting.level is Level.WARN and waiting.values["version"] == "0", waiting
+    ros.add(SceneGraphServer(context=ros.context, parameter_overrides=[Parameter("env", value="office")]))
+    copy = monitor.wait(ros, "perception: scene graph copy", lambda s: s.values["version"] != "0", "the graph")
+    assert copy.level is Level.OK, copy
+
+
 def test_a_stack_whose_llm_is_dead_says_why_on_diagnostics_before_it_exits(ros: Any, monitor: Monitor) -> None:
     """Found as a new user: a dead LLM at start-up showed no ERROR on /diagnostics before the stack exited 2
     (only stderr said why); the lifecycle manager published nothing at all."""

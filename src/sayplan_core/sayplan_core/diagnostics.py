@@ -173,6 +173,17 @@ def follower_status(version: int, problem: str, served: int, failed: int, hardwa
     return Status("scene graph copy", Level.OK, f"version {version}", values, hardware_id)
 
 
+def perception_status(fused: int, skipped: int, sent: int, waiting: int, hardware_id: str = "") -> Status:
+    """Perception's fusion: frames fused and skipped (detections with no matching depth image, pose or camera
+    info), updates sent to the graph server, and those waiting to be sent again (refused or not answered: the next
+    frame or finalize sends their placements again): WARN while any waits."""
+    values = {"frames fused": str(fused), "frames skipped": str(skipped), "updates sent": str(sent)}
+    values["updates waiting"] = str(waiting)
+    if waiting:
+        return Status("perception", Level.WARN, f"{waiting} graph update(s) not applied yet", values, hardware_id)
+    return Status("perception", Level.OK, f"{fused} frame(s) fused, {skipped} skipped", values, hardware_id)
+
+
 # ---------------------------------------------------------------------------------------------- lifecycle manager
 def manager_status(
     nodes: Iterable[str], active: bool, last: tuple[str, bool, str] | None, hardware_id: str = ""

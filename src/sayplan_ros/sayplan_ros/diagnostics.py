@@ -38,6 +38,8 @@ from sayplan_ros.qos import DIAGNOSTICS_QOS
 DIAGNOSTICS_TOPIC = "/diagnostics"
 #: diagnostic_updater's default period, seconds.
 DIAGNOSTICS_PERIOD_S = 1.0
+#: how often `publish_now` looks whether a subscriber was matched while it may wait for one, seconds
+MATCH_POLL_S = 0.05
 #: How often the planner probes its LLM, and the longest one probe may take, seconds.
 LLM_PROBE_PERIOD_S = 60.0
 LLM_PROBE_TIMEOUT_S = 5.0
@@ -116,9 +118,15 @@ class DiagnosticsPublisher:
             array.status.append(status_to_msg(status, self.prefix))
         self._publisher.publish(array)
 
-    def publish_now(self, acked_within_s: float) -> bool:
+    def publish_now(self, acked_within_s: float, matched_within_s: float = 0.0) -> bool:
         """Publish at once and wait up to `acked_within_s` for every subscriber to have it: for a status the node
-        sends just before its program ends (a start-up that failed). True when all acknowledged."""
+        sends just before its program ends (a start-up that failed). From a plain thread, never a callback: with
+        `matched_within_s`, it first waits that long for a subscriber to be matched at all (a stack that fails
+        within its first seconds may end before discovery matched a monitor, which then heard nothing; nobody
+        listening costs that wait). True when all acknowledged."""
+        deadline = time.monotonic() + matched_within_s
+        while self._publisher.get_subscription_count() == 0 and time.monotonic() < deadline:
+            time.sleep(MATCH_POLL_S)
         self.publish()
         return bool(self._publisher.wait_for_all_acked(Duration(seconds=acked_within_s)))
 

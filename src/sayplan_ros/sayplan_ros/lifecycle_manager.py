@@ -56,6 +56,9 @@ from sayplan_ros.runner import run_nodes
 QUERY_RESEND_S = 2.0
 #: How long a failed start-up waits for its ERROR on /diagnostics to reach every subscriber, seconds.
 ACKED_WAIT_S = 1.0
+#: ... and how long it may wait for a /diagnostics subscriber to be matched at all before that (a stack that fails
+#: at once can end before discovery matched a monitor that is already running)
+MATCHED_WAIT_S = 3.0
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
 _Table = dict[int, tuple[str, ...]]
@@ -236,7 +239,7 @@ class LifecycleManager(Node):
             if command == "autostart":
                 if not ok and not self._closing.is_set():
                     try:  # on /diagnostics before the program ends; the program ends either way
-                        self.diagnostics_publisher.publish_now(ACKED_WAIT_S)
+                        self.diagnostics_publisher.publish_now(ACKED_WAIT_S, MATCHED_WAIT_S)
                     except Exception as exc:  # an rmw without acknowledgements, a context shutting down
                         self.get_logger().warning(f"the failed start-up could not be published: {exc!r}")
                 self.startup_result = (ok, message)

@@ -25,6 +25,7 @@ from sensor_msgs.msg import CameraInfo, Image
 from std_srvs.srv import Trigger
 
 from sayplan_core import files
+from sayplan_core.diagnostics import Status, follower_status, perception_status
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.node_options import PerceptionOptions
@@ -34,6 +35,7 @@ from sayplan_core.perception.structure import SceneGraphMapper, StructureConfig
 from sayplan_interfaces.msg import DetectionArray
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.conversions import update_to_msg
+from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
@@ -126,6 +128,13 @@ class PerceptionNode(Node):
         self._updates = self.create_client(ApplyGraphUpdate, "apply_graph_update")
         finalize = guarded_service(self, self._on_finalize, Trigger.Response)
         self.create_service(Trigger, "~/finalize", finalize, callback_group=group)
+        self.diagnostics_publisher = DiagnosticsPublisher(self, self._diagnostics)
+
+    def _diagnostics(self) -> list[Status]:
+        waiting = len(self._not_applied)
+        fused = perception_status(self.frames_fused, self.frames_skipped, self.updates_sent, waiting)
+        copy = self._follower
+        return [fused, follower_status(copy.version(), copy.problem(), self.frames_fused, self.frames_skipped)]
 
     def _keep(self, buffer: OrderedDict[int, Any], msg: Any) -> None:
         with self._lock:
