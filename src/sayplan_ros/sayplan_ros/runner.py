@@ -26,6 +26,7 @@ import signal
 import sys
 import threading
 import time
+import traceback
 from collections.abc import Callable
 from types import FrameType
 from typing import Any
@@ -35,6 +36,8 @@ from rclpy.action import ActionServer
 from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
+
+from sayplan_ros.guard import guard_services
 
 EXIT_CONFIG = 2
 EXIT_STOP_UNCONFIRMED = 3  # stopped on a signal, but a robot did not confirm its stop: someone must look at it
@@ -128,6 +131,7 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     try:
         nodes = make_nodes()
         for node in nodes:
+            guard_services(node)  # rclpy's parameter services too: no request may end the process
             executor.add_node(node)
         for sig in _SIGNALS:
             signal.signal(sig, lambda signum, _frame: _on_signal(signum, stop, signaled, first))
@@ -146,7 +150,8 @@ def run_nodes(program: str, make_nodes: Callable[[], list[Node]], args: list[str
     except Exception as exc:
         code, last_line = EXIT_CONFIG, describe_error(exc)
     finally:
-        overran = threading.Timer(TEARDOWN_S, _teardown_overran, args=(program, code, last_line, exiting))
+        bound = teardown_bound(nodes)
+        overran = threading.Timer(bound, _teardown_overran, args=(program, bound, code, last_line, exiting))
         overran.daemon = True
         overran.start()
         executor.shutdown(timeout_sec=TEARDOWN_S)
@@ -175,12 +180,19 @@ def _exit_now(code: int) -> None:
     os._exit(code)
 
 
-def _teardown_overran(program: str, code: int, last_line: str, exiting: threading.Lock) -> None:
+def teardown_bound(nodes: list[Node]) -> float:
+    """How long tearing these nodes down may take: TEARDOWN_S, or longer for a node whose destruction still hands
+    its robot back (Spot sits, powers off and returns the lease there) and says how long that may take
+    (`teardown_bound_s`)."""
+    return max([TEARDOWN_S, *(float(getattr(node, "teardown_bound_s", 0.0) or 0.0) for node in nodes)])
+
+
+def _teardown_overran(program: str, bound: float, code: int, last_line: str, exiting: threading.Lock) -> None:
     """The teardown hangs (a callback that never returns, rcl blocked): the robots were stopped before it began.
     The failed start's reason, if any, is still the last line."""
     if not exiting.acquire(blocking=False):
         return  # the teardown ended just now: the main thread is exiting
-    lines = [f"teardown took over {TEARDOWN_S:g} s after the robots' stop: exiting without it", last_line]
+    lines = [f"teardown took over {bound:g} s after the robots' stop: exiting without it", last_line]
     with contextlib.suppress(OSError):  # stderr may be a pipe nobody reads any more
         os.write(2, "".join(f"{program}: {line}\n" for line in lines if line).encode())
     _exit_now(code)
@@ -197,6 +209,9 @@ def _spin(executor: MultiThreadedExecutor, stop: threading.Event, failed: list[B
     except ExternalShutdownException:
         pass
     except Exception as exc:  # reported by the main thread, after the robots were stopped
+        # a callback's exception ends every node of the process: a bug, whose traceback is what a report needs
+        with contextlib.suppress(OSError):
+            traceback.print_exc(file=sys.stderr)
         failed.append(exc)
     finally:
         stop.set()  # the executor ended on its own (context shut down elsewhere): the program ends too

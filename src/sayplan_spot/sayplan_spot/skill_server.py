@@ -189,6 +189,11 @@ class SpotSkillServer(SkillServer):
         super().deactivate()
         self._release()
 
+    @property
+    def teardown_bound_s(self) -> float:
+        """How long destroying this node may take (sayplan_ros.runner): the sit, power-off and lease return."""
+        return self.robot.config.connect_timeout_s + SHUTDOWN_MARGIN_S if self.robot is not None else 0.0
+
     def cleanup(self) -> None:
         self._destroyed = True
         self.goal_stop.set()  # a skill still waiting to start does not start
