@@ -209,6 +209,8 @@ ESTOP_LINES = [
     "Estop pressed cannot enable motors",
     "Error: Emergency stop pressed",
     "Error: EStopPressed",
+    "Failed going to goal Kitchen: Estop pressed",  # a failure whose reason is the e-stop (hostile review)
+    "Interrupted: EStop pressed",
 ]
 
 
@@ -236,6 +238,7 @@ def test_what_is_not_an_estop() -> None:
         "Status: Arrived at Emergency Stop Pressed",
         "Arrived at EStopPressed",
         "Goal: EStopPressed",
+        "Failed going to goal EStopPressed",  # a goal so named, no reason given
         "Status: Stopped",
         "Motors enabled",
         "Error: Stalled",

@@ -185,7 +185,8 @@ def says_estop_pressed(text: str) -> bool:
     """Whether a line from the base says its e-stop is pressed, whatever line it is: a broadcast or an answer
     (`EStop pressed`, `Estop pressed, cannot enable motors`, a bare `EStopPressed`), an `Error: Emergency stop
     pressed`, or a `Status:` / `ExtendedStatusForHumans:` line naming that state (p. 240; the goal a state like
-    `Going to <goal>` names is not read). A line about a goal (`Arrived at EStopPressed`) is not one."""
+    `Going to <goal>` names is not read), or a failure whose reason after the goal is one (`Failed going to goal1:
+    Estop pressed`, `Interrupted: EStop pressed`). A line about a goal (`Arrived at EStopPressed`) is not one."""
     line = classify(text)
     if line.kind is LineKind.STATUS_FIELD:
         key, _, value = line.arg.partition(":")
@@ -194,6 +195,10 @@ def says_estop_pressed(text: str) -> bool:
         return _squash(line.text).startswith(_ESTOP_WORDS)
     if line.kind is LineKind.ERROR:
         return _squash(line.arg).startswith(_ESTOP_WORDS)
+    if line.kind in (LineKind.FAILED, LineKind.TASK_FAILED, LineKind.INTERRUPTED):
+        # the reason after the goal (`Failed going to goal1: Estop pressed`); a goal named like a state is not one
+        _, colon, reason = line.text.partition(": ")
+        return bool(colon) and _squash(reason).startswith(_ESTOP_WORDS)
     return False
 
 
