@@ -59,3 +59,17 @@ def test_every_hint_is_alike_in_its_words_and_the_alike_are_offered(name: str, p
 
 def test_a_huge_name_gets_no_hint_and_costs_nothing() -> None:
     assert close_names("x" * 100_000, ["x" * 10]) == []
+
+
+def test_an_id_no_node_can_have_is_named_short_and_gets_no_hint() -> None:
+    """A 5 MB id came back whole in the message, after a closest-name search over all of it."""
+    from sayplan_core.envs import load_env
+    from sayplan_core.graph import limits
+    from sayplan_core.graph.model import UnknownNodeError
+
+    office = load_env("office")
+    huge = "kitchen" + "k" * 5_000_000
+    error = UnknownNodeError(huge, office.nodes)
+    assert len(str(error)) < 2 * limits.MAX_ID_CHARS and "5000007 characters" in str(error), str(error)[:400]
+    assert error.suggestion is None
+    assert UnknownNodeError("kitchn", office.nodes).suggestion == "kitchen"  # a plausible id still gets its hint

@@ -241,6 +241,12 @@ def test_ollama_host_reads_hosts_as_the_official_client_does(monkeypatch: pytest
         ("h/p?q#frag", "a space, a control character, '?' or '#'"),
         ("[1.2.3.4]", "is no host name"),
         ("h" * 10_000, "10000 characters (at most 512)"),
+        # read by the official client as a default, refused here (hostile review)
+        ("//host:5", "it names no host, only a path"),
+        ("http://", "a scheme with no host"),
+        ("http://:80", "a scheme with no host"),
+        ("127.0.0.1:0", "port 0 is no server's port"),
+        ("http://user:s3cret@host:1234", "credentials are not read from it"),
     ],
 )
 def test_a_malformed_ollama_host_is_refused_in_one_bounded_line(
@@ -253,6 +259,7 @@ def test_a_malformed_ollama_host_is_refused_in_one_bounded_line(
         ollama_host(None)
     message = str(caught.value)
     assert message.startswith("OLLAMA_HOST ") and why in message and len(message) < 250 and "\n" not in message
+    assert "s3cret" not in message
     probe = probe_llm(LlmConfig(backend="ollama"), 5)
     assert not probe.ok and why in probe.detail and "llm=auto" not in probe.detail
     with pytest.raises(LlmFatalError, match="OLLAMA_HOST"):

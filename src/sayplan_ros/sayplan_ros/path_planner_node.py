@@ -14,6 +14,7 @@ from rclpy.node import Node
 
 from sayplan_core.diagnostics import Status as DiagnosticStatus
 from sayplan_core.diagnostics import follower_status
+from sayplan_core.graph import limits
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.node_options import PathPlannerOptions
@@ -53,6 +54,11 @@ class PathPlannerNode(Node):
     def _plan_path(
         self, graph: SceneGraph | None, problem: str, request: PlanPath.Request, response: PlanPath.Response
     ) -> PlanPath.Response:
+        try:
+            limits.check_ids([request.start, request.goal], "PlanPath start or goal")
+        except limits.InputLimitError as exc:
+            response.success, response.message = False, str(exc)
+            return response
         if graph is None:
             response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
             return response

@@ -238,6 +238,7 @@ class SceneGraphServer(Node):
     def _on_get(self, request: GetSceneGraph.Request, response: GetSceneGraph.Response) -> GetSceneGraph.Response:
         try:
             limits.check_count(len(request.node_ids), limits.MAX_UPDATE_ITEMS, "GetSceneGraph.node_ids")
+            limits.check_ids(request.node_ids, "GetSceneGraph.node_ids")
         except limits.InputLimitError as exc:
             response.success, response.message = False, str(exc)
             return response
@@ -323,6 +324,7 @@ class SceneGraphServer(Node):
     def _on_verify(self, request: VerifyPlan.Request, response: VerifyPlan.Response) -> VerifyPlan.Response:
         try:
             limits.check_count(len(request.plan), limits.MAX_PLAN_STEPS, "VerifyPlan.plan")
+            limits.check_ids([text for step in request.plan for text in (step.action, step.target)], "VerifyPlan.plan")
         except limits.InputLimitError as exc:
             response.success, response.failed_step, response.feedback = False, -1, str(exc)
             return response

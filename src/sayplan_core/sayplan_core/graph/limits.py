@@ -60,6 +60,19 @@ def check_chars(text: str, limit: int, what: str) -> None:
         raise InputLimitError(f"{what} is {len(text)} characters long, over the limit of {limit}")
 
 
+def check_ids(ids: list[str] | tuple[str, ...], what: str, limit: int = MAX_ID_CHARS) -> None:
+    """Each id within `limit` characters; the refusal names the field and the length, never echoes the id whole."""
+    for value in ids:
+        if len(value) > limit:
+            raise InputLimitError(f"{what}: an id of {len(value)} characters ({shown(value)}), over the limit {limit}")
+
+
+def shown(text: str, limit: int = 80) -> str:
+    """`text` as a message may echo it: whole when short, else its start and its length (a 50 MB id sent by a
+    peer must not come back 50 MB long in the refusal)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def check_count(count: int, limit: int, what: str) -> None:
     if count > limit:
         raise InputLimitError(f"{what}: {count} is over the limit of {limit}")

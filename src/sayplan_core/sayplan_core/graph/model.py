@@ -86,9 +86,10 @@ class UnknownNodeError(GraphError, KeyError):
     """A node id that is not in the graph, with the closest existing ids."""
 
     def __init__(self, node_id: str, candidates: Iterable[str] = ()) -> None:
-        close = close_names(node_id, candidates, 1)
+        # an id no node can have (over limits.MAX_ID_CHARS) gets no hint: comparing it costs its length
+        close = close_names(node_id, candidates, 1) if len(node_id) <= limits.MAX_ID_CHARS else []
         hint = f"; did you mean '{close[0]}'?" if close else ""
-        super().__init__(f"node '{node_id}' does not exist{hint}", node_id)
+        super().__init__(f"node '{limits.shown(node_id, limits.MAX_ID_CHARS)}' does not exist{hint}", node_id)
         self.suggestion = close[0] if close else None
 
     def __str__(self) -> str:  # KeyError would quote the message

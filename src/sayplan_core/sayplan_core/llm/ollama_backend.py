@@ -18,6 +18,7 @@ from sayplan_core.llm.http import (
     network_cause,
     one_line,
     oversized_answer,
+    redact_url,
 )
 from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
@@ -52,49 +53,53 @@ def ollama_host(base_url: str | None = None) -> str:
 
 
 def _parse(raw: str, where: str) -> str:
-    """`raw` read as the official client reads OLLAMA_HOST, or LlmFatalError naming `where` and what is wrong."""
+    """`raw` read as the official client reads OLLAMA_HOST, or LlmFatalError naming `where` and what is wrong. A
+    few values the official client reads as a default are refused too: credentials (never echoed), a scheme with
+    no host (`http://`, `http://:80`), a path with no host (`//host:5`), port 0."""
+    said = f"{where} {one_line(redact_url(raw), 60)!r} is not host[:port][/path]"
     if len(raw) > MAX_HOST_CHARS or any(c.isspace() or not c.isprintable() or c in "?#" for c in raw):
         raise LlmFatalError(
-            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: "
+            f"{said}: "
             + (
                 f"{len(raw)} characters (at most {MAX_HOST_CHARS})"
                 if len(raw) > MAX_HOST_CHARS
                 else "it holds a space, a control character, '?' or '#'"
             )
         )
+    if "@" in raw:  # not echoed: what precedes the @ may be a password, with or without a scheme
+        raise LlmFatalError(f"{where} is not host[:port][/path]: credentials are not read from it (user:password@)")
+    if raw.startswith("/"):
+        raise LlmFatalError(f"{said}: it names no host, only a path")
     scheme, sep, rest = raw.partition("://")
     if not sep:
         scheme, rest = "http", raw
     scheme = scheme.lower()
     if scheme not in ("http", "https"):
-        raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: the scheme is not http or https")
+        raise LlmFatalError(f"{said}: the scheme is not http or https")
     hostport, slash, path = rest.partition("/")
     path = f"/{path}".rstrip("/") if slash else ""
     if hostport.startswith("["):  # [IPv6] or [IPv6]:port
         close = hostport.find("]")
         if close < 0:
-            raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: the IPv6 '[' is not closed")
+            raise LlmFatalError(f"{said}: the IPv6 '[' is not closed")
         host, port_text = hostport[: close + 1], hostport[close + 1 :]
         if port_text and not port_text.startswith(":"):
-            raise LlmFatalError(f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: text after the IPv6 ']'")
+            raise LlmFatalError(f"{said}: text after the IPv6 ']'")
         port_text = port_text.removeprefix(":")
     else:
         host, _, port_text = hostport.rpartition(":") if ":" in hostport else (hostport, "", "")
         if ":" in host:
-            raise LlmFatalError(
-                f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: an IPv6 address goes in brackets, [::1]"
-            )
+            raise LlmFatalError(f"{said}: an IPv6 address goes in brackets, [::1]")
     if not _HOST.fullmatch(host):
-        raise LlmFatalError(
-            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: {one_line(host, 40)!r} is no host name"
-        )
+        raise LlmFatalError(f"{said}: {one_line(host, 40)!r} is no host name")
+    if sep and not host:
+        raise LlmFatalError(f"{said}: a scheme with no host (write the host, or :port alone for 127.0.0.1)")
     default_port = (443 if scheme == "https" else 80) if sep else DEFAULT_OLLAMA_PORT
     if port_text and not (port_text.isascii() and port_text.isdigit() and int(port_text) <= 65535):
-        raise LlmFatalError(
-            f"{where} {one_line(raw, 60)!r} is not host[:port][/path]: "
-            f"the port {one_line(port_text, 20)!r} is not a number from 0 to 65535"
-        )
-    port = int(port_text or 0) or default_port  # port 0 is the default, as the official client has it
+        raise LlmFatalError(f"{said}: the port {one_line(port_text, 20)!r} is not a number from 0 to 65535")
+    if port_text and int(port_text) == 0:
+        raise LlmFatalError(f"{said}: port 0 is no server's port")
+    port = int(port_text or 0) or default_port
     return f"{scheme}://{host or '127.0.0.1'}:{port}{path}"
 
 
