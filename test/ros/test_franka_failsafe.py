@@ -6,7 +6,6 @@ silent base, and every robot call's own deadline."""
 
 from __future__ import annotations
 
-import gc
 import threading
 import time
 from typing import Any
@@ -22,7 +21,7 @@ for _package in ("nav2_msgs", "franka_msgs", "control_msgs"):
 from action_msgs.msg import GoalStatus  # noqa: E402
 from fakes.arcl_server import Drive  # noqa: E402
 from fakes.franka_robot import FakeRobot, send_skill, wait_until  # noqa: E402
-from fakes.ros_robot import FakeNav2, GraspTry, Leg  # noqa: E402
+from fakes.ros_robot import GraspTry, Leg  # noqa: E402
 from test_franka import MakeRobot, make_robot  # noqa: E402, F401  (the one robot fixture, shared)
 
 from sayplan_core.outcomes import SkillCode  # noqa: E402
@@ -642,45 +641,6 @@ def test_a_failure_whose_stop_is_not_confirmed_is_latched(make_robot: MakeRobot,
     assert answer.success and len(robot.arcl.stops) > stops, answer.message
 
 
-# ----------------------------------------------------------------------------- issue 38 item 5: a navigator that dies
-def test_a_navigator_that_dies_mid_goal_ends_the_skill_server_unavailable_and_latches(
-    make_robot: MakeRobot, ros: Any
-) -> None:
-    """Issue 38 item 5: Nav2's navigator goes away mid-leg (its node destroyed, as when bt_navigator's process ends
-    or is restarted). Nothing will ever answer that goal: the skill waited for the whole drive timeout (100 s). The
-    navigator's liveness (its status publisher, as the executor watches its own servers) now ends the skill
-    SERVER_UNAVAILABLE within seconds and latches it; once a navigator is back, one clear and the next drive work."""
-    robot = make_robot("nav2", drive_timeout_s=100.0)
-    nav2 = robot.nav2
-    assert nav2 is not None
-    nav2.script(Leg("hold"))
-    out: list[Any] = []
-    worker = threading.Thread(target=lambda: out.append(send_skill(ros, robot, "goto", "kitchen", timeout=90.0)))
-    worker.start()
-    wait_until(lambda: nav2.running == 1, timeout=60.0, what="the navigator to drive the leg")
-    started = time.monotonic()
-    ros.executor.remove_node(nav2)  # its process dies: nothing of it runs or answers any more
-    ros._nodes.remove(nav2)
-    nav2.destroy_node()
-    # rclpy destroys a handle only once no wait set holds it: wake the executor so its endpoints really go, as
-    # they do when a process ends (in a long test process the executor could sit in one wait holding them)
-    ros.executor.wake()
-    gc.collect()
-    worker.join(100.0)
-    ended = time.monotonic() - started
-    assert out, "the skill never ended"
-    status, outcome = out[0]
-    assert SkillCode(outcome.error_code) is SkillCode.SERVER_UNAVAILABLE, outcome.error_msg
-    assert ended < 90.0, ended  # before the 100 s drive timeout; the code above says it was the liveness check
-    assert status == GoalStatus.STATUS_ABORTED and "is gone" in outcome.error_msg, outcome.error_msg
-    assert robot.server.fault_latch.fault is not None
-    _, outcome = send_skill(ros, robot, "goto", "kitchen")
-    assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED, outcome.error_msg
-
-    answer = ros.clear_fault(robot.server)  # no navigator: the check does not pass
-    assert not answer.success and "not there" in answer.message, answer.message
-    robot.nav2 = ros.add(FakeNav2(start=(30.0, 0.0), context=ros.context))  # the navigator restarted
-    # the operator's check passes once this node sees the new navigator (discovery takes its time)
-    wait_until(lambda: ros.clear_fault(robot.server).success, timeout=60.0, what="clear_fault with the new navigator")
-    status, outcome = send_skill(ros, robot, "goto", "kitchen", timeout=60.0)
-    assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
+# A navigator that dies mid-goal: test/ros/test_navigator_killed.py (a real process killed with SIGKILL). The
+# in-process version here (its fake destroyed in the test's own executor) hung about half the time on rclpy's
+# handle teardown, never on the code under test.

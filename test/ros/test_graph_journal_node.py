@@ -66,7 +66,9 @@ def test_a_server_killed_with_sigkill_resumes_its_graph_and_followers_take_the_n
     server = subprocess.Popen(args, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         # the follower's copy is at version 6 already: it must take the new start's graph, not skip it as old
-        ros.wait_for(lambda: follower.follower.epoch() not in (0, first_epoch), timeout=20.0, what="the new start")
+        # a hang guard: followers trust the new start only once DDS forgot the killed one (its participant lease:
+        # 20 s with Fast DDS's defaults), since until then two nodes claim to be scene_graph_server
+        ros.wait_for(lambda: follower.follower.epoch() not in (0, first_epoch), timeout=90.0, what="the new start")
         copy, copy_version = follower.follower.latest()
         assert copy is not None and copy_version == version and exact(copy) == exact(graph)
         assert follower.follower.problem() == ""

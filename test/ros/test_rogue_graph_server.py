@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from typing import Any
 
 import pytest
@@ -94,3 +95,93 @@ def test_a_rogue_with_the_servers_name_is_refused_and_the_copy_comes_back_from_t
     assert graph is not None and "peeled" in graph.nodes["orange"].states
     answer = ros.call(paths, PlanPath.Request(start="kitchen", goal="nikos_office"))
     assert answer.success, answer.message
+
+
+FLEETING = textwrap.dedent(
+    """
+    import sys, time, rclpy
+    from rclpy.duration import Duration
+    from sayplan_core.envs import load_env
+    from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
+    from sayplan_interfaces.msg import GraphUpdate as UpdateMsg
+    from sayplan_interfaces.msg import SceneGraph as GraphMsg
+    from sayplan_ros.conversions import graph_to_msg, update_to_msg
+    from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+
+    rclpy.init()
+    spy = rclpy.create_node("innocent_observer")  # learns the real server's epoch and version first
+    seen = []
+    spy.create_subscription(GraphMsg, "scene_graph", seen.append, LATCHED_STATE_QOS)
+    while not seen:
+        rclpy.spin_once(spy, timeout_sec=0.5)
+    real = seen[-1]
+    rogue = rclpy.create_node("scene_graph_server")  # the server's name, for a few milliseconds
+    if sys.argv[1] == "full":  # another building, same epoch, far ahead
+        msg = graph_to_msg(load_env("home"), real.version + 999_999)
+        publisher = rogue.create_publisher(GraphMsg, "scene_graph", LATCHED_STATE_QOS)
+    else:  # the next update, first: the orange moved to the agent's hand
+        office = load_env("office")
+        node = office.nodes["orange"]
+        msg = update_to_msg(GraphUpdate(upsert=[NodeUpsert(node, office.agent_id, "inside_hand")], source="x"))
+        msg.version = real.version + 1
+        publisher = rogue.create_publisher(UpdateMsg, "scene_graph_updates", GRAPH_UPDATES_QOS)
+    msg.epoch = real.epoch
+    start = time.monotonic()
+    while publisher.get_subscription_count() < 2 and time.monotonic() - start < 20:
+        time.sleep(0.01)
+    publisher.publish(msg)
+    publisher.wait_for_all_acked(Duration(seconds=5))
+    rogue.destroy_node()
+    print("gone", flush=True)
+    spy.destroy_node()
+    rclpy.shutdown()
+    """
+)
+
+
+@pytest.mark.parametrize("sent", ["full", "update"])
+def test_a_rogue_that_publishes_under_the_servers_name_and_leaves_at_once_poisons_nothing(ros: Any, sent: str) -> None:
+    """Found by a hostile review: a rogue that took the server's name for about 10 ms and published one full graph
+    of another building (same epoch, 999,999 versions ahead) became the followers' copy for good, and nothing said
+    so; an update published first under the next version would be patched in as the server's. Now full graphs
+    come from fetches only, the copy's version and epoch are checked against the server's, and a version that
+    comes twice with different content makes the copy fetch again."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    planner = ros.add(PathPlannerNode(context=ros.context))
+    follower = planner.follower
+    ros.wait_for(lambda: in_step(follower, server), timeout=GUARD_S, what="the follower in step with the server")
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
+    paths = ros.node("operator").create_client(PlanPath, "plan_path")
+    assert paths.wait_for_service(timeout_sec=GUARD_S)
+    with follower.reading():  # the follower's callbacks wait behind a plan_path request that waits for this lock,
+        asked = paths.call_async(PlanPath.Request(start="kitchen", goal="nikos_office"))
+        time.sleep(1.0)  # (so the request is being served: the path planner's one callback group is taken)
+        rogue = subprocess.run(  # so the rogue's message is read only once the rogue is gone, as on a busy node
+            [sys.executable, "-c", FLEETING, sent], env=env, capture_output=True, text=True, timeout=GUARD_S
+        )
+    assert rogue.stdout.strip() == "gone", rogue.stderr[-2000:]
+    ros.wait_for(asked.done, timeout=GUARD_S, what="the held plan_path answer")
+    office = load_env("office")
+    peeled = node_to_msg(office.nodes["orange"], office.parent("orange"), office.relation("orange"))
+    peeled.states = ["peeled"]
+    client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
+    applied = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="peer", upsert=[peeled])))
+    assert applied.success, applied.message
+
+    def honest() -> bool:
+        graph, _ = follower.latest()
+        return (
+            in_step(follower, server)
+            and graph is not None
+            and "nikos_office" in graph.nodes
+            and graph.parent("orange") == server.graph.parent("orange")
+            and "peeled" in graph.nodes["orange"].states
+        )
+
+    try:
+        ros.wait_for(honest, timeout=GUARD_S, what="the follower's copy to be the server's again")
+    except AssertionError:
+        graph, version = follower.latest()
+        held = graph.parent("orange") if graph is not None else None
+        seen = (version, follower.epoch() == server.epoch, follower.problem(), held, follower.stats())
+        raise AssertionError(f"copy {seen}; server {server.version} {server.graph.parent('orange')}") from None

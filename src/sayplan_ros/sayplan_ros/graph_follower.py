@@ -13,9 +13,11 @@ server may be at a lower one), and an update of another epoch is not patched in 
 While two nodes claim to be the server (two named `scene_graph_server` in the namespace, or another node offering
 `get_scene_graph`), neither is trusted: the copy is out of sync (`problem()`, so planners refuse to plan on it and
 /diagnostics says why) until one server is left, and then the graph is fetched again from it, since the copy may
-have come from the other. A full graph on the topic whose version is more than MAX_VERSION_JUMP ahead of the copy
-is not taken either (a server cannot have done that many updates): it is fetched instead, and taken from the
-fetch only. SROS2 enclaves keep other peers off these topics altogether (docs/concepts/trust.md).
+have come from the other. Full graphs come from fetches only (one on the topic is a hint to fetch), and every
+FETCH_RETRY_S the follower asks the server for its version and epoch alone (`version_only`): a copy from another
+start, or ahead of the server, is fetched again. An update whose version the copy already holds, but whose
+content differs from the one applied under that version, makes the copy fetch too (a rogue's update got in
+first). SROS2 enclaves keep other peers off these topics altogether (docs/concepts/trust.md).
 
 Threads: the copy is patched in place under this class's lock, in time proportional to what each update touches
 (sayplan_core.graph.updates). So what `latest`, `graph_at` and `wait_for_version` return is never the live copy
@@ -27,6 +29,7 @@ version read (about once per goal). `reading()` lends the live copy for a short 
 
 from __future__ import annotations
 
+import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,6 +37,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from rclpy.node import Node
+from rclpy.serialization import serialize_message
 from rclpy.task import Future
 
 from sayplan_core.graph.model import SceneGraph
@@ -50,14 +54,13 @@ from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
 
+KEPT_DIGESTS = 256  # update versions whose content is remembered, to tell a second, different one
 FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
 SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and updates a follower takes from a topic
-#: a full graph on the topic this many versions ahead of the copy is suspect: fetched, not taken from the topic
-MAX_VERSION_JUMP = 1_000_000
 
 
 _RIVALS = f"more than one node claims to be {SERVER_NODE}"
-_REFETCH = f"fetching the scene graph again from the one {SERVER_NODE} left"
+_REFETCH = f"fetching the scene graph again from {SERVER_NODE}"
 
 
 class GraphFollower:
@@ -81,6 +84,8 @@ class GraphFollower:
         self._fetches = 0
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
+        self._checking: Future | None = None  # the version_only call in flight
+        self._applied: dict[int, bytes] = {}  # digest of the update applied under each recent version
         steady_timer(node, FETCH_RETRY_S, self._retry_fetch, callback_group)
         self._impostors: set[str] = set()  # publishers already reported (one error line each)
         self._claim = ""  # why the copy cannot be trusted now: two servers claim the name, or it is being refetched
@@ -103,10 +108,12 @@ class GraphFollower:
 
     # ------------------------------------------------------------------ incoming
     def _on_graph(self, msg: SceneGraphMsg) -> None:
-        if self._trusted("scene_graph"):
-            self._take_full(msg, "scene_graph")
-        else:
-            self._request_full()
+        """A full graph on the topic is a hint, never taken: the copy is fetched from get_scene_graph, whose one
+        server is checked when it answers. A message cannot be traced to the writer that sent it (rclpy's message
+        info has no publisher id), and a rogue that published under the server's name and left at once was
+        taken for the server, for good (its version made every real update look old)."""
+        self._trusted("scene_graph")  # says who else publishes there, once
+        self._request_full()
 
     def _trusted(self, topic: str) -> bool:
         """Only the server node publishes on `topic` (see the module docstring); else log who else does."""
@@ -136,17 +143,6 @@ class GraphFollower:
     def _take_full(self, msg: SceneGraphMsg, where: str) -> None:
         version = int(msg.version)
         epoch = int(msg.epoch)
-        with self._lock:
-            held = self._replica.version if self._replica.graph is not None else None
-        if where != "get_scene_graph" and held is not None and version > held + MAX_VERSION_JUMP:
-            with self._lock:
-                self._refused += 1
-            self._node.get_logger().error(
-                f"a full scene graph at version {version} on '{where}', {version - held} ahead of the copy's {held}: "
-                "not taken from the topic; fetching the graph from get_scene_graph instead"
-            )
-            self._request_full()
-            return
         try:
             graph = msg_to_graph(msg, require_agent=False)  # the server's rules; planners check the agent
         except Exception as exc:  # untrusted input: anything the loader cannot take (deep JSON included)
@@ -165,6 +161,7 @@ class GraphFollower:
                 self._replica = GraphReplica(on_change=self._replica.on_change)
                 self._replica.stats = stats  # counted over the follower's life, not one start of the server
                 self._epoch = epoch
+                self._applied.clear()  # another start numbers its updates anew
             fetch = self._replica.take_full(graph, version, owned=True)  # read from the message: the copy's own
             ready = self._changed_locked()
         self._call(ready)
@@ -177,6 +174,8 @@ class GraphFollower:
             return
         with self._lock:
             other_epoch = int(msg.epoch) != self._epoch
+        if not other_epoch and self._diverges(msg):
+            return
         if not other_epoch:
             try:
                 update = msg_to_update(msg)
@@ -202,6 +201,33 @@ class GraphFollower:
         if fetch:
             self._node.get_logger().warning(f"{problem}; fetching the full scene graph")
             self._request_full()
+
+    def _diverges(self, msg: GraphUpdateMsg) -> bool:
+        """Whether the update's version came before with other content (a rogue's update got in first, or this
+        one is the rogue's): then the copy is fetched again. Each version's first content is kept (the last
+        KEPT_DIGESTS versions); the server's history replays the same content, which passes."""
+        version = int(msg.version)
+        digest = hashlib.blake2b(serialize_message(msg), digest_size=16).digest()
+        with self._lock:
+            seen = self._applied.setdefault(version, digest)
+            while len(self._applied) > KEPT_DIGESTS:
+                del self._applied[min(self._applied)]
+            if seen == digest:
+                return False
+        self._distrust(f"scene graph update {version} came twice with different content: one is not the server's")
+        return True
+
+    def _distrust(self, why: str) -> None:
+        """The copy may not be the server's: it is out of sync (planners wait) until a fetched graph replaces
+        it, whatever that graph's version (the epoch is forgotten, so the next full graph is taken whole)."""
+        with self._lock:
+            self._refused += 1
+            self._epoch = 0
+            self._claim = f"{_REFETCH}: {why}"
+            changed = self._changed_locked()
+        self._call(changed)
+        self._node.get_logger().error(f"{why}; fetching the scene graph again")
+        self._request_full()
 
     def _request_full(self) -> None:
         """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph. A call
@@ -230,6 +256,36 @@ class GraphFollower:
             wanted = self._want_full
         if wanted:
             self._request_full()
+        else:
+            self._check_version()
+
+    def _check_version(self) -> None:
+        """Ask the server for its version and epoch alone (no nodes): a copy of another start, or ahead of the
+        server, did not come from it, and is fetched again."""
+        with self._lock:
+            if self._replica.graph is None or self._checking is not None:
+                return
+        if not self._fetch.service_is_ready():
+            return
+        future = self._fetch.call_async(GetSceneGraph.Request(version_only=True))
+        with self._lock:
+            self._checking = future
+        future.add_done_callback(guarded(self._node, "get_scene_graph version", self._on_version))
+
+    def _on_version(self, future: Future) -> None:
+        with self._lock:
+            self._checking = None
+        answer = future.result()
+        if answer is None or not answer.success or not self._sole_service():
+            return
+        with self._lock:
+            held, epoch = self._replica.version, self._epoch
+        if int(answer.graph.epoch) == epoch and int(answer.graph.version) >= held:
+            return  # the server's own copy, or one it has moved past (its updates are on their way)
+        self._distrust(
+            f"the scene graph copy (version {held}) is not the server's (version {int(answer.graph.version)}, "
+            f"{'the same' if int(answer.graph.epoch) == epoch else 'another'} start)"
+        )
 
     def _check_claims(self) -> None:
         """Every FETCH_RETRY_S: whether more than one node claims to be the server. When the claim is resolved,
@@ -243,6 +299,7 @@ class GraphFollower:
                 changed = self._changed_locked()  # waiters look again: the copy is no longer in sync
             elif rivals:
                 self._claim = f"{_REFETCH}: another node claimed to be {SERVER_NODE} while the copy was taken"
+                self._epoch = 0  # whatever version the server's graph has, it replaces the copy
                 changed = self._changed_locked()
             else:
                 changed = []
