@@ -58,6 +58,16 @@ def start_rogue(ros: Any) -> subprocess.Popen[str]:
     return proc
 
 
+def peel_the_orange(ros: Any) -> None:
+    """A real update through the real server: the orange becomes peeled."""
+    office = load_env("office")
+    peeled = node_to_msg(office.nodes["orange"], office.parent("orange"), office.relation("orange"))
+    peeled.states = ["peeled"]
+    client = ros.node(f"peer_{len(ros._nodes)}").create_client(ApplyGraphUpdate, "apply_graph_update")
+    applied = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="peer", upsert=[peeled])))
+    assert applied.success, applied.message
+
+
 def in_step(follower: Any, server: SceneGraphServer) -> bool:
     return follower.problem() == "" and follower.epoch() == server.epoch and follower.version() == server.version
 
@@ -84,12 +94,7 @@ def test_a_rogue_with_the_servers_name_is_refused_and_the_copy_comes_back_from_t
     ros.wait_for(lambda: in_step(follower, server), timeout=GUARD_S, what="the copy fetched again from the server")
     graph, version = follower.latest()
     assert graph is not None and version == server.version and graph.agent_location() == server.graph.agent_location()
-    office = load_env("office")
-    peeled = node_to_msg(office.nodes["orange"], office.parent("orange"), office.relation("orange"))
-    peeled.states = ["peeled"]
-    client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
-    applied = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="peer", upsert=[peeled])))
-    assert applied.success, applied.message
+    peel_the_orange(ros)
     ros.wait_for(lambda: in_step(follower, server), timeout=GUARD_S, what="the server's next update followed")
     graph, _ = follower.latest()
     assert graph is not None and "peeled" in graph.nodes["orange"].states
@@ -161,12 +166,7 @@ def test_a_rogue_that_publishes_under_the_servers_name_and_leaves_at_once_poison
         )
     assert rogue.stdout.strip() == "gone", rogue.stderr[-2000:]
     ros.wait_for(asked.done, timeout=GUARD_S, what="the held plan_path answer")
-    office = load_env("office")
-    peeled = node_to_msg(office.nodes["orange"], office.parent("orange"), office.relation("orange"))
-    peeled.states = ["peeled"]
-    client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
-    applied = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="peer", upsert=[peeled])))
-    assert applied.success, applied.message
+    peel_the_orange(ros)
 
     def honest() -> bool:
         graph, _ = follower.latest()
