@@ -153,6 +153,7 @@ def test_an_update_of_the_old_start_is_not_patched_into_a_new_starts_copy(monkey
     follower._replica = GraphReplica()
     follower._epoch = 0
     follower._refused = 0
+    follower._applied = {}
     fetches: list[int] = []
     monkeypatch.setattr(follower, "_trusted", lambda topic: True)
     monkeypatch.setattr(follower, "_request_full", lambda: fetches.append(1))
@@ -168,7 +169,9 @@ def test_an_update_of_the_old_start_is_not_patched_into_a_new_starts_copy(monkey
         return old_update
 
     monkeypatch.setattr(gf, "msg_to_update", read_while_the_server_restarts)
-    follower._on_update(types.SimpleNamespace(version=2, epoch=11))  # type: ignore[arg-type]
+    from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
+
+    follower._on_update(GraphUpdateMsg(version=2, epoch=11))
     graph, version = follower._replica.graph, follower._replica.version
     assert graph is not None and "r2" in graph and "r9" in graph and version == 1, (version, sorted(graph or []))
     assert fetches  # the copy of the new start is fetched again, as for any update of another start
