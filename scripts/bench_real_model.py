@@ -4,6 +4,7 @@
     make local-llm PACKS=all
     scripts/ws_env.sh python scripts/bench_real_model.py run main          # resumable: run it again to go on
     scripts/ws_env.sh python scripts/bench_real_model.py run subset        # ablations, models, other planners
+    scripts/ws_env.sh python scripts/bench_real_model.py run search        # an aid tried on the search tasks
     scripts/ws_env.sh python scripts/bench_real_model.py status
     scripts/ws_env.sh python scripts/bench_real_model.py write docs/measured/real_model.md
 
@@ -76,7 +77,7 @@ class Config:
     model: str
     flags: tuple[str, ...]
     what: str
-    subset: bool = True  # the shared subset; False: the main task set
+    tasks: str = "subset"  # the shared subset; "main": the main task set; "search": the main set's search tasks
 
     def command(self, tasks: list[str]) -> list[str]:
         out = RESULTS / self.name
@@ -87,7 +88,7 @@ class Config:
 
 
 CONFIGS = (
-    Config("sayplan_qwen-1.5b", "sayplan", "qwen-1.5b", AIDS_ON, "SayPlan, every aid on", subset=False),
+    Config("sayplan_qwen-1.5b", "sayplan", "qwen-1.5b", AIDS_ON, "SayPlan, every aid on", tasks="main"),
     Config("sayplan_qwen-1.5b_no-aids", "sayplan", "qwen-1.5b", AIDS_OFF, "ablation: no aid"),
     Config("sayplan_qwen-1.5b_no-legal", "sayplan", "qwen-1.5b", (*AIDS_ON, "--legal-commands", "false"),
            "ablation: every aid but legal commands"),
@@ -104,8 +105,10 @@ CONFIGS = (
     Config("sayplan_lite_qwen-1.5b", "sayplan_lite", "qwen-1.5b", AIDS_ON, "planner: SayPlan Lite"),
     Config("llm_as_planner_qwen-1.5b", "llm_as_planner", "qwen-1.5b", (), "planner: LLM-As-Planner"),
     Config("lookplangraph_qwen-1.5b", "lookplangraph", "qwen-1.5b", (), "planner: LookPlanGraph"),
+    Config("sayplan_qwen-1.5b_matches", "sayplan", "qwen-1.5b", (*AIDS_ON, "--instruction-matches", "true"),
+           "every aid and what the instruction names", tasks="search"),
 )  # fmt: skip
-GROUPS = {"main": ("sayplan_qwen-1.5b",), "subset": tuple(c.name for c in CONFIGS if c.subset)}
+GROUPS = {group: tuple(c.name for c in CONFIGS if c.tasks == group) for group in ("main", "subset", "search")}
 
 
 def main_tasks() -> list[str]:
@@ -120,8 +123,15 @@ def subset_tasks() -> list[str]:
     return [t.id for t in pick]
 
 
+def search_tasks() -> list[str]:
+    """The main set's simple- and complex-search tasks, where a model that searches on with the item in view fails."""
+    return [t.id for t in sample_per_family(load_tasks(), PER_FAMILY, SEED) if t.family.endswith("_search")]
+
+
 def tasks_of(config: Config) -> list[str]:
-    return subset_tasks() if config.subset else main_tasks()
+    if config.tasks == "main":
+        return main_tasks()
+    return search_tasks() if config.tasks == "search" else subset_tasks()
 
 
 def rows_of(config: Config) -> list[dict[str, Any]]:
@@ -219,6 +229,23 @@ def compare_table(configs: list[Config]) -> list[str]:
     return lines
 
 
+def matches_section(main: Config, main_rows: list[dict[str, Any]]) -> list[str]:
+    """The search tasks with the `instruction_matches` aid, beside the main run's rows of the same tasks."""
+    config = next(c for c in CONFIGS if c.tasks == "search")
+    rows = rows_of(config)
+    text = ["", f"## The search tasks with what the instruction names in the feedback (`{config.name}`)", ""]
+    if not rows:
+        return [*text, f"Not run yet: `scripts/ws_env.sh python scripts/bench_real_model.py run {config.name}`."]
+    wanted = set(search_tasks())
+    text += [f"Every aid of `{main.name}` plus `--instruction-matches true`:", "", *family_table(rows)]
+    text += ["", "The same tasks in the main run, without it:", ""]
+    text += family_table([r for r in main_rows if r["task"] in wanted])
+    text += ["", "How each run ended:", "", *runs_table(rows)]
+    if len(rows) < len(wanted):
+        text.append(f"\n{len(rows)} of {len(wanted)} tasks run so far; the command above resumes the rest.")
+    return text
+
+
 def runtime() -> str:
     """The llama.cpp build the runs used: its version and the CPU features it was compiled for."""
     try:
@@ -241,7 +268,7 @@ def load_note(rows: list[dict[str, Any]]) -> str:
 
 
 def write(path: Path) -> int:
-    main = next(c for c in CONFIGS if not c.subset)
+    main = next(c for c in CONFIGS if c.tasks == "main")
     rows = rows_of(main)
     packs = sorted({c.model for c in CONFIGS})
     defaults = PlannerOptions()
@@ -278,8 +305,9 @@ def write(path: Path) -> int:
     done = len(rows)
     if rows and done < len(main_tasks()):
         text.append(f"\n{done} of {len(main_tasks())} tasks run so far; the command above resumes the rest.")
+    text += matches_section(main, rows)
     text += ["", "## Ablations, other models and other planners on the shared subset", ""]
-    text += compare_table([c for c in CONFIGS if not c.subset] + [c for c in CONFIGS if c.subset])
+    text += compare_table([main] + [c for c in CONFIGS if c.tasks == "subset"])
     text += [
         "",
         "The first row is the main run's results on the subset's tasks. success: a search task's answer names the "
@@ -294,7 +322,7 @@ def write(path: Path) -> int:
 def cli(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
-    p = sub.add_parser("run", help="run configurations (names, or the groups main / subset); resumable")
+    p = sub.add_parser("run", help="run configurations (names, or the groups main / subset / search); resumable")
     p.add_argument("names", nargs="+")
     sub.add_parser("status", help="how many runs each configuration has")
     p = sub.add_parser("write", help="write the Markdown file from the results there are")
@@ -306,7 +334,7 @@ def cli(argv: list[str]) -> int:
     if args.command == "status":
         return status()
     if args.command == "tasks":
-        print(json.dumps({"main": main_tasks(), "subset": subset_tasks()}))
+        print(json.dumps({"main": main_tasks(), "subset": subset_tasks(), "search": search_tasks()}))
         return 0
     return write(args.path)
 

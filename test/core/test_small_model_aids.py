@@ -24,7 +24,13 @@ from sayplan_core.graph.model import GraphError
 from sayplan_core.graph.views import GraphView, collapse
 from sayplan_core.llm.types import BackendInfo, LlmRequest, LlmResponse
 from sayplan_core.planners import PlannerOptions, make_planner
-from sayplan_core.planners.aids import REVEALED_NAMES, expansion_feedback
+from sayplan_core.planners.aids import (
+    FILLER_WORDS,
+    REVEALED_NAMES,
+    expansion_feedback,
+    instruction_matches,
+    matches_feedback,
+)
 from sayplan_core.planners.answers import lite_search_schema, plan_schema, sayplan_schema
 from sayplan_core.planners.sayplan import SayPlanOptions
 from sayplan_core.sim.action_set import load_action_set
@@ -213,3 +219,96 @@ def test_without_the_aid_a_deterministic_model_repeats_itself() -> None:
     result = make_planner("sayplan", model, options, SayPlanOptions(no_repeat=True)).plan(ENVS["office"], INSTRUCTION)
     assert len(model.prompts) == len(set(model.prompts))
     assert any("You proposed this same plan before" in f for f in result.feedback_history)
+
+
+# ------------------------------------------------------------------ what the instruction names
+@pytest.mark.parametrize(
+    ("env", "rooms", "instruction", "listed"),
+    [
+        (
+            "home",
+            ["bedroom1", "bedroom2", "bedroom3"],
+            "Find me 2 bedrooms with pillows in them.",
+            ["pillow1", "pillow2"],
+        ),
+        ("office", ["printing_zone2"], "I printed a document. Find the document.", ["printed_document"]),
+        ("home", ["kitchen"], "Find me a plant that needs watering.", ["potted_plant1"]),
+        ("home", ["kitchen"], "Find me the boxes of cereal.", []),
+    ],
+)
+def test_the_matches_are_the_visible_things_the_instruction_names(
+    env: str, rooms: list[str], instruction: str, listed: list[str]
+) -> None:
+    """Tasks of the paper's simple-search set, after the expansions that show their items: plurals name the
+    singular, an id's parts are words, rooms and hidden nodes are never listed."""
+    view = collapse(ENVS[env])
+    for room in rooms:
+        view.expand(room)
+    assert instruction_matches(view.graph, instruction, view.visible_ids()) == listed
+    text = matches_feedback(view.graph, listed)
+    for node in listed:
+        assert f"{node} (in {view.graph.room_of(node)}" in text
+    assert (text == "") == (not listed)
+
+
+def node_words(name: str) -> set[str]:
+    """The definition, written apart from the aid: the lower-case letter runs of a name, id or instruction."""
+    out, word = set(), ""
+    for char in name.lower() + " ":
+        if "a" <= char <= "z":
+            word += char
+        else:
+            out.add(word)
+            word = ""
+    return {w for w in out if len(w) >= 3}
+
+
+@given(st.sampled_from(sorted(ENVS)), st.lists(st.integers(0, 10_000), max_size=6), st.data())
+def test_a_visible_thing_is_listed_when_the_instruction_says_its_name_or_its_plural(
+    env: str, choices: list[int], data: st.DataObject
+) -> None:
+    view = random_view(env, choices)
+    graph, visible = view.graph, view.visible_ids()
+    things = sorted(n for n in visible if graph.nodes[n].type in ("asset", "object"))
+    target = data.draw(st.sampled_from(things)) if things else None
+    plural = data.draw(st.booleans())
+    words = sorted(w for w in node_words(graph.nodes[target].name) if w[-1] not in "sxyh") if target else []
+    word = data.draw(st.sampled_from(words)) if words else "zzzq"
+    instruction = f"Find me the {word + 's' if plural else word}, please."
+    listed = instruction_matches(graph, instruction, visible)
+    assert set(listed) <= set(things)  # only visible assets and objects
+    if target and words and word not in FILLER_WORDS:
+        assert target in listed, (target, instruction)
+    for node in listed:  # each shares a word with the instruction, up to a plural s
+        shared = {w.removesuffix("s") for w in node_words(instruction)} & (
+            node_words(graph.nodes[node].name) | node_words(node)
+        )
+        assert shared, (node, instruction)
+
+
+class Script:
+    """A model that gives `answers` in order (the last one again when they run out)."""
+
+    def __init__(self, answers: list[dict[str, Any]]) -> None:
+        self.answers, self.prompts = answers, []  # type: list[dict[str, Any]], list[str]
+        self.info = BackendInfo("script", "script")
+
+    def start_task(self, instruction: str) -> None:
+        """Any task."""
+
+    def complete(self, request: LlmRequest) -> LlmResponse:
+        self.prompts.append(request.messages[-1]["content"])
+        answer = self.answers[min(len(self.prompts), len(self.answers)) - 1]
+        return LlmResponse(json.dumps(answer), prompt_tokens=100, completion_tokens=10)
+
+
+@pytest.mark.parametrize("on", [True, False])
+def test_the_model_hears_what_in_view_the_instruction_names_only_with_the_aid(on: bool) -> None:
+    found = command("plan", plan=[{"action": "done", "target": ""}])
+    found["command"]["answer"] = ["printed_document"]
+    model = Script([command("expand", "printing_zone2"), found])
+    config = SayPlanOptions(instruction_matches=on)
+    result = make_planner("sayplan", model, PlannerOptions(), config).plan(ENVS["office"], "Find the printed document.")
+    assert result.success and len(model.prompts) == 2
+    assert "In view, named like" not in model.prompts[0]  # nothing it names is visible before the expansion
+    assert ("printed_document (in printing_zone2" in model.prompts[1]) == on

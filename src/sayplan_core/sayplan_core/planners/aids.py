@@ -14,6 +14,10 @@ the bench can switch it off and measure its effect:
   showed, not only how many nodes;
 - a search example (`search_example`): the system prompt also shows a search task
   that ends with a plan as soon as the item is in the graph;
+- what the instruction names (`instruction_matches`): the feedback lists the visible
+  assets and objects whose names share a word with the instruction, with their room
+  and states, so a model that keeps searching hears that the item is already in view
+  (a 1.5B model saw `printed_document` appear and expanded ten more rooms);
 - short answers (`thought_chars`, `plan_steps`): the free-text fields and the plan
   have a length limit in the schema, which bounds the time a model on a CPU spends
   writing them, and ends a model that loops (writing steps until its token limit cut
@@ -23,8 +27,11 @@ the bench can switch it off and measure its effect:
 from __future__ import annotations
 
 import hashlib
+import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from sayplan_core.graph.model import SceneGraph
 from sayplan_core.planners.answers import Command
 from sayplan_core.sim.plan import format_plan
 
@@ -32,6 +39,19 @@ from sayplan_core.sim.plan import format_plan
 REVEALED_NAMES = 24
 #: the answers a repeated state's note recalls at most
 _RECALLED = 4
+#: the matching nodes the feedback lists at most, and the states shown for each
+MATCHES_SHOWN = 12
+_STATES_SHOWN = 3
+#: words of an instruction that name no thing: its grammar and the verbs of fetching and finding
+_FILLER_TEXT = """
+    the and but not into onto from for with without are been its this
+    that these those there here which what where who whom whose when how me my mine i you your we our us he him his
+    she her they them their some any all each every one two three four five both either other another more most
+    find get bring take put place give make show go fetch need needs want wants know let can could would should will
+    please do does did done have has had just also then than so very up down out off over under near next was were
+    don doesn didn isn aren wasn won locate closest nearest enough"""
+FILLER_WORDS = frozenset(_FILLER_TEXT.split())
+_WORD = re.compile(r"[a-z]+")
 
 
 def expansion_feedback(node: str, revealed: list[str], names: bool) -> str:
@@ -42,6 +62,59 @@ def expansion_feedback(node: str, revealed: list[str], names: bool) -> str:
     shown = ", ".join(revealed[:REVEALED_NAMES])
     more = f" and {len(revealed) - REVEALED_NAMES} more" if len(revealed) > REVEALED_NAMES else ""
     return f"{text}: {shown}{more}"
+
+
+def thing_words(text: str) -> frozenset[str]:
+    """The words of `text` that can name a thing, lower case and singular ("2 Bedrooms with pillows" -> bedroom,
+    pillow; "potted_plant1" -> potted, plant)."""
+    words = set()
+    for word in _WORD.findall(text.lower().replace("_", " ")):
+        if len(word) < 3 or word in FILLER_WORDS:
+            continue
+        words.add(_singular(word))
+    return frozenset(words)
+
+
+def _singular(word: str) -> str:
+    if word.endswith("ies") and len(word) > 4:
+        return word[:-3] + "y"
+    if word.endswith(("ches", "shes", "sses", "xes")):
+        return word[:-2]
+    if word.endswith("s") and len(word) > 3 and not word.endswith(("ss", "us", "is")):
+        return word[:-1]
+    return word
+
+
+def instruction_matches(graph: SceneGraph, instruction: str, ids: Iterable[str]) -> list[str]:
+    """The assets and objects among `ids` whose name or id shares a thing word with the instruction, sorted."""
+    wanted = thing_words(instruction)
+    if not wanted:
+        return []
+    found = []
+    for node_id in ids:
+        node = graph.nodes.get(node_id)
+        if node is None or node.type not in ("asset", "object"):
+            continue
+        if wanted & (thing_words(node.name) | thing_words(node_id)):
+            found.append(node_id)
+    return sorted(found)
+
+
+def matches_feedback(graph: SceneGraph, matches: list[str], finish: str = "stop exploring and plan") -> str:
+    """What the model hears about `matches` (instruction_matches): each with its room and states, and a reminder
+    to `finish` once they are what the instruction asks for ("" for none)."""
+    if not matches:
+        return ""
+    shown = []
+    for node_id in matches[:MATCHES_SHOWN]:
+        node = graph.nodes[node_id]
+        where = [f"in {graph.room_of(node_id) or '?'}", *node.states[:_STATES_SHOWN]]
+        shown.append(f"{node_id} ({', '.join(where)})")
+    more = f" and {len(matches) - MATCHES_SHOWN} more" if len(matches) > MATCHES_SHOWN else ""
+    return (
+        f"In view, named like the instruction's words: {'; '.join(shown)}{more}. If these are what the instruction "
+        "needs, {finish}."
+    )
 
 
 def describe(command: Command) -> str:

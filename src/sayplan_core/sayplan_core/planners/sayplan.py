@@ -21,7 +21,14 @@ from sayplan_core.nav.path_planner import PathPlanner
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import answers, prompts
-from sayplan_core.planners.aids import RepeatGuard, expansion_feedback, repeated_plan_feedback, with_note
+from sayplan_core.planners.aids import (
+    RepeatGuard,
+    expansion_feedback,
+    instruction_matches,
+    matches_feedback,
+    repeated_plan_feedback,
+    with_note,
+)
 from sayplan_core.planners.base import PlanJob, Planner, PlannerOptions, PlanResult, Progress, ProgressCallback
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
@@ -93,6 +100,12 @@ class SayPlanOptions:
         "the feedback after an expansion names the nodes it showed, not only how many (an aid for small models)",
         per_goal=True,
     )
+    instruction_matches: bool = option(
+        False,
+        "the feedback lists the visible assets and objects whose names share a word with the instruction, with "
+        "their room and states (an aid for small models, which often search on with the item in view)",
+        per_goal=True,
+    )
     search_example: bool = option(
         False,
         "the system prompt shows a second worked example, a search task that ends as soon as the item is visible "
@@ -116,6 +129,21 @@ class SayPlanOptions:
         maximum=1_000,
         per_goal=True,
     )
+
+    def heard(
+        self,
+        graph: SceneGraph,
+        instruction: str,
+        visible: set[str],
+        feedback: str,
+        finish: str = "stop exploring and plan",
+    ) -> str:
+        """The feedback the model hears: with `instruction_matches`, followed by what in view the instruction
+        names and a reminder to `finish`."""
+        if not self.instruction_matches:
+            return feedback
+        matches = instruction_matches(graph, instruction, visible)
+        return with_note(feedback, matches_feedback(graph, matches, finish))
 
     def legal(self, view: GraphView, visible: set[str]) -> answers.Legal | None:
         """What the search commands may name now, when `legal_commands` narrows the schema (else None)."""
@@ -155,11 +183,12 @@ class SayPlanPlanner(Planner):
                 config.plan_steps,
             )
             text = view.text(visible=visible)
-            user = prompts.dynamic(instruction, text, view.memory, feedback)
+            heard = config.heard(graph, instruction, visible, feedback)
+            user = prompts.dynamic(instruction, text, view.memory, heard)
             note = repeats.note(user)
             messages = [
                 {"role": "system", "content": system},
-                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, with_note(feedback, note))},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, with_note(heard, note))},
             ]
             command = session.ask(
                 stage, messages, schema, lambda data: answers.parse_sayplan_command(graph, actions, data), "sayplan"

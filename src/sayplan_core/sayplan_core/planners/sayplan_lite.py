@@ -38,11 +38,12 @@ class SayPlanLitePlanner(Planner):
                 view.expandable_ids(visible) + view.expanded, config.legal(view, visible), config.thought_chars
             )
             text = view.text(visible=visible)
-            user = prompts.dynamic(instruction, text, view.memory, note)
+            heard = config.heard(graph, instruction, visible, note, finish='give command_name "done"')
+            user = prompts.dynamic(instruction, text, view.memory, heard)
             again = repeats.note(user)
             messages = [
                 {"role": "system", "content": search_system},
-                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, with_note(note, again))},
+                {"role": "user", "content": prompts.dynamic(instruction, text, view.memory, with_note(heard, again))},
             ]
             command = session.ask("search", messages, schema, lambda d: answers.parse_lite_search(graph, d), "search")
             repeats.answered(user, command)
