@@ -5,6 +5,7 @@ failure in CI reproduces locally; set HYPOTHESIS_PROFILE=explore to search furth
 with random seeds.
 
 A rerun (pytest-rerunfailures) is never silent: rerun_report prints its first failure and counts it in the summary.
+time_report ends the run with its wall time per test directory and its slowest files.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ import os
 
 from hypothesis import HealthCheck, settings
 from rerun_report import pytest_configure, pytest_runtest_logreport, pytest_terminal_summary  # noqa: F401  (hooks)
+
+pytest_plugins = ["time_report"]
 
 settings.register_profile(
     "ci",
