@@ -10,7 +10,7 @@ BUILD_STAMP := install/.sayplan-build
 SRC_FILES := $(shell find src -type f -not -path '*/__pycache__/*' -not -name '*.pyc' 2>/dev/null)
 PYTEST_ARGS ?=
 
-.PHONY: all demo local-llm test-llm test lint typecheck pytest test-overlay build venv bench clean distclean
+.PHONY: all demo local-llm test-llm monitor test lint typecheck pytest test-overlay build venv bench clean distclean
 
 all: build
 
@@ -55,11 +55,21 @@ lint: build
 typecheck: build
 	$(WS) mypy
 
+## The live monitor (docs/howto/monitor.md): foxglove-sdk (requirements/monitor.txt) and the distribution's
+## Chromium, which test/ros/test_monitor_page.py drives headless (apt: as root or with a password-less sudo;
+## without either, a warning, and that test skips).
+MONITOR_STAMP := $(VENV)/.sayplan-monitor
+$(MONITOR_STAMP): $(VENV_STAMP) requirements/monitor.txt scripts/install_deps.sh
+	PYTHON=$(VENV)/bin/python bash scripts/install_deps.sh monitor
+	touch $@
+
+monitor: $(MONITOR_STAMP)
+
 ## Test-only interface packages and ROS 2 launch, built into test_overlay/ (see the script).
 test-overlay: build
 	bash scripts/build_test_overlay.sh
 
-pytest: build test-overlay test-llm
+pytest: build test-overlay test-llm monitor
 	SAYPLAN_TEST_OVERLAY=1 $(WS) python -m pytest $(PYTEST_ARGS)
 
 ## The whole test suite: linter, type checker, unit and ROS integration tests.

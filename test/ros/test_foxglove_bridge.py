@@ -99,7 +99,8 @@ def viewer(port: int) -> ClientConnection:
 def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: Any) -> None:
     started = time.perf_counter()
     server = ros.add(SceneGraphServer(context=ros.context))
-    bridge = ros.add(FoxgloveBridge(context=ros.context, parameter_overrides=[Parameter("port", value=0)]))
+    any_ports = [Parameter("port", value=0), Parameter("page_port", value=0)]  # the monitor page's too
+    bridge = ros.add(FoxgloveBridge(context=ros.context, parameter_overrides=any_ports))
     ros.wait_for(lambda: bridge.follower.version() > 0, timeout=WAIT_S, what="the bridge's copy of the graph")
     assert bridge.options.host == "127.0.0.1"  # the default binding: this machine only
     with viewer(bridge.port) as ws:

@@ -272,6 +272,13 @@ class FoxgloveBridgeOptions:
         "graph, the plan and the diagnostics to whoever reaches it, without authentication)",
     )
     port: int = option(8765, "TCP port of the Foxglove WebSocket server (0: any free port)", minimum=0, maximum=65535)
+    page_port: int = option(
+        8766,
+        "TCP port of the HTTP server that hands out the monitor page (sayplan_core/viz/monitor.html), bound to `host` "
+        "(0: any free port; -1: no page)",
+        minimum=-1,
+        maximum=65535,
+    )
     client_backlog: int = option(
         1024,
         "messages queued per viewer; a viewer that falls further behind loses its oldest (the stack never waits)",

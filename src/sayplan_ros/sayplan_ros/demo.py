@@ -82,7 +82,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         const=FOXGLOVE_PORT,
         default=None,
         metavar="PORT",
-        help=f"also serve the run to Foxglove or Lichtblick on ws://127.0.0.1:PORT (default {FOXGLOVE_PORT})",
+        help=f"also serve the run to Foxglove or Lichtblick on ws://127.0.0.1:PORT (default {FOXGLOVE_PORT}), and the "
+        "monitor page to a browser on http://127.0.0.1:PORT+1/ (with 0: any free ports)",
+    )
+    p.add_argument(
+        "--stay",
+        action="store_true",
+        help="after the run, keep the nodes up (with --foxglove: the final state for viewers) until Ctrl-C; "
+        "the exit status is still the run's",
     )
     p.add_argument("--verbose", action="store_true", help="show the nodes' INFO logs")
     return p.parse_args(argv)
@@ -193,7 +200,9 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         ],
     }
     if args.foxglove is not None:
-        overrides["foxglove_bridge"] = [Parameter("port", value=args.foxglove)]
+        # the page on the next port (8766 beside 8765), or any free one beside any free one
+        page_port = args.foxglove + 1 if 0 < args.foxglove < 65535 else 0
+        overrides["foxglove_bridge"] = [Parameter("port", value=args.foxglove), Parameter("page_port", value=page_port)]
     namespace = args.namespace or f"sayplan_demo_{os.getpid()}_{uuid.uuid4().hex[:6]}"
     executor = MultiThreadedExecutor(num_threads=6, context=context)
     nodes: list[Node] = []
@@ -203,7 +212,12 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
         nodes = create_nodes(context, "sim", overrides, namespace=namespace, foxglove=args.foxglove is not None)
         for node in nodes:
             if node.get_name() == FOXGLOVE.name:
-                _say("foxglove", f"ws://127.0.0.1:{getattr(node, 'port', '?')} (open it in Foxglove or Lichtblick)")
+                page = getattr(node, "page", None)
+                _say(
+                    "foxglove",
+                    f"ws://127.0.0.1:{getattr(node, 'port', '?')} (open it in Foxglove or Lichtblick)"
+                    + (f", the monitor page: {page.url}" if page is not None else ""),
+                )
         recorder = BagRecorder(
             context=context,
             namespace=namespace,
@@ -265,6 +279,9 @@ def run(args: argparse.Namespace, context: Context, interrupt: Interrupt) -> int
             return EXIT_RECORDING_FAILED
         if interrupt.signal is not None:
             return EXIT_INTERRUPTED
+        if args.stay:
+            print("sayplan_demo: the run is over; the nodes stay up until Ctrl-C", flush=True)
+            spinner.stay()
         return 0 if result is not None and result.success and goal_met else 1
     except BaseException as exc:
         if not task_sent:
@@ -364,6 +381,12 @@ class Spinner:
             wake.wait(min(0.5, max(0.0, deadline - time.monotonic())))
             wake.clear()
         return future.result()
+
+    def stay(self) -> None:
+        """Until a signal (which then ends the demo as if the run had just finished) or a dead executor."""
+        while self.interrupt.signal is None and self.failure is None:
+            self.interrupt.wake.wait(0.5)
+            self.interrupt.wake.clear()
 
     def settle(self, printer: EventPrinter, timeout: float) -> None:
         """Let the last events and graph versions reach the printer and the recorder."""

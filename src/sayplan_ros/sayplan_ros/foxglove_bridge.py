@@ -19,6 +19,10 @@ publishing, parameters or services are offered). What a viewer costs the stack: 
 put, without waiting, on each viewer's own queue (`client_backlog` messages, foxglove-sdk's `message_backlog_size`);
 a viewer that falls further behind loses its oldest messages, so a slow or stalled browser never slows a callback.
 Such a viewer's scene may then miss a change until it subscribes again (a reconnect does).
+
+For people without Foxglove, the node also serves the monitor page (sayplan_core.viz.monitor_page) over HTTP on
+`host`:`page_port` (8766 by default; -1: none): a plain browser page that connects to this server as any viewer
+does and shows the plan, the events, the latch, the diagnostics and the graph drawn from above.
 """
 
 from __future__ import annotations
@@ -57,6 +61,7 @@ from sayplan_core.graph.updates import GraphUpdate
 from sayplan_core.node_options import FoxgloveBridgeOptions
 from sayplan_core.outcomes import Stage
 from sayplan_core.viz.markers import RGBA, Vec3
+from sayplan_core.viz.monitor_page import PageServer
 from sayplan_core.viz.scene import Entity, SceneChanges, SceneEntities
 from sayplan_interfaces.msg import ExecutionEvent, Plan
 from sayplan_ros.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsPublisher, msg_to_status
@@ -248,6 +253,14 @@ class FoxgloveBridge(Node):
         )
         self.port = self.server.port
         self.get_logger().info(f"Foxglove WebSocket server on ws://{self.options.host}:{self.port}")
+        self.page: PageServer | None = None
+        if self.options.page_port >= 0:
+            try:
+                self.page = PageServer(self.options.host, self.options.page_port, self.port)
+            except BaseException:
+                self.server.stop()  # a page port in use: the node fails to start, leaving no server behind
+                raise
+            self.get_logger().info(f"monitor page on {self.page.url}")
         self.follower = GraphFollower(self, on_change=self._on_graph)
         self.create_subscription(Plan, "active_plan", guarded(self, "active_plan", self._on_plan), LATCHED_STATE_QOS)
         self.create_subscription(
@@ -353,11 +366,15 @@ class FoxgloveBridge(Node):
         with self._lock:
             sent = dict(self._sent)
         values = {"url": f"ws://{self.options.host}:{self.port}", **{k: str(v) for k, v in sent.items()}}
+        if self.page is not None:
+            values["page"] = self.page.url
         server = Status("foxglove server", Level.OK, f"serving on ws://{self.options.host}:{self.port}", values)
         return [follower_status(self.follower.version(), self.follower.problem(), 0, 0), server]
 
     def destroy_node(self) -> None:
         self.server.stop()
+        if self.page is not None:
+            self.page.stop()
         super().destroy_node()
 
 

@@ -1,0 +1,87 @@
+"""The monitor page (monitor.html beside this module) and the small HTTP server that hands it to a browser.
+
+The page is one self-contained file: its script speaks the Foxglove WebSocket protocol to foxglove_bridge and
+draws the plan, the events, the fault latch, /diagnostics and the graph, with nothing fetched from anywhere else
+(its Content-Security-Policy refuses any other resource). It is for people without Foxglove or Lichtblick: a
+browser is enough. The server exists so that the page knows which WebSocket port to use (it is written into the
+page) and a remote viewer needs no copy of the file; it serves that one page, read once, and nothing else, from its
+own thread, so a browser never touches the stack. Opened as a file, the page takes `?ws=ws://HOST:PORT` instead.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+from http import HTTPStatus
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+PAGE_FILE = Path(__file__).with_name("monitor.html")
+#: the tag the page reads its default WebSocket port from
+_PORT_TAG = re.compile(r'(<meta name="sayplan-ws-port" content=")\d+(">)')
+PAGE_PATHS = ("/", "/index.html", "/monitor.html")
+
+
+def page_html(ws_port: int) -> bytes:
+    """The page, set to connect to `ws_port` on the host it was loaded from."""
+    text, count = _PORT_TAG.subn(rf"\g<1>{ws_port}\g<2>", PAGE_FILE.read_text(encoding="utf-8"))
+    if count != 1:
+        raise RuntimeError(f"{PAGE_FILE} has {count} sayplan-ws-port tags, expected 1")
+    return text.encode("utf-8")
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def __init__(self, host: str, port: int, page: bytes) -> None:
+        if ":" in host:
+            self.address_family = socket.AF_INET6
+        self.page = page
+        super().__init__((host, port), _Handler)
+
+
+class _Handler(BaseHTTPRequestHandler):
+    server: _Server
+
+    def do_GET(self) -> None:
+        self._answer(body=True)
+
+    def do_HEAD(self) -> None:
+        self._answer(body=False)
+
+    def _answer(self, body: bool) -> None:
+        if self.path.split("?", 1)[0] not in PAGE_PATHS:
+            self.send_error(HTTPStatus.NOT_FOUND, "only the monitor page is served here")
+            return
+        self.send_response(HTTPStatus.OK)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", str(len(self.server.page)))
+        self.send_header("Cache-Control", "no-store")
+        self.end_headers()
+        if body:
+            self.wfile.write(self.server.page)
+
+    def log_message(self, format: str, *args: object) -> None:
+        """Quiet: a browser's requests are not the stack's business (and would go to stderr)."""
+
+
+class PageServer:
+    """Serves the page on `host`:`port` (0: any free port) from a thread of its own until `stop`."""
+
+    def __init__(self, host: str, port: int, ws_port: int) -> None:
+        self._server = _Server(host, port, page_html(ws_port))
+        self.host = host
+        self.port: int = self._server.server_address[1]
+        self._thread = threading.Thread(target=self._server.serve_forever, name="monitor page", daemon=True)
+        self._thread.start()
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"http://{host}:{self.port}/"
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join()
