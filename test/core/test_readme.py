@@ -131,6 +131,10 @@ COVERAGE: dict[str, Run | Elsewhere | NotHere] = {
     "[--namespace ns] [--verbose]": Elsewhere("test/ros/test_demo.py", '"sayplan_demo"'),
     # the Foxglove bridge (docs/howto/monitor.md)
     "scripts/ws_env.sh sayplan_demo --foxglove": Elsewhere("test/ros/test_foxglove_bridge.py", '"--foxglove"'),
+    "scripts/ws_env.sh sayplan_demo --foxglove --stay": Elsewhere("test/ros/test_monitor_page.py", '"--stay"'),
+    "make monitor": Elsewhere("Makefile", "pytest: build test-overlay test-llm monitor"),
+    "SAYPLAN_TEST_OVERLAY=1 SAYPLAN_REGENERATE_SCREENSHOTS=1 scripts/ws_env.sh python -m pytest -q "
+    "test/ros/test_monitor_page.py": Elsewhere("test/ros/test_monitor_page.py", "SAYPLAN_REGENERATE_SCREENSHOTS"),
     "ros2 launch sayplan_ros sayplan.launch.py robot:=sim foxglove:=true foxglove_port:=8765": NotHere(
         ROS_CLI + "; test/ros/test_foxglove_bridge.py checks the parameters these arguments give the bridge"
     ),
