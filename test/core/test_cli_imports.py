@@ -1,7 +1,9 @@
 """A command that does not use a heavy library does not import it: `sayplan --help`, every subcommand's `--help`,
-`--version` and `env list` import no scipy, torch, sentence-transformers, faiss, scikit-learn, LLM SDK or HTTP
+`--version` and `env list` import no numpy, scipy, torch, sentence-transformers, faiss, scikit-learn, LLM SDK or HTTP
 client, and no rclpy. scipy alone cost every program about half a second (node settings imported perception's
-label lists through its scipy fusion code, and the LTL planner imported its k-d tree at module level). Each case
+label lists through its scipy fusion code, and the LTL planner imported its k-d tree at module level); numpy
+cost a quarter of `--help` (the retrieval and LTL planners imported their index and product search to declare
+their options). Each case
 runs in a fresh interpreter, since this process has imported everything already."""
 
 from __future__ import annotations
@@ -10,12 +12,15 @@ import argparse
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
+from bench_runs import write_bench
 
 from sayplan_core.cli import build_parser
 
 HEAVY = (
+    "numpy",
     "scipy",
     "torch",
     "sentence_transformers",
@@ -56,3 +61,20 @@ def test_there_are_subcommands_to_check() -> None:
 )
 def test_a_command_that_does_not_use_a_heavy_library_does_not_import_it(argv: list[str]) -> None:
     assert heavy_imports(argv) == [], f"sayplan {' '.join(argv)} imports them"
+
+
+def test_the_start_up_bench_measures_every_command_against_the_yardstick(tmp_path: Path) -> None:
+    """scripts/bench_cli_start.py as docs/measured/README.md shows it, one round: a row per command, the yardstick
+    at 1.00x and every other figure a ratio to it (the figures themselves depend on the machine, so no bound)."""
+    text, _ = write_bench("bench_cli_start.py", ["--reps", "1"], tmp_path / "cli_start.md")
+    rows = [line.split("|")[1:-1] for line in text.splitlines() if line.startswith("| `")]
+    assert [r[0].strip() for r in rows] == [
+        "`python -c 'import networkx'`",
+        "`sayplan --help`",
+        "`sayplan env list`",
+        "`sayplan plan --help`",
+    ]
+    assert rows[0][4].strip() == "1.00x"
+    base = float(rows[0][1])
+    for row in rows[1:]:
+        assert row[4].strip() == f"{float(row[1]) / base:.2f}x"

@@ -53,17 +53,11 @@ import numpy as np
 
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph, a_or_an
 from sayplan_core.graph.text import GraphReader
+from sayplan_core.ltl.vocabulary import ACCESS_TYPES, ATOM_TYPES, DEFAULT_REACH_DISTANCE, REACH_TYPES, DomainError
 from sayplan_core.nav.path_planner import DEFAULT_EDGE_COST, nav_edge_costs
 from sayplan_core.sim.plan import PlanStep
 
-DEFAULT_REACH_DISTANCE = 1.0  # metres, horizontal
-ACCESS_TYPES = frozenset({"asset", "workspace"})  # what `access` walks up to
-REACH_TYPES = ACCESS_TYPES | {"object"}
-ATOM_TYPES = frozenset({"room", "pose", "floor"}) | REACH_TYPES
-
-
-class DomainError(ValueError):
-    """A proposition that names no usable node of the scene graph."""
+__all__ = ["ACCESS_TYPES", "ATOM_TYPES", "DEFAULT_REACH_DISTANCE", "REACH_TYPES", "DomainError", "SearchDomain"]
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from sayplan_core import retrieval  # its embedders (numpy) load at the first goal, not with the CLI
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, room_readers
 from sayplan_core.llm.session import BadAnswerError
@@ -24,8 +25,7 @@ from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
 from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, Progress
 from sayplan_core.planners.sayplan import verify_high_level
-from sayplan_core.retrieval import make_embedder
-from sayplan_core.retrieval.embedders import embedder_option
+from sayplan_core.retrieval.settings import embedder_option
 from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step
@@ -228,7 +228,7 @@ class AbstractCommandPlanner(Planner):
             lambda data: self._parse(graph, data),
             "candidate_plans",
         )
-        embedder = make_embedder(options.embedder)
+        embedder = retrieval.make_embedder(options.embedder)
         command = embedder.embed([instruction])[0]
         candidates = []
         for steps in plans:

@@ -18,8 +18,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from functools import partial
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sayplan_core import (
+    retrieval as retrieval_lib,  # its index and embedders (numpy) load at the first goal, not with the CLI
+)
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import graph_records
 from sayplan_core.llm.session import BadAnswerError, LlmSession
@@ -29,12 +32,14 @@ from sayplan_core.planners import prompts
 from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, PlanResult, Progress
 from sayplan_core.planners.sayplan import verify_high_level
-from sayplan_core.retrieval import EntityIndex, make_embedder
-from sayplan_core.retrieval.embedders import embedder_option
+from sayplan_core.retrieval.settings import embedder_option
 from sayplan_core.sim.action_set import ActionSet, load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_core.sim.simulator import apply_step
 from sayplan_core.sim.world_state import WorldState
+
+if TYPE_CHECKING:
+    from sayplan_core.retrieval.entity_index import EntityIndex
 
 MAX_STEPS = 40
 ATTRIBUTES = ("states", "affordances")
@@ -182,7 +187,7 @@ class EmbodiedRagPlanner(Planner):
         actions = load_action_set(self.action_set)
         result.stepwise = True
         options = self.config
-        index = EntityIndex(make_embedder(options.embedder), options.vector_store)
+        index = retrieval_lib.EntityIndex(retrieval_lib.make_embedder(options.embedder), options.vector_store)
         state = WorldState.from_graph(truth)
         index.sync(truth)
         retrieval = Retrieval(index, options.retrieval_top_k, options.retrieval_threshold)

@@ -21,32 +21,25 @@ import json
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from sayplan_core import ltl as ltl_lib  # the product search (numpy) loads at the first mission, not with the CLI
 from sayplan_core.closest import close_names
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, sorted_ids
 from sayplan_core.llm.session import BadAnswerError
-from sayplan_core.ltl import (
-    AutomatonError,
-    Dfa,
-    Formula,
-    FormulaError,
-    LtlPath,
-    NoSatisfyingPathError,
-    ProductSearch,
-    build_dfa,
-    holds,
-    parse_formula,
-    require_tools,
-)
-from sayplan_core.ltl.domain import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
-from sayplan_core.ltl.semantics import show_trace
+from sayplan_core.ltl.automaton import AutomatonError, Dfa, build_dfa, require_tools
+from sayplan_core.ltl.formula import Formula, FormulaError, parse_formula
+from sayplan_core.ltl.semantics import holds, show_trace
+from sayplan_core.ltl.vocabulary import ATOM_TYPES, DEFAULT_REACH_DISTANCE, DomainError
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
 from sayplan_core.planners.answers import _enum, _obj
 from sayplan_core.planners.base import PlanFailedError, PlanJob, Planner, PlanResult, Progress
 from sayplan_core.sim.simulator import verify_plan
+
+if TYPE_CHECKING:
+    from sayplan_core.ltl.product_search import LtlPath
 
 GROUNDABLE = ("floor", "room", "pose", "asset", "object", "workspace")
 assert set(GROUNDABLE) == ATOM_TYPES
@@ -309,8 +302,8 @@ def plan_path(
         result.message = "the scene graph has no agent location to start from"
         return
     try:
-        path = ProductSearch(graph, dfa, reach_distance=reach_distance).search(start)
-    except (NoSatisfyingPathError, DomainError) as exc:
+        path = ltl_lib.ProductSearch(graph, dfa, reach_distance=reach_distance).search(start)
+    except (ltl_lib.NoSatisfyingPathError, DomainError) as exc:
         result.message = f"{exc} ({formula.prefix()})"
         return
     violation = trace_violation(formula, path)

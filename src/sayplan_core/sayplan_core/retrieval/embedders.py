@@ -17,15 +17,19 @@ import numpy as np
 import numpy.typing as npt
 
 from sayplan_core.llm import http
-from sayplan_core.options import option
+from sayplan_core.retrieval.settings import MINILM, EmbeddingError
+
+__all__ = [
+    "MINILM",
+    "CachedEmbedder",
+    "Embedder",
+    "EmbeddingError",
+    "MiniLmEmbedder",
+    "default_embedder",
+    "make_embedder",
+]
 
 Vectors = npt.NDArray[np.float32]
-
-MINILM = "all-MiniLM-L6-v2"
-
-
-class EmbeddingError(RuntimeError):
-    """The embedder cannot run (a missing package, an unreachable endpoint, a bad answer)."""
 
 
 class Embedder(Protocol):
@@ -226,20 +230,3 @@ def make_embedder(spec: str, base_url: str | None = None, api_key: str | None = 
 def default_embedder() -> CachedEmbedder:
     """One shared local model per process: loading it takes seconds, embedding a label microseconds."""
     return MiniLmEmbedder()
-
-
-def _endpoint_embedder(value: object) -> bool:
-    kind, _, model = str(value).partition(":")
-    return kind in ("openai", "ollama") and bool(model)
-
-
-def embedder_option() -> Any:
-    """The embedder option field, declared once for every planner that embeds text (`sayplan_core.options`)."""
-    return option(
-        "local",
-        "sentence embeddings: local (MiniLM, offline), openai:<model> or ollama:<model>",
-        choices=("local",),
-        accepts=_endpoint_embedder,
-        accepts_text="openai:<model>, ollama:<model>",
-        flag="--embedder",
-    )
