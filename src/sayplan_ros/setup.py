@@ -14,7 +14,7 @@ setup(
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),
         ("share/" + package_name + "/launch", glob("launch/*.launch.py")),
-        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.rviz")),
+        ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.rviz") + glob("config/*.json")),
         ("share/" + package_name + "/config/robots", glob("config/robots/*.yaml")),
         ("share/" + package_name + "/config/planners", glob("config/planners/*.yaml")),
         ("share/" + package_name + "/transcripts", glob("transcripts/*.json")),
