@@ -8,6 +8,7 @@ import time
 from typing import Any
 
 import pytest
+from llm_fake_servers import completion, ollama_reply
 from pytest_httpserver import HTTPServer
 from werkzeug import Request, Response
 
@@ -25,33 +26,6 @@ SCHEMA = {
     "additionalProperties": False,
 }
 REQUEST = LlmRequest([{"role": "user", "content": "Which room has the fridge?"}], SCHEMA, "room")
-
-
-def completion(content: str, prompt: int = 21, completion_tokens: int = 7) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 1,
-        "model": "gpt-test",
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
-        "usage": {
-            "prompt_tokens": prompt,
-            "completion_tokens": completion_tokens,
-            "total_tokens": prompt + completion_tokens,
-        },
-    }
-
-
-def ollama_reply(content: str) -> dict[str, Any]:
-    return {
-        "model": "llama-test",
-        "created_at": "2026-11-22T00:00:00Z",
-        "message": {"role": "assistant", "content": content},
-        "done": True,
-        "done_reason": "stop",
-        "prompt_eval_count": 30,
-        "eval_count": 6,
-    }
 
 
 def free_port() -> int:

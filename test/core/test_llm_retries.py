@@ -1,4 +1,5 @@
-"""Both network backends retry resets, refusals, cut-off answers and 5xx inside the call's deadline.
+"""Both network backends retry resets, refusals, cut-off answers and 5xx inside the call's deadline; they wait
+what a server's Retry-After asks (within the budget; a longer wait is refused), and failed attempts cost no tokens.
 
 The server is a raw socket: closing with SO_LINGER 0 sends a real TCP RST, which is what a crashed or
 restarting Ollama / vLLM does to a request in flight; after its N failures it answers with the protocol's
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
+from llm_fake_servers import completion, ollama_reply, read_request
 from pytest_httpserver import HTTPServer
-from test_hardening_v2_llm import read_request
-from test_llm_backends import REQUEST, completion, ollama_reply
+from test_llm_backends import REQUEST, no_sleep_session
+from werkzeug import Response
 
 from sayplan_core import cli
 from sayplan_core.llm import http
@@ -209,3 +211,54 @@ def test_the_cli_says_which_host_failed_and_how(servers: list[FlakyServer], caps
     assert len(errors) == 1 and errors[0].startswith("sayplan: error: LLM backend kept failing (connection) after 3")
     assert f"ollama at {server.url} reset the connection" in errors[0]
     assert server.connections == 3
+
+
+# ------------------------------------------------------------------ Retry-After and what retries cost
+def test_ollama_honours_retry_after(httpserver: HTTPServer) -> None:
+    answers = [
+        Response(json.dumps({"error": "busy"}), status=429, headers={"Retry-After": "3"}),
+        Response(json.dumps(ollama_reply('{"node": "kitchen"}')), content_type="application/json"),
+    ]
+    httpserver.expect_request("/api/chat").respond_with_handler(lambda _: answers.pop(0))
+    backend = OllamaBackend("llama-test", base_url=httpserver.url_for(""))
+    session, sleeps = no_sleep_session(backend, backoff_initial_s=0.5, max_retry_after_s=10.0)
+    assert session.complete("plan", REQUEST).text == '{"node": "kitchen"}'
+    assert sleeps == [3.0]  # the server's 3 s, not the 0.5 s backoff
+
+
+def test_retry_after_is_honoured_within_the_budget_and_refused_beyond_it(httpserver: HTTPServer) -> None:
+    answers = [
+        Response("{}", status=429, headers={"Retry-After": "3"}),
+        Response(json.dumps(completion('{"node": "kitchen"}')), content_type="application/json"),
+    ]
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(lambda _: answers.pop(0))
+    backend = OpenAIBackend("gpt-test", base_url=httpserver.url_for("/v1"))
+    session, sleeps = no_sleep_session(backend, backoff_initial_s=0.5, max_retry_after_s=10.0)
+    assert session.complete("plan", REQUEST).text == '{"node": "kitchen"}'
+    assert sleeps == [3.0]  # the server's 3 s, not the 0.5 s backoff
+
+    httpserver.clear()
+    httpserver.expect_request("/v1/chat/completions").respond_with_response(
+        Response("{}", status=503, headers={"Retry-After": "3600"})
+    )
+    session, sleeps = no_sleep_session(backend, max_retry_after_s=10.0)
+    with pytest.raises(BudgetExhaustedError, match="asks to retry after 3600 s, longer than the 10 s allowed"):
+        session.complete("plan", REQUEST)
+    assert sleeps == []
+
+
+def test_failed_attempts_cost_no_tokens(httpserver: HTTPServer) -> None:
+    answers = [
+        Response("{}", status=429),
+        Response("{}", status=500),
+        Response(
+            json.dumps(completion('{"node": "kitchen"}', prompt=40, completion_tokens=5)),
+            content_type="application/json",
+        ),
+    ]
+    httpserver.expect_request("/v1/chat/completions").respond_with_handler(lambda _: answers.pop(0))
+    backend = OpenAIBackend("gpt-test", base_url=httpserver.url_for("/v1"))
+    session, _ = no_sleep_session(backend, max_tokens=50)
+    session.complete("plan", REQUEST)
+    assert [c.outcome for c in session.calls] == ["transient_error", "transient_error", "ok"]
+    assert session.tokens_used == 45  # only what the server reported for the answer

@@ -1,5 +1,6 @@
 """The main job as users run it: every planning and execution event reaches the output, in the same order on
-every run (the events travel on a reliable topic, numbered, and are printed in sequence order)."""
+every run (the events travel on a reliable topic, numbered, and are printed in sequence order), and two demos run at
+once on one machine do not see each other (each its own output folder and bag)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
@@ -56,3 +58,26 @@ def test_a_demo_whose_stack_does_not_start_leaves_no_unexplained_folder(tmp_path
         assert note.is_file(), sorted(p.name for p in folder.rglob("*"))
         assert "the stack did not start: planner failed to activate" in note.read_text()
         assert str(folder) in done.stderr
+
+
+def test_two_demos_on_one_machine_do_not_see_each_other(tmp_path: Path) -> None:
+    procs = [
+        subprocess.Popen(
+            ["sayplan_demo", "--out", str(tmp_path), "--skill-delay", "0.01", "--storage", storage],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        for storage in ("mcap", "sqlite3")
+    ]
+    outputs = [p.communicate(timeout=240)[0] for p in procs]
+    for proc, out in zip(procs, outputs, strict=True):
+        assert proc.returncode == 0, out
+        assert "summary: success" in out and "goal met" in out and "(/scene_graph 1," in out, out
+    folders = sorted(p.name for p in tmp_path.iterdir())
+    assert len(folders) == 2 and len(set(folders)) == 2
+    assert {yaml_storage(tmp_path / f / "bag") for f in folders} == {"mcap", "sqlite3"}
+
+
+def yaml_storage(bag: Path) -> str:
+    return str(yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["storage_identifier"])

@@ -1,6 +1,7 @@
-"""Who the followers and the executor believe about the live graph (issue 24 items 4 and 10, after review): a peer
-offering its own get_scene_graph cannot feed a follower, a planner whose server is gone says so instead of planning,
-the executor follows a server that started again from version 1, and an update's free text is bounded."""
+"""Who the followers and the executor believe about the live graph: a peer offering its own get_scene_graph cannot
+feed a follower, nor can a peer publishing updates (the follower refuses them, refetches from the server and says
+so), a planner whose server is gone says so instead of planning, the executor follows a server that started again
+from version 1, and an update's free text is bounded."""
 
 from __future__ import annotations
 
@@ -122,3 +123,19 @@ def test_an_update_with_a_huge_source_is_refused(ros: Any) -> None:
     answer = ros.call(client, ApplyGraphUpdate.Request(update=update))
     assert not answer.success and "update source is 1000000 characters long" in answer.message
     assert len(answer.message) < 1000 and server.version == 1 and "apple1" in server.graph
+
+
+def test_a_follower_given_a_bad_update_says_so_and_repairs_itself(ros: Any) -> None:
+    """A hostile peer publishes an update that cannot apply, then a well-formed one with the next version and the
+    server's epoch: the planner takes neither (only the server feeds followers), refetches from the server, and
+    never plans on a copy the server does not hold."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    planner = planner_node(ros)
+    ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
+    hostile = ros.node("hostile").create_publisher(GraphUpdate, "scene_graph_updates", GRAPH_UPDATES_QOS)
+    hostile.publish(GraphUpdate(source="hostile", base_version=1, version=2, remove=["pose7"]))
+    hostile.publish(GraphUpdate(source="hostile", base_version=1, version=2, epoch=server.epoch, remove=["orange"]))
+    ros.wait_for(lambda: planner.follower.stats()["refused"] >= 2, what="the planner to refuse both")
+    graph, version = planner.follower.latest()
+    assert version == 1 and graph is not None and "pose7" in graph and "orange" in graph
+    assert planner.follower.problem() == "" and server.version == 1

@@ -1,8 +1,10 @@
-"""The perception node fed a rosbag2 of the synthetic RGB-D stream builds the ground-truth scene graph."""
+"""The perception node fed a rosbag2 of the synthetic RGB-D stream builds the ground-truth scene graph; a malformed
+sensor message is dropped and the node lives."""
 
 from __future__ import annotations
 
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,38 @@ def test_bag_replay_builds_the_ground_truth_graph(ros: Any, tmp_path: Path, serv
     got = {(n.id, graph.relation(n.id), graph.parent(n.id)) for n in found if n.type == "object"}
     assert len(expected & got) / len(got) >= 0.9 and len(expected & got) / len(expected) >= 0.9
     assert all(graph.room_of(match[e.id]) == e.room for e in truth)
+
+
+def test_malformed_sensor_messages_are_dropped_and_the_node_lives(ros: Any) -> None:
+    from geometry_msgs.msg import PoseStamped
+    from sensor_msgs.msg import CameraInfo, Image
+
+    from sayplan_interfaces.msg import Detection2D, DetectionArray
+    from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
+
+    node = ros.add(PerceptionNode(context=ros.context))
+    peer = ros.node("camera")
+    publishers = {
+        "info": peer.create_publisher(CameraInfo, "camera/camera_info", SENSOR_QOS),
+        "depth": peer.create_publisher(Image, "camera/depth", SENSOR_QOS),
+        "pose": peer.create_publisher(PoseStamped, "camera/pose", EVENTS_QOS),
+        "det": peer.create_publisher(DetectionArray, "detections", EVENTS_QOS),
+    }
+    ros.wait_for(lambda: all(p.get_subscription_count() for p in publishers.values()), what="the perception node")
+    info = CameraInfo(width=4, height=4)
+    info.k = [2.0, 0.0, 2.0, 0.0, 2.0, 2.0, 0.0, 0.0, 1.0]
+    depth = Image(width=640, height=480, encoding="32FC1", data=b"\x00" * 10)  # far too short for its size
+    pose = PoseStamped()
+    pose.pose.orientation.w = 1.0
+    detections = DetectionArray(detections=[Detection2D(label="mug", score=0.9, box=[0, 0, 2, 2])])
+    for msg in (depth, pose, detections):
+        msg.header.stamp.sec = 7
+    for _ in range(20):  # best-effort camera topics: resend until the node has all three
+        publishers["info"].publish(info)
+        publishers["depth"].publish(depth)
+        publishers["pose"].publish(pose)
+        time.sleep(0.05)
+    publishers["det"].publish(detections)
+    time.sleep(0.5)
+    answer = ros.call(ros.node("operator").create_client(Trigger, "/perception/finalize"), Trigger.Request())
+    assert answer.success and node.frames_fused == 0  # the bad frame was dropped; the node answers

@@ -294,7 +294,7 @@ def _transport_class(mod: Any) -> Any:
             self._max_body_bytes = max_body_bytes
             self._inner = mod.HTTPTransport()
             # the same pool httpx builds, connecting through the deadline backend (httpx has no
-            # parameter for it); test_hardening_v2_llm's header trickle fails if this stops working
+            # parameter for it); test_llm_deadline_and_abort's header trickle fails if this stops working
             self._inner._pool = core.ConnectionPool(
                 ssl_context=_ssl_context(mod), network_backend=DeadlineNetworkBackend()
             )

@@ -1,5 +1,6 @@
-"""Issue 24, bounded graph input (items 1, 11, 12): hostile updates are refused whole with a reason, leave
-the graph as it was, and never make a later valid update fail."""
+"""Bounded graph input: an update or a graph file over a limit (nesting depth, sizes, counts, id lengths, a
+non-finite or negative weight, an agent without a location) is refused whole with a reason naming the limit, leaves
+the graph as it was, and never makes a later valid update fail."""
 
 from __future__ import annotations
 
@@ -8,35 +9,15 @@ import json
 from typing import Any
 
 import pytest
+from hostile_updates import OFFICE, hostile_op, moved, nested, some_object_and_asset, valid_op
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError, graph_to_dict, limits
-from sayplan_core.graph.model import Node, SceneGraph
+from sayplan_core.graph.model import Node
 from sayplan_core.graph.native_format import loads
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
-
-OFFICE = load_env("office")
-
-
-def nested(depth: int) -> Any:
-    value: Any = "x"
-    for _ in range(depth):
-        value = [value]
-    return value
-
-
-def moved(graph: SceneGraph, node_id: str, parent: str, **attributes: Any) -> NodeUpsert:
-    node = copy.deepcopy(graph.nodes[node_id])
-    node.attributes.update(attributes)
-    return NodeUpsert(node, parent, "ontop_of")
-
-
-def some_object_and_asset(graph: SceneGraph) -> tuple[str, str]:
-    obj = next(o for o in graph.ids_of_type("object") if graph.parent(o) in graph.ids_of_type("asset"))
-    asset = next(a for a in graph.ids_of_type("asset") if a != graph.parent(obj))
-    return obj, asset
 
 
 def test_an_attribute_nested_600_deep_is_refused_and_later_updates_still_apply() -> None:
@@ -120,68 +101,6 @@ def test_connect_with_a_weight_that_is_not_finite_or_negative_is_refused(weight:
         apply_update(OFFICE, GraphUpdate(connect=[(a, b, weight)]))
 
 
-# ----------------------------------------------------------------------------- property test
-def _valid_op(graph: SceneGraph, added: list[str], draw: Any, serial: int) -> GraphUpdate:
-    kind = draw(st.sampled_from(["move", "states", "agent", "add", "remove", "connect"]))
-    assets = graph.ids_of_type("asset")
-    if kind == "move":
-        movable = [o for o in graph.ids_of_type("object") if graph.parent(o) in assets and o not in added]
-        obj = draw(st.sampled_from(movable))
-        return GraphUpdate(upsert=[moved(graph, obj, draw(st.sampled_from(assets)))])
-    if kind == "states":
-        obj = draw(st.sampled_from(graph.ids_of_type("object")))
-        node = copy.deepcopy(graph.nodes[obj])
-        node.states = draw(st.lists(st.sampled_from(["dirty", "clean", "full", "empty"]), max_size=3))
-        return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(obj), graph.relation(obj) or "in")])
-    if kind == "agent":
-        agent = graph.agent_id
-        assert agent is not None
-        node = copy.deepcopy(graph.nodes[agent])
-        node.attributes["location"] = draw(st.sampled_from(graph.ids_of_type("room", "pose")))
-        return GraphUpdate(upsert=[NodeUpsert(node)])
-    if kind == "remove" and added:
-        victim = draw(st.sampled_from(added))
-        added.remove(victim)
-        return GraphUpdate(remove=[victim])
-    if kind == "connect":
-        rooms = graph.ids_of_type("room")
-        a, b = draw(st.sampled_from(rooms)), draw(st.sampled_from(rooms))
-        if a != b:
-            return GraphUpdate(connect=[(a, b, draw(st.floats(0.1, 50.0)))])
-    new_id = f"probe_{serial}"
-    added.append(new_id)
-    return GraphUpdate(upsert=[NodeUpsert(Node(new_id, "object", attributes={"n": serial}), assets[0], "ontop_of")])
-
-
-def _hostile_op(graph: SceneGraph, draw: Any) -> GraphUpdate:
-    kind = draw(st.sampled_from(["deep", "bare_agent", "nan_weight", "remove_agent", "missing", "retype", "long"]))
-    agent = graph.agent_id
-    assert agent is not None
-    obj, asset = some_object_and_asset(graph)
-    if kind == "deep":
-        node = copy.deepcopy(graph.nodes[obj])
-        node.attributes["deep"] = nested(draw(st.integers(limits.MAX_JSON_DEPTH + 1, 700)))
-        return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])
-    if kind == "bare_agent":
-        node = copy.deepcopy(graph.nodes[agent])
-        node.attributes.pop("location", None)
-        return GraphUpdate(upsert=[NodeUpsert(node)])
-    if kind == "nan_weight":
-        a, b = graph.ids_of_type("room")[:2]
-        return GraphUpdate(connect=[(a, b, draw(st.sampled_from([float("nan"), float("-inf"), -2.0])))])
-    if kind == "remove_agent":
-        return GraphUpdate(remove=[agent])
-    if kind == "missing":
-        return GraphUpdate(remove=["no_such_node"])
-    if kind == "retype":
-        node = copy.deepcopy(graph.nodes[obj])
-        node.type = "asset"
-        return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(asset), "in")])
-    node = Node("z" * 10, "object")
-    node.id = "z" * (limits.MAX_ID_CHARS + 1)
-    return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])
-
-
 @settings(max_examples=25, deadline=None, derandomize=True)
 @given(st.data())
 def test_random_valid_and_hostile_updates_refused_ones_change_nothing(data: st.DataObject) -> None:
@@ -191,12 +110,12 @@ def test_random_valid_and_hostile_updates_refused_ones_change_nothing(data: st.D
     for serial in range(data.draw(st.integers(4, 14))):
         if data.draw(st.booleans()):
             before = graph_to_dict(live)
-            update = _hostile_op(live, data.draw)
+            update = hostile_op(live, data.draw)
             with pytest.raises(GraphError):
                 live = apply_update(live, update)
             assert graph_to_dict(live) == before, "a refused update changed the graph"
         else:
-            update = _valid_op(live, added, data.draw, serial)
+            update = valid_op(live, added, data.draw, serial)
             live = apply_update(live, update)  # a valid update after a refused one is applied
             accepted.append(update)
     replay = load_env("office")
