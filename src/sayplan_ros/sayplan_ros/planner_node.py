@@ -103,13 +103,16 @@ class PlannerNode(ManagedNode):
         )
 
     def activate(self) -> None:
-        """Only with an LLM that answers: a stack that cannot plan does not come up."""
+        """Only with an LLM that answers: a stack that cannot plan does not come up. The client is built here, not
+        on the first goal, whose answer would otherwise wait for its SDK's import (about 1.2 s CPU for openai) or
+        the embedded model's load."""
         probe = probe_llm(self._llm_config, min(self._llm_config.timeout_s or PROBE_TIMEOUT_S, PROBE_TIMEOUT_S))
         if self._llm_watch is not None:
             self._llm_watch.record(probe)  # /diagnostics reports it from now on
         if not probe.ok:
             raise RuntimeError(probe.detail)
         self.get_logger().info(f"LLM: {probe.detail}")
+        self._get_backend()
 
     def deactivate(self) -> None:
         self._paused = self._abort  # the goal under way, if any, ends PAUSED
