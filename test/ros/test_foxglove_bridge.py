@@ -114,6 +114,8 @@ def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: An
             "/plan_events": ("json", "sayplan.ExecutionEvent"),
             "/diagnostics": ("json", "sayplan.Diagnostics"),
             "/fault_latch": ("json", "sayplan.FaultLatch"),
+            "/robot_pose": ("protobuf", "foxglove.PoseInFrame"),
+            "/robot_path": ("protobuf", "foxglove.PosesInFrame"),
         }
         first = client.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene")
         connected = time.perf_counter()
@@ -172,6 +174,40 @@ def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: An
         f"\nfoxglove bridge: {len(first.entities)} entities; first scene {connected - started:.2f} s after start, "
         f"one update {updated - connected:.3f} s end to end (apply_graph_update to the viewer)"
     )
+
+
+def _xyz(pose: Any) -> tuple[float, float, float]:
+    return (pose.position.x, pose.position.y, pose.position.z)
+
+
+def test_the_robot_pose_and_the_route_ahead_follow_the_plan(ros: Any) -> None:
+    """/robot_pose is the agent where /scene_graph draws it; /robot_path runs from there over navigation links
+    through the plan's goto targets still ahead, and is empty once the task ends."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    any_ports = [Parameter("port", value=0), Parameter("page_port", value=-1)]
+    bridge = ros.add(FoxgloveBridge(context=ros.context, parameter_overrides=any_ports))
+    ros.wait_for(lambda: bridge.follower.version() > 0, timeout=WAIT_S, what="the bridge's copy of the graph")
+    with viewer(bridge.port) as ws:
+        client = FoxgloveClient(ws)
+        scene = client.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene")
+        drawn = {e.id: _xyz((e.cubes or e.spheres)[0].pose) for e in scene.entities if e.cubes or e.spheres}
+        pose = client.until("/robot_pose", lambda m: True, "the robot's pose")
+        assert pose.frame_id == "map" and _xyz(pose.pose) == drawn[server.graph.agent_id]
+
+        executor = ros.node("executor_stand_in")
+        plan_pub = executor.create_publisher(Plan, "active_plan", LATCHED_STATE_QOS)
+        events = executor.create_publisher(ExecutionEvent, "execution_events", EVENTS_QOS)
+        steps = [PlanStep(action="goto", target="workshop"), PlanStep(action="goto", target="kitchen")]
+        plan_pub.publish(Plan(instruction="go", action_set="sayplan", steps=[*steps, PlanStep(action="done")]))
+        path = client.until("/robot_path", lambda m: len(m.poses) > 2, "the route ahead")
+        points = [_xyz(p) for p in path.poses]
+        assert points[0] == drawn[server.graph.agent_location()] and points[0][:2] == _xyz(pose.pose)[:2]
+        assert points[-1] == drawn["kitchen"] and drawn["workshop"] in points
+        assert set(points) <= set(drawn.values())  # every point is a node of the graph where the scene draws it
+        event = ExecutionEvent(sequence=0, instruction="go", stage="done", status="succeeded")
+        events.publish(event)
+        client.until("/robot_path", lambda m: len(m.poses) == 0, "no route once the task is done")
+    print(f"\nroute to the kitchen via the workshop: {len(points)} poses")
 
 
 def test_launch_arguments_add_the_bridge_with_its_port() -> None:

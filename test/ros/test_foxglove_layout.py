@@ -18,7 +18,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 pytest.importorskip("foxglove", reason="foxglove-sdk is not installed: pip install -r requirements/monitor.txt")
 
 from rclpy.parameter import Parameter
-from test_foxglove_bridge import FoxgloveClient, viewer
+from test_foxglove_bridge import WAIT_S, FoxgloveClient, viewer
 
 from sayplan_ros.foxglove_bridge import FoxgloveBridge
 from sayplan_ros.scene_graph_server import SceneGraphServer
@@ -70,6 +70,8 @@ def test_every_panel_reads_a_channel_and_fields_the_bridge_serves(ros: Any) -> N
     ros.add(SceneGraphServer(context=ros.context))
     ports = [Parameter("port", value=0), Parameter("page_port", value=-1)]
     bridge = ros.add(FoxgloveBridge(context=ros.context, parameter_overrides=ports))
+    # the graph first: a bridge destroyed while its first fetch is out leaves that call's future unread
+    ros.wait_for(lambda: bridge.follower.version() > 0, timeout=WAIT_S, what="the bridge's copy of the graph")
     with viewer(bridge.port) as ws:
         channels = FoxgloveClient(ws).channels
     read = [path for config in panels.values() for path in message_paths(config)]

@@ -5,7 +5,7 @@ test's SIGINT, so a browser that is slow to start still sees the run, whole: the
 event history to a viewer that joins). Chromium (the distribution's package: `scripts/install_deps.sh monitor`) is
 driven over the DevTools protocol with the `websockets` client, reads the page the bridge serves, and the test
 checks what the page shows against what the demo printed: every step of the final plan, each succeeded, the result
-"success", one entity per graph node, no fault latched, and no resource fetched. Nothing is timed; the waits are
+"success", one entity per graph node, no fault latched, the robot with no route left, and no resource fetched. Nothing is timed; the waits are
 hang guards. SAYPLAN_REGENERATE_SCREENSHOTS=1 saves the page as docs/howto/img/monitor_page.png.
 """
 
@@ -53,6 +53,7 @@ SNAPSHOT = """JSON.stringify({
     li => [li.querySelector(".step").textContent, li.querySelector(".status").textContent]),
   entities: document.getElementById("graph-count").textContent,
   latch: document.getElementById("latch").textContent,
+  robot: document.getElementById("robot").textContent,
   events: document.querySelectorAll("#events li").length,
   diagnostics: document.querySelectorAll("#diagnostics tr").length,
   fetched: performance.getEntriesByType("resource").map(r => r.name),
@@ -104,6 +105,15 @@ class DevTools:
         if "exceptionDetails" in answer:
             raise AssertionError(f"the page's script failed: {answer['exceptionDetails']}")
         return answer["result"].get("value")
+
+    def open(self, url: str) -> None:
+        """Navigate to `url` and wait until it has loaded (navigating answers before the page is there)."""
+        self.page("Page.navigate", url=url)
+        loaded = f"location.href === {json.dumps(url)} && document.readyState === 'complete'"
+        deadline = time.monotonic() + START_S
+        while not self.evaluate(loaded):
+            assert time.monotonic() < deadline, f"{url} did not load within {START_S} s"
+            time.sleep(0.1)
 
     def until(self, predicate: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
         """Read the page until `predicate` holds of what it shows; that view (the last one in the message if not)."""
@@ -187,7 +197,7 @@ def test_the_monitor_page_shows_a_demo_run_in_headless_chromium(ros: Any, tmp_pa
         match = re.search(r"the monitor page: (http://127\.0\.0\.1:\d+/)", first)
         assert match, first
         with headless_chromium(binary, tmp_path / "profile") as browser:
-            browser.page("Page.navigate", url=match.group(1))
+            browser.open(match.group(1))
             shown = browser.until(
                 lambda s: s["result"] == "success" and {status for _, status in s["steps"]} == {"succeeded"},
                 'the result "success" and every step succeeded',
@@ -213,6 +223,7 @@ def test_the_monitor_page_shows_a_demo_run_in_headless_chromium(ros: Any, tmp_pa
     assert shown["instruction"] and shown["events"] > 15 and shown["diagnostics"] > 0
     assert shown["entities"] == f"({len(load_env('office'))} entities)"
     assert shown["latch"] == "no fault latched"
+    assert re.fullmatch(r"robot: at \(-?[\d.]+, -?[\d.]+\); route ahead: 0 poses", shown["robot"]), shown["robot"]
     assert shown["painted"] > 1000  # the graph is drawn
     assert shown["fetched"] == []  # nothing loaded besides the page itself
     print(f"\ntest_monitor_page: the page showed the whole run {seen - started:.1f} s after the demo started")

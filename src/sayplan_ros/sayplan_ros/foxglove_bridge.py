@@ -1,4 +1,4 @@
-"""foxglove_bridge: the live scene graph, the plan and /diagnostics for Foxglove or Lichtblick, over a WebSocket.
+"""foxglove_bridge: the live scene graph, the robot, the plan and /diagnostics for Foxglove or Lichtblick.
 
 Serves the Foxglove WebSocket protocol (subprotocol `foxglove.sdk.v1`, foxglove-sdk's server) on `host`:`port`,
 127.0.0.1:8765 by default, with these channels:
@@ -12,6 +12,9 @@ Serves the Foxglove WebSocket protocol (subprotocol `foxglove.sdk.v1`, foxglove-
   the last EVENT_HISTORY first.
 - `/diagnostics` (JSON, sayplan.Diagnostics): every status of `/diagnostics`; `/fault_latch` (JSON,
   sayplan.FaultLatch): whether a skill server holds a fault, sent when that changes.
+- `/robot_pose` (foxglove.PoseInFrame) and `/robot_path` (foxglove.PosesInFrame, protobuf): the agent where the
+  scene draws it, and the route the path planner finds from there through the goto targets the plan has ahead
+  (sayplan_core.viz.robot), sent when they change; an empty path when nothing is ahead.
 
 It follows the graph as every follower does (sayplan_ros.graph_follower: it takes the server's topics and
 `get_scene_graph`, nothing new to trust) and only reads: nothing a viewer sends reaches the stack (no client
@@ -34,7 +37,7 @@ from typing import Any
 
 import foxglove
 from diagnostic_msgs.msg import DiagnosticArray
-from foxglove.channels import SceneUpdateChannel
+from foxglove.channels import PoseInFrameChannel, PosesInFrameChannel, SceneUpdateChannel
 from foxglove.messages import (
     Color,
     CubePrimitive,
@@ -43,6 +46,8 @@ from foxglove.messages import (
     LinePrimitiveLineType,
     Point3,
     Pose,
+    PoseInFrame,
+    PosesInFrame,
     Quaternion,
     SceneEntity,
     SceneEntityDeletion,
@@ -62,6 +67,7 @@ from sayplan_core.node_options import FoxgloveBridgeOptions
 from sayplan_core.outcomes import Stage
 from sayplan_core.viz.markers import RGBA, Vec3
 from sayplan_core.viz.monitor_page import PageServer
+from sayplan_core.viz.robot import RouteTracker
 from sayplan_core.viz.scene import Entity, SceneChanges, SceneEntities
 from sayplan_interfaces.msg import ExecutionEvent, Plan
 from sayplan_ros.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsPublisher, msg_to_status
@@ -73,6 +79,9 @@ from sayplan_ros.runner import run_nodes
 
 SCENE_TOPIC, PLAN_TOPIC, EVENTS_TOPIC = "/scene_graph", "/plan", "/plan_events"
 DIAGNOSTICS_CHANNEL, LATCH_TOPIC = "/diagnostics", "/fault_latch"
+ROBOT_POSE_TOPIC, ROBOT_PATH_TOPIC = "/robot_pose", "/robot_path"
+#: the stages after which nothing of the plan is ahead of the robot
+_ENDED = (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 #: events a viewer that subscribes to `/plan_events` gets first
 EVENT_HISTORY = 200
 FAULT_LATCH_CHECK = "fault latch"  # the status every skill server reports (sayplan_core.diagnostics)
@@ -189,6 +198,14 @@ def scene_update_msg(changes: SceneChanges, frame_id: str) -> SceneUpdate:
     return SceneUpdate(deletions=deletions, entities=[entity_msg(e, frame_id) for e in changes.entities])
 
 
+def pose_msg(position: Vec3, frame_id: str) -> PoseInFrame:
+    return PoseInFrame(frame_id=frame_id, pose=_pose(position))
+
+
+def path_msg(points: tuple[Vec3, ...], frame_id: str) -> PosesInFrame:
+    return PosesInFrame(frame_id=frame_id, poses=[_pose(p) for p in points])
+
+
 def event_json(event: ExecutionEvent) -> dict[str, Any]:
     return {
         "sequence": int(event.sequence),
@@ -230,6 +247,8 @@ class FoxgloveBridge(Node):
         self._statuses: dict[str, dict[str, Any]] = {}
         self._faults: dict[str, str] = {}
         self._joined: list[tuple[int, str]] = []  # (viewer, topic) waiting for the current state
+        self._route = RouteTracker()
+        self._step = -1  # the plan's step now (-1: nothing ahead)
         self._sent = {"scene_updates": 0, "entities": 0}
         self._fox = foxglove.Context()  # this node's channels only (two bridges in one process stay apart)
         self._channels: dict[str, foxglove.Channel] = {
@@ -242,6 +261,8 @@ class FoxgloveBridge(Node):
             )
         }
         self._scene_channel = SceneUpdateChannel(SCENE_TOPIC, context=self._fox)
+        self._pose_channel = PoseInFrameChannel(ROBOT_POSE_TOPIC, context=self._fox)
+        self._path_channel = PosesInFrameChannel(ROBOT_PATH_TOPIC, context=self._fox)
         self._wake = self.create_guard_condition(guarded(self, "foxglove viewer", self._send_current))
         self.server = foxglove.start_server(
             name=f"sayplan {self.get_namespace().rstrip('/')}/{self.get_name()}".strip(),
@@ -280,11 +301,25 @@ class FoxgloveBridge(Node):
                 self._scene_channel.log(scene_update_msg(changes, self.options.frame_id))
                 self._sent["scene_updates"] += 1
                 self._sent["entities"] += len(changes.entities)
+            self._follow_robot(graph, whole=update is None)
+
+    # ------------------------------------------------------------------ the robot's pose and route
+    def _follow_robot(self, graph: SceneGraph | None, whole: bool = False) -> None:
+        """Under both locks (the follower's, then this node's): send the pose and the route if they changed."""
+        if graph is None:
+            return
+        before = self._route.route
+        steps = [(s["action"], s["target"]) for s in self._plan.get("steps", [])]
+        after = self._route.refresh(graph, steps, self._step, self._scene.anchor, whole)
+        if after.pose is not None and after.pose != before.pose:
+            self._pose_channel.log(pose_msg(after.pose, self.options.frame_id))
+        if after.points != before.points:
+            self._path_channel.log(path_msg(after.points, self.options.frame_id))
 
     # ------------------------------------------------------------------ the plan and its progress
     def _on_plan(self, msg: Plan) -> None:
         steps = [(s.action, s.target) for s in msg.steps]
-        with self._lock:
+        with self.follower.reading() as graph, self._lock:  # the follower's lock first, as in _on_graph
             same = [(s["action"], s["target"]) for s in self._plan.get("steps", [])] == steps
             statuses = [s["status"] for s in self._plan["steps"]] if same else [""] * len(steps)
             self._plan = {
@@ -298,10 +333,12 @@ class FoxgloveBridge(Node):
                 ],
             }
             self._channels[PLAN_TOPIC].log(_encode(self._plan))
+            self._step = int(msg.current_step)
+            self._follow_robot(graph)
 
     def _on_event(self, msg: ExecutionEvent) -> None:
         event = event_json(msg)
-        with self._lock:
+        with self.follower.reading() as graph, self._lock:
             self._events.append(event)
             self._channels[EVENTS_TOPIC].log(_encode(event))
             if not self._plan:
@@ -314,6 +351,11 @@ class FoxgloveBridge(Node):
                 if (step["action"], step["target"]) == (event["action"], event["target"]):
                     step["status"] = event["status"]
             self._channels[PLAN_TOPIC].log(_encode(self._plan))
+            if msg.stage == Stage.EXECUTING:
+                self._step = index
+            elif msg.stage in _ENDED:
+                self._step = -1
+            self._follow_robot(graph)
 
     # ------------------------------------------------------------------ diagnostics and the fault latch
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
@@ -361,6 +403,10 @@ class FoxgloveBridge(Node):
                     self._channels[topic].log(_encode(statuses), sink_id=client)
                 elif topic == LATCH_TOPIC:
                     self._channels[topic].log(_encode(self._latch()), sink_id=client)
+                elif topic == ROBOT_POSE_TOPIC and self._route.route.pose is not None:
+                    self._pose_channel.log(pose_msg(self._route.route.pose, self.options.frame_id), sink_id=client)
+                elif topic == ROBOT_PATH_TOPIC:
+                    self._path_channel.log(path_msg(self._route.route.points, self.options.frame_id), sink_id=client)
 
     def _diagnostics(self) -> list[Status]:
         with self._lock:

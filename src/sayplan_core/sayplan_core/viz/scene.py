@@ -103,6 +103,10 @@ class SceneEntities:
     def __len__(self) -> int:
         return len(self._entities)
 
+    def anchor(self, node_id: str) -> Vec3 | None:
+        """Where a node is drawn (None for one not in the graph drawn)."""
+        return self._markers.anchor(node_id)
+
     def current(self) -> SceneChanges:
         """Every entity now, as a full scene (for a viewer that joins late): nothing recomputed."""
         return SceneChanges(True, list(self._entities.values()))
