@@ -27,6 +27,7 @@ from itertools import chain, repeat
 from typing import Any
 
 from sayplan_core.graph import limits
+from sayplan_core.graph.acyclic import check_acyclic
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
@@ -155,8 +156,6 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
     graph = prechecked_graph(str(data.get("name", "")), nodes, columns, links, ids, _runs(codes, table), indexed)
     nested = indexed[-1]
     if nested:  # edges that may close a cycle (objects in objects), each child's one parent now in the tree
-        from sayplan_core.graph.native_format import check_acyclic  # here: native_format imports this module
-
         pred = graph.tree._pred
         below = [ids[c] for c in nested]
         check_acyclic({child: next(iter(pred[child].items())) for child in below})

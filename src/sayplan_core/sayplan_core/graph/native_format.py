@@ -19,6 +19,7 @@ import orjson
 
 from sayplan_core import files
 from sayplan_core.graph import columns, limits
+from sayplan_core.graph.acyclic import check_acyclic
 from sayplan_core.graph.model import (
     HIERARCHY_RELATIONS,
     NAV_RELATION,
@@ -427,23 +428,6 @@ def check_nested_acyclic(
     walked, and the walk finds the cycle the whole hierarchy's walk would report first."""
     edges = zip(*placements, *types, strict=True)
     check_acyclic({child: (parent, rel) for child, parent, rel, *pair in edges if tuple(pair) in NESTING})
-
-
-def check_acyclic(parents: Mapping[str, Any]) -> None:
-    """No cycle in {child: (parent, ...)}; a GraphError naming a node on the first cycle found."""
-    done: set[str] = set()
-    for start in parents:
-        path: list[str] = []
-        seen: set[str] = set()
-        current: str | None = start
-        while current is not None and current not in done:
-            if current in seen:
-                cycle = [*path[path.index(current) :], current]
-                raise GraphError(f"cycle in the hierarchy: {' -> '.join(cycle)}", current)
-            seen.add(current)
-            path.append(current)
-            current = parents[current][0] if current in parents else None
-        done.update(path)
 
 
 def validate(graph: SceneGraph, require_agent: bool = True) -> None:
