@@ -1,4 +1,4 @@
-"""HTTP plumbing shared by the network backends: a wall-clock deadline per call, cancel, and URLs safe to print.
+"""HTTP plumbing shared by the network backends: a wall-clock deadline per call, and cancel.
 
 httpx's timeouts bound each network operation, not a whole call: a server that sends a
 byte every few seconds (of the headers or of the body) keeps a call alive for minutes.
@@ -19,13 +19,10 @@ import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from functools import cache
-from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
 
 from sayplan_core.graph import limits
-
-if TYPE_CHECKING:
-    from sayplan_core.llm.types import LlmResponse
+from sayplan_core.llm.types import LlmResponse
 
 _local = threading.local()
 
@@ -343,35 +340,9 @@ def oversized_answer(exc: BodyTooLargeError, max_tokens: int, latency_s: float, 
 
     Its cost is counted as a whole answer of `max_tokens` (the server sent at least that much).
     """
-    from sayplan_core.llm.types import LlmResponse  # here: types imports this module
-
     return LlmResponse(
         text="", completion_tokens=max_tokens, latency_s=latency_s, model=model, oversize_bytes=exc.limit_bytes
     )
-
-
-def redact_url(url: str) -> str:
-    """The text with any `user:password@` of a URL in it replaced by `***@`, for logs, transcripts and messages."""
-    if not url or "@" not in url:
-        return url
-    out = []
-    for word in url.split(" "):
-        out.append(_redact_one(word) if "://" in word and "@" in word else word)
-    return " ".join(out)
-
-
-def _redact_one(url: str) -> str:
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname or ""
-        port = parts.port
-    except ValueError:
-        return "<URL with credentials>"
-    if parts.username is None and parts.password is None:
-        return url
-    if port is not None:
-        host = f"{host}:{port}"
-    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))
 
 
 def retry_after_s(headers: Any) -> float | None:

@@ -18,9 +18,15 @@ from sayplan_core.llm.http import (
     network_cause,
     one_line,
     oversized_answer,
+)
+from sayplan_core.llm.types import (
+    BackendInfo,
+    LlmFatalError,
+    LlmRequest,
+    LlmResponse,
+    LlmTransientError,
     redact_url,
 )
-from sayplan_core.llm.types import BackendInfo, LlmFatalError, LlmRequest, LlmResponse, LlmTransientError
 
 DEFAULT_OLLAMA_URL = "http://127.0.0.1:11434"
 DEFAULT_OLLAMA_PORT = 11434

@@ -15,20 +15,17 @@ import os
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sayplan_core.llm.config import DEFAULT_MODELS, LlmConfig, resolve_backend_name
 from sayplan_core.llm.http import (
     BodyTooLargeError,
     deadline,
     deadline_transport,
     network_cause,
     one_line,
-    redact_url,
 )
-from sayplan_core.llm.types import LlmFatalError
-
-if TYPE_CHECKING:
-    from sayplan_core.llm.selection import LlmConfig
+from sayplan_core.llm.types import LlmFatalError, redact_url
 
 #: the largest model list read (OpenAI's is tens of kB; a server sending more is not an LLM server)
 MAX_PROBE_BODY_BYTES = 4 * 1024 * 1024
@@ -94,8 +91,6 @@ def _left(end: float) -> float:
 
 
 def _probe(config: LlmConfig, end: float, progress: _Progress, deep: bool) -> LlmProbe:
-    from sayplan_core.llm.selection import resolve_backend_name
-
     try:
         config.validate()
     except LlmFatalError as exc:
@@ -147,8 +142,6 @@ def _http_failure(backend: str, where: str, exc: Exception, hint: str, timeout_s
 def _probe_openai(config: LlmConfig, end: float, progress: _Progress) -> LlmProbe:
     import httpx
 
-    from sayplan_core.llm.selection import DEFAULT_MODELS
-
     base = (config.base_url or OPENAI_URL).rstrip("/")
     where = f"the OpenAI-compatible server at {redact_url(base)}"
     progress.where = where
@@ -185,7 +178,6 @@ def _probe_ollama(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
     import httpx
 
     from sayplan_core.llm.ollama_backend import ollama_host
-    from sayplan_core.llm.selection import DEFAULT_MODELS
 
     host = ollama_host(config.base_url or None)
     where = f"ollama at {redact_url(host)}"

@@ -1,9 +1,10 @@
-"""The small interface every LLM backend implements, and the errors it may raise."""
+"""The small interface every LLM backend implements, the errors it may raise, and URLs safe to print."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
 
 Message = dict[str, str]  # {"role": "system" | "user" | "assistant", "content": "..."}
 
@@ -66,8 +67,6 @@ class BackendInfo:
     extra: dict[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        from sayplan_core.llm.http import redact_url
-
         self.base_url = redact_url(self.base_url)
 
     def describe(self) -> str:
@@ -82,3 +81,27 @@ class LlmBackend(Protocol):
         """Called before a task's first request (a replayed transcript refuses another task's instruction)."""
 
     def complete(self, request: LlmRequest) -> LlmResponse: ...
+
+
+def redact_url(url: str) -> str:
+    """The text with any `user:password@` of a URL in it replaced by `***@`, for logs, transcripts and messages."""
+    if not url or "@" not in url:
+        return url
+    out = []
+    for word in url.split(" "):
+        out.append(_redact_one(word) if "://" in word and "@" in word else word)
+    return " ".join(out)
+
+
+def _redact_one(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname or ""
+        port = parts.port
+    except ValueError:
+        return "<URL with credentials>"
+    if parts.username is None and parts.password is None:
+        return url
+    if port is not None:
+        host = f"{host}:{port}"
+    return urlunsplit((parts.scheme, f"***@{host}", parts.path, parts.query, parts.fragment))

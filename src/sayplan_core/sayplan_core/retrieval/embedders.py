@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from sayplan_core.llm import http
+from sayplan_core.llm.types import redact_url
 from sayplan_core.retrieval.settings import MINILM, EmbeddingError
 
 __all__ = [
@@ -186,7 +187,7 @@ class OpenAIEmbedder(CachedEmbedder):
             retryable = (self._openai.APIConnectionError, self._openai.RateLimitError, self._openai.InternalServerError)
             return _in_batches(texts, self.timeout_s, embed, retryable)
         except self._openai.OpenAIError as exc:
-            raise EmbeddingError(f"{self.name}: embedding request failed: {http.redact_url(str(exc))}") from exc
+            raise EmbeddingError(f"{self.name}: embedding request failed: {redact_url(str(exc))}") from exc
 
 
 class OllamaEmbedder(CachedEmbedder):
@@ -211,7 +212,7 @@ class OllamaEmbedder(CachedEmbedder):
         try:
             return _in_batches(texts, self.timeout_s, embed, (self._httpx.TransportError, ConnectionError))
         except (self._ollama.ResponseError, self._httpx.HTTPError, ConnectionError, OSError) as exc:
-            raise EmbeddingError(f"{self.name}: embedding request failed: {http.redact_url(str(exc))}") from exc
+            raise EmbeddingError(f"{self.name}: embedding request failed: {redact_url(str(exc))}") from exc
 
 
 def make_embedder(spec: str, base_url: str | None = None, api_key: str | None = None) -> CachedEmbedder:
