@@ -4,7 +4,7 @@
 needs); `navigation` moves the body (GraphNav, walks); `manipulation` drives the arm and gripper; `imaging` takes
 camera images; `commands` reads a robot command's feedback; `errors` turns what the SDK raises into SpotError
 with the typed code (tables: sayplan_spot.failures) and the robot's own words; `health` is the part for
-/diagnostics. SpotRobot puts them together for the skill server.
+/diagnostics, from what the session last saw (`seen`). SpotRobot puts them together for the skill server.
 
 Everything here blocks: the skill server runs it on one worker thread and polls it from its coroutine, so
 the ROS executor never waits on the robot. `stop()` is the exception: it is called from the cancel callback

@@ -37,7 +37,7 @@ from sayplan_spot import failures as sf
 from sayplan_spot.programs import RobotPose, resolve_waypoint
 from sayplan_spot.robot.commands import Limits, Reading, finished, read, wait
 from sayplan_spot.robot.errors import SpotError, behaviour_faults, fault_from
-from sayplan_spot.robot.health import SpotSeen
+from sayplan_spot.robot.seen import SpotSeen
 
 #: A body slower than this (m/s, robot state velocity_of_body_in_odom) counts as stopped.
 STILL_MPS = 0.05
