@@ -9,10 +9,7 @@ hallway. Floors nothing joins stay apart, and the notes name them with their sta
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from sayplan_core.graph.importers.common import Builder
+from typing import Any, Protocol
 
 #: How many ids a note lists before it stops.
 _SHOWN = 20
@@ -21,12 +18,33 @@ _FLOOR_LINKS = re.compile(r"stair|elevator|(?:^|_)lift", re.IGNORECASE)
 SYNTHETIC_MARK = {"synthetic": "added by the importer: the data has no room connectivity"}
 
 
+class Draft(Protocol):
+    """What `invent` reads and writes of an importer's draft (`common.Builder`, which calls it)."""
+
+    nodes: list[dict[str, Any]]
+    edges: list[dict[str, Any]]
+    types: dict[str, str]
+    notes: list[str]
+    also_on: dict[str, list[str]]
+    invented: set[str]
+    synthetic_links: int
+    apart_floors: list[list[str]]
+
+    def node(self, node_id: str, node_type: str, **fields: Any) -> dict[str, Any] | None: ...
+
+    def child(self, child: str, relation: str, parent: str) -> None: ...
+
+    def link(self, a: str, b: str, weight: float | None = None) -> None: ...
+
+    def parents(self) -> dict[str, tuple[str, str]]: ...
+
+
 def joins_floors(room_id: str) -> bool:
     """A room that can join floors (a staircase, an elevator or a lift), by its id."""
     return bool(_FLOOR_LINKS.search(room_id))
 
 
-def invent(b: Builder) -> None:
+def invent(b: Draft) -> None:
     """The data has no room links: one hallway pose per floor (marked synthetic) joined to each room of the
     floor. Floors are joined only through a staircase or elevator room the data places on both (`also_on`):
     never staircase to staircase, never hallway to hallway; floors nothing joins stay apart, and a note says so."""
