@@ -37,7 +37,8 @@ def test_the_check_finds_a_stale_page(tmp_path: Path) -> None:
 def test_the_pages_hold_what_the_code_defines() -> None:
     """An independent look at a few facts, so an empty or wrong generator cannot pass the comparison."""
     from sayplan_core.outcomes import PlanCode, SkillCode, TaskCode
-    from sayplan_core.plugins import PLANNER_REGISTRY, ROBOT_REGISTRY
+    from sayplan_core.planners import PLANNERS
+    from sayplan_core.plugins import ROBOT_REGISTRY
     from sayplan_core.settings import node_settings
     from sayplan_core.sim.action_set import builtin_action_sets, load_action_set
 
@@ -52,7 +53,7 @@ def test_the_pages_hold_what_the_code_defines() -> None:
     for name in builtin_action_sets():
         for action in load_action_set(name).actions:
             assert f"| `{action}` |" in pages["action_sets.md"]
-    for name in [*PLANNER_REGISTRY.bundled(), *ROBOT_REGISTRY.bundled()]:
+    for name in [*PLANNERS.bundled(), *ROBOT_REGISTRY.bundled()]:
         assert f"| `{name}` |" in pages["plugins.md"]
     for command in ("env import", "verify", "path", "plan", "bench", "llm check"):
         assert f"## `sayplan {command}`" in pages["cli.md"]

@@ -628,7 +628,7 @@ def sample_per_family(tasks: Sequence[Any], count: int, seed: int) -> list[Any]:
 def cmd_plugins(args: argparse.Namespace) -> int:
     """The planners and robots installed (entry points), each with its options; the ones left out, and why."""
     from sayplan_core.options import table
-    from sayplan_core.plugins import ROBOT_REGISTRY, problems
+    from sayplan_core.plugins import ROBOT_REGISTRY
 
     def options(cls: type) -> list[dict[str, Any]]:
         return [
@@ -641,7 +641,7 @@ def cmd_plugins(args: argparse.Namespace) -> int:
         {"id": n, "summary": r.summary, "node": r.node_name, "package": r.package, "options": options(r.Options)}
         for n, r in ROBOT_REGISTRY.items()
     ]
-    left_out = problems()
+    left_out = PLANNERS.problems() + ROBOT_REGISTRY.problems()
     lines = ["planners:"] + [f"  {p['id']:<20} {p['summary']}" for p in planners]
     lines += ["robots:"] + [f"  {r['id']:<20} {r['summary']} (node {r['node']})" for r in robots]
     lines += [f"left out: {p}" for p in left_out]

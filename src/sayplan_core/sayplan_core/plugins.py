@@ -8,24 +8,21 @@ so a third-party package adds a planner or a robot without an edit here, in the 
 or in the config files: every table (settings, ROS parameters, CLI flags, bench rows,
 reference docs) is derived from what the registry holds.
 
-A plugin that fails to load is left out and its problem kept (`problems()`, shown by
-`sayplan plugins`), so one broken package never takes the others down.
+The robots' registry is ROBOT_REGISTRY, here; the planners' is `sayplan_core.planners.PLANNERS`, beside
+the class it accepts. A plugin that fails to load is left out and its problem kept (each registry's
+`problems()`, shown by `sayplan plugins`), so one broken package never takes the others down.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import inspect
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sayplan_core.options import NoOptions, check, table
-
-if TYPE_CHECKING:  # planners import this module's neighbours: the class is imported lazily at run time
-    from sayplan_core.planners.base import Planner
 
 PLANNER_GROUP = "sayplan.planners"
 ROBOT_GROUP = "sayplan.robots"
@@ -130,7 +127,8 @@ def _order(point: EntryPoint) -> tuple[int, str]:
     return (0 if dist == "sayplan_core" else 1 if dist in OUR_DISTRIBUTIONS else 2, point.name)
 
 
-def _options_problem(options: Any) -> str:
+def options_problem(options: Any) -> str:
+    """Why a plugin's `Options` cannot serve as its options table, or "" when it can."""
     if not (isinstance(options, type) and dataclasses.is_dataclass(options)):
         return "its Options is not a dataclass"
     try:
@@ -147,30 +145,12 @@ def _options_problem(options: Any) -> str:
     return ""
 
 
-def _accept_planner(name: str, plugin: Any) -> str:
-    from sayplan_core.planners.base import Planner
-
-    if not (isinstance(plugin, type) and issubclass(plugin, Planner)):
-        return "not a Planner subclass"
-    if plugin.name != name:
-        return f"its name is '{plugin.name}', not the entry point's '{name}'"
-    if inspect.isabstract(plugin):
-        return f"its class is abstract (it does not implement {', '.join(sorted(plugin.__abstractmethods__))})"
-    return _options_problem(plugin.Options)
-
-
 def _accept_robot(name: str, plugin: Any) -> str:
     if not isinstance(plugin, RobotPlugin):
         return "not a RobotPlugin"
     if plugin.name != name:
         return f"its name is '{plugin.name}', not the entry point's '{name}'"
-    return _options_problem(plugin.Options)
+    return options_problem(plugin.Options)
 
 
-PLANNER_REGISTRY: Registry[type[Planner]] = Registry(PLANNER_GROUP, _accept_planner)
 ROBOT_REGISTRY: Registry[RobotPlugin] = Registry(ROBOT_GROUP, _accept_robot)
-
-
-def problems() -> list[str]:
-    """Every plugin that was found but left out, and why."""
-    return PLANNER_REGISTRY.problems() + ROBOT_REGISTRY.problems()

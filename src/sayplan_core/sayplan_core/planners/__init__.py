@@ -6,13 +6,25 @@ The planners installed are plugins (`sayplan_core.plugins`, entry-point group `s
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from sayplan_core.llm.types import LlmBackend
 from sayplan_core.planners.base import Planner, PlannerOptions, PlanResult, Progress
-from sayplan_core.plugins import PLANNER_REGISTRY
+from sayplan_core.plugins import PLANNER_GROUP, Registry, options_problem
 
-PLANNERS = PLANNER_REGISTRY
+
+def _accept_planner(name: str, plugin: Any) -> str:
+    if not (isinstance(plugin, type) and issubclass(plugin, Planner)):
+        return "not a Planner subclass"
+    if plugin.name != name:
+        return f"its name is '{plugin.name}', not the entry point's '{name}'"
+    if inspect.isabstract(plugin):
+        return f"its class is abstract (it does not implement {', '.join(sorted(plugin.__abstractmethods__))})"
+    return options_problem(plugin.Options)
+
+
+PLANNERS: Registry[type[Planner]] = Registry(PLANNER_GROUP, _accept_planner)
 
 
 def make_planner(name: str, backend: LlmBackend, options: PlannerOptions | None = None, config: Any = None) -> Planner:
