@@ -76,5 +76,5 @@ def test_the_start_up_bench_measures_every_command_against_the_yardstick(tmp_pat
     ]
     assert rows[0][4].strip() == "1.00x"
     base = float(rows[0][1])
-    for row in rows[1:]:
-        assert row[4].strip() == f"{float(row[1]) / base:.2f}x"
+    for row in rows[1:]:  # the ratio of the unrounded medians: within rounding of the printed ones' ratio
+        assert float(row[4].strip().removesuffix("x")) == pytest.approx(float(row[1]) / base, abs=0.02), row
