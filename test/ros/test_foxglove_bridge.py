@@ -116,6 +116,8 @@ def test_a_foxglove_client_gets_the_graph_then_only_changes_and_the_plan(ros: An
             "/fault_latch": ("json", "sayplan.FaultLatch"),
             "/robot_pose": ("protobuf", "foxglove.PoseInFrame"),
             "/robot_path": ("protobuf", "foxglove.PosesInFrame"),
+            "/planner_steps": ("json", "sayplan.PlannerStep"),
+            "/llm_calls": ("json", "sayplan.LlmCall"),
         }
         first = client.until("/scene_graph", lambda m: len(m.entities) > 0, "the whole scene")
         connected = time.perf_counter()
@@ -231,7 +233,9 @@ def test_launch_arguments_add_the_bridge_with_its_port() -> None:
 
 def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> None:
     """`sayplan_demo --foxglove 0` as a process: a viewer that connects while it runs gets the office as one entity
-    per node, every step of the plan that ran (with its status) and the task's end among the events."""
+    per node, every step of the plan that ran (with its status), the task's end among the events, and for each
+    plan_task goal the planner's steps (the nodes it expanded, as the demo prints them) and its LLM calls (as many,
+    with as many tokens, as the demo's summary counts)."""
     import os
     import subprocess
     import sys
@@ -254,10 +258,27 @@ def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> N
                 "/plan", lambda m: m["steps"] and all(s["status"] == "succeeded" for s in m["steps"]), "the plan done"
             )
             seen = time.perf_counter()
-        rest, _ = demo.communicate(timeout=WAIT_S * 5)
-        assert demo.returncode == 0, line + rest
-        assert "summary: success" in rest
+            rest, _ = demo.communicate(timeout=WAIT_S * 5)  # every report is out once the demo has ended
+            summary = re.search(r"summary: success .* (\d+) plan_task goals, (\d+) LLM calls, (\d+) tokens", rest)
+            assert demo.returncode == 0 and summary, line + rest
+            goals, calls, tokens = (int(n) for n in summary.groups())
+            client.until("/planner_steps", lambda m: m["goal"] == goals and m["stage"] == "done", "the last goal")
+            client.until("/llm_calls", lambda m: len(client.received["/llm_calls"]) >= calls, "every LLM call")
         assert len(final["steps"]) == 15  # the plan after the replan (README: 1/15 ... 15/15)
+        steps, llm = client.received["/planner_steps"], client.received["/llm_calls"]
+        # the first goal: its steps in order, the nodes it expanded those the demo printed ("search kitchen, ...")
+        first = [s for s in steps if s["goal"] == 1]
+        assert [s["sequence"] for s in first] == list(range(len(first))) and first[-1]["stage"] == "done"
+        printed = re.findall(r"\[  planning\] search (\S+), round", line + rest)
+        assert printed and [(s["search"], s["node"]) for s in first if s["stage"] == "search"] == [
+            ("expand", node) for node in printed
+        ]
+        assert first[-1]["goal_success"] and first[0]["instruction"] == first[-1]["instruction"] != ""
+        assert sorted({s["goal"] for s in steps}) == list(range(1, goals + 1))
+        # every LLM call, with its tokens, latency and outcome
+        assert len(llm) == calls and sum(c["prompt_tokens"] + c["completion_tokens"] for c in llm) == tokens
+        assert [c["index"] for c in llm if c["goal"] == 1] == list(range(sum(c["goal"] == 1 for c in llm)))
+        assert all(c["outcome"] == "ok" and c["latency_s"] >= 0 and c["stage"] for c in llm), llm
     finally:
         if demo.poll() is None:
             demo.kill()

@@ -27,7 +27,7 @@ pytestmark = pytest.mark.ros
 
 LAYOUT = Path(__file__).resolve().parents[2] / "config" / "foxglove_layout.json"
 #: the panels the layout may use: each is in both Foxglove and Lichtblick
-PANEL_TYPES = {"3D", "Indicator", "Table", "StateTransitions", "RawMessages"}
+PANEL_TYPES = {"3D", "Indicator", "Table", "StateTransitions", "RawMessages", "Plot"}
 
 
 def panel_ids(node: Any) -> list[str]:

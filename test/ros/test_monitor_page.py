@@ -5,7 +5,7 @@ test's SIGINT, so a browser that is slow to start still sees the run, whole: the
 event history to a viewer that joins). Chromium (the distribution's package: `scripts/install_deps.sh monitor`) is
 driven over the DevTools protocol with the `websockets` client, reads the page the bridge serves, and the test
 checks what the page shows against what the demo printed: every step of the final plan, each succeeded, the result
-"success", one entity per graph node, no fault latched, the robot with no route left, and no resource fetched. Nothing is timed; the waits are
+"success", the planner's goals, LLM calls and tokens and the nodes its search expanded, one entity per graph node, no fault latched, the robot with no route left, and no resource fetched. Nothing is timed; the waits are
 hang guards. SAYPLAN_REGENERATE_SCREENSHOTS=1 saves the page as docs/howto/img/monitor_page.png.
 """
 
@@ -55,6 +55,8 @@ SNAPSHOT = """JSON.stringify({
   latch: document.getElementById("latch").textContent,
   robot: document.getElementById("robot").textContent,
   events: document.querySelectorAll("#events li").length,
+  planner: document.getElementById("planner-summary").textContent,
+  searched: [...document.querySelectorAll("#planner-steps li")].map(li => li.textContent),
   diagnostics: document.querySelectorAll("#diagnostics tr").length,
   fetched: performance.getEntriesByType("resource").map(r => r.name),
   painted: (() => {
@@ -199,13 +201,21 @@ def test_the_monitor_page_shows_a_demo_run_in_headless_chromium(ros: Any, tmp_pa
         with headless_chromium(binary, tmp_path / "profile") as browser:
             browser.open(match.group(1))
             shown = browser.until(
-                lambda s: s["result"] == "success" and {status for _, status in s["steps"]} == {"succeeded"},
-                'the result "success" and every step succeeded',
+                lambda s: (
+                    s["result"] == "success"
+                    and {status for _, status in s["steps"]} == {"succeeded"}
+                    and "plan_task goals" in s["planner"]
+                ),
+                'the result "success", every step succeeded and the planner\'s goals',
             )
             seen = time.perf_counter()
             if os.environ.get("SAYPLAN_REGENERATE_SCREENSHOTS") == "1":
                 browser.screenshot(SCREENSHOT)
                 print(f"\ntest_monitor_page: wrote {SCREENSHOT.relative_to(ROOT)}")
+        deadline = time.monotonic() + WAIT_S  # a SIGINT before the run is over would cancel it: wait for --stay
+        while not any("the nodes stay up until Ctrl-C" in line for line in lines) and demo.poll() is None:
+            assert time.monotonic() < deadline, f"the demo did not finish its run within {WAIT_S} s"
+            time.sleep(0.1)
         demo.send_signal(signal.SIGINT)  # ends --stay; the exit status is the run's
         demo.wait(timeout=WAIT_S)
         reader.join(timeout=WAIT_S)
@@ -223,6 +233,13 @@ def test_the_monitor_page_shows_a_demo_run_in_headless_chromium(ros: Any, tmp_pa
     assert shown["instruction"] and shown["events"] > 15 and shown["diagnostics"] > 0
     assert shown["entities"] == f"({len(load_env('office'))} entities)"
     assert shown["latch"] == "no fault latched"
+    # the planner's goals, LLM calls and tokens as the demo's summary counts them, and the nodes it expanded
+    summary = re.search(r"summary: success .* (\d+ plan_task goals, \d+ LLM calls, \d+ tokens)", output)
+    assert summary and shown["planner"] == f"({summary.group(1)})", shown["planner"]
+    printed_search = re.findall(r"\[  planning\] search (\S+), round", output)
+    shown_search = [re.match(r"goal 1 #\d+ search (\w+) (\S+),", line) for line in reversed(shown["searched"])]
+    searched = [m.groups() for m in shown_search if m]
+    assert printed_search and searched == [("expand", node) for node in printed_search], shown["searched"]
     assert re.fullmatch(r"robot: at \(-?[\d.]+, -?[\d.]+\); route ahead: 0 poses", shown["robot"]), shown["robot"]
     assert shown["painted"] > 1000  # the graph is drawn
     assert shown["fetched"] == []  # nothing loaded besides the page itself

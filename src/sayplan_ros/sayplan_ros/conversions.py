@@ -222,6 +222,7 @@ def call_to_msg(call: CallStats) -> LlmCallStats:
         prompt_tokens=call.prompt_tokens,
         completion_tokens=call.completion_tokens,
         latency_s=call.latency_s,
+        outcome=call.outcome,
     )
 
 

@@ -15,9 +15,15 @@ Serves the Foxglove WebSocket protocol (subprotocol `foxglove.sdk.v1`, foxglove-
 - `/robot_pose` (foxglove.PoseInFrame) and `/robot_path` (foxglove.PosesInFrame, protobuf): the agent where the
   scene draws it, and the route the path planner finds from there through the goto targets the plan has ahead
   (sayplan_core.viz.robot), sent when they change; an empty path when nothing is ahead.
+- `/planner_steps` (JSON, sayplan.PlannerStep) and `/llm_calls` (JSON, sayplan.LlmCall): for each plan_task goal,
+  every step the planner reported (what the search expanded or contracted, the simulator's verdict on a plan) and
+  every LLM call (stage, prompt and completion tokens, latency, outcome), numbered by goal (sayplan_core.viz.planning),
+  sent when the planner publishes the goal's report on `plan_results`; a viewer that subscribes gets the last
+  HISTORY of each first. The live one-line account of each step is on `/plan_events`.
 
 It follows the graph as every follower does (sayplan_ros.graph_follower: it takes the server's topics and
-`get_scene_graph`, nothing new to trust) and only reads: nothing a viewer sends reaches the stack (no client
+`get_scene_graph`, nothing new to trust), subscribes to the executor's and the planner's topics as any recorder
+does, and only reads: nothing a viewer sends reaches the stack (no client
 publishing, parameters or services are offered). What a viewer costs the stack: each message is encoded once and
 put, without waiting, on each viewer's own queue (`client_backlog` messages, foxglove-sdk's `message_backlog_size`);
 a viewer that falls further behind loses its oldest messages, so a slow or stalled browser never slows a callback.
@@ -67,9 +73,10 @@ from sayplan_core.node_options import FoxgloveBridgeOptions
 from sayplan_core.outcomes import Stage
 from sayplan_core.viz.markers import RGBA, Vec3
 from sayplan_core.viz.monitor_page import PageServer
+from sayplan_core.viz.planning import LLM_CALL_SCHEMA, PLANNER_STEP_SCHEMA, PlanningLog
 from sayplan_core.viz.robot import RouteTracker
 from sayplan_core.viz.scene import Entity, SceneChanges, SceneEntities
-from sayplan_interfaces.msg import ExecutionEvent, Plan
+from sayplan_interfaces.msg import ExecutionEvent, Plan, PlanReport
 from sayplan_ros.diagnostics import DIAGNOSTICS_TOPIC, DiagnosticsPublisher, msg_to_status
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.guard import guarded
@@ -80,6 +87,7 @@ from sayplan_ros.runner import run_nodes
 SCENE_TOPIC, PLAN_TOPIC, EVENTS_TOPIC = "/scene_graph", "/plan", "/plan_events"
 DIAGNOSTICS_CHANNEL, LATCH_TOPIC = "/diagnostics", "/fault_latch"
 ROBOT_POSE_TOPIC, ROBOT_PATH_TOPIC = "/robot_pose", "/robot_path"
+PLANNER_STEPS_TOPIC, LLM_CALLS_TOPIC = "/planner_steps", "/llm_calls"
 #: the stages after which nothing of the plan is ahead of the robot
 _ENDED = (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 #: events a viewer that subscribes to `/plan_events` gets first
@@ -222,6 +230,34 @@ def event_json(event: ExecutionEvent) -> dict[str, Any]:
     }
 
 
+def report_rows(log: PlanningLog, report: PlanReport) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """One plan_task goal's report as the rows of `/planner_steps` and `/llm_calls`."""
+    outcome = report.outcome
+    steps = [
+        {
+            "stage": p.stage,
+            "node": p.node,
+            "step": p.step,
+            "replanning_round": p.replanning_round,
+            "tokens_used": p.tokens_used,
+            "message": p.message,
+        }
+        for p in outcome.progress
+    ]
+    calls = [
+        {
+            "stage": c.stage,
+            "model": c.model,
+            "prompt_tokens": c.prompt_tokens,
+            "completion_tokens": c.completion_tokens,
+            "latency_s": c.latency_s,
+            "outcome": c.outcome,
+        }
+        for c in outcome.llm_calls
+    ]
+    return log.add(report.instruction, outcome.planner, outcome.success, steps, calls)
+
+
 def _encode(value: dict[str, Any]) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode("utf-8")
 
@@ -246,6 +282,7 @@ class FoxgloveBridge(Node):
         self._events: deque[dict[str, Any]] = deque(maxlen=EVENT_HISTORY)
         self._statuses: dict[str, dict[str, Any]] = {}
         self._faults: dict[str, str] = {}
+        self._planning = PlanningLog()
         self._joined: list[tuple[int, str]] = []  # (viewer, topic) waiting for the current state
         self._route = RouteTracker()
         self._step = -1  # the plan's step now (-1: nothing ahead)
@@ -258,6 +295,8 @@ class FoxgloveBridge(Node):
                 (EVENTS_TOPIC, EVENT_SCHEMA),
                 (DIAGNOSTICS_CHANNEL, DIAGNOSTICS_SCHEMA),
                 (LATCH_TOPIC, LATCH_SCHEMA),
+                (PLANNER_STEPS_TOPIC, PLANNER_STEP_SCHEMA),
+                (LLM_CALLS_TOPIC, LLM_CALL_SCHEMA),
             )
         }
         self._scene_channel = SceneUpdateChannel(SCENE_TOPIC, context=self._fox)
@@ -287,6 +326,7 @@ class FoxgloveBridge(Node):
         self.create_subscription(
             ExecutionEvent, "execution_events", guarded(self, "execution_events", self._on_event), EVENTS_QOS
         )
+        self.create_subscription(PlanReport, "plan_results", guarded(self, "plan_results", self._on_report), EVENTS_QOS)
         self.create_subscription(
             DiagnosticArray, DIAGNOSTICS_TOPIC, guarded(self, "diagnostics", self._on_diagnostics), DIAGNOSTICS_QOS
         )
@@ -357,6 +397,15 @@ class FoxgloveBridge(Node):
                 self._step = -1
             self._follow_robot(graph)
 
+    # ------------------------------------------------------------------ the planner's steps and LLM calls
+    def _on_report(self, msg: PlanReport) -> None:
+        with self._lock:
+            steps, calls = report_rows(self._planning, msg)
+            for row in steps:
+                self._channels[PLANNER_STEPS_TOPIC].log(_encode(row))
+            for row in calls:
+                self._channels[LLM_CALLS_TOPIC].log(_encode(row))
+
     # ------------------------------------------------------------------ diagnostics and the fault latch
     def _on_diagnostics(self, msg: DiagnosticArray) -> None:
         statuses = [msg_to_status(s) for s in msg.status]
@@ -398,6 +447,10 @@ class FoxgloveBridge(Node):
                 elif topic == EVENTS_TOPIC:
                     for event in self._events:
                         self._channels[topic].log(_encode(event), sink_id=client)
+                elif topic in (PLANNER_STEPS_TOPIC, LLM_CALLS_TOPIC):
+                    rows = self._planning.steps if topic == PLANNER_STEPS_TOPIC else self._planning.calls
+                    for row in rows:
+                        self._channels[topic].log(_encode(row), sink_id=client)
                 elif topic == DIAGNOSTICS_CHANNEL and self._statuses:
                     statuses = {"statuses": list(self._statuses.values())}
                     self._channels[topic].log(_encode(statuses), sink_id=client)
