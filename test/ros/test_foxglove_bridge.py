@@ -284,3 +284,34 @@ def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> N
             demo.kill()
             demo.wait()
     print(f"\nsayplan_demo --foxglove: the plan's last step seen {seen - started:.1f} s after start", file=sys.stderr)
+
+
+def test_the_monitor_client_bench_runs_both_arms_and_the_drop_check(tmp_path: Any) -> None:
+    """scripts/bench_monitor_client.py, one round: both arms run the demo to success, the stalled viewer subscribed
+    to every channel, and the drop check shows foxglove-sdk's per-viewer queue dropping, never the newest, without
+    closing the viewer. A pipeline check: no timing is asserted (the figures move with the machine's load)."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from ros_domains import claim_domain, release_domain
+
+    out, script = tmp_path / "monitor_client.md", Path(__file__).resolve().parents[2] / "scripts"
+    domain, lock = claim_domain()
+    try:
+        argv = [sys.executable, str(script / "bench_monitor_client.py"), "--rounds", "1", "--write", str(out)]
+        done = subprocess.run([*argv, "--domain", str(domain)], capture_output=True, text=True, timeout=600)
+    finally:
+        release_domain(lock)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    text = out.read_text(encoding="utf-8")
+    assert text.startswith("# A monitor viewer that never reads, beside none\n\nWritten by `"), text
+    rows = {r[0].strip(): r for r in (line.split("|")[1:-1] for line in text.splitlines()) if len(r) == 9}
+    assert rows["no client"][2].strip() == rows["stalled client"][2].strip() == "1/1", text
+    channels = re.search(r"subscribes to every channel \((\d+)\)", text)
+    assert channels and int(channels[1]) > 0, text
+    assert re.search(
+        r"stalled / none: demo wall time [\d.]+x, task time [\d.]+x; every run's result success: yes", text
+    )
+    drop = re.search(r"(\d+) messages .* got (\d+) of them; the newest kept: yes; still connected: yes", text)
+    assert drop and int(drop[2]) < int(drop[1]), text  # some were dropped, the newest kept, the viewer still there
