@@ -18,7 +18,6 @@ import shutil
 import signal
 from typing import Any
 
-import yaml
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
@@ -28,6 +27,7 @@ from launch.events.process import ProcessExited, ProcessIO, SignalProcess
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
+from sayplan_core import files
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
 from sayplan_ros.runner import SHUTDOWN_STOP_S, TEARDOWN_S
@@ -35,6 +35,8 @@ from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
+#: The largest params file read (a site's is a few kB).
+MAX_PARAMS_FILE_BYTES = 1 << 20
 #: launch escalates after 5 s by default; a node's own bound (runner.SHUTDOWN_STOP_S to stop its robot, then
 #: runner.TEARDOWN_S) is 4 s, too close on a loaded machine: a SIGKILL must never cut a robot's stop short
 SIGTERM_TIMEOUT_S = str(round(2 * (SHUTDOWN_STOP_S + TEARDOWN_S)))
@@ -42,8 +44,7 @@ SIGTERM_TIMEOUT_S = str(round(2 * (SHUTDOWN_STOP_S + TEARDOWN_S)))
 
 def node_sections(path: str, node: str) -> dict[str, Any]:
     """The parameters a params file gives `node` (its own section, then a `/**` section for every node)."""
-    with open(path, encoding="utf-8") as handle:
-        data = yaml.safe_load(handle) or {}
+    data = files.load_yaml(files.read_text(path, MAX_PARAMS_FILE_BYTES, "params file")) or {}  # aliases refused
     if not isinstance(data, dict):
         raise RuntimeError(f"params file {path}: expected node names at the top level")
     out: dict[str, Any] = {}

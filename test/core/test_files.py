@@ -16,6 +16,7 @@ import pytest
 from sayplan_core import files
 from sayplan_core.envs import load_env
 from sayplan_core.graph.importers import import_graph
+from sayplan_core.graph.importers.common import read_connectivity
 from sayplan_core.llm.replay import ReplayBackend
 from sayplan_core.robots.binding import SiteBinding
 from sayplan_core.sim.action_set import load_action_set
@@ -90,3 +91,48 @@ def test_errors_name_the_file_and_the_reason(tmp_path: Path) -> None:
     bad.write_bytes(b"\xff\xfe")
     with pytest.raises(files.FileReadError, match="not UTF-8 text"):
         files.read_text(bad, 10, "site file")
+
+
+# ----------------------------------------------------------------------------- YAML aliases (issue 39 item 4)
+#: Each loader that reads YAML from a file, with its suffix: all go through files.load_yaml.
+YAML_LOADERS = {
+    "environment": (load_env, ".yaml"),
+    "action set": (lambda p: load_action_set(p), ".yaml"),
+    "site file": (SiteBinding.load, ".yaml"),
+    "motion file": (TaughtMotions.load, ".yaml"),
+    "connectivity file": (read_connectivity, ".yaml"),
+}
+#: 1 kB that expands to 10**8 leaves when walked (an alias bomb; the reviewer's 277 KB metadata.yaml took 43 s and
+#: 1.37 GB in rosbags): refused at the first alias, before any of it is walked.
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]\n" for i in range(7)
+)
+
+
+@pytest.mark.parametrize("loader", sorted(YAML_LOADERS))
+def test_yaml_aliases_are_refused_by_every_loader(tmp_path: Path, loader: str) -> None:
+    """Found as a hostile user: YAML aliases were expanded (safe_load allows them). Each loader now refuses the
+    first alias with its line, naming the file."""
+    load, suffix = YAML_LOADERS[loader]
+    path = tmp_path / f"bomb{suffix}"
+    path.write_text(ALIAS_BOMB, encoding="utf-8")
+    load_action_set.cache_clear()
+    with pytest.raises(Exception) as caught:
+        load(str(path))
+    assert "YAML alias *a at line 2, column" in str(caught.value) and "refused" in str(caught.value), caught.value
+    assert str(path) in str(caught.value)
+
+
+def test_load_yaml_reads_plain_yaml_and_refuses_aliases_and_deep_nesting() -> None:
+    import yaml
+
+    plain = "a: [1, {b: c}]\nd: &anchor e\n"  # an anchor alone is harmless
+    assert files.load_yaml(plain) == yaml.safe_load(plain)
+    with pytest.raises(yaml.YAMLError, match=r"YAML alias \*x at line 2, column 4 refused"):
+        files.load_yaml("a: &x [1]\nb: *x\n")
+    with pytest.raises(yaml.YAMLError, match=r"merge|alias"):
+        files.load_yaml("a: &x {k: 1}\nb: {<<: *x}\n")
+    deep = "[" * (files.MAX_YAML_DEPTH + 1) + "]" * (files.MAX_YAML_DEPTH + 1)
+    with pytest.raises(yaml.YAMLError, match=f"nested deeper than {files.MAX_YAML_DEPTH} levels"):
+        files.load_yaml(deep)
+    assert files.load_yaml("[" * files.MAX_YAML_DEPTH + "]" * files.MAX_YAML_DEPTH) is not None

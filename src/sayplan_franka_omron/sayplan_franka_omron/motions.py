@@ -114,7 +114,7 @@ class TaughtMotions:
     def load(cls, path: str | Path) -> TaughtMotions:
         path = Path(path)
         try:
-            data = yaml.safe_load(files.read_text(path, MAX_MOTION_FILE_BYTES, "motion file"))
+            data = files.load_yaml(files.read_text(path, MAX_MOTION_FILE_BYTES, "motion file"))
         except files.FileReadError as exc:
             raise MotionError(str(exc)) from exc
         except yaml.YAMLError as exc:

@@ -29,6 +29,9 @@ from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 from rosbags.rosbag2 import Reader
 
+from sayplan_core import files
+from sayplan_ros.bag import MAX_METADATA_BYTES
+
 #: rmw_qos_profile_default.depth: the history `ros2 bag play` gives every publisher.
 PLAYER_DEPTH = 10
 _INFINITE_NS = 2**63 - 1
@@ -89,7 +92,7 @@ def offered_profiles(field: Any) -> list[QoSProfile]:
     if field is None or field == "":
         return []
     if isinstance(field, str):
-        field = yaml.safe_load(field)
+        field = files.load_yaml(field)
     if not isinstance(field, list):
         raise ValueError(f"offered_qos_profiles is not a list: {str(field)[:80]!r}")
     return [profile_from_rosbag2(entry) for entry in field]
@@ -119,7 +122,8 @@ def player_qos(profiles: list[QoSProfile]) -> QoSProfile:
 def read_topic_qos(bag: Path) -> dict[str, tuple[str, QoSProfile]]:
     """topic -> (type, player QoS) from the bag's metadata.yaml, as rosbag2's reader takes them."""
     try:
-        info = yaml.safe_load((bag / "metadata.yaml").read_text(encoding="utf-8"))["rosbag2_bagfile_information"]
+        text = files.read_text(bag / "metadata.yaml", MAX_METADATA_BYTES, "bag metadata")
+        info = files.load_yaml(text)["rosbag2_bagfile_information"]
         topics = info["topics_with_message_count"]
     except (OSError, yaml.YAMLError, KeyError, TypeError) as exc:
         raise ValueError(f"{bag} is not a rosbag2 folder with a readable metadata.yaml: {exc}") from exc

@@ -83,7 +83,7 @@ class PerceptionNode(Node):
         regions_file = options.room_regions_file
         if regions_file:
             try:
-                raw = yaml.safe_load(files.read_text(regions_file, MAX_REGIONS_FILE_BYTES, "room_regions_file")) or {}
+                raw = files.load_yaml(files.read_text(regions_file, MAX_REGIONS_FILE_BYTES, "room_regions_file")) or {}
                 regions = {
                     str(k): ((float(v[0][0]), float(v[0][1])), (float(v[1][0]), float(v[1][1]))) for k, v in raw.items()
                 }

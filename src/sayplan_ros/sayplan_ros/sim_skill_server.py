@@ -68,7 +68,7 @@ class SimSkillServer(SkillServer):
         changes_file = options.world_changes_file
         if changes_file:
             try:
-                changes = yaml.safe_load(files.read_text(changes_file, MAX_CHANGES_FILE_BYTES, "world_changes_file"))
+                changes = files.load_yaml(files.read_text(changes_file, MAX_CHANGES_FILE_BYTES, "world_changes_file"))
                 changes = changes or []
             except files.FileReadError as exc:
                 raise ValueError(str(exc)) from exc

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.envs.authoring import env_from_authoring
 from sayplan_core.graph import native_format
 from sayplan_core.graph.model import GraphError, SceneGraph
@@ -43,7 +44,7 @@ def load_env(
         raise GraphError(f"cannot read {path}: not a regular file (a device, FIFO or socket)")
     if path.suffix in (".yaml", ".yml"):
         try:
-            data = yaml.safe_load(read_text(path, "environment file"))
+            data = files.load_yaml(read_text(path, "environment file"))
         except yaml.YAMLError as exc:
             raise GraphError(f"{path}: invalid YAML: {str(exc).splitlines()[0]}") from exc
         except RecursionError:

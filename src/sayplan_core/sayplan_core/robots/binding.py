@@ -87,7 +87,7 @@ def read_site_file(path: str | Path) -> Any:
     """The YAML of a site file, refused whole when too large or unreadable (one line naming the file)."""
     path = Path(path)
     try:
-        return yaml.safe_load(files.read_text(path, MAX_SITE_FILE_BYTES, "site file"))
+        return files.load_yaml(files.read_text(path, MAX_SITE_FILE_BYTES, "site file"))
     except files.FileReadError as exc:
         raise ValueError(str(exc)) from exc
     except yaml.YAMLError as exc:

@@ -284,7 +284,7 @@ def load_action_set(name_or_path: str) -> ActionSet:
             raise ActionSetError(str(exc)) from exc
         source = str(path)
         try:
-            data = yaml.safe_load(text)
+            data = files.load_yaml(text)
         except yaml.YAMLError as exc:
             raise ActionSetError(f"{source}: invalid YAML: {exc}") from exc
         return action_set_from_dict(data, source)

@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.closest import close_names
 from sayplan_core.graph.importers.synthetic_links import invent
 from sayplan_core.graph.model import (
@@ -88,7 +89,7 @@ def _read_option_file(path: str | Path, what: str) -> Any:
     path = Path(path)
     text = read_text(path, what, MAX_OPTION_FILE_BYTES)
     try:
-        return yaml.safe_load(text)  # YAML is a superset of JSON
+        return files.load_yaml(text)  # YAML is a superset of JSON; aliases refused
     except yaml.YAMLError as exc:
         raise GraphError(f"{what} {path}: not valid YAML/JSON: {str(exc).splitlines()[0]}") from exc
     except RecursionError:
