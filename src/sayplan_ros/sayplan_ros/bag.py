@@ -18,14 +18,23 @@ one place the stack's publishers take it from), in the form rosbag2 itself write
 string with the rmw enum values. Unset durations and liveliness are written as DDS reports them to rosbag2's recorder
 (infinite, automatic); history and depth are the publisher's own (DDS reports "unknown", 0; players ignore them).
 `ros2 bag play` then offers the recorded durability, so a late joiner still gets the latched scene graph.
+
+Reading (`read_messages`, for sayplan_replay) takes every file of a bag as untrusted: rosbags' folder reader is not
+used (it parses metadata.yaml with aliases, opens any path it names, and decompresses whole files, messages and
+MCAP chunks before anything can be checked); the metadata and each storage file are checked first, and nothing is
+decompressed past the byte bound (docs/howto/replay.md lists the bounds).
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import queue
 import stat
 import struct
+import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -34,19 +43,29 @@ from typing import Any
 
 import yaml
 from ament_index_python.packages import get_package_share_directory
+from lz4.frame import LZ4FrameDecompressor  # type: ignore[import-untyped]
 from rclpy.duration import Duration
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2 import ReaderError, StoragePlugin, Writer
+from rosbags.rosbag2 import storage_mcap as _mcap
 from rosbags.rosbag2.metadata import parse_qos
+from rosbags.rosbag2.storage_mcap import McapReader
+from rosbags.rosbag2.storage_sqlite3 import Sqlite3Reader
 from rosbags.typesys import Stores, get_types_from_msg, get_typestore
 from rosbags.typesys.store import Typestore
 
+from sayplan_core import files
 from sayplan_core.node_options import BagRecorderOptions
 from sayplan_interfaces.msg import ExecutionEvent, GraphUpdate, Plan, PlanReport, SceneGraph, SkillReport
 from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import EVENTS_QOS, GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+
+if sys.version_info >= (3, 14):
+    from compression import zstd
+else:
+    from backports import zstd
 
 #: topic -> (message class, QoS); recorded under these names whatever namespace the stack runs in.
 RECORDED_TOPICS: dict[str, tuple[type, Any]] = {
@@ -318,10 +337,10 @@ def recover_bag(path: str | Path) -> str:
     truncated after its last whole record and given the data-end and footer records a clean close writes (no
     summary: readers then scan it); a closed bag or a sqlite3 bag (committed rows are readable) is left as it is."""
     path = Path(path)
-    files = sorted(path.glob("*.mcap"))
-    if not files:
+    mcaps = sorted(path.glob("*.mcap"))
+    if not mcaps:
         return f"{path}: nothing to recover (no MCAP file)"
-    mcap = files[0]
+    mcap = mcaps[0]
     data = mcap.read_bytes()
     if data.endswith(MCAP_MAGIC) and len(data) > 2 * len(MCAP_MAGIC):
         return f"{mcap}: closed cleanly, nothing to recover"
@@ -344,36 +363,229 @@ def recover_bag(path: str | Path) -> str:
     return f"{mcap}: recovered {end} of {len(data)} bytes"
 
 
-#: The largest metadata.yaml read: rosbags parses it whole (a run's is a few kB).
+#: The largest metadata.yaml read (a run's is a few kB).
 MAX_METADATA_BYTES = 1 << 20
-#: The most message bytes read from one bag (sayplan_replay keeps a run's messages in memory).
+#: The most message bytes read from one bag, decompressed (sayplan_replay keeps a run's messages in memory); its
+#: storage files are bounded by storage_bound of it.
 MAX_READ_BYTES = 1 << 30
+#: What a storage file holds besides its messages, beyond their own size again (schemas, channels, indexes).
+STORAGE_SLACK = 1 << 20
+
+
+def storage_bound(max_bytes: int) -> int:
+    """The largest storage file (or decompressed storage file, or sum of MCAP chunks) read for `max_bytes` of
+    messages: 2 GiB + 1 MiB for the default bound."""
+    return 2 * max_bytes + STORAGE_SLACK
+
+
+#: How a bag's compression is undone where it cannot be read bounded.
+DECOMPRESS_HINT = "`ros2 bag convert -i BAG -o OUT.yaml` (OUT.yaml without compression), or `zstd -d` a storage file"
+#: The decompression bound of one MCAP chunk while a bag is read (rosbags decompresses a chunk whole).
+_CHUNK_LIMIT: contextvars.ContextVar[int] = contextvars.ContextVar(
+    "chunk_limit", default=2 * MAX_READ_BYTES + STORAGE_SLACK
+)
+
+
+def _bounded(decompressor: Any, data: bytes, size: int, what: str) -> bytes:
+    """At most `size` bytes out of `data`; ReaderError if `data` holds more than that."""
+    out: bytes = decompressor.decompress(data, max_length=size)
+    if len(out) == size and not decompressor.eof and decompressor.decompress(b"", max_length=1):
+        raise ReaderError(f"{what} holds more than the {size:,} bytes it declares")
+    return out
+
+
+def _chunk_decompressor(factory: Any) -> Any:
+    def decompress(data: bytes, size: int) -> bytes:
+        limit = _CHUNK_LIMIT.get()
+        if size > limit:
+            raise ReaderError(f"an MCAP chunk declares {size:,} bytes uncompressed; at most {limit:,} are read")
+        return _bounded(factory(), data, size, "an MCAP chunk")
+
+    return decompress
+
+
+# rosbags decompresses an MCAP chunk whole, trusting nothing (a 131 KB chunk of zeros made 4 GiB): its chunk
+# decompressors are replaced by ones that check the declared size against the bound, and never make more than that
+_mcap.DECOMPRESSORS["zstd"] = _chunk_decompressor(zstd.ZstdDecompressor)
+_mcap.DECOMPRESSORS["lz4"] = _chunk_decompressor(LZ4FrameDecompressor)
+
+
+class _Storage:
+    """One storage file of a bag, checked: a regular file of the bag folder, not a link leading elsewhere."""
+
+    def __init__(self, bag: Path, name: Any, max_bytes: int) -> None:
+        if not isinstance(name, str) or not name or name in (".", "..") or "/" in name or "\\" in name:
+            raise ValueError(
+                f"{bag}/metadata.yaml names storage file {str(name)[:200]!r}: only a file of the bag folder is read"
+            )
+        self.path = bag / name
+        files.inside(self.path, bag, "bag storage file")
+        fd = files.open_regular(self.path, "bag storage file")  # a FIFO or a device: refused, never waited on
+        try:
+            info = os.fstat(fd)
+        finally:
+            os.close(fd)
+        self.identity = (info.st_dev, info.st_ino)
+        if info.st_size > storage_bound(max_bytes):
+            raise ValueError(
+                f"{self.path} has {info.st_size:,} bytes; a bag's storage file is read up to "
+                f"{storage_bound(max_bytes):,}"
+            )
+
+
+def _decompress_file(source: Path, folder: Path, limit: int, deadline: float | None) -> Path:
+    """`source` (a zstd file) decompressed into `folder`, streaming, never past `limit` bytes (disk and memory)."""
+    target = folder / source.stem
+    written = 0
+    fd = files.open_regular(source, "bag storage file")
+    with os.fdopen(fd, "rb") as raw, zstd.open(raw, "rb") as infile, target.open("wb") as out:
+        try:
+            while chunk := infile.read(min(1 << 20, limit + 1 - written)):
+                written += len(chunk)
+                if written > limit:
+                    raise ValueError(f"{source} decompresses to more than {limit:,} bytes; at most that is read")
+                out.write(chunk)
+                if deadline is not None and time.monotonic() > deadline:
+                    raise ValueError(f"decompressing {source} took longer than the time given")
+        except zstd.ZstdError as exc:
+            raise ValueError(f"{source} is not a whole zstd file: {exc}") from None
+    return target
+
+
+def _metadata(bag: Path) -> dict[str, Any]:
+    meta = bag / "metadata.yaml"
+    try:
+        info = meta.lstat()
+    except OSError as exc:
+        raise ValueError(f"{meta}: cannot be read: {exc.strerror or exc}") from None
+    if stat.S_ISREG(info.st_mode) and info.st_size > MAX_METADATA_BYTES:
+        raise ValueError(f"{meta} has {info.st_size:,} bytes; a bag's metadata is read up to {MAX_METADATA_BYTES:,}")
+    files.inside(meta, bag, "bag metadata")
+    text = files.read_text(meta, MAX_METADATA_BYTES, "bag metadata")  # regular files only, bounded
+    try:
+        data = files.load_yaml(text)  # aliases refused: an alias bomb is 277 KB that rosbags expanded to 1.37 GB
+    except yaml.YAMLError as exc:
+        raise ValueError(f"{meta} is not valid YAML: {str(exc).splitlines()[0][:300]}") from None
+    info_ = data.get("rosbag2_bagfile_information") if isinstance(data, dict) else None
+    if not isinstance(info_, dict):
+        raise ValueError(f"{meta} has no rosbag2_bagfile_information: not a rosbag2 bag")
+    return info_
+
+
+def _open_storage(storage: _Storage, path: Path, kind: str, stack: contextlib.ExitStack) -> Any:
+    """The rosbags reader of one storage file (`path`: the file itself, or its decompressed copy)."""
+    reader: Any = McapReader(path) if kind == "mcap" else Sqlite3Reader(path)
+    try:
+        reader.open()
+    except ReaderError as exc:
+        if kind == "mcap" and "end magic" in str(exc):
+            raise ValueError(
+                f"{storage.path} is truncated or incomplete (no MCAP end record: its recorder stopped before closing "
+                f"it); recover it with `ros2 bag reindex {storage.path.parent}` or `mcap recover {storage.path} -o "
+                "FIXED.mcap`"
+            ) from None
+        raise ValueError(f"{storage.path} is not a readable {kind} file: {exc}") from None
+    stack.callback(reader.close)
+    if kind == "mcap" and path == storage.path:
+        info = os.fstat(reader.bio.fileno())
+        if (info.st_dev, info.st_ino) != storage.identity:
+            raise ValueError(f"{storage.path} changed while it was opened")
+    return reader
 
 
 def read_messages(
-    path: str | Path, deadline: float | None = None, max_bytes: int = MAX_READ_BYTES
+    path: str | Path,
+    deadline: float | None = None,
+    max_bytes: int = MAX_READ_BYTES,
+    unread: dict[str, tuple[str, int]] | None = None,
 ) -> Iterator[tuple[str, int, Any]]:
-    """(topic, timestamp, rclpy message) in recorded order. ValueError, before anything is parsed, for a
-    metadata.yaml that is not a regular file of at most MAX_METADATA_BYTES; while reading, once more than
-    `max_bytes` of messages were read or the monotonic `deadline` passed."""
+    """(topic, timestamp, rclpy message) of the stack's topics (RECORDED_TOPICS), in recorded order per storage file.
+
+    Every file read is bounded and checked before it is opened: metadata.yaml (a regular file of at most
+    MAX_METADATA_BYTES, no YAML aliases) and each storage file it names (a regular file of the bag folder, not a
+    FIFO, device or link leading outside it). ValueError, naming the file, for any of these; while reading, once
+    more than `max_bytes` of messages were read or would be decompressed (zstd per message or per file, MCAP chunks:
+    the declared sizes are checked first and decompression stops at the bound), the monotonic `deadline` passed, a
+    topic of the stack's was recorded with another type, or a message does not decode. Topics the stack does not
+    publish are not decoded: `unread` gets topic -> (recorded type, messages), so the caller can say so.
+    """
     bag = Path(path)
-    meta = bag / "metadata.yaml"
-    try:
-        info = meta.stat()
-    except OSError as exc:
-        raise ValueError(f"{meta}: cannot be read: {exc.strerror or exc}") from None
-    if not stat.S_ISREG(info.st_mode):
-        raise ValueError(f"{meta} is not a regular file")
-    if info.st_size > MAX_METADATA_BYTES:
-        raise ValueError(f"{meta} has {info.st_size:,} bytes; a bag's metadata is read up to {MAX_METADATA_BYTES:,}")
+    info = _metadata(bag)
+    kind = info.get("storage_identifier")
+    if kind not in STORAGES:
+        raise ValueError(f"{bag}/metadata.yaml: storage {str(kind)[:80]!r} is not one of {', '.join(STORAGES)}")
+    mode = str(info.get("compression_mode") or "").lower()
+    mode = "" if mode == "none" else mode
+    if mode and (mode not in ("file", "message") or info.get("compression_format") != "zstd"):
+        raise ValueError(
+            f"{bag}: compression {info.get('compression_format')!r} by {mode!r} cannot be read; decompress it with "
+            f"{DECOMPRESS_HINT}"
+        )
+    names = info.get("relative_file_paths")
+    if not isinstance(names, list) or not names:
+        raise ValueError(f"{bag}/metadata.yaml lists no storage file (relative_file_paths)")
+    storages = [_Storage(bag, name, max_bytes) for name in names]
+    token = _CHUNK_LIMIT.set(storage_bound(max_bytes))
     read = 0
-    with Reader(bag) as reader:
-        for connection, timestamp, raw in reader.messages():
-            read += len(raw)
-            if read > max_bytes:
-                raise ValueError(f"{bag} holds more than {max_bytes:,} bytes of messages; at most that is read")
-            if deadline is not None and time.monotonic() > deadline:
-                raise ValueError(f"reading {bag} took longer than the time given ({read:,} bytes read)")
-            if connection.topic in RECORDED_TOPICS:
-                cls = RECORDED_TOPICS[connection.topic][0]
-                yield connection.topic, timestamp, deserialize_message(bytes(raw), cls)
+    try:
+        with contextlib.ExitStack() as stack:
+            for storage in storages:
+                path_ = storage.path
+                if mode == "file":
+                    folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sayplan_bag_")))
+                    path_ = _decompress_file(storage.path, folder, storage_bound(max_bytes), deadline)
+                reader = _open_storage(storage, path_, str(kind), stack)
+                if kind == "mcap":
+                    size = path_.stat().st_size
+                    if any(c.compressed_size > size or c.compressed_size < 0 for c in reader.chunks):
+                        raise ValueError(f"{storage.path}: its chunk index names chunks larger than the file")
+                    declared = sum(c.uncompressed_size for c in reader.chunks)
+                    if declared > storage_bound(max_bytes):
+                        raise ValueError(
+                            f"{storage.path}'s chunks declare {declared:,} bytes uncompressed; at most "
+                            f"{storage_bound(max_bytes):,} are read"
+                        )
+                for connection in reader.connections:
+                    if connection.topic in RECORDED_TOPICS:
+                        expected = type_name(RECORDED_TOPICS[connection.topic][0])
+                        if connection.msgtype != expected:
+                            raise ValueError(
+                                f"{storage.path}: topic {connection.topic} was recorded as {connection.msgtype}; "
+                                f"it is read as {expected}"
+                            )
+                counts: dict[int, int] = {}
+                for connection, timestamp, raw in reader.messages(reader.connections):
+                    data = raw
+                    if mode == "message":  # never more out than the bound leaves, plus one byte to tell
+                        try:
+                            decompressor = zstd.ZstdDecompressor()
+                            data = decompressor.decompress(raw, max_length=max_bytes - read + 1)
+                            if not decompressor.eof and len(data) <= max_bytes - read:
+                                raise zstd.ZstdError("not a whole zstd frame")
+                        except zstd.ZstdError as exc:
+                            raise ValueError(f"{storage.path}: a message on {connection.topic}: {exc}") from None
+                    read += len(data)
+                    if read > max_bytes:
+                        raise ValueError(f"{bag} holds more than {max_bytes:,} bytes of messages; at most that is read")
+                    if deadline is not None and time.monotonic() > deadline:
+                        raise ValueError(f"reading {bag} took longer than the time given ({read:,} bytes read)")
+                    counts[connection.id] = counts.get(connection.id, 0) + 1
+                    if connection.topic not in RECORDED_TOPICS:
+                        if unread is not None:
+                            _, seen = unread.get(connection.topic, (connection.msgtype, 0))
+                            unread[connection.topic] = (connection.msgtype, seen + 1)
+                        continue
+                    cls = RECORDED_TOPICS[connection.topic][0]
+                    try:
+                        message = deserialize_message(bytes(data), cls)
+                    except Exception as exc:
+                        raise ValueError(
+                            f"{storage.path}: message #{counts[connection.id]} on {connection.topic} does not decode "
+                            f"as {connection.msgtype}: {' '.join(str(exc).split())[:200] or type(exc).__name__}"
+                        ) from None
+                    yield connection.topic, timestamp, message
+    except ReaderError as exc:
+        raise ValueError(f"{bag} cannot be read: {exc}") from None
+    finally:
+        with contextlib.suppress(ValueError):
+            _CHUNK_LIMIT.reset(token)

@@ -9,8 +9,9 @@ transcripts and the recorded injected skill failures (or `--failure`), sends the
 new run folder, and compares plans, skill outcomes, events and the final graph (sayplan_core.execution.run_diff).
 
 Exit codes, for CI: 0 the run did the same, 1 it differs (the first difference is printed), 2 it could not be
-replayed (no such run, an unreadable or oversized bag, a run that was canceled or stopped before its task ended,
-the stack did not come up, no result in time; `--timeout` covers reading the bag too).
+replayed (no such run, an unreadable, oversized or hostile bag, a run that was canceled or stopped before its task
+ended, the stack did not come up, no result in time; `--timeout` covers opening and reading the bag too). Topics of
+the bag the replay does not read are named on stderr.
 """
 
 from __future__ import annotations
@@ -49,7 +50,7 @@ from sayplan_core.graph.updates import apply_in_place
 from sayplan_core.llm.replay import MAX_TRANSCRIPT_BYTES
 from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_interfaces.msg import ExecutionEvent
-from sayplan_ros.bag import BagRecorder, read_messages
+from sayplan_ros.bag import RECORDED_TOPICS, BagRecorder, read_messages
 from sayplan_ros.conversions import msg_to_graph, msg_to_update
 from sayplan_ros.demo import Interrupt, Spinner, send_task, wait_for_startup
 from sayplan_ros.lifecycle_manager import LifecycleManager
@@ -68,7 +69,9 @@ class RecordedRun:
         bag = folder / "bag"
         if not (bag / "metadata.yaml").is_file():
             raise ValueError(f"{folder} is not a run folder: no bag/metadata.yaml")
-        self.messages = list(read_messages(bag, deadline))
+        #: topic -> (type, messages) of the bag's topics the replay does not read (not the stack's own)
+        self.unread: dict[str, tuple[str, int]] = {}
+        self.messages = list(read_messages(bag, deadline, unread=self.unread))
         graphs = [m for topic, _, m in self.messages if topic == "/scene_graph"]
         if not graphs:
             raise ValueError(f"{bag} holds no /scene_graph message: nothing to start the replay from")
@@ -89,9 +92,31 @@ class RecordedRun:
         if not ended:
             raise InterruptedRunError(f"{folder} has no end: the run was stopped before its task ended")
         paths = sorted((folder / "llm").glob("plan_task_*.json"))
-        self.transcript = merge_transcripts(
-            [json.loads(files.read_bytes(p, MAX_TRANSCRIPT_BYTES, "transcript").decode("utf-8")) for p in paths]
-        )
+        self.transcript = merge_transcripts([read_transcript(p, folder) for p in paths])
+
+
+def read_transcript(path: Path, folder: Path) -> Any:
+    """One LLM transcript of a run folder: a regular file inside the folder, bounded, JSON; errors name the file."""
+    files.inside(path, folder, "transcript")  # a link to /etc/passwd is refused, not read
+    text = files.read_text(path, MAX_TRANSCRIPT_BYTES, "transcript")
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"transcript {path} is not JSON: {exc}") from None
+    except RecursionError:
+        raise ValueError(f"transcript {path} is nested too deeply") from None
+
+
+def unread_note(unread: dict[str, tuple[str, int]]) -> str:
+    """One line naming the bag's topics the replay did not read, and why; '' when it read them all."""
+    if not unread:
+        return ""
+    names = ", ".join(f"{topic} ({count} {kind})" for topic, (kind, count) in sorted(unread.items())[:10])
+    more = f" and {len(unread) - 10} more" if len(unread) > 10 else ""
+    return (
+        f"not read from the bag: {names}{more}: the replay compares only the stack's own topics "
+        f"({', '.join(RECORDED_TOPICS)}) recorded at the root; a run recorded in a namespace is not replayed"
+    )
 
 
 class InterruptedRunError(ValueError):
@@ -210,6 +235,8 @@ def main(argv: list[str] | None = None) -> None:
     code = EXIT_CANNOT_RUN
     try:
         recorded = RecordedRun(Path(args.run), time.monotonic() + args.timeout)  # --timeout covers the reading
+        if note := unread_note(recorded.unread):  # before a difference those messages may explain
+            print(f"sayplan_replay: {note}", file=sys.stderr)
         for sig in (signal.SIGINT, signal.SIGTERM):  # both end the replay as Ctrl-C does: nodes destroyed, 130
             signal.signal(sig, _interrupt)
         rclpy.init(
@@ -219,6 +246,8 @@ def main(argv: list[str] | None = None) -> None:
         differences = diff_runs(recorded.summary, replayed)
         print(f"replayed {args.run} -> {run_dir}")
         print(report(recorded.summary, replayed, differences))
+        if differences and note:
+            print(f"note: {note}")
         code = EXIT_DIFFERS if differences else EXIT_SAME
     except KeyboardInterrupt:
         code = 130
