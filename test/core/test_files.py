@@ -15,6 +15,7 @@ import pytest
 
 from sayplan_core import files
 from sayplan_core.envs import load_env
+from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph.importers import import_graph
 from sayplan_core.graph.importers.common import read_connectivity
 from sayplan_core.llm.replay import ReplayBackend
@@ -101,6 +102,7 @@ YAML_LOADERS = {
     "site file": (SiteBinding.load, ".yaml"),
     "motion file": (TaughtMotions.load, ".yaml"),
     "connectivity file": (read_connectivity, ".yaml"),
+    "task file": (load_tasks, ".yaml"),
 }
 #: 1 kB that expands to 10**8 leaves when walked (an alias bomb; the reviewer's 277 KB metadata.yaml took 43 s and
 #: 1.37 GB in rosbags): refused at the first alias, before any of it is walked.

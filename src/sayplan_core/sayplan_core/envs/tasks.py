@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from sayplan_core import files
 from sayplan_core.graph import native_format
 from sayplan_core.graph.model import GraphError, SceneGraph, with_state
 from sayplan_core.graph.native_format import read_text
@@ -254,7 +255,7 @@ def load_tasks(path: str | Path | None = None) -> list[Task]:
         path = tasks_path()
     path = Path(path)
     try:
-        data = yaml.safe_load(read_text(path, "task file", MAX_TASK_FILE_BYTES))
+        data = files.load_yaml(read_text(path, "task file", MAX_TASK_FILE_BYTES))  # aliases refused
     except GraphError as exc:
         raise TaskFileError(str(exc)) from None
     except yaml.YAMLError as exc:
