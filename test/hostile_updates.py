@@ -4,6 +4,7 @@ op by op from hypothesis data on whatever graph the test holds."""
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 from typing import Any
 
 from hypothesis import strategies as st
@@ -23,10 +24,18 @@ def nested(depth: int) -> Any:
     return value
 
 
+def forged(node: Node, **fields: Any) -> Node:
+    """`node` with fields its constructor refuses, as a peer's decoded message could hold (deliberately past the
+    freeze: the graph must refuse it on arrival)."""
+    out = copy.copy(node)
+    for name, value in fields.items():
+        object.__setattr__(out, name, value)
+    return out
+
+
 def moved(graph: SceneGraph, node_id: str, parent: str, **attributes: Any) -> NodeUpsert:
-    node = copy.deepcopy(graph.nodes[node_id])
-    node.attributes.update(attributes)
-    return NodeUpsert(node, parent, "ontop_of")
+    node = graph.nodes[node_id]
+    return NodeUpsert(replace(node, attributes={**node.attributes, **attributes}), parent, "ontop_of")
 
 
 def some_object_and_asset(graph: SceneGraph) -> tuple[str, str]:
@@ -46,14 +55,17 @@ def valid_op(graph: SceneGraph, added: list[str], draw: Any, serial: int) -> Gra
         return GraphUpdate(upsert=[moved(graph, obj, draw(st.sampled_from(assets)))])
     if kind == "states":
         obj = draw(st.sampled_from(graph.ids_of_type("object")))
-        node = copy.deepcopy(graph.nodes[obj])
-        node.states = draw(st.lists(st.sampled_from(["dirty", "clean", "full", "empty"]), max_size=3))
+        node = replace(
+            graph.nodes[obj], states=draw(st.lists(st.sampled_from(["dirty", "clean", "full", "empty"]), max_size=3))
+        )
         return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(obj), graph.relation(obj) or "in")])
     if kind == "agent":
         agent = graph.agent_id
         assert agent is not None
-        node = copy.deepcopy(graph.nodes[agent])
-        node.attributes["location"] = draw(st.sampled_from(graph.ids_of_type("room", "pose")))
+        node = graph.nodes[agent]
+        node = replace(
+            node, attributes={**node.attributes, "location": draw(st.sampled_from(graph.ids_of_type("room", "pose")))}
+        )
         return GraphUpdate(upsert=[NodeUpsert(node)])
     if kind == "remove" and added:
         victim = draw(st.sampled_from(added))
@@ -77,12 +89,13 @@ def hostile_op(graph: SceneGraph, draw: Any) -> GraphUpdate:
     assert agent is not None
     obj, asset = some_object_and_asset(graph)
     if kind == "deep":
-        node = copy.deepcopy(graph.nodes[obj])
-        node.attributes["deep"] = nested(draw(st.integers(limits.MAX_JSON_DEPTH + 1, 700)))
+        node = graph.nodes[obj]
+        deep = nested(draw(st.integers(limits.MAX_JSON_DEPTH + 1, 700)))
+        node = forged(node, attributes={**node.attributes, "deep": deep})
         return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])
     if kind == "bare_agent":
-        node = copy.deepcopy(graph.nodes[agent])
-        node.attributes.pop("location", None)
+        node = graph.nodes[agent]
+        node = replace(node, attributes={k: v for k, v in node.attributes.items() if k != "location"})
         return GraphUpdate(upsert=[NodeUpsert(node)])
     if kind == "nan_weight":
         a, b = graph.ids_of_type("room")[:2]
@@ -92,9 +105,7 @@ def hostile_op(graph: SceneGraph, draw: Any) -> GraphUpdate:
     if kind == "missing":
         return GraphUpdate(remove=["no_such_node"])
     if kind == "retype":
-        node = copy.deepcopy(graph.nodes[obj])
-        node.type = "asset"
+        node = replace(graph.nodes[obj], type="asset")
         return GraphUpdate(upsert=[NodeUpsert(node, graph.parent(asset), "in")])
-    node = Node("z" * 10, "object")
-    node.id = "z" * (limits.MAX_ID_CHARS + 1)
+    node = forged(Node("z" * 10, "object"), id="z" * (limits.MAX_ID_CHARS + 1))
     return GraphUpdate(upsert=[NodeUpsert(node, asset, "ontop_of")])

@@ -98,7 +98,7 @@ def test_object_moved_to_another_room_is_forgotten() -> None:
     missing = h.run_skill(PlanStep("pickup", "coffee_mug"))
     assert not missing.success and missing.code is SkillCode.NOT_FOUND
     assert "coffee_mug" not in h.graph  # not here, and the robot cannot see where it went
-    assert h.graph.nodes["kitchen_cupboard"].states == ["open"]
+    assert h.graph.nodes["kitchen_cupboard"].states == ("open",)
 
 
 def test_replans_are_bounded() -> None:

@@ -294,7 +294,7 @@ def test_the_hand_read_back_decides_what_the_update_says() -> None:
     something): after the correction the graph holds an object exactly when the fingers do, or the skill ends a
     robot fault (fingers closed on something the graph cannot name)."""
     empty = OFFICE.copy()
-    empty.nodes[empty.agent_id or "agent"].attributes["location"] = "kitchen"
+    empty.set_attributes(empty.agent_id or "agent", {"location": "kitchen"})
     empty.set_states("kitchen_cupboard", ["open"])
     holding = empty.copy()
     holding.set_parent("coffee_mug", holding.agent_id or "agent", "inside_hand")
@@ -512,7 +512,7 @@ def test_gripper_results(status: int, success: bool, error: str, grasp: bool, co
 # ----------------------------------------------------------------------------- scene-graph updates
 def test_success_updates_follow_the_action_set() -> None:
     graph = OFFICE.copy()
-    graph.nodes[graph.agent_id or "agent"].attributes["location"] = "kitchen"
+    graph.set_attributes(graph.agent_id or "agent", {"location": "kitchen"})
     graph.set_states("kitchen_cupboard", ["open"])
     update, warning = success_update(
         graph, PlanStep("pickup", "coffee_mug"), SAYPLAN, "kitchen_cupboard", "kitchen", "franka_omron"

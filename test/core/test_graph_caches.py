@@ -287,16 +287,17 @@ def mutate(data: Any, graph: SceneGraph, log: list[str]) -> list[str]:
             node_id = pick(data, nodes)
             assert node_id is not None
             old = graph.nodes[node_id]
+            attributes = dict(old.attributes, color="red") if data.draw(st.booleans()) else dict(old.attributes)
+            if old.type == "agent":
+                attributes["location"] = pick(data, sorted(graph.nav.nodes)) or "hall"
             new = Node(
                 node_id,
                 old.type,
                 name=data.draw(st.sampled_from(["", "Zimmer Ä", node_id.replace("_", " "), "x y"])),
                 affordances=data.draw(st.lists(st.sampled_from(["pickup", "open"]), max_size=1)),
-                attributes=dict(old.attributes, color="red") if data.draw(st.booleans()) else dict(old.attributes),
+                attributes=attributes,
                 position=data.draw(st.none() | st.tuples(*[st.integers(-3, 3).map(float)] * 3)),
             )
-            if old.type == "agent":
-                new.attributes["location"] = pick(data, sorted(graph.nav.nodes)) or "hall"
             graph.replace_node(new)
             log.append(f"replace {node_id}")
             return [node_id]

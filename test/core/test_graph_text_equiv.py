@@ -148,7 +148,7 @@ def graphs(draw: st.DrawFn) -> SceneGraph:
                 graph.connect(a, b)
     for agent in graph.ids_of_type("agent"):
         if nav and draw(st.booleans()):
-            graph.nodes[agent].attributes["location"] = draw(st.sampled_from(nav))
+            graph.set_attributes(agent, {"location": draw(st.sampled_from(nav))})
     return graph
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 
 from hypothesis import event, given
@@ -72,7 +73,7 @@ def oracle(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
         if item.node.id not in work:
             work.add_node(item.node)
         elif work.nodes[item.node.id].type == item.node.type:
-            work.nodes[item.node.id] = item.node
+            work.replace_node(item.node)
         else:
             was = work.nodes[item.node.id].type
             raise GraphError(f"node '{item.node.id}' cannot change type from {was} to {item.node.type}")
@@ -104,14 +105,14 @@ def oracle(graph: SceneGraph, update: GraphUpdate) -> SceneGraph:
 def node_like(draw: st.DrawFn, node_id: str, graph: SceneGraph) -> Node:
     """The node as it is, or a fresh one, maybe of another type; agents maybe somewhere odd or nowhere."""
     if node_id in graph and draw(st.booleans()):
-        node = copy.deepcopy(graph.nodes[node_id])
-        node.states = draw(st.sampled_from([node.states, ["open"], ["closed"]]))
+        node = graph.nodes[node_id]
+        node = replace(node, states=draw(st.sampled_from([node.states, ("open",), ("closed",)])))
     else:
         kind = graph.nodes[node_id].type if node_id in graph and draw(st.booleans()) else None
         node = Node(node_id, kind or draw(st.sampled_from(NODE_TYPES)))
     if node.type == "agent":
         where = draw(st.sampled_from([None, *IDS[:: max(1, len(IDS) // 12)], "ghost", "pose_f0_0"]))
-        node.attributes = {} if where is None else {"location": where}
+        node = replace(node, attributes={} if where is None else {"location": where})
     return node
 
 
@@ -143,18 +144,17 @@ def plausible_updates(draw: st.DrawFn, graph: SceneGraph) -> GraphUpdate:
         if choice == "move" and objects:
             node_id, parent = draw(st.sampled_from(objects)), draw(st.sampled_from(holders))
             relation = "ontop_of" if graph.nodes[parent].type == "object" else draw(st.sampled_from(RELATIONS[1:3]))
-            update.upsert.append(NodeUpsert(copy.deepcopy(graph.nodes[node_id]), parent, relation))
+            update.upsert.append(NodeUpsert(graph.nodes[node_id], parent, relation))
         elif choice == "new":
             node_id = draw(st.sampled_from(["new_a", "new_b"]))
             update.upsert.append(NodeUpsert(Node(node_id, "object"), draw(st.sampled_from(holders)), "inside_of"))
         elif choice == "walk" and graph.agent_id is not None:
-            agent = copy.deepcopy(graph.nodes[graph.agent_id])
-            agent.attributes["location"] = draw(st.sampled_from(nav))
+            agent = graph.nodes[graph.agent_id]
+            agent = replace(agent, attributes={**agent.attributes, "location": draw(st.sampled_from(nav))})
             update.upsert.append(NodeUpsert(agent))
         elif choice == "state":
             node_id = draw(st.sampled_from(holders))
-            node = copy.deepcopy(graph.nodes[node_id])
-            node.states = draw(st.sampled_from([["open"], ["closed"], []]))
+            node = replace(graph.nodes[node_id], states=draw(st.sampled_from([("open",), ("closed",), ()])))
             update.upsert.append(NodeUpsert(node, graph.parent(node_id), graph.relation(node_id) or "in"))
     leaves = [n for n in graph.nodes if not graph.children(n) and graph.nodes[n].type == "object"]
     update.remove = draw(st.lists(st.sampled_from(leaves + nav[:1]), max_size=2, unique=True)) if leaves else []

@@ -43,8 +43,8 @@ def test_sayplan_appendix_l_graph() -> None:
     assert graph.relation("coffee_mug") == "inside_of"
     assert graph.nodes["coffee_mug"].attributes == {"tags": ["blue"]}
     assert graph.parent("wardrobe1") == "bobs_room"
-    assert graph.nodes["wardrobe1"].states == ["closed"]
-    assert graph.nodes["bed1"].states == []  # "free" is not a state
+    assert graph.nodes["wardrobe1"].states == ("closed",)
+    assert graph.nodes["bed1"].states == ()  # "free" is not a state
     assert graph.agent_location() == "bobs_room"
     assert graph.neighbours("kitchen") == ["pose3", "pose4", "pose5"]
 
@@ -59,7 +59,7 @@ def test_grasif_appendix_list_layout() -> None:
     graph = import_grasif_json(DATA / "grasif_living_room.json")
     assert graph.count("object") == 6
     assert graph.parent("sock1") == "sofa1" and graph.relation("sock1") == "ontop_of"
-    assert graph.nodes["carton1"].states == ["closed"]
+    assert graph.nodes["carton1"].states == ("closed",)
     assert graph.agent_location() == "living_room1"
     assert graph.held_object() is None
 
@@ -165,7 +165,7 @@ def test_stanford_npz(tmp_path: Path) -> None:
     assert graph.name == "Allensville"
     assert graph.count("floor") == 2 and graph.count("room") == 3 and graph.count("asset") == 3
     assert graph.room_of("toilet_10") == "bathroom_1"
-    assert graph.nodes["toilet_10"].affordances == ["flush", "sit_on"]
+    assert graph.nodes["toilet_10"].affordances == ("flush", "sit_on")
     assert graph.nodes["toilet_10"].attributes["material"] == ["ceramic"]
     assert graph.parent("living_room_2") == "floor_a"
     # no connectivity in the dataset: one hallway pose per floor; no staircase is on both floors, so they stay apart
@@ -245,7 +245,7 @@ def test_grasif_node_list_scene() -> None:
     assert graph.count("room") == 2 and graph.count("asset") == 4 and graph.count("object") == 6
     assert graph.parent("apple-1") == "bowl-1" and graph.relation("apple-1") == "inside_of"
     assert graph.room_of("apple-1") == "kitchen-1"
-    assert graph.nodes["tv-1"].states == ["off"]  # the VLM's turned_off
+    assert graph.nodes["tv-1"].states == ("off",)  # the VLM's turned_off
     assert graph.parent("book-1") == "living_room-1"  # no relation: in its place
     assert graph.held_object() == "cup-1" and graph.agent_location() == "living_room-1"
     assert graph.nodes["fridge-1"].attributes == {"tags": ["white"]}
@@ -433,7 +433,7 @@ def test_stanford_movable_classes_become_objects(tmp_path: Path) -> None:
     graph = import_stanford_npz(path)
     assert graph.nodes["cup_13"].type == "object" and graph.parent("cup_13") == "living_room_2"
     assert graph.nodes["teddy_bear_14"].type == "object"
-    assert graph.nodes["teddy_bear_14"].affordances == ["pick_up"]
+    assert graph.nodes["teddy_bear_14"].affordances == ("pick_up",)
     assert graph.nodes["couch_11"].type == "asset"
     result = verify_plan(
         graph_with_agent(graph, "living_room_2"), "pick_up(cup_13) > go_to(bathroom_1) > done", "lookplangraph"

@@ -13,6 +13,7 @@ import math
 import random
 import shutil
 from collections import Counter
+from dataclasses import replace
 from itertools import pairwise
 from typing import Any
 
@@ -202,11 +203,12 @@ def with_extents(graph: SceneGraph, seed: int) -> SceneGraph:
         dx, dy = (rng.uniform(0.5, 5.0), rng.uniform(0.5, 5.0)) if big else (rng.uniform(0, 0.5), rng.uniform(0, 0.5))
         parent = out.parent(n)
         if not big and parent is not None and out.nodes[parent].type in ACCESSIBLE and rng.random() < 0.3:
-            node.position = None
+            out.replace_node(replace(node, position=None))
         elif rng.random() < 0.5:
-            node.attributes["bbox"] = {"min": [x - dx / 2, y - dy / 2, z], "max": [x + dx / 2, y + dy / 2, z + 1]}
+            bbox = {"min": [x - dx / 2, y - dy / 2, z], "max": [x + dx / 2, y + dy / 2, z + 1]}
+            out.set_attributes(n, {"bbox": bbox})
         else:
-            node.attributes["size"] = [dx, dy, 1.0]
+            out.set_attributes(n, {"size": [dx, dy, 1.0]})
     return out
 
 
@@ -285,7 +287,7 @@ def test_the_product_search_is_optimal_on_random_missions_of_every_shape(env: st
             ]
             assert walked_to == [*expected, ("done", "")], where  # each charged move is a step, and only those
             moved = graph.copy()
-            moved.nodes[moved.agent_id].attributes["location"] = start  # type: ignore[index]
+            moved.set_attributes(moved.agent_id, {"location": start})  # type: ignore[arg-type]
             check = verify_plan(moved, path.steps, "sayplan", strict_navigation=True)
             assert check.success, f"{where}: {check.feedback}"
             outcomes[shape] += 1

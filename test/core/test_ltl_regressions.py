@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -126,7 +127,7 @@ def office_with_a_bare_apple(offset: tuple[float, float]) -> Any:
     table = office.nodes["fruit_bowl_table"].position
     assert table is not None
     office.set_parent("apple1", "cafeteria")
-    office.nodes["apple1"].position = (table[0] + offset[0], table[1] + offset[1], table[2])
+    office.replace_node(replace(office.nodes["apple1"], position=(table[0] + offset[0], table[1] + offset[1], table[2])))
     return office
 
 
@@ -134,7 +135,7 @@ def test_an_object_lying_in_a_room_is_reached_by_a_step_that_goes_there() -> Non
     # the old domain charged the walk to a stop in front of the bare apple, but the plan had no step going there
     # (from the cafeteria: cost > 0, plan ['done'])
     office = office_with_a_bare_apple((0.4, 0.3))
-    office.nodes[office.agent_id].attributes["location"] = "cafeteria"  # type: ignore[index]
+    office.set_attributes(office.agent_id, {"location": "cafeteria"})  # type: ignore[arg-type]
     path = ProductSearch(office, build_dfa(parse_prefix("F apple1"))).search("cafeteria")
     assert path.steps == [PlanStep("access", "fruit_bowl_table"), PlanStep("done", "")]
     table, apple = office.nodes["fruit_bowl_table"].position, office.nodes["apple1"].position

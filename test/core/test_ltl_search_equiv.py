@@ -13,6 +13,7 @@ import heapq
 import math
 import random
 import shutil
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -36,9 +37,8 @@ def unplaced(graph: SceneGraph) -> SceneGraph:
     """Some poses and a room with no position, one stored weight: the edge costs' other cases."""
     out = graph.copy()
     poses = out.ids_of_type("pose")
-    for pose in poses[::3]:
-        out.nodes[pose].position = None
-    out.nodes[out.ids_of_type("room")[1]].position = None
+    for node_id in [*poses[::3], out.ids_of_type("room")[1]]:
+        out.replace_node(replace(out.nodes[node_id], position=None))
     a, b = next(iter(out.nav.edges))
     out.nav.edges[a, b]["weight"] = 25.0
     return out

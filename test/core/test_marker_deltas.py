@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections import Counter
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -44,10 +45,8 @@ def building() -> SceneGraph:
 
 
 def _moved(node: Node, dx: float, dz: float) -> Node:
-    out = copy.deepcopy(node)
-    x, y, z = out.position or (0.0, 0.0, 0.0)
-    out.position = (x + dx, y, z + dz)
-    return out
+    x, y, z = node.position or (0.0, 0.0, 0.0)
+    return replace(node, position=(x + dx, y, z + dz))
 
 
 @st.composite
@@ -62,8 +61,8 @@ def an_update(draw: st.DrawFn, graph: SceneGraph) -> GraphUpdate:
         if choice == "move" and objects:
             node_id, parent = draw(st.sampled_from(objects)), draw(st.sampled_from(holders))
             relation = "in" if graph.nodes[parent].type == "room" else "ontop_of"
-            node = copy.deepcopy(graph.nodes[node_id])
-            node.position = draw(st.sampled_from([None, node.position, (1.0, 2.0, 0.5)]))
+            node = graph.nodes[node_id]
+            node = replace(node, position=draw(st.sampled_from([None, node.position, (1.0, 2.0, 0.5)])))
             update.upsert.append(NodeUpsert(node, parent, relation))
         elif choice == "new":
             node_id = f"new{draw(st.integers(0, 3))}"
@@ -72,14 +71,14 @@ def an_update(draw: st.DrawFn, graph: SceneGraph) -> GraphUpdate:
             relation = "in" if graph.nodes[parent].type == "room" else "inside_of"
             update.upsert.append(NodeUpsert(Node(node_id, "object", position=position), parent, relation))
         elif choice == "walk" and graph.agent_id is not None:
-            agent = copy.deepcopy(graph.nodes[graph.agent_id])
-            agent.attributes["location"] = draw(st.sampled_from(nav))
+            agent = graph.nodes[graph.agent_id]
+            agent = replace(agent, attributes={**agent.attributes, "location": draw(st.sampled_from(nav))})
             update.upsert.append(NodeUpsert(agent))
         elif choice in ("rename", "shift"):
             node_id = draw(st.sampled_from(sorted(graph.nodes)))
-            node = copy.deepcopy(graph.nodes[node_id])
+            node = graph.nodes[node_id]
             if choice == "rename":
-                node.name = f"{node.name}!"
+                node = replace(node, name=f"{node.name}!")
             else:
                 node = _moved(node, draw(st.sampled_from([0.0, 1.5])), draw(st.sampled_from([0.0, 0.25])))
             update.upsert.append(NodeUpsert(node, graph.parent(node_id), graph.relation(node_id) or "in"))

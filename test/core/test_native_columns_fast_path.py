@@ -168,18 +168,18 @@ ENTRY = st.one_of(
 )
 
 
-def _reference_labels(column: list[Any]) -> list[list[str]] | None:
-    """An entry at a time: None or a list of at most MAX_LABELS strings of at most MAX_ID_CHARS each."""
-    out: list[list[str]] = []
+def _reference_labels(column: list[Any]) -> list[tuple[str, ...]] | None:
+    """An entry at a time: None or a list of at most MAX_LABELS strings of at most MAX_ID_CHARS each (as tuples)."""
+    out: list[tuple[str, ...]] = []
     for entry in column:
         if entry is None:
-            out.append([])
+            out.append(())
             continue
         if type(entry) is not list or len(entry) > limits.MAX_LABELS:
             return None
         if any(type(word) is not str or len(word) > limits.MAX_ID_CHARS for word in entry):
             return None
-        out.append(list(entry))
+        out.append(tuple(entry))
     return out
 
 

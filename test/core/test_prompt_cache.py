@@ -25,6 +25,7 @@ import copy
 import json
 import random
 import threading
+from dataclasses import replace
 
 import networkx as nx
 from hypothesis import given, settings
@@ -130,27 +131,25 @@ def step(data: st.DataObject, graph: SceneGraph, count: int) -> SceneGraph | Non
             )
         elif op == "replace":
             old = graph.nodes[data.draw(pick)]
-            new = copy.deepcopy(old)
-            new.name = data.draw(st.sampled_from([old.name, "renamed", ""])) or new.id.replace("_", " ")
-            new.position = data.draw(st.none() | st.just((1.234, 5.0, 0.5)))
-            if new.type != "agent":
-                new.attributes = data.draw(st.sampled_from([{}, {"colour": "red"}, {"size": [1, 2]}]))
+            name = data.draw(st.sampled_from([old.name, "renamed", ""]))
+            position = data.draw(st.none() | st.just((1.234, 5.0, 0.5)))
+            if old.type != "agent":
+                attributes = data.draw(st.sampled_from([{}, {"colour": "red"}, {"size": [1, 2]}]))
             else:
-                new.attributes = {"location": data.draw(pick)}
-            graph.replace_node(new)
+                attributes = {"location": data.draw(pick)}
+            graph.replace_node(replace(old, name=name, position=position, attributes=attributes))
         elif op in ("update", "bad_update"):
             objects = sorted(graph.type_index("object"))
             supports = sorted(graph.type_index("asset"))
             if objects and supports:
-                obj = copy.deepcopy(graph.nodes[data.draw(st.sampled_from(objects))])
-                obj.states = ["dirty"]
+                obj = replace(graph.nodes[data.draw(st.sampled_from(objects))], states=("dirty",))
                 upserts = [NodeUpsert(obj, data.draw(st.sampled_from(supports)), "ontop_of")]
                 if op == "bad_update":  # applied, then refused by its last item: rolled back whole
                     upserts.append(NodeUpsert(Node(f"orphan{count}", "object"), "nowhere", "ontop_of"))
                 agent = graph.agent_id
                 if agent is not None:
-                    moved = copy.deepcopy(graph.nodes[agent])
-                    moved.attributes["location"] = data.draw(pick)
+                    moved = graph.nodes[agent]
+                    moved = replace(moved, attributes={**moved.attributes, "location": data.draw(pick)})
                     upserts.append(NodeUpsert(moved))
                 apply_in_place(graph, GraphUpdate(upsert=upserts, remove=data.draw(st.lists(pick, max_size=1))))
         elif op == "snapshot":
@@ -193,9 +192,9 @@ def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -
     second = snapshots.of(live, 2)
     assert second.derived is first.derived and second.change_stamps is not None
     assert to_prompt_text(second) == uncached(second, False) != to_prompt_text(first)
-    edited = second.copy()  # untracked: edited in place by copy-then-edit code, so no cache may serve it
+    edited = second.copy()  # untracked: no cache serves it
     assert edited.change_stamps is None
-    edited.nodes["fridge"].states = ["open"]
+    edited.set_states("fridge", ["open"])
     assert '"open"' in to_prompt_text(edited).split('"fridge"', 1)[1].split("}", 1)[0]
 
 
@@ -240,10 +239,7 @@ def building(rooms: int = 4) -> SceneGraph:
 
 
 def upsert(graph: SceneGraph, node_id: str, **fields: object) -> GraphUpdate:
-    node = copy.deepcopy(graph.nodes[node_id])
-    for key, value in fields.items():
-        setattr(node, key, value)
-    return GraphUpdate(upsert=[NodeUpsert(node)])
+    return GraphUpdate(upsert=[NodeUpsert(replace(graph.nodes[node_id], **fields))])  # type: ignore[arg-type]
 
 
 def test_log_wrap_with_snapshots_from_both_sides() -> None:
@@ -317,8 +313,7 @@ def test_replace_moves_and_agent() -> None:
     graphs.append(snapshots.of(live, 3))
     # replace the box with a node of other fields; its children stay; the agent moves and holds the pen
     box = Node("box", "asset", name="Blue box", states=["open"], attributes={"colour": "blue"})
-    agent = copy.deepcopy(live.nodes["agent"])
-    agent.attributes["location"] = "room3"
+    agent = replace(live.nodes["agent"], attributes={**live.nodes["agent"].attributes, "location": "room3"})
     pen = copy.deepcopy(live.nodes["pen"])
     apply_in_place(
         live, GraphUpdate(upsert=[NodeUpsert(box), NodeUpsert(agent), NodeUpsert(pen, "agent", "inside_hand")])
@@ -369,8 +364,8 @@ def test_planner_threads_write_while_the_follower_applies_updates() -> None:
                 with lock:
                     room = f"room{index % 6}"
                     moved = copy.deepcopy(live.nodes[f"cup{(index * 5) % 6}"])
-                    agent = copy.deepcopy(live.nodes["agent"])
-                    agent.attributes["location"] = room
+                    agent = live.nodes["agent"]
+                    agent = replace(agent, attributes={**agent.attributes, "location": room})
                     update = GraphUpdate(upsert=[NodeUpsert(moved, f"desk{index % 6}", "ontop_of"), NodeUpsert(agent)])
                     if index % 3 == 0:
                         update.upsert.append(
@@ -436,10 +431,10 @@ def test_long_random_history_across_the_wrap_and_bulk_changes() -> None:
                 for node_id in rng.sample(leaves, min(len(leaves), rng.randint(1, 80))):
                     live.remove_node(node_id)
             elif op == "replace":
-                node = copy.deepcopy(live.nodes[rng.choice(ids)])
-                node.name = rng.choice(["", 'Ünï "name"', "other"]) or node.id.replace("_", " ")
+                node = live.nodes[rng.choice(ids)]
+                node = replace(node, name=rng.choice(["", 'Ünï "name"', "other"]))
                 if node.type != "agent":
-                    node.attributes = rng.choice([{}, {"k": [1, 2]}])
+                    node = replace(node, attributes=rng.choice([{}, {"k": [1, 2]}]))
                 live.replace_node(node)
             elif op == "link":
                 rooms = sorted(live.type_index("room"))
@@ -449,9 +444,7 @@ def test_long_random_history_across_the_wrap_and_bulk_changes() -> None:
                 elif live.nav.has_edge(a, b):
                     live.disconnect(a, b)
             elif op == "agent":
-                agent = copy.deepcopy(live.nodes["agent"])
-                agent.attributes["location"] = rng.choice(ids)
-                live.replace_node(agent)
+                live.set_attributes("agent", {"location": rng.choice(ids)})
             elif op == "snapshot":
                 graphs.append(live.copy(tracked=True))
                 graphs = graphs[:1] + graphs[-12:]  # the live graph and the latest snapshots

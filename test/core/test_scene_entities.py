@@ -9,6 +9,7 @@ conversion of the final graph gives, and no change may re-send an entity the vie
 from __future__ import annotations
 
 import copy
+from dataclasses import replace
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -80,8 +81,8 @@ def test_one_moved_object_sends_its_own_entity_only() -> None:
     assert full.clear and len(full.entities) == len(graph) > 2000
     kinds = {e.type for e in full.entities}
     assert {"floor", "room", "pose", "asset", "object", "agent"} <= kinds
-    mug = copy.deepcopy(graph.nodes["coffee_mug"])
-    mug.states = [*mug.states, "dirty"]
+    mug = graph.nodes["coffee_mug"]
+    mug = replace(mug, states=(*mug.states, "dirty"))
     update = GraphUpdate(upsert=[NodeUpsert(mug, graph.ids_of_type("asset")[0], "ontop_of")])
     apply_in_place(graph, update)
     changes = scene.update(graph, update)

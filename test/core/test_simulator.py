@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -169,14 +170,14 @@ def test_open_close_need_the_affordance_and_the_right_state() -> None:
     fails("open(fridge) > open(fridge)", "cannot open(fridge): fridge is open, not closed", 1)
     fails("open(safe)", "cannot open(safe): safe is locked")
     final = ok("open(fridge) > close(fridge)")
-    assert final.nodes["fridge"].states == ["closed"]
+    assert final.nodes["fridge"].states == ("closed",)
 
 
 def test_toggle_rules() -> None:
     fails("turn_on(fridge)", "cannot turn_on(fridge): fridge does not afford turn_on")
     fails("turn_off(stove)", "cannot turn_off(stove): stove is off")
     final = ok("turn_on(stove)")
-    assert final.nodes["stove"].states == ["on"]
+    assert final.nodes["stove"].states == ("on",)
     fails(
         "goto(bedroom) > turn_on(stove)",
         "cannot turn_on(stove): the agent is in bedroom, but stove is in kitchen; goto(kitchen) first",
@@ -191,7 +192,7 @@ def test_done_stops_the_simulation() -> None:
 def test_graph_is_never_modified() -> None:
     graph = world()
     verify_plan(graph, "access(bench) > pickup(apple) > open(fridge)")
-    assert graph.parent("apple") == "bench" and graph.nodes["fridge"].states == ["closed"]
+    assert graph.parent("apple") == "bench" and graph.nodes["fridge"].states == ("closed",)
 
 
 # ------------------------------------------------------------------ LookPlanGraph action set
@@ -416,7 +417,7 @@ def test_every_action_declares_the_affordance_its_target_needs() -> None:
 
 def test_lookplangraph_checks_affordances_with_feedback_naming_them() -> None:
     graph = world()
-    graph.nodes["apple"].affordances = []
+    graph.replace_node(replace(graph.nodes["apple"], affordances=()))
     result = verify_plan(graph, "pick_up(apple)", "lookplangraph")
     assert result.feedback == "cannot pick_up(apple): apple does not afford pick_up (it needs one of: pick_up, pickup)"
     # the stove affords no placing: nothing can be put on it, though it is in the agent's room
@@ -434,7 +435,7 @@ def test_lookplangraph_checks_affordances_with_feedback_naming_them() -> None:
 
 def test_sayplan_pickup_needs_the_pickup_affordance() -> None:
     graph = world()
-    graph.nodes["apple"].affordances = ["eat"]
+    graph.replace_node(replace(graph.nodes["apple"], affordances=("eat",)))
     result = verify_plan(graph, "access(bench) > pickup(apple)")
     assert result.feedback == "cannot pickup(apple): apple does not afford pickup (it needs one of: pickup, pick_up)"
 
@@ -476,7 +477,7 @@ def test_repeated_actions_are_noops_with_a_note_in_lookplangraph() -> None:
     assert result.notes == ["step 1 open(fridge): fridge is already open; nothing to do",
                             "step 3 turn_on(stove): stove is already on; nothing to do"]  # fmt: skip
     final = result.final_graph()
-    assert final.nodes["fridge"].states == ["open"] and final.nodes["stove"].states == ["on"]
+    assert final.nodes["fridge"].states == ("open",) and final.nodes["stove"].states == ("on",)
     # a no-op still needs everything else: the agent in the room, the affordance
     result = verify_plan(world(), "open(fridge) > go_to(bedroom) > open(fridge)", "lookplangraph")
     assert result.failed_step == 2 and "go_to(kitchen) first" in result.feedback

@@ -1,5 +1,5 @@
 """SceneGraph.copy fills networkx's dicts directly (model.py _copy_tree, _copy_nav) instead of calling networkx's
-copy, and a snapshot's nodes refuse writes (SnapshotNode). The oracle is networkx's own copy: the same node and
+copy, and the copy shares the (immutable) nodes. The oracle is networkx's own copy: the same node and
 adjacency dicts in the same order (the order decides ties in searches), each edge's data a new dict shared by both
 directions. Random graphs built and edited through the mutators, edges removed and re-added so that adjacency
 orders are not the ones a copy would produce.
@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from test_graph_caches import check_all, mutate, start
 
-from sayplan_core.graph.model import Node, SceneGraph, SnapshotNode
+from sayplan_core.graph.model import Node, SceneGraph
 
 
 def shape(graph: nx.Graph) -> list[Any]:
@@ -64,8 +64,8 @@ def test_a_copy_has_networkx_copy_dicts_in_the_same_order(data: st.DataObject) -
             assert shared_data(mine)
             assert all(mine._node[n] is not original._node[n] for n in original._node)  # copies, not shared
             assert all(mine._adj[u][v] is not data for u, row in original._adj.items() for v, data in row.items())
-        assert {type(node) for node in copied.nodes.values()} == {SnapshotNode if tracked else Node}
-        assert copied.nodes == graph.nodes
+        assert copied.nodes == graph.nodes and copied.nodes is not graph.nodes
+        assert all(copied.nodes[n] is node for n, node in graph.nodes.items())
 
 
 def tables(graph: nx.Graph) -> list[Any]:

@@ -290,7 +290,7 @@ def test_a_successful_plan_reported_skill_by_skill_meets_the_task_goal() -> None
         if item.action == "pickup":
             assert held_by_agent(graph, "coffee_mug")
     assert check_goals(graph, task.predicates).success
-    assert graph.nodes["kitchen_cupboard"].states == ["open"]
+    assert graph.nodes["kitchen_cupboard"].states == ("open",)
     assert graph.nodes["coffee_mug"].position == (41.2, 4.7, 0.85)
     agent = graph.nodes[graph.agent_id or ""]
     assert agent.position == (1.0, 2.0, 0.0) and agent.attributes["location"] == "nikos_office"

@@ -44,7 +44,7 @@ def expected_after(before: SceneGraph, step: PlanStep, actions: ActionSet, acces
     assert agent is not None
     for clause in actions.actions[step.action].effects:
         if clause.name == "move_agent":
-            after.nodes[agent].attributes = {**after.nodes[agent].attributes, "location": step.target}
+            after.set_attributes(agent, {"location": step.target})
         elif clause.name == "grasp":
             after.set_parent(step.target, agent, "inside_hand")
         elif clause.name == "place_held":
@@ -64,7 +64,7 @@ def expected_after(before: SceneGraph, step: PlanStep, actions: ActionSet, acces
         elif clause.name == "set_state":
             new = str(clause.arg)
             states = [s for s in after.nodes[step.target].states if s not in (new, OPPOSITE.get(new))]
-            after.nodes[step.target].states = [*states, new]
+            after.set_states(step.target, [*states, new])
         else:
             assert clause.name in ("set_accessed", "finish", "reveal"), f"the oracle has no rule for {clause.name}"
     return after
@@ -169,7 +169,7 @@ def test_open_close_and_a_put_into_an_open_container() -> None:
         action, target = text.rstrip(")").split("(")
         check_step_everywhere(robots, PlanStep(action, target))
     assert robots.franka.parent("orange") == "fridge" and robots.franka.relation("orange") == "inside_of"
-    assert robots.spot.nodes["fridge"].states == ["closed"]
+    assert robots.spot.nodes["fridge"].states == ("closed",)
 
 
 def test_lookplangraph_puts_and_what_a_look_reports() -> None:
@@ -236,8 +236,8 @@ def test_spot_reports_its_pose_and_the_rest_is_the_shared_update() -> None:
     posed = skill_update(graph, step, actions, SpotBelief(), SkillCode.NONE, RobotPose(3.0, 4.0, 0.0, 0.2, "wp-k"))
     agent = posed.upsert[-1].node
     assert agent.position == (3.0, 4.0, 0.2) and agent.attributes["waypoint"] == "wp-k"
-    stripped = replace(agent, position=plain.upsert[-1].node.position)
-    stripped.attributes = {k: v for k, v in agent.attributes.items() if k not in ("heading_deg", "waypoint")}
+    kept = {k: v for k, v in agent.attributes.items() if k not in ("heading_deg", "waypoint")}
+    stripped = replace(agent, position=plain.upsert[-1].node.position, attributes=kept)
     assert stripped == plain.upsert[-1].node
 
 

@@ -296,7 +296,7 @@ def apply_setup(graph: SceneGraph, task: Task) -> SceneGraph:
             states: list[str] = list(out.nodes[node].states)
             for state in change.get("states", []):
                 states = with_state(states, str(state))
-            out.nodes[node].states = states
+            out.set_states(node, states)
         elif kind == "hold":
             agent = out.agent_id
             if agent is None:

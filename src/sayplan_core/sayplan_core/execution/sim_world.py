@@ -83,7 +83,7 @@ def apply_world_changes(graph: SceneGraph, changes: Iterable[Mapping[str, Any]])
             states = list(out.nodes[node].states)
             for state in change.get("states", []):
                 states = with_state(states, str(state))
-            out.nodes[node].states = states
+            out.set_states(node, states)
         elif kind == "remove":
             out.remove_node(node)
         else:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_right
 from collections.abc import Mapping
+from dataclasses import replace
 from itertools import chain, repeat
 from typing import Any
 
@@ -146,8 +147,7 @@ def _bulk_graph(data: Mapping[str, Any], owned: bool) -> SceneGraph | None:
         return None
     nodes = prechecked_nodes(zip(ids, types, names, states, affordances, positions, strict=True))
     for index, given in attributes.items():  # rare (the agent's location): checked as Node checks it
-        nodes[index].attributes = dict(given)
-        nodes[index].check()
+        nodes[index] = replace(nodes[index], attributes=given)
     placements = _placements(data, codes, table)
     links = _links(data)
     if placements is None or links is None:
@@ -199,10 +199,11 @@ def _sparse(column: Any, count: int, kinds: set[type]) -> dict[int, Any] | None:
     return out
 
 
-def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
-    """The states or affordances column (None or missing -> []), or None unless short lists of short strings."""
+def _labels(column: Any, count: int, owned: bool) -> list[tuple[str, ...]] | None:
+    """The states or affordances column as tuples (None or missing -> ()), or None unless short lists of short
+    strings."""
     if column is None:
-        return [[] for _ in range(count)]
+        return [()] * count
     if type(column) is not list or len(column) != count:
         return None
     kinds = set(map(type, column))
@@ -218,9 +219,9 @@ def _labels(column: Any, count: int, owned: bool) -> list[list[str]] | None:
         return None
     if max(map(len, words), default=0) > limits.MAX_ID_CHARS:
         return None
-    if owned and kinds == {list}:
-        return column
-    return [list(labels) if labels else [] for labels in column]
+    if kinds == {list}:
+        return list(map(tuple, column))
+    return [tuple(labels) if labels else () for labels in column]
 
 
 def _positions(flat: Any, unplaced: Any, count: int) -> list[Position | None] | None:

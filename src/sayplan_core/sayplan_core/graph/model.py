@@ -1,4 +1,4 @@
-"""Hierarchical 3D scene graph on networkx.
+"""Hierarchical 3D scene graph on networkx (its nodes: graph/node.py).
 
 Two networkx graphs share one node table: a tree (parent -> child, with the child's
 relation to its parent) for floors, rooms, workspaces, assets and objects, and an
@@ -8,50 +8,68 @@ the hierarchy checks and the path planner each look at only the edges they need.
 
 from __future__ import annotations
 
-import copy
 import gc
 import itertools
 import math
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import replace
 from typing import Any
 
 import networkx as nx
 
-from sayplan_core.closest import close_names
-from sayplan_core.graph import limits
-
-NODE_TYPES: tuple[str, ...] = ("building", "floor", "room", "pose", "workspace", "asset", "object", "agent")
-
-#: Types that form the navigation layer (goto targets).
-NAV_TYPES: frozenset[str] = frozenset({"room", "pose"})
-
-#: Relation of a node to its hierarchy parent.
-CONTAINMENT_RELATIONS: frozenset[str] = frozenset({"ontop_of", "inside_of", "inside_hand"})
-HIERARCHY_RELATIONS: frozenset[str] = frozenset({"in"}) | CONTAINMENT_RELATIONS
-NAV_RELATION = "connected_to"
-
-#: Which parent types each node type may hang under.
-ALLOWED_PARENTS: dict[str, frozenset[str]] = {
-    "building": frozenset(),
-    "floor": frozenset({"building"}),
-    "room": frozenset({"floor", "building"}),
-    "pose": frozenset({"floor", "room", "building"}),
-    "workspace": frozenset({"room"}),
-    "asset": frozenset({"room", "workspace"}),
-    "object": frozenset({"asset", "workspace", "room", "object", "agent"}),
-    "agent": frozenset(),
-}
-
-#: States that exclude each other; setting one removes the others of its group.
-EXCLUSIVE_STATES: tuple[frozenset[str], ...] = (
-    frozenset({"open", "closed"}),
-    frozenset({"on", "off"}),
-    frozenset({"locked", "unlocked"}),
+from sayplan_core.graph.node import (
+    ALLOWED_PARENTS,
+    CONTAINMENT_RELATIONS,
+    EXCLUSIVE_STATES,
+    HIERARCHY_RELATIONS,
+    NAV_RELATION,
+    NAV_TYPES,
+    NESTING,
+    NO_ATTRIBUTES,
+    NODE_TYPES,
+    PLACEMENTS,
+    Attributes,
+    GraphError,
+    Node,
+    Position,
+    UnknownNodeError,
+    a_or_an,
+    check_labels,
+    check_parent,
+    prechecked_nodes,
+    with_state,
 )
 
-Position = tuple[float, float, float]
+#: The node's names, kept importable from here (most code imports them with SceneGraph).
+__all__ = [
+    "ALLOWED_PARENTS",
+    "CONTAINMENT_RELATIONS",
+    "EXCLUSIVE_STATES",
+    "HIERARCHY_RELATIONS",
+    "NAV_RELATION",
+    "NAV_TYPES",
+    "NESTING",
+    "NODE_TYPES",
+    "NO_ATTRIBUTES",
+    "PLACEMENTS",
+    "Attributes",
+    "GraphError",
+    "IndexedPlacements",
+    "Link",
+    "Node",
+    "Position",
+    "SceneGraph",
+    "TypeRun",
+    "UnknownNodeError",
+    "a_or_an",
+    "check_labels",
+    "check_parent",
+    "gc_paused",
+    "prechecked_graph",
+    "prechecked_nodes",
+    "with_state",
+]
 
 #: Change stamps (SceneGraph.track_changes): unique in the process, so a stamp names one state of one node.
 _STAMPS = itertools.count(1)
@@ -74,153 +92,6 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-class GraphError(ValueError):
-    """A scene graph operation or file was invalid; `node_id` names the culprit."""
-
-    def __init__(self, message: str, node_id: str | None = None) -> None:
-        super().__init__(message)
-        self.node_id = node_id
-
-
-class UnknownNodeError(GraphError, KeyError):
-    """A node id that is not in the graph, with the closest existing ids."""
-
-    def __init__(self, node_id: str, candidates: Iterable[str] = ()) -> None:
-        # an id no node can have (over limits.MAX_ID_CHARS) gets no hint: comparing it costs its length
-        close = close_names(node_id, candidates, 1) if len(node_id) <= limits.MAX_ID_CHARS else []
-        hint = f"; did you mean '{close[0]}'?" if close else ""
-        super().__init__(f"node '{limits.shown(node_id, limits.MAX_ID_CHARS)}' does not exist{hint}", node_id)
-        self.suggestion = close[0] if close else None
-
-    def __str__(self) -> str:  # KeyError would quote the message
-        return str(self.args[0])
-
-
-@dataclass(slots=True)
-class Node:
-    """One scene-graph entity. Hierarchy and navigation edges live in SceneGraph.
-
-    Slots: a loader builds one per node, and setting slots costs about 60% of setting attributes of an instance
-    dict (docs/concepts/graph_loading.md); nothing adds attributes of its own to a node.
-    """
-
-    id: str
-    type: str
-    name: str = ""
-    states: list[str] = field(default_factory=list)
-    affordances: list[str] = field(default_factory=list)
-    attributes: dict[str, Any] = field(default_factory=dict)
-    position: Position | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.id, str) and not self.name:
-            self.name = self.id.replace("_", " ")
-        self.check()
-
-    def check(self) -> None:
-        """The rules a node obeys on its own; run again on nodes that arrive in updates (they may have been
-        changed after construction)."""
-        if not isinstance(self.id, str) or not self.id.strip():
-            raise GraphError(f"node id must be a non-empty string, got {self.id!r:.80}")
-        if len(self.id) > limits.MAX_ID_CHARS:
-            raise GraphError(f"node id '{self.id[:40]}...' is over {limits.MAX_ID_CHARS} characters", self.id[:40])
-        if self.type not in NODE_TYPES:
-            raise GraphError(
-                f"node '{self.id}' has unknown type '{self.type}' (expected one of {', '.join(NODE_TYPES)})",
-                self.id,
-            )
-        if self.position is not None and (
-            len(self.position) != 3 or not all(isinstance(v, (int, float)) and math.isfinite(v) for v in self.position)
-        ):
-            raise GraphError(f"node '{self.id}': position must be finite, got {self.position!r}", self.id)
-        try:
-            self._check_sizes()
-        except limits.InputLimitError as exc:
-            raise GraphError(f"node '{self.id}': {exc}", self.id) from None
-
-    def _check_sizes(self) -> None:
-        """Bounded fields, so nothing later (copies, messages, prompts) recurses or grows without limit."""
-        if not isinstance(self.name, str):
-            raise limits.InputLimitError(f"name must be a string, got {type(self.name).__name__}")
-        limits.check_chars(self.name, limits.MAX_NAME_CHARS, "name")
-        for what, labels in (("states", self.states), ("affordances", self.affordances)):
-            if not isinstance(labels, list) or not all(isinstance(v, str) for v in labels):
-                raise limits.InputLimitError(f"{what} must be a list of strings")
-            limits.check_count(len(labels), limits.MAX_LABELS, what)
-            for label in labels:
-                limits.check_chars(label, limits.MAX_ID_CHARS, f"a {what[:-1]}")
-        if not isinstance(self.attributes, dict):
-            raise limits.InputLimitError(f"attributes must be an object, got {type(self.attributes).__name__}")
-        limits.check_count(len(self.attributes), limits.MAX_ATTRIBUTES, "attributes")
-        for key, value in self.attributes.items():
-            if not isinstance(key, str):
-                raise limits.InputLimitError(f"attribute names must be strings, got {type(key).__name__}")
-            limits.check_chars(key, limits.MAX_ID_CHARS, "an attribute name")
-            limits.check_json_value(value, f"attribute '{key}'")
-
-
-class SnapshotNode(Node):
-    """A node of a snapshot (a tracked copy, graph/snapshots.py): it refuses writes to its fields.
-
-    Why: snapshots share the per-node prompt text of the live graph (graph/text.py), each record kept under the
-    node's change stamp. A reader that changed a snapshot's node in place would have its change written into
-    that record and shown in the prompts of later versions of the live graph, which never had it. A copy of it
-    (copy.copy, copy.deepcopy, pickle) is a plain Node again, for copy-then-edit code; mutators of the graph
-    that holds it (set_states) put a plain copy in its place first.
-    """
-
-    __slots__ = ()
-
-    def __new__(cls, *args: Any, **kwargs: Any) -> Node:  # type: ignore[misc]
-        """A plain Node with containers of its own: what `SnapshotNode(...)` builds, and so what
-        `dataclasses.replace(snapshot_node, ...)` (a copy-then-edit idiom) returns. Snapshot nodes themselves are
-        made only by SceneGraph.copy(tracked=True), which does not call the class."""
-        return _copy_node(Node(*args, **kwargs))
-
-    def __copy__(self) -> Node:
-        """A plain Node with lists and attributes of its own: a shallow copy would share the snapshot's lists,
-        and an in-place edit of those (`clone.states.append(...)`) would reach the snapshot and the prompts."""
-        return _copy_node(self)
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        node_id = getattr(self, "id", "?")  # unset on a bare object.__new__(SnapshotNode)
-        raise GraphError(
-            f"node '{node_id}' belongs to a snapshot shared by its readers and cannot be changed in place; "
-            "copy the graph (SceneGraph.copy) or the node (copy.deepcopy) to edit it",
-            node_id,
-        )
-
-    def __delattr__(self, name: str) -> None:
-        """As a write: a deleted field would break every later reader of the snapshot."""
-        self.__setattr__(name, None)
-
-    def __eq__(self, other: object) -> bool:
-        """As a Node's (a snapshot's node equals the plain node it copies)."""
-        if not isinstance(other, Node):
-            return NotImplemented
-        return _fields(self) == _fields(other)
-
-    __hash__ = None  # type: ignore[assignment]  # as Node's (mutable dataclass)
-
-    def __repr__(self) -> str:
-        """As a Node's, so messages and logs read the same whichever graph the node came from."""
-        return "Node" + Node.__repr__(self).removeprefix("SnapshotNode")
-
-    def __reduce_ex__(self, protocol: Any) -> tuple[Any, ...]:
-        return _plain_node, _fields(self)
-
-
-def _fields(node: Node) -> tuple[Any, ...]:
-    return node.id, node.type, node.name, node.states, node.affordances, node.attributes, node.position
-
-
-def _plain_node(*fields: Any) -> Node:
-    """A plain Node from a SnapshotNode's fields (its copies and pickles), without __post_init__'s checks."""
-    clone = object.__new__(Node)
-    clone.id, clone.type, clone.name, clone.states, clone.affordances, clone.attributes, clone.position = fields
-    return clone
-
-
 class SceneGraph:
     """A 3DSG: node table, hierarchy tree and navigation graph."""
 
@@ -241,12 +112,8 @@ class SceneGraph:
     def track_changes(self) -> None:
         """Stamp every node, and restamp a node whenever a mutator of this class changes it, so caches of text
         derived from nodes (graph/text.py) redo only what changed. A node counts as changed when its fields, its
-        parent edge, its set of children or its navigation edges change.
-
-        The owner promises to change a tracked graph only through these mutators (add_node, set_parent,
-        remove_node, connect, disconnect, set_states, replace_node): a node changed in place (`node.states = ...`)
-        keeps its stamp, and text derived from it would be stale. Copies are untracked unless asked
-        (copy(tracked=True)), since copy-then-edit code changes nodes in place.
+        parent edge, its set of children or its navigation edges change (nodes are immutable: only the mutators
+        change them). Copies are untracked unless asked (copy(tracked=True)).
         """
         if self._stamps is None:
             self._stamps = dict.fromkeys(self.nodes, next(_STAMPS))
@@ -269,14 +136,12 @@ class SceneGraph:
         return self._log, len(self._log) if self._log_at is None else self._log_at
 
     def __copy__(self) -> SceneGraph:
-        """copy.copy(graph) is copy(): an untracked deep copy. Python's default would share the node table and the
-        networkx graphs while dropping the tracking (__getstate__), so a mutator on the "copy" would change the
-        original behind its change stamps (and a snapshot, shared by every reader of its version, with them)."""
+        """copy.copy(graph) is copy(): Python's default would share the node table and the networkx graphs, so a
+        mutator on the "copy" would change the original behind its change stamps."""
         return self.copy()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled or deep-copied: untracked, as copy() is. The caches hold locks (they cannot be pickled), and a
-        deep copy is the usual copy-then-edit idiom: edited in place, tracked stamps would keep stale text."""
+        """Pickled or deep-copied: untracked, as copy() is (the caches hold locks, which cannot be pickled)."""
         state = dict(self.__dict__)
         state.update(_stamps=None, _derived={}, _log=[], _log_at=None)
         return state
@@ -504,11 +369,13 @@ class SceneGraph:
         self._touch(a, b)
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
-        node = self.node(node_id)
-        if type(node) is SnapshotNode:  # a snapshot changed through a mutator: its own node from now on
-            node = self.nodes[node_id] = _copy_node(node)
-        node.states = list(states)
+        self.nodes[node_id] = self.node(node_id).with_states(states)
         self._touch(node_id)
+
+    def set_attributes(self, node_id: str, values: Mapping[str, Any]) -> None:
+        """Set some attributes of a node (the others kept), checked as Node checks them."""
+        node = self.node(node_id)
+        self.replace_node(replace(node, attributes={**node.attributes, **values}))
 
     def replace_node(self, node: Node) -> None:
         """Put `node` in place of the node with its id, keeping its edges; the type cannot change."""
@@ -519,13 +386,11 @@ class SceneGraph:
         self._touch(node.id)
 
     def copy(self, tracked: bool = False) -> SceneGraph:
-        """A deep copy. tracked: keep tracking changes (if this graph does) and share its derived caches, for a
-        copy that only readers use (graph/snapshots.py); a copy to be edited in place must be untracked."""
+        """A copy that shares the (immutable) nodes. tracked: keep tracking changes (if this graph does) and share
+        its derived caches, for a copy that readers use (graph/snapshots.py)."""
         out = SceneGraph(self.name)
         with gc_paused():
-            snapshot = tracked and self._stamps is not None  # its nodes refuse writes (SnapshotNode)
-            make = _copy_snapshot_node if snapshot else _copy_node
-            out.nodes = {k: make(v) for k, v in self.nodes.items()}
+            out.nodes = dict(self.nodes)
             out.tree = _copy_tree(self.tree)
             out.nav = _copy_nav(self.nav)
         out._by_type = {k: set(v) for k, v in self._by_type.items()}
@@ -564,22 +429,8 @@ class SceneGraph:
                 links.extend((a, b, data.get("weight")) for b, data in around.items() if b not in done and b in keep)
             done.add(a)
         with gc_paused():
-            nodes = [_copy_node(self.nodes[n]) for n in sorted(keep, key=keep.__getitem__)]
+            nodes = [self.nodes[n] for n in sorted(keep, key=keep.__getitem__)]
             return prechecked_graph(self.name, nodes, placed, links)
-
-
-def _copy_node(node: Node) -> Node:
-    """Cheaper than deepcopy: only attributes can hold nested values. Fills the slots directly (no __post_init__
-    checks: the node passed them) rather than through copy.copy's __reduce_ex__ round."""
-    clone = object.__new__(Node)
-    clone.id = node.id
-    clone.type = node.type
-    clone.name = node.name
-    clone.position = node.position
-    clone.states = list(node.states)
-    clone.affordances = list(node.affordances)
-    clone.attributes = copy.deepcopy(node.attributes) if node.attributes else {}
-    return clone
 
 
 def _copy_tree(tree: nx.DiGraph) -> nx.DiGraph:
@@ -618,98 +469,8 @@ def _copy_nav(nav: nx.Graph) -> nx.Graph:
     return out
 
 
-def _copy_snapshot_node(node: Node) -> Node:
-    """_copy_node, as a SnapshotNode (the class is set last: from then on the slots refuse writes)."""
-    clone = _copy_node(node)
-    clone.__class__ = SnapshotNode
-    return clone
-
-
-def a_or_an(word: str) -> str:
-    """The word with its indefinite article, for messages that name a node type ("an asset", "a room")."""
-    return f"{'an' if word[:1].lower() in 'aeiou' else 'a'} {word}"
-
-
-def check_parent(node: Node, parent: Node, relation: str) -> None:
-    """Raise GraphError when `node` may not hang under `parent` with `relation`."""
-    allowed = ALLOWED_PARENTS[node.type]
-    if parent.type not in allowed:
-        expected = ", ".join(sorted(allowed)) or "nothing (it is a top-level node)"
-        raise GraphError(
-            f"node '{node.id}' ({node.type}) cannot be placed under '{parent.id}' ({parent.type}); "
-            f"a {node.type} belongs under: {expected}",
-            node.id,
-        )
-    if relation not in HIERARCHY_RELATIONS:
-        raise GraphError(f"node '{node.id}' has unknown relation '{relation}' to '{parent.id}'", node.id)
-    if node.type == "object":
-        if relation not in CONTAINMENT_RELATIONS and parent.type != "room":
-            raise GraphError(
-                f"object '{node.id}' must be ontop_of, inside_of or inside_hand its parent '{parent.id}', "
-                f"not '{relation}'",
-                node.id,
-            )
-        if (relation == "inside_hand") != (parent.type == "agent"):
-            raise GraphError(f"object '{node.id}': inside_hand is the relation to the agent and only to it", node.id)
-    elif relation != "in":
-        raise GraphError(f"node '{node.id}' ({node.type}) can only be 'in' its parent, not '{relation}'", node.id)
-
-
-def _placements() -> frozenset[tuple[str, str, str]]:
-    """Every (child type, parent type, relation) that check_parent accepts, derived from it (so one rule)."""
-    out: set[tuple[str, str, str]] = set()
-    for child in NODE_TYPES:
-        for parent in NODE_TYPES:
-            for relation in HIERARCHY_RELATIONS:
-                try:
-                    check_parent(Node("child", child), Node("parent", parent), relation)
-                except GraphError:
-                    continue
-                out.add((child, parent, relation))
-    return frozenset(out)
-
-
-#: (child type, parent type, relation) triples a hierarchy edge may have; bulk loaders check a whole file's at once.
-PLACEMENTS: frozenset[tuple[str, str, str]] = _placements()
-
-
-def _nesting() -> frozenset[tuple[str, str]]:
-    """(child type, parent type) pairs of PLACEMENTS that lie on a cycle of types: only hierarchy edges of these
-    pairs can close a cycle of nodes (today: objects in objects), so a loader walks for cycles only if it has one."""
-    under = nx.DiGraph((child, parent) for child, parent, _ in PLACEMENTS)
-    group = {t: i for i, members in enumerate(nx.strongly_connected_components(under)) for t in members}
-    return frozenset((c, p) for c, p in under.edges if group[c] == group[p])
-
-
-NESTING: frozenset[tuple[str, str]] = _nesting()
-
 #: A navigation edge as loaders pass it: both ends and its weight, if any.
 Link = tuple[str, str, float | None]
-
-
-def prechecked_nodes(
-    rows: Iterable[tuple[str, str, str, list[str], list[str], Position | None]],
-) -> list[Node]:
-    """Nodes from (id, type, name, states, affordances, position) rows without __post_init__, each with attributes
-    of its own (an empty dict).
-
-    Only for a loader that has already checked every field of every row against the rules of Node.check (see
-    native_format's bulk path): running check() once per node was half of loading a large graph.
-    """
-    new = object.__new__
-    nodes: list[Node] = []
-    append = nodes.append
-    for node_id, node_type, name, states, affordances, position in rows:
-        node = new(Node)
-        node.id = node_id
-        node.type = node_type
-        node.name = name
-        node.states = states
-        node.affordances = affordances
-        node.attributes = {}
-        node.position = position
-        append(node)
-    return nodes
 
 
 #: A run of consecutive nodes of one type: (type, first index, end index) into a loader's node list.
@@ -808,14 +569,3 @@ def prechecked_graph(
             link["weight"] = weight
     nav._adj = adj
     return graph
-
-
-def with_state(states: Iterable[str], new_state: str) -> list[str]:
-    """Set a state, dropping the states it excludes (open removes closed)."""
-    out = list(states)
-    for group in EXCLUSIVE_STATES:
-        if new_state in group:
-            out = [s for s in out if s not in group]
-    if new_state not in out:
-        out.append(new_state)
-    return out

@@ -329,8 +329,8 @@ def _bulk_graph(name: str, raw_nodes: list[Any], raw_edges: list[Any]) -> SceneG
         return None  # an item of an unexpected shape (unhashable, missing): the checked path explains it
 
 
-def _labels(column: list[Any]) -> list[list[str]] | None:
-    """Copies of a states or affordances column (None -> []), or None if any is not a short list of short
+def _labels(column: list[Any]) -> list[tuple[str, ...]] | None:
+    """A states or affordances column as tuples (None -> ()), or None if any is not a short list of short
     strings."""
     if set(map(type, column)) - _LISTS:
         return None  # a falsy value that is not a list ("", 0, {}) included: the checked path refuses it
@@ -340,7 +340,7 @@ def _labels(column: list[Any]) -> list[list[str]] | None:
     words = list(chain.from_iterable(given))
     if set(map(type, words)) - {str} or max(map(len, words), default=0) > limits.MAX_ID_CHARS:
         return None
-    return [list(labels) if labels else [] for labels in column]
+    return [tuple(labels) if labels else () for labels in column]
 
 
 def _positions(column: list[Any]) -> list[Position | None] | None:

@@ -10,7 +10,6 @@ prompt shows only the agent's room and the nodes it has touched (their filtering
 
 from __future__ import annotations
 
-import copy
 import json
 from typing import Any
 
@@ -39,15 +38,15 @@ def memory_graph(truth: SceneGraph) -> SceneGraph:
 def truth_reveal_hook(truth: SceneGraph) -> RevealHook:
     """In simulation, looking reveals the ground truth's objects on / in the asset.
 
-    The objects are added to the state's graph in place (copies of the truth's nodes): the state must be over a
-    graph of its own, as the planner's memory graph is.
+    The objects are added to the state's graph in place (the truth's nodes, shared: they are immutable): the state
+    must be over a graph of its own, as the planner's memory graph is.
     """
 
     def hook(state: WorldState, asset: str, relation: str) -> list[str]:
         found = [c for c in truth.children(asset) if truth.relation(c) == relation and c not in state.graph]
         if not found:
             return []
-        upsert = [NodeUpsert(copy.deepcopy(truth.nodes[c]), asset, relation) for c in found]
+        upsert = [NodeUpsert(truth.nodes[c], asset, relation) for c in found]
         apply_in_place(state.graph, GraphUpdate(source="look", upsert=upsert))
         return found
 

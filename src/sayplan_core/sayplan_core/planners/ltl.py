@@ -314,7 +314,7 @@ def plan_path(
     moved = graph
     if start != graph.agent_location():
         moved = graph.copy()
-        moved.nodes[graph.agent_id].attributes["location"] = start
+        moved.set_attributes(graph.agent_id, {"location": start})
     check = verify_plan(moved, result.full_plan, "sayplan", strict_navigation=True)
     if not check.success:
         raise PlanFailedError(

@@ -18,8 +18,7 @@ name (a handle that did not let go) are a robot fault that the skill server latc
 
 from __future__ import annotations
 
-import copy
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
@@ -52,8 +51,8 @@ def location_update(graph: SceneGraph, location: str | None, source: str) -> Gra
     agent = graph.agent_id
     if agent is None or location is None or location not in graph.nodes or location == graph.agent_location():
         return GraphUpdate(source=source)
-    node = copy.deepcopy(graph.nodes[agent])
-    node.attributes["location"] = location
+    node = graph.nodes[agent]
+    node = replace(node, attributes={**node.attributes, "location": location})
     return GraphUpdate(upsert=[NodeUpsert(node)], source=source)
 
 

@@ -15,9 +15,8 @@ camera saw. And `check` says whose word counts when the graph did not expect the
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sayplan_core.graph.model import GraphError
@@ -160,25 +159,25 @@ def _report(
     for node_id in dict.fromkeys(touched):
         if node_id in remove or node_id not in graph.nodes or graph.nodes[node_id].type == "agent":
             continue
-        node = copy.deepcopy(graph.nodes[node_id])
-        node.states = list(state.states(node_id))
+        position = graph.nodes[node_id].position
         if seen.placed_at is not None and node_id == moved.placed and state.holding != node_id:
-            node.position = seen.placed_at
+            position = seen.placed_at
         elif node_id == moved.dropped and seen.robot_at is not None:
-            node.position = seen.robot_at
+            position = seen.robot_at
+        node = replace(graph.nodes[node_id], states=state.states(node_id), position=position)
         upserts.append(NodeUpsert(node, state.parent(node_id), state.relation(node_id) or "in"))
     location = seen.location or state.location
     agent_id = graph.agent_id
     if agent_id is not None and (location is not None or seen.report_agent):
-        agent = copy.deepcopy(graph.nodes[agent_id])
+        agent = graph.nodes[agent_id]
+        attributes = dict(agent.attributes)
         if location is not None:
-            agent.attributes["location"] = location
+            attributes["location"] = location
         if seen.held is not None and step is not None:
-            agent.attributes[GRIPPER_ATTRIBUTE] = gripper_words(seen.held, state.holding, step, seen.acted)
-        agent.attributes.update(seen.agent_attributes)
-        if seen.agent_position is not None:
-            agent.position = seen.agent_position
-        upserts.append(NodeUpsert(agent))
+            attributes[GRIPPER_ATTRIBUTE] = gripper_words(seen.held, state.holding, step, seen.acted)
+        attributes.update(seen.agent_attributes)
+        position = agent.position if seen.agent_position is None else seen.agent_position
+        upserts.append(NodeUpsert(replace(agent, attributes=attributes, position=position)))
     return GraphUpdate(upsert=upserts, remove=remove, source=source)
 
 

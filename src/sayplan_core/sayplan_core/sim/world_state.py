@@ -6,8 +6,7 @@ so verifying a 50-step plan on a 100k-node building does not copy the building.
 
 from __future__ import annotations
 
-import copy
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from sayplan_core.graph.model import SceneGraph
@@ -26,7 +25,7 @@ class WorldState:
     accessed: str | None = None
     finished: bool = False
     _placement: dict[str, tuple[str, str]] = field(default_factory=dict)
-    _states: dict[str, list[str]] = field(default_factory=dict)
+    _states: dict[str, tuple[str, ...]] = field(default_factory=dict)
     revealed: list[str] = field(default_factory=list)
 
     @classmethod
@@ -52,7 +51,7 @@ class WorldState:
             return self._placement[node_id][1]
         return self.graph.relation(node_id)
 
-    def states(self, node_id: str) -> list[str]:
+    def states(self, node_id: str) -> tuple[str, ...]:
         if node_id in self._states:
             return self._states[node_id]
         return self.graph.nodes[node_id].states
@@ -115,8 +114,8 @@ class WorldState:
         return None
 
     # --------------------------------------------------------------- writes
-    def set_states(self, node_id: str, states: list[str]) -> None:
-        self._states[node_id] = list(states)
+    def set_states(self, node_id: str, states: Iterable[str]) -> None:
+        self._states[node_id] = tuple(states)
 
     def move(self, node_id: str, parent: str, relation: str) -> None:
         self._placement[node_id] = (parent, relation)
@@ -140,20 +139,20 @@ class WorldState:
             return self.apply_to()  # a revealed room or pose: its navigation edges come with a full copy
         for node_id in sorted(added, key=lambda n: len(graph.ancestors(n))):
             parent = graph.parent(node_id)
-            shown.add_node(copy.deepcopy(graph.nodes[node_id]))
+            shown.add_node(graph.nodes[node_id])
             if parent is not None:
                 shown.set_parent(node_id, parent, graph.relation(node_id) or "in")
         if len(shown.nodes) != len(graph.nodes):
             return self.apply_to()
         for node_id, states in self._states.items():
             if shown.nodes[node_id].states != states:
-                shown.nodes[node_id].states = list(states)
+                shown.set_states(node_id, states)
         for node_id, (parent, relation) in self._placement.items():
             if shown.parent(node_id) != parent or shown.relation(node_id) != relation:
                 shown.set_parent(node_id, parent, relation)
         agent = shown.agent_id
-        if agent is not None and self.location is not None:
-            shown.nodes[agent].attributes["location"] = self.location
+        if agent is not None and self.location is not None and shown.agent_location() != self.location:
+            shown.set_attributes(agent, {"location": self.location})
         return shown
 
     def commit(self) -> None:
@@ -163,13 +162,13 @@ class WorldState:
         graph it is given is never modified."""
         graph = self.graph
         for node_id, states in self._states.items():
-            graph.nodes[node_id].states = list(states)
+            graph.set_states(node_id, states)
         for node_id, (parent, relation) in self._placement.items():
             if graph.parent(node_id) != parent or graph.relation(node_id) != relation:
                 graph.set_parent(node_id, parent, relation)
         agent = graph.agent_id
         if agent is not None and self.location is not None:
-            graph.nodes[agent].attributes["location"] = self.location
+            graph.set_attributes(agent, {"location": self.location})
         self._states.clear()
         self._placement.clear()
 
@@ -177,13 +176,10 @@ class WorldState:
         """A new graph with this state's changes applied (the input is not touched)."""
         out = (graph or self.graph).copy()
         for node_id, states in self._states.items():
-            out.nodes[node_id].states = list(states)
+            out.set_states(node_id, states)
         for node_id, (parent, relation) in self._placement.items():
             out.set_parent(node_id, parent, relation)
         agent = out.agent_id
-        if agent is not None:
-            attrs = copy.deepcopy(out.nodes[agent].attributes)
-            if self.location is not None:
-                attrs["location"] = self.location
-            out.nodes[agent].attributes = attrs
+        if agent is not None and self.location is not None:
+            out.set_attributes(agent, {"location": self.location})
         return out
