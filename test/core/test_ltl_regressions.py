@@ -127,7 +127,9 @@ def office_with_a_bare_apple(offset: tuple[float, float]) -> Any:
     table = office.nodes["fruit_bowl_table"].position
     assert table is not None
     office.set_parent("apple1", "cafeteria")
-    office.replace_node(replace(office.nodes["apple1"], position=(table[0] + offset[0], table[1] + offset[1], table[2])))
+    office.replace_node(
+        replace(office.nodes["apple1"], position=(table[0] + offset[0], table[1] + offset[1], table[2]))
+    )
     return office
 
 

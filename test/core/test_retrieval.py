@@ -57,7 +57,9 @@ def test_incremental_updates_touch_only_what_changed(store: str) -> None:
     graph.set_parent("coffee_mug", "nikos_desk", "ontop_of")  # moved: metadata only, no re-embedding
     graph.remove_node("stapler")
     graph.add_node(Node("espresso_cup", "object", affordances=["pickup"]), "kitchen_bench", "ontop_of")
-    graph.replace_node(replace(graph.nodes["banana1"], name="ripe plantain"))  # relabelled: re-embedded under the same id
+    graph.replace_node(
+        replace(graph.nodes["banana1"], name="ripe plantain")
+    )  # relabelled: re-embedded under the same id
     stats = index.sync(graph, changed=["coffee_mug", "stapler", "espresso_cup", "banana1"])
     assert (stats.added, stats.modified, stats.removed, stats.embedded) == (1, 2, 1, 2)
     assert "stapler" not in index.documents and index.documents["coffee_mug"].metadata["room"] == "nikos_office"
