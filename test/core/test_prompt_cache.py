@@ -22,15 +22,19 @@ handed. `check`, `building` and `upsert` are shared with test_snapshots.py."""
 from __future__ import annotations
 
 import copy
+import gc
 import json
 import random
 import threading
+import weakref
 from dataclasses import replace
 
 import networkx as nx
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sayplan_core.graph import text
 from sayplan_core.graph.model import PLACEMENTS, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
@@ -190,7 +194,7 @@ def test_snapshots_of_a_follower_share_the_cache_and_untracked_copies_do_not() -
     apple = copy.deepcopy(live.nodes["apple"])
     apply_in_place(live, GraphUpdate(upsert=[NodeUpsert(apple, "bench", "ontop_of")]))
     second = snapshots.of(live, 2)
-    assert second.derived is first.derived and second.change_stamps is not None
+    assert second.history is first.history is not None and second.change_stamps is not None
     assert to_prompt_text(second) == uncached(second, False) != to_prompt_text(first)
     edited = second.copy()  # untracked: no cache serves it
     assert edited.change_stamps is None
@@ -338,11 +342,9 @@ def test_memory_bounded_on_a_long_running_follower() -> None:
             check(snapshots.of(live, version))
     log, _ = live.change_log
     assert len(log) <= 4 * len(live.nodes) + 1024 + 8
-    derived = live.derived
-    assert set(derived) <= {"text:False", "text:True", "workspaces", "ids"}
-    for key in ("text:False", "text:True"):
-        assert len(derived[key].records) <= len(live.nodes)
-        assert len(derived[key].stamps) == len(live.nodes)
+    for kept in (text._TEXT.of(live), text._TEXT_WITH_POSITIONS.of(live)):
+        assert len(kept.records) <= len(live.nodes)
+        assert len(kept.stamps) == len(live.nodes)
 
 
 def test_planner_threads_write_while_the_follower_applies_updates() -> None:
@@ -457,3 +459,22 @@ def test_long_random_history_across_the_wrap_and_bulk_changes() -> None:
     for graph in graphs:
         check(graph)
     assert wraps >= 2, f"the log wrapped {wraps} times: the test misses its point"
+
+
+def test_caches_are_kept_by_their_users_per_history_and_go_with_it() -> None:
+    """graph/caches.py: the prompt text is kept by graph/text.py per history, shared by a tracked graph and its
+    tracked copies; a copy's own change gives it a new history; the caches go with the last graph of theirs."""
+    live = building()
+    snapshot = GraphSnapshots().of(live, 1)
+    check(snapshot)
+    assert live.history is not None and snapshot.history is live.history and live.history in text._TEXT._kept
+    edited = snapshot.copy(tracked=True)
+    edited.set_states("cup0", ["dirty"])
+    assert edited.history is not None and edited.history is not live.history
+    check(edited)
+    gone = weakref.ref(live.history)
+    del live, snapshot, edited
+    gc.collect()
+    assert gone() is None
+    with pytest.raises(ValueError, match="tracked"):
+        text._TEXT.of(building())

@@ -92,6 +92,14 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
+class History:
+    """One line of versions of a tracked graph, shared by its tracked copies: the key under which users keep what
+    they derive from it (graph/caches.py), and the graph's own navigation components kept across versions."""
+
+    def __init__(self) -> None:
+        self.nav_components: tuple[int, dict[str, int]] | None = None  # (navigation-layer stamp, node -> index)
+
+
 class SceneGraph:
     """A 3DSG: node table, hierarchy tree and navigation graph."""
 
@@ -104,7 +112,7 @@ class SceneGraph:
         self._components: dict[str, int] | None = None
         self._nav_version = 0  # a new stamp whenever the navigation layer changes (nav_component's key)
         self._stamps: dict[str, int] | None = None
-        self._derived: dict[str, Any] = {}
+        self._history: History | None = None  # while tracking: shared with tracked copies
         self._log: list[str] = []  # ids as they are restamped, shared with tracked copies
         self._log_at: int | None = None  # a tracked copy: the log's length when it was taken
 
@@ -117,7 +125,7 @@ class SceneGraph:
         """
         if self._stamps is None:
             self._stamps = dict.fromkeys(self.nodes, next(_STAMPS))
-            self._derived, self._log, self._log_at = {}, [], None
+            self._history, self._log, self._log_at = History(), [], None
 
     @property
     def change_stamps(self) -> dict[str, int] | None:
@@ -125,9 +133,10 @@ class SceneGraph:
         return self._stamps
 
     @property
-    def derived(self) -> dict[str, Any]:
-        """Caches keyed by change stamps, shared by a tracked graph and its tracked copies (graph/text.py)."""
-        return self._derived
+    def history(self) -> History | None:
+        """While tracking: the history this graph shares with its tracked copies (the key of caches their users
+        keep, graph/caches.py); a new one when a copy's own change parts it from its source. Else None."""
+        return self._history
 
     @property
     def change_log(self) -> tuple[list[str], int]:
@@ -141,9 +150,9 @@ class SceneGraph:
         return self.copy()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled or deep-copied: untracked, as copy() is (the caches hold locks, which cannot be pickled)."""
+        """Pickled or deep-copied: untracked, as copy() is."""
         state = dict(self.__dict__)
-        state.update(_stamps=None, _derived={}, _log=[], _log_at=None)
+        state.update(_stamps=None, _history=None, _log=[], _log_at=None)
         return state
 
     def _touch(self, *node_ids: str | None) -> None:
@@ -151,7 +160,8 @@ class SceneGraph:
         if stamps is not None:
             if self._log_at is not None or len(self._log) > 4 * len(self.nodes) + 1024:
                 # a tracked copy changing leaves its source's history (and caches); a long log starts anew
-                self._derived, self._log, self._log_at = ({} if self._log_at is not None else self._derived), [], None
+                self._history = History() if self._log_at is not None else self._history
+                self._log, self._log_at = [], None
             stamp = next(_STAMPS)
             for node_id in node_ids:
                 if node_id in self.nodes:
@@ -251,9 +261,9 @@ class SceneGraph:
     def nav_component(self, node_id: str) -> int:
         """Index of the connected navigation component (cached until the nav layer changes). The table is filled
         before it is published: readers of one snapshot on other threads must never see it half filled."""
-        components = self._components
+        components, history = self._components, self._history
         if components is None:
-            kept = self._derived.get("nav_components") if self._stamps is not None else None
+            kept = history.nav_components if history is not None else None
             if kept is not None and kept[0] == self._nav_version:  # a tracked copy of the same navigation layer
                 components = kept[1]
             else:
@@ -261,8 +271,8 @@ class SceneGraph:
                 for index, members in enumerate(nx.connected_components(self.nav)):
                     for member in members:
                         components[member] = index
-                if self._stamps is not None:  # shared with the tracked copies (snapshots) of later versions
-                    self._derived["nav_components"] = (self._nav_version, components)
+                if history is not None:  # shared with the tracked copies (snapshots) of later versions
+                    history.nav_components = (self._nav_version, components)
             self._components = components
         return components.get(node_id, -1)
 
@@ -387,7 +397,7 @@ class SceneGraph:
 
     def copy(self, tracked: bool = False) -> SceneGraph:
         """A copy that shares the (immutable) nodes. tracked: keep tracking changes (if this graph does) and share
-        its derived caches, for a copy that readers use (graph/snapshots.py)."""
+        its history (and so the caches kept for it), for a copy that readers use (graph/snapshots.py)."""
         out = SceneGraph(self.name)
         with gc_paused():
             out.nodes = dict(self.nodes)
@@ -397,7 +407,7 @@ class SceneGraph:
         out._components, out._nav_version = self._components, self._nav_version
         if tracked and self._stamps is not None:
             out._stamps = dict(self._stamps)
-            out._derived, (out._log, out._log_at) = self._derived, self.change_log
+            out._history, (out._log, out._log_at) = self._history, self.change_log
         return out
 
     def subgraph(self, node_ids: Iterable[str]) -> SceneGraph:

@@ -28,6 +28,7 @@ from json.encoder import (  # type: ignore[attr-defined]
 )
 from typing import Any
 
+from sayplan_core.graph.caches import PerHistory
 from sayplan_core.graph.model import NODE_TYPES, SceneGraph
 
 #: Types whose hierarchy edge to a visible parent is a link of the text.
@@ -257,8 +258,7 @@ def graph_records(
 
 def to_prompt_text(graph: SceneGraph, node_ids: Iterable[str] | None = None, with_positions: bool = False) -> str:
     if node_ids is None and graph.change_stamps is not None:
-        fragments: _TextFragments = cached(graph, f"text:{with_positions}", lambda: _TextFragments(with_positions))
-        return fragments.text(graph)
+        return (_TEXT_WITH_POSITIONS if with_positions else _TEXT).of(graph).text(graph)
     return json.dumps(graph_records(graph, node_ids, with_positions), separators=(",", ":"), ensure_ascii=False)
 
 
@@ -282,11 +282,11 @@ dumps_ascii = _encoder(ensure_ascii=True)
 class NodeFragments:
     """Text per node of a tracked graph, each kept with the change stamp of the node it was written for.
 
-    Shared by a tracked graph and its tracked copies (SceneGraph.derived), so the fragments written for one
-    version serve the next: an entry is used only while the graph at hand has the same stamp for that node,
-    which names one state of it (stamps are unique in the process). `sync` finds what differs by comparing the
-    stamp tables (C-level set operations, no Python loop over the nodes), keeps each type's ids sorted, and
-    `redo(graph, ids)` (subclasses) rewrites the entries of the changed nodes and of those whose text reads them.
+    Kept per history (graph/caches.py), shared by a tracked graph and its tracked copies, so the fragments
+    written for one version serve the next: an entry is used only while the graph at hand has the same stamp for
+    that node, which names one state of it (stamps are unique in the process). `sync` finds what differs by
+    comparing the stamp tables (C-level set operations, no Python loop over the nodes), keeps each type's ids sorted,
+    and `redo(graph, ids)` (subclasses) rewrites the entries of the changed nodes and of those whose text reads them.
     A lock serialises users: planners on several snapshots at once share one cache.
     """
 
@@ -377,15 +377,6 @@ class NodeFragments:
         """Forget the entries of a node the graph no longer has."""
 
 
-def cached(graph: SceneGraph, key: str, make: Callable[[], Any]) -> Any:
-    """The fragment cache `key` of a tracked graph (made on first use, shared with its tracked copies)."""
-    derived = graph.derived
-    cache = derived.get(key)
-    if cache is None:
-        cache = derived.setdefault(key, make())
-    return cache
-
-
 class _SortedIds:
     """Every node id, sorted, and the id set it was sorted from: redone only when the set differs (a C-level
     comparison of the key sets, so it cannot go stale whatever changed the graph)."""
@@ -407,8 +398,7 @@ def sorted_ids(graph: SceneGraph) -> list[str]:
     """sorted(graph.nodes), kept across versions of a tracked graph (the caller must not change the list)."""
     if graph.change_stamps is None:
         return sorted(graph.nodes)
-    ids: _SortedIds = cached(graph, "ids", _SortedIds)
-    return ids.sorted_ids(graph)
+    return _IDS.of(graph).sorted_ids(graph)
 
 
 def room_readers(graph: SceneGraph, changed: set[str]) -> set[str]:
@@ -613,3 +603,9 @@ class ShownRecords:
                 parent = str(up)
                 break
         return above, parent
+
+
+#: Kept per history of tracked graphs (graph/caches.py): the prompt text without and with positions, the sorted ids.
+_TEXT = PerHistory(lambda: _TextFragments(False))
+_TEXT_WITH_POSITIONS = PerHistory(lambda: _TextFragments(True))
+_IDS = PerHistory(_SortedIds)

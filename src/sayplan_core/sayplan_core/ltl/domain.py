@@ -51,6 +51,7 @@ from typing import Any
 
 import numpy as np
 
+from sayplan_core.graph.caches import Latest, PerHistory
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph, a_or_an
 from sayplan_core.graph.text import GraphReader
 from sayplan_core.ltl.vocabulary import ACCESS_TYPES, ATOM_TYPES, DEFAULT_REACH_DISTANCE, REACH_TYPES, DomainError
@@ -147,7 +148,7 @@ def _navigation(graph: SceneGraph) -> Navigation:
     key: tuple[tuple[str, ...], tuple[int, ...]] | None = None
     if stamps is not None:
         key = (tuple(ids), tuple([stamps[n] for n in ids]))
-        kept = graph.derived.get("ltl_navigation")
+        kept = _NAVIGATION.of(graph).value
         if kept is not None and kept[0] == key:
             navigation: Navigation = kept[1]
             return navigation
@@ -160,7 +161,7 @@ def _navigation(graph: SceneGraph) -> Navigation:
         moves[index[b]].append((index[a], cost))
     navigation = (locations, index, tuple(moves))
     if key is not None:
-        graph.derived["ltl_navigation"] = (key, navigation)  # one tuple: readers on other threads see all or none
+        _NAVIGATION.of(graph).value = (key, navigation)  # one tuple: readers on other threads see all or none
     return navigation
 
 
@@ -328,3 +329,7 @@ class SearchDomain:
         if node_id not in self.graph.nodes or self.graph.nodes[node_id].type not in NAV_TYPES:
             raise DomainError(f"'{node_id}' is not a room or pose node, so the robot cannot start there")
         return self.index[node_id]
+
+
+#: The navigation of the last version read, with its key, per history of tracked graphs (graph/caches.py).
+_NAVIGATION: PerHistory[Latest[tuple[tuple[tuple[str, ...], tuple[int, ...]], Navigation]]] = PerHistory(Latest)

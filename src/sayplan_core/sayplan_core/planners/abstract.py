@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core import retrieval  # its embedders (numpy) load at the first goal, not with the CLI
+from sayplan_core.graph.caches import PerHistory
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, room_readers
+from sayplan_core.graph.text import GraphReader, NodeFragments, dumps_ascii, room_readers
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.options import option
 from sayplan_core.outcomes import PlanCode, PlanStage
@@ -68,8 +69,7 @@ def workspace_text(graph: SceneGraph) -> str:
     versions, so a small update redoes only the workspaces it touched (test_prompt_cache.py)."""
     if graph.change_stamps is None:
         return json.dumps(workspace_dictionary(graph), separators=(",", ":"))
-    fragments: _WorkspaceFragments = cached(graph, "workspaces", _WorkspaceFragments)
-    return fragments.text(graph)
+    return _WORKSPACES.of(graph).text(graph)
 
 
 class _WorkspaceFragments(NodeFragments):
@@ -289,3 +289,7 @@ class AbstractCommandPlanner(Planner):
                 out.append(MoveStep(s["sentence"], obj, ws))
             plans.append(out)
         return plans
+
+
+#: The workspace dictionary's fragments, per history of tracked graphs (graph/caches.py).
+_WORKSPACES = PerHistory(_WorkspaceFragments)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sayplan_core.graph.caches import Latest, PerHistory
 from sayplan_core.graph.model import SceneGraph
 from sayplan_core.graph.text import sorted_ids, to_prompt_text
 from sayplan_core.outcomes import PlanCode, PlanStage
@@ -25,10 +26,11 @@ def plan_schema(graph: SceneGraph, actions: ActionSet, ids: list[str]) -> dict[s
     if graph.change_stamps is None:
         return answers.plan_schema(actions, ids)
     names = tuple(actions.names())
-    kept = graph.derived.get("llm_as_planner_enums")
+    slot = _ENUMS.of(graph)
+    kept = slot.value
     if kept is None or kept[0] is not ids or kept[1] != names:
         kept = (ids, names, answers._enum([*ids, ""]), answers._enum(ids))
-        graph.derived["llm_as_planner_enums"] = kept  # one tuple: readers on other threads see all or none
+        slot.value = kept  # one tuple: readers on other threads see all or none
     targets, visible = kept[2], kept[3]
     step = {"action": {"type": "string", "enum": answers._enum(names)}, "target": {"type": "string", "enum": targets}}
     return answers._obj(
@@ -73,3 +75,7 @@ class LlmAsPlanner(Planner):
             raise PlanFailedError(PlanCode.NOT_EXECUTABLE, f"open-loop plan is not executable: {check.feedback}")
         result.verified = result.success = True
         result.message = "plan verified"
+
+
+#: The schema's id enums of the last id list, per history of tracked graphs (graph/caches.py).
+_ENUMS: PerHistory[Latest[tuple[list[str], tuple[str, ...], list[str], list[str]]]] = PerHistory(Latest)

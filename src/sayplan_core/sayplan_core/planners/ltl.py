@@ -25,8 +25,9 @@ from typing import TYPE_CHECKING, Any
 
 from sayplan_core import ltl as ltl_lib  # the product search (numpy) loads at the first mission, not with the CLI
 from sayplan_core.closest import close_names
+from sayplan_core.graph.caches import PerHistory
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.graph.text import GraphReader, NodeFragments, cached, dumps_ascii, sorted_ids
+from sayplan_core.graph.text import GraphReader, NodeFragments, dumps_ascii, sorted_ids
 from sayplan_core.llm.session import BadAnswerError
 from sayplan_core.ltl.automaton import AutomatonError, Dfa, build_dfa, require_tools
 from sayplan_core.ltl.formula import Formula, FormulaError, parse_formula
@@ -101,8 +102,7 @@ def grounding_catalogue(graph: SceneGraph) -> str:
     entry is kept across versions, so a small update redoes only the entries it touched (test_prompt_cache.py)."""
     if graph.change_stamps is None or _UNPLACED in graph.nodes or _HELD in graph.nodes:
         return json.dumps(grounding_hierarchy(graph), separators=(",", ":"))
-    fragments: _CatalogueFragments = cached(graph, "ltl_catalogue", _CatalogueFragments)
-    return fragments.text(graph)
+    return _CATALOGUE.of(graph).text(graph)
 
 
 _UNPLACED = "(no floor)"
@@ -357,3 +357,7 @@ def plan_formula(
         result.failure = PlanCode.SEARCH_FAILED
     result.elapsed_s = time.perf_counter() - began
     return result
+
+
+#: The grounding catalogue's fragments, per history of tracked graphs (graph/caches.py).
+_CATALOGUE = PerHistory(_CatalogueFragments)
