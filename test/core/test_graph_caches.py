@@ -1,8 +1,10 @@
 """Every cache a graph keeps across versions against a straightforward version written here from its documented
-definition (not the code's own uncached writer), after every step of random mutation sequences through every
-mutator: the whole-graph text, the ltl grounding catalogue, the ltl domain's navigation part, llm_as_planner's
-schema enums and `nav_component`, on the live graph and on snapshots of earlier versions; and LookPlanGraph's kept
-text (`ShownRecords`) after `forget` of the nodes a change touched.
+definition (not the code's own uncached writer, but for the abstract planner's workspaces), after every step of
+random mutation sequences through every mutator: every cache kept per history (graph/caches.py; one without a
+check here fails), that is the whole-graph text, the sorted ids, the ltl grounding catalogue, the ltl domain's
+navigation part, llm_as_planner's schema enums, the abstract planner's workspaces, and the graph's own
+`nav_component`, on the live graph and on snapshots of earlier versions; and LookPlanGraph's kept text
+(`ShownRecords`) after `forget` of the nodes a change touched.
 
 The random changes go through add/remove/re-add with the same id and another type, rename, rooms moved between
 floors, poses between rooms, links added, re-weighed and cut, rolled-back updates, snapshots changed through a
@@ -16,8 +18,11 @@ without the link showed the old link. It now keeps which nodes' links name each 
 
 from __future__ import annotations
 
+import ast
 import json
 from collections import deque
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import networkx as nx
@@ -26,12 +31,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from world_shapes import link_cost_reference
 
+import sayplan_core
+from sayplan_core.graph.caches import REGISTERED
 from sayplan_core.graph.model import NODE_TYPES, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
 from sayplan_core.graph.text import ShownRecords, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.ltl.domain import SearchDomain
 from sayplan_core.planners import answers, llm_as_planner
+from sayplan_core.planners.abstract import workspace_dictionary, workspace_text
 from sayplan_core.planners.ltl import grounding_catalogue
 from sayplan_core.sim.action_set import load_action_set
 
@@ -175,17 +183,47 @@ def check_components(graph: SceneGraph) -> None:
     assert all(graph.nav_component(n) == -1 for n in graph.nodes if n not in graph.nav)
 
 
-def check_all(graph: SceneGraph) -> None:
-    for with_positions in (False, True):
-        assert to_prompt_text(graph, with_positions=with_positions) == oracle_text(graph, with_positions)
-    assert grounding_catalogue(graph) == oracle_catalogue(graph)
+def check_enums(graph: SceneGraph) -> None:
     ids = llm_as_planner.sorted_ids(graph)
     assert ids == sorted(graph.nodes)
     assert dumps(llm_as_planner.plan_schema(graph, ACTIONS, ids)) == dumps(
         answers.plan_schema(ACTIONS, sorted(graph.nodes))
     )
-    check_navigation(graph)
-    check_components(graph)
+
+
+#: Every cache kept per history (graph/caches.py REGISTERED), by name, and how it is checked against its definition.
+CHECKS: dict[str, Callable[[SceneGraph], None]] = {
+    "text": lambda graph: _same(to_prompt_text(graph), oracle_text(graph, False)),
+    "text with positions": lambda graph: _same(to_prompt_text(graph, with_positions=True), oracle_text(graph, True)),
+    "sorted ids": check_enums,
+    "llm_as_planner enums": check_enums,
+    "ltl catalogue": lambda graph: _same(grounding_catalogue(graph), oracle_catalogue(graph)),
+    "ltl navigation": check_navigation,
+    # the code's own uncached writer as the definition (test_prompt_cache.py holds its cases)
+    "abstract workspaces": lambda graph: _same(workspace_text(graph), dumps(workspace_dictionary(graph))),
+}
+
+
+def _same(got: str, want: str) -> None:
+    assert got == want
+
+
+def check_all(graph: SceneGraph) -> None:
+    for check in CHECKS.values():
+        check(graph)
+    check_components(graph)  # the graph's own, kept on its history
+
+
+def test_every_registered_cache_has_a_check() -> None:
+    """A cache kept per history without a check here fails (and a check of a cache that no longer exists): every
+    `PerHistory("name", ...)` in the core's source, read with ast (so modules this test does not import count)."""
+    named: set[str] = set()
+    for path in Path(sayplan_core.__file__).parent.rglob("*.py"):
+        for call in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "PerHistory":
+                assert call.args and isinstance(call.args[0], ast.Constant), f"{path}: name it with a literal"
+                named.add(call.args[0].value)
+    assert set(REGISTERED) <= named == set(CHECKS)
 
 
 # ------------------------------------------------------------------------------------------------- random graphs

@@ -13,7 +13,7 @@ from __future__ import annotations
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
 
 from sayplan_core.graph.model import History, SceneGraph
 
@@ -22,9 +22,14 @@ V = TypeVar("V")
 
 
 class PerHistory(Generic[T]):
-    """One cache per history of tracked graphs, made on first use (`make()`), held by its user."""
+    """One cache per history of tracked graphs, made on first use (`make()`), held by its user. `name` registers it
+    (REGISTERED): test_graph_caches.py checks every registered cache against its definition."""
 
-    def __init__(self, make: Callable[[], T]) -> None:
+    def __init__(self, name: str, make: Callable[[], T]) -> None:
+        if name in REGISTERED:
+            raise ValueError(f"a cache named {name!r} is registered already")
+        REGISTERED[name] = self
+        self.name = name
         self._make = make
         self._kept: weakref.WeakKeyDictionary[History, T] = weakref.WeakKeyDictionary()
         self._lock = threading.Lock()  # planners on several snapshots at once
@@ -39,6 +44,10 @@ class PerHistory(Generic[T]):
             if kept is None:
                 kept = self._kept[history] = self._make()
         return kept
+
+
+#: Every PerHistory made, by name.
+REGISTERED: dict[str, PerHistory[Any]] = {}
 
 
 class Latest(Generic[V]):

@@ -606,6 +606,6 @@ class ShownRecords:
 
 
 #: Kept per history of tracked graphs (graph/caches.py): the prompt text without and with positions, the sorted ids.
-_TEXT = PerHistory(lambda: _TextFragments(False))
-_TEXT_WITH_POSITIONS = PerHistory(lambda: _TextFragments(True))
-_IDS = PerHistory(_SortedIds)
+_TEXT = PerHistory("text", lambda: _TextFragments(False))
+_TEXT_WITH_POSITIONS = PerHistory("text with positions", lambda: _TextFragments(True))
+_IDS = PerHistory("sorted ids", _SortedIds)

@@ -332,4 +332,6 @@ class SearchDomain:
 
 
 #: The navigation of the last version read, with its key, per history of tracked graphs (graph/caches.py).
-_NAVIGATION: PerHistory[Latest[tuple[tuple[tuple[str, ...], tuple[int, ...]], Navigation]]] = PerHistory(Latest)
+_NAVIGATION: PerHistory[Latest[tuple[tuple[tuple[str, ...], tuple[int, ...]], Navigation]]] = PerHistory(
+    "ltl navigation", Latest
+)

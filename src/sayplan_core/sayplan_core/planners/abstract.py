@@ -292,4 +292,4 @@ class AbstractCommandPlanner(Planner):
 
 
 #: The workspace dictionary's fragments, per history of tracked graphs (graph/caches.py).
-_WORKSPACES = PerHistory(_WorkspaceFragments)
+_WORKSPACES = PerHistory("abstract workspaces", _WorkspaceFragments)

@@ -78,4 +78,6 @@ class LlmAsPlanner(Planner):
 
 
 #: The schema's id enums of the last id list, per history of tracked graphs (graph/caches.py).
-_ENUMS: PerHistory[Latest[tuple[list[str], tuple[str, ...], list[str], list[str]]]] = PerHistory(Latest)
+_ENUMS: PerHistory[Latest[tuple[list[str], tuple[str, ...], list[str], list[str]]]] = PerHistory(
+    "llm_as_planner enums", Latest
+)

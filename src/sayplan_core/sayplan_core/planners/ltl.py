@@ -360,4 +360,4 @@ def plan_formula(
 
 
 #: The grounding catalogue's fragments, per history of tracked graphs (graph/caches.py).
-_CATALOGUE = PerHistory(_CatalogueFragments)
+_CATALOGUE = PerHistory("ltl catalogue", _CatalogueFragments)
