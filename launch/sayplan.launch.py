@@ -8,7 +8,8 @@ The node list is `sayplan_ros.stack.stack_specs(robot)`, the same list `sayplan_
 compose in one process. Parameters come, in order (later wins), from config/sayplan.yaml,
 config/robots/<robot>.yaml, config/planners/<planner>.yaml (each if there is one), `params_file`, and the launch
 arguments (env, llm, use_sim_time). Every file is keyed by node name; the sections are applied to the nodes
-whatever their namespace.
+whatever their namespace. Each file is checked before any node starts (sayplan_core.params_files): a name a node
+does not declare in its own section, or a value of the wrong type, is refused naming the file.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shutil
 import signal
 from typing import Any
 
+import launch.logging
 from ament_index_python.packages import PackageNotFoundError, get_package_prefix, get_package_share_directory
 from launch import LaunchContext, LaunchDescription
 from launch.actions import DeclareLaunchArgument, EmitEvent, OpaqueFunction, RegisterEventHandler
@@ -27,7 +29,7 @@ from launch.events.process import ProcessExited, ProcessIO, SignalProcess
 from launch.substitutions import LaunchConfiguration
 from launch_ros.actions import Node
 
-from sayplan_core import files
+from sayplan_core import params_files
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
 from sayplan_ros.runner import SHUTDOWN_STOP_S, TEARDOWN_S
@@ -35,16 +37,37 @@ from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
-#: The largest params file read (a site's is a few kB).
-MAX_PARAMS_FILE_BYTES = 1 << 20
 #: launch escalates after 5 s by default; a node's own bound (runner.SHUTDOWN_STOP_S to stop its robot, then
 #: runner.TEARDOWN_S) is 4 s, too close on a loaded machine: a SIGKILL must never cut a robot's stop short
 SIGTERM_TIMEOUT_S = str(round(2 * (SHUTDOWN_STOP_S + TEARDOWN_S)))
 
 
+def read_params_file(path: str) -> Any:
+    """A params file's YAML, read bounded and without aliases (sayplan_core.params_files); RuntimeError naming it."""
+    try:
+        return params_files.load(path)
+    except (OSError, ValueError) as exc:
+        raise RuntimeError(" ".join(str(exc).split())) from None
+
+
+def check_params_files(paths: list[str]) -> None:
+    """Every params file against what the stack's nodes declare, before any node starts: a name a node does not
+    have in its own section (a typo, or another node's), a typo of ours in a `/**` section, a value of the wrong
+    type are refused, one line each (bounded); sections for no node of the stack are said once."""
+    report = params_files.Report([], 0, [])
+    given: list[params_files.Given] = []
+    for path in paths:
+        given += params_files.file_entries(path, read_params_file(path), report)
+    params_files.check(given, report=report)
+    for line in params_files.notes_lines(report):
+        launch.logging.get_logger("sayplan.launch").warning(line)
+    if report.count:
+        raise RuntimeError("refused the parameters given:\n" + "\n".join(report.lines()))
+
+
 def node_sections(path: str, node: str) -> dict[str, Any]:
     """The parameters a params file gives `node` (its own section, then a `/**` section for every node)."""
-    data = files.load_yaml(files.read_text(path, MAX_PARAMS_FILE_BYTES, "params file")) or {}  # aliases refused
+    data = read_params_file(path) or {}
     if not isinstance(data, dict):
         raise RuntimeError(f"params file {path}: expected node names at the top level")
     out: dict[str, Any] = {}
@@ -75,6 +98,7 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
     files = [os.path.join(config, "sayplan.yaml"), *(path for path in layered if os.path.isfile(path))]
     if value["params_file"]:
         files.append(value["params_file"])
+    check_params_files(files)
     sim_time = value["use_sim_time"].lower() in ("true", "1", "yes")
     given: dict[str, dict[str, Any]] = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
     foxglove = _flag(value.get("foxglove", FOXGLOVE_DEFAULTS["foxglove"]))

@@ -128,7 +128,7 @@ class Setting:
         if kind is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)
         if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-            raise ValueError(f"{self.name} must be a {kind.__name__}, got {value!r}")
+            raise ValueError(f"{self.name} must be a {kind.__name__}, got {repr(value)[:200]}")
         return value
 
     def check(self, value: Any) -> Any:

@@ -89,18 +89,26 @@ ROS_PARAMETERS = frozenset({"use_sim_time", "start_type_description_service", "s
 #: how alike (difflib's ratio on the stems, sayplan_core.closest) an unknown name must be to a parameter of the
 #: stack to be taken for its typo and refused; a name like none is let through with a warning
 TYPO_CUTOFF = 0.8
+#: unknown names compared with the stack's (for a typo) at most, so 20,000 of them cannot stall a node's start:
+#: the others are named as unread like any name that is no typo
+MAX_EXAMINED = 200
 
 
 def not_in_the_stack(node: str, names: Iterable[str]) -> tuple[str, list[str]]:
     """The top-level parameters given to `node` that no node of the stack has: ('' or one line naming those that
     look like a typo of a parameter of the stack, each with it; the others). A typo is refused; any other name may
     be meant for another program, since a params file's `/**` section (a site file shared with Nav2 or a driver)
-    gives every node the same ones, so it is only warned about. A name another node of the stack has passes."""
+    gives every node the same ones, so it is only warned about. A name another node of the stack has passes (a
+    node's own section is checked before the nodes start: sayplan_core.params_files). At most MAX_EXAMINED names
+    are compared with the stack's."""
     known = sorted({setting.name for table_ in node_settings().values() for setting in table_} | ROS_PARAMETERS)
     wrong = sorted({name for name in names if name not in known})
     typos: list[str] = []
     others: list[str] = []
-    for name in wrong:
+    for index, name in enumerate(wrong):
+        if index >= MAX_EXAMINED:  # the work is bounded: the rest are only counted as unread
+            others.append(name[:100])
+            continue
         close = close_names(name, known, 1, TYPO_CUTOFF)
         if close:
             typos.append(f"{name[:100]} (did you mean {close[0]}?)")

@@ -111,7 +111,8 @@ def unknown_top_level(node: Node) -> str:
         return ""
     refused, unread = not_in_the_stack(node.get_name(), given)
     if unread:
-        node.get_logger().warning(f"parameter(s) no node of the stack reads, ignored: {', '.join(unread[:20])}")
+        more = f" and {len(unread) - 20} more" if len(unread) > 20 else ""
+        node.get_logger().warning(f"parameter(s) no node of the stack reads, ignored: {', '.join(unread[:20])}{more}")
     return refused
 
 

@@ -37,6 +37,7 @@ from rclpy.executors import ExternalShutdownException, MultiThreadedExecutor
 from rclpy.node import Node
 from rclpy.signals import SignalHandlerOptions
 
+from sayplan_core.graph.limits import shown
 from sayplan_ros.guard import guard_services
 
 EXIT_CONFIG = 2
@@ -62,9 +63,14 @@ EXIT_CHECK_S = 0.1
 _SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+#: The longest message a failed start's line (or a transition's) echoes; past it, its start and its length.
+MAX_ERROR_CHARS = 2000
+
+
 def describe_error(exc: BaseException) -> str:
-    """One line for a person: the message, or the exception's kind when it has none."""
-    text = " ".join(str(exc).split())
+    """One line for a person: the message (bounded: a value echoed whole could be megabytes), or the exception's
+    kind when it has none."""
+    text = shown(" ".join(str(exc).split()), MAX_ERROR_CHARS)
     known = (ValueError, OSError, KeyError, RuntimeError, LookupError)
     kind = type(exc).__name__
     if not isinstance(exc, known) and "Exception" not in kind and "Error" not in kind:

@@ -6,7 +6,9 @@ test checks that the two agree.
 
     sayplan_stack --ros-args --params-file config/sayplan.yaml --params-file config/robots/sim.yaml
 
-Parameters reach each node by its name exactly as with a launch file.
+Parameters reach each node by its name exactly as with a launch file. Every params file and `-p` rule is checked
+first against what the nodes declare (sayplan_core.params_files): a name a node does not have in its own section,
+or a value of the wrong type (which rcl would drop when an earlier file gave another type), refuses the start.
 """
 
 from __future__ import annotations
@@ -18,11 +20,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import rclpy.logging
 from rclpy.context import Context
 from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.utilities import remove_ros_args
 
+from sayplan_core.params_files import check_arguments, notes_lines
 from sayplan_core.plugins import ROBOT_REGISTRY
 from sayplan_ros.runner import run_nodes
 
@@ -143,4 +147,23 @@ def main(args: list[str] | None = None) -> None:
         help="also start foxglove_bridge (port and host from its section of a params file)",
     )
     options = parser.parse_args(remove_ros_args(argv)[1:])
-    run_nodes("sayplan_stack", lambda: create_nodes(robot=options.robot, foxglove=options.foxglove), argv[1:])
+
+    def make_nodes() -> list[Node]:
+        check_given(argv)
+        return create_nodes(robot=options.robot, foxglove=options.foxglove)
+
+    run_nodes("sayplan_stack", make_nodes, argv[1:])
+
+
+def check_given(argv: Sequence[str]) -> None:
+    """Every params file and `-p` rule of the command line against what the stack's nodes declare, before any
+    node starts (sayplan_core.params_files): each problem is logged on its own line (bounded) and the start is
+    refused with the first (ValueError); sections for no node of the stack are said once."""
+    logger = rclpy.logging.get_logger("sayplan_stack")
+    report = check_arguments(argv)
+    for line in notes_lines(report):
+        logger.warning(line)
+    if report.count:
+        for line in report.lines():
+            logger.error(line)
+        raise ValueError(report.line())

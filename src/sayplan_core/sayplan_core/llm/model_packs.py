@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import BinaryIO, Literal, NamedTuple
 
 from sayplan_core import files
+from sayplan_core.graph import limits
 
 __all__ = [
     "CHUNK_BYTES",
@@ -431,7 +432,10 @@ def assemble(pack: ModelPack, progress: Progress | None = None) -> Path:
 
 # ---------------------------------------------------------------------------------------------- resolving
 def _unknown(model: str, packs: Mapping[str, ModelPack]) -> ModelPackError:
-    return ModelPackError(f"unknown model '{model}': use a model pack ({', '.join(packs)}) or the path of a .gguf file")
+    shown_model = limits.shown(model)  # a 2 MB model name must not come back 2 MB long, three times
+    return ModelPackError(
+        f"unknown model '{shown_model}': use a model pack ({', '.join(packs)}) or the path of a .gguf file"
+    )
 
 
 def _gguf_path(model: str) -> Path:

@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from sayplan_core.graph import limits
 from sayplan_core.llm.config import DEFAULT_MODELS, LlmConfig, resolve_backend_name
 from sayplan_core.llm.http import (
     BodyTooLargeError,
@@ -165,11 +166,11 @@ def _probe_openai(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
         )
     if status != 200:
         return LlmProbe(False, "openai", f"{where} answered HTTP {status} to GET /models")
-    model = config.model or DEFAULT_MODELS["openai"]
+    model = limits.shown(config.model or DEFAULT_MODELS["openai"])  # echoed bounded
     served = _ids(body, "data", ("id",))
     if served is None:
         return LlmProbe(False, "openai", f"{where} answered GET /models with no model list: is it an LLM server?")
-    if served and model not in served:
+    if served and (config.model or DEFAULT_MODELS["openai"]) not in served:
         return LlmProbe(False, "openai", f"{where} does not serve model '{model}' (it serves: {_some(served)})")
     return LlmProbe(True, "openai", f"{where} answers and serves '{model}'")
 
@@ -192,8 +193,9 @@ def _probe_ollama(config: LlmConfig, end: float, progress: _Progress) -> LlmProb
     installed = _ids(body, "models", ("name", "model"))
     if installed is None:
         return LlmProbe(False, "ollama", f"{where} answered GET /api/tags with no model list: is it Ollama?")
-    model = config.model or DEFAULT_MODELS["ollama"]
-    if _tagged(model) not in {_tagged(m) for m in installed}:
+    wanted = config.model or DEFAULT_MODELS["ollama"]
+    model = limits.shown(wanted)  # echoed bounded
+    if _tagged(wanted) not in {_tagged(m) for m in installed}:
         have = f" (it has: {_some(installed)})" if installed else " (it has no models)"
         return LlmProbe(False, "ollama", f"{where} does not have model '{model}': run `ollama pull {model}`{have}")
     return LlmProbe(True, "ollama", f"{where} answers and has '{model}'")
@@ -256,4 +258,4 @@ def _tagged(model: str) -> str:
 def _some(names: list[str], shown: int = 5) -> str:
     unique = list(dict.fromkeys(names))
     more = f" and {len(unique) - shown} more" if len(unique) > shown else ""
-    return ", ".join(unique[:shown]) + more
+    return ", ".join(limits.shown(name) for name in unique[:shown]) + more  # a server's names, bounded
