@@ -101,6 +101,9 @@ def test_executor_status_warns_on_missing_servers() -> None:
     busy = executor_status("make coffee", ["plan_task", "execute_skill"])
     assert busy.level is Level.WARN and "execute_skill, plan_task" in busy.message
     assert busy.values["task"] == "make coffee"
+    claim = "2 nodes offer '/describe_skills': /helper_rogue, /sim_skill_server"
+    rival = executor_status("", ["plan_task"], [claim])
+    assert rival.level is Level.ERROR and claim in rival.message and rival.values["rival servers"] == claim
 
 
 def test_link_status_down_level() -> None:

@@ -185,3 +185,120 @@ def test_a_rogue_that_publishes_under_the_servers_name_and_leaves_at_once_poison
         held = graph.parent("orange") if graph is not None else None
         seen = (version, follower.epoch() == server.epoch, follower.problem(), held, follower.stats())
         raise AssertionError(f"copy {seen}; server {server.version} {server.graph.parent('orange')}") from None
+
+
+CONFIRM_WINDOW_S = 5.0
+COURIER = textwrap.dedent(
+    """
+    import sys, time, rclpy
+    from diagnostic_msgs.msg import KeyValue
+    from sayplan_core.envs import load_env
+    from sayplan_interfaces.msg import GraphUpdate as UpdateMsg
+    from sayplan_interfaces.msg import SceneGraph as GraphMsg
+    from sayplan_interfaces.srv import GetSceneGraph
+    from sayplan_ros.conversions import graph_to_msg
+    from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+
+    rclpy.init()
+    courier = rclpy.create_node("courier")  # not the server's name: it only offers get_scene_graph for a moment
+    seen = []
+    courier.create_subscription(GraphMsg, "scene_graph", seen.append, LATCHED_STATE_QOS)
+    while not seen:
+        rclpy.spin_once(courier, timeout_sec=0.5)
+    real = seen[-1]
+    poisoned = graph_to_msg(load_env("office"), real.version + 1)
+    poisoned.epoch = real.epoch
+    for node in poisoned.nodes:  # the agent is said to be elsewhere
+        if node.type == "agent":
+            node.attributes = [kv for kv in node.attributes if kv.key != "location"]
+            node.attributes.append(KeyValue(key="location", value='"kitchen"'))
+    answered = []
+
+    def answer(request, response):
+        print("asked", flush=True)
+        sys.stdin.readline()  # the test holds the follower before the answer leaves
+        response.graph = poisoned
+        response.success = True
+        answered.append(1)
+        return response
+
+    courier.create_service(GetSceneGraph, "get_scene_graph", answer)
+    trigger = courier.create_publisher(UpdateMsg, "scene_graph_updates", GRAPH_UPDATES_QOS)
+    start = time.monotonic()
+    while trigger.get_subscription_count() < 1 and time.monotonic() - start < 20:
+        time.sleep(0.01)
+    trigger.publish(UpdateMsg(source="courier", version=real.version + 1, epoch=real.epoch))  # makes followers fetch
+    while not answered:
+        rclpy.spin_once(courier, timeout_sec=0.5)
+    time.sleep(1.0)  # the answer is on its way
+    courier.destroy_node()
+    print("gone", flush=True)
+    rclpy.shutdown()
+    """
+)
+
+
+def test_a_graph_from_a_node_that_answered_the_fetch_and_left_is_never_taken(ros: Any) -> None:
+    """Found by a hostile review: a node that offered get_scene_graph for a moment, made the followers fetch (an
+    update on their topic), answered with the real epoch, the next version and the agent in another room, and left
+    before the follower checked for rival servers, became the copy for good once the server reached that version:
+    the server's own update of it was dropped as old, and the version check saw equal versions. Now a fetched graph
+    is taken only once the server confirms it answered a fetch with it (version and digest).
+
+    The test makes the race deterministic: it holds the server (its lock) so only the courier answers, and holds
+    the follower (its lock) until the courier has left the ROS graph, so the answer is read with one server left.
+    While the server is still held (CONFIRM_WINDOW_S; on a machine too slow to read the answer in that time the
+    check weakens, it never fails wrongly) the courier's graph must not be the copy; then the server reaches the
+    courier's version with an update of its own, and the copy must end as the server's, never the courier's in
+    sync on the way."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    planner = ros.add(PathPlannerNode(context=ros.context))
+    follower = planner.follower
+    ros.wait_for(lambda: in_step(follower, server), timeout=GUARD_S, what="the follower in step with the server")
+    real_place = server.graph.agent_location()
+    env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
+    version = server.version
+    server._lock.acquire()  # the server answers no fetch (and confirms nothing) until the courier is gone
+    held = True
+    courier = subprocess.Popen(
+        [sys.executable, "-c", COURIER], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+    assert courier.stdin is not None and courier.stdout is not None
+    try:
+        assert courier.stdout.readline().strip() == "asked", "the follower never fetched from the courier"
+        with follower.reading():  # the follower reads the answer only once the courier has left
+            courier.stdin.write("go\n")
+            courier.stdin.flush()
+            assert courier.stdout.readline().strip() == "gone"
+            names = ros.node("observer").get_node_names
+            ros.wait_for(lambda: "courier" not in names(), timeout=GUARD_S, what="the courier out of the graph")
+        until = time.monotonic() + CONFIRM_WINDOW_S  # the answer is read now; the server cannot confirm it yet
+        while time.monotonic() < until:
+            graph, held_version = follower.latest()
+            taken = held_version > version or (graph is not None and graph.agent_location() == "kitchen")
+            assert not taken, "the courier's graph was taken before the server confirmed it"
+            time.sleep(0.02)
+        server._lock.release()
+        held = False
+    finally:
+        if held:
+            server._lock.release()
+        courier.kill()
+        courier.wait()
+    peel_the_orange(ros)  # the server reaches the courier's version with an update of its own
+
+    def honest() -> bool:
+        graph, _ = follower.latest()
+        return in_step(follower, server) and graph is not None and graph.agent_location() == real_place
+
+    def poisoned() -> bool:
+        graph, _ = follower.latest()
+        return follower.problem() == "" and graph is not None and graph.agent_location() == "kitchen"
+
+    deadline = time.monotonic() + GUARD_S
+    while not honest():
+        assert not poisoned(), f"the courier's graph is the copy, in sync: {follower.stats()}"
+        assert time.monotonic() < deadline, f"copy never the server's again: {follower.problem()} {follower.stats()}"
+        time.sleep(0.02)
+    graph, _ = follower.latest()
+    assert graph is not None and "peeled" in graph.nodes["orange"].states

@@ -150,12 +150,20 @@ def journal_status(journal: str, problem: str, hardware_id: str = "") -> Status:
 
 
 # ---------------------------------------------------------------------------------------------- executor
-def executor_status(task: str, missing: Iterable[str], hardware_id: str = "") -> Status:
+def executor_status(task: str, missing: Iterable[str], rivals: Iterable[str] = (), hardware_id: str = "") -> Status:
     """The running task (or idle) and the servers the executor cannot see: WARN while any is missing (a task would
-    fail at the step that needs it)."""
+    fail at the step that needs it); ERROR while more than one node offers one of its services (`rivals`, each a
+    problem's text: no answer of that service is taken)."""
     gone = sorted(missing)
-    values = {"task": task or "idle", "missing servers": ", ".join(gone) or "none"}
+    claims = sorted(rivals)
+    values = {
+        "task": task or "idle",
+        "missing servers": ", ".join(gone) or "none",
+        "rival servers": "; ".join(claims) or "none",
+    }
     doing = f"running '{task}'" if task else "idle"
+    if claims:
+        return Status("executor", Level.ERROR, f"{doing}; {'; '.join(claims)}", values, hardware_id)
     if gone:
         return Status("executor", Level.WARN, f"{doing}; no server for {', '.join(gone)}", values, hardware_id)
     return Status("executor", Level.OK, f"{doing}; every server is there", values, hardware_id)

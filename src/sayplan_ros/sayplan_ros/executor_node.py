@@ -54,6 +54,7 @@ from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
+from sayplan_ros.rivals import rival_servers
 from sayplan_ros.runner import RESULT_GRACE_S, result_sent, run_nodes
 from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
 from sayplan_ros.single_goal import SingleGoal
@@ -240,10 +241,22 @@ class ExecutorNode(Node):
                 run.child = None
 
     def _call(self, client: Any, request: Any, what: str) -> Any:
+        """Call a service whose answer steers the task; only while one node offers it (sayplan_ros/rivals.py), before
+        the request is sent and when the answer is read, else the task ends SERVER_UNAVAILABLE naming the rivals."""
         wait = self.options.action_server_wait_s
         if not client.wait_for_service(timeout_sec=wait):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"service '{what}' is not available")
-        return wait_future(client.call_async(request), wait, f"'{what}'")
+        self._refuse_rivals(what, "sent")
+        answer = wait_future(client.call_async(request), wait, f"'{what}'")
+        self._refuse_rivals(what, "taken")
+        return answer
+
+    def _refuse_rivals(self, service: str, what: str) -> None:
+        problem = rival_servers(self, service)
+        if problem:
+            message = f"{problem}: the '{service}' request is not {what} (only one server is trusted)"
+            self.get_logger().error(message)
+            raise WaitError(TaskCode.SERVER_UNAVAILABLE, message)
 
     # ------------------------------------------------------------------ the loop's functions
     def _plan(self, run: _TaskRun, catalog: SkillCatalog, context: str) -> PlanResult:
@@ -417,7 +430,11 @@ class ExecutorNode(Node):
             "apply_graph_update": self._update_client.service_is_ready(),
             "describe_skills": self._describe_client.service_is_ready(),
         }
-        return [executor_status(run.instruction if run else "", [name for name, up in servers.items() if not up])]
+        rivals = [
+            problem for name in ("apply_graph_update", "describe_skills") if (problem := rival_servers(self, name))
+        ]
+        missing = [name for name, up in servers.items() if not up]
+        return [executor_status(run.instruction if run else "", missing, rivals)]
 
     def destroy_node(self) -> None:
         self._server.destroy()

@@ -13,7 +13,10 @@ server may be at a lower one), and an update of another epoch is not patched in 
 While two nodes claim to be the server (two named `scene_graph_server` in the namespace, or another node offering
 `get_scene_graph`), neither is trusted: the copy is out of sync (`problem()`, so planners refuse to plan on it and
 /diagnostics says why) until one server is left, and then the graph is fetched again from it, since the copy may
-have come from the other. Full graphs come from fetches only (one on the topic is a hint to fetch), and every
+have come from the other. Full graphs come from fetches only (one on the topic is a hint to fetch), and a fetched
+graph is taken only once the server confirms that it answered a fetch with it (its version and the digest of the
+message, sayplan_ros/served_graphs.py): a node that offered get_scene_graph for a moment, answered the fetch and
+left before the rival check looked is found out, and the graph fetched again. Every
 FETCH_RETRY_S the follower asks the server for its version and epoch alone (`version_only`): a copy from another
 start, or ahead of the server, is fetched again. An update whose version the copy already holds, but whose
 content differs from the one applied under that version, makes the copy fetch too (a rogue's update got in
@@ -29,15 +32,14 @@ version read (about once per goal). `reading()` lends the live copy for a short 
 
 from __future__ import annotations
 
-import hashlib
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 from rclpy.node import Node
-from rclpy.serialization import serialize_message
 from rclpy.task import Future
 
 from sayplan_core.graph.model import SceneGraph
@@ -53,6 +55,8 @@ from sayplan_ros.goals import call_when
 from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
+from sayplan_ros.rivals import offerers
+from sayplan_ros.served_graphs import graph_digest, message_digest
 
 KEPT_DIGESTS = 256  # update versions whose content is remembered, to tell a second, different one
 FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
@@ -61,6 +65,15 @@ SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and update
 
 _RIVALS = f"more than one node claims to be {SERVER_NODE}"
 _REFETCH = f"fetching the scene graph again from {SERVER_NODE}"
+
+
+@dataclass(frozen=True, eq=False)
+class _Fetched:
+    """A fetched graph waiting for the server's confirmation: its version, its digest and the message."""
+
+    version: int
+    digest: bytes
+    msg: SceneGraphMsg
 
 
 class GraphFollower:
@@ -85,6 +98,8 @@ class GraphFollower:
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
         self._checking: Future | None = None  # the version_only call in flight
+        self._unconfirmed: _Fetched | None = None  # a fetched graph the server has not confirmed yet (not taken)
+        self._confirming: tuple[Future, float, _Fetched] | None = None  # the confirm call in flight
         self._applied: dict[int, bytes] = {}  # digest of the update applied under each recent version
         steady_timer(node, FETCH_RETRY_S, self._retry_fetch, callback_group)
         self._impostors: set[str] = set()  # publishers already reported (one error line each)
@@ -207,7 +222,7 @@ class GraphFollower:
         one is the rogue's): then the copy is fetched again. Each version's first content is kept (the last
         KEPT_DIGESTS versions); the server's history replays the same content, which passes."""
         version = int(msg.version)
-        digest = hashlib.blake2b(serialize_message(msg), digest_size=16).digest()
+        digest = message_digest(msg)
         with self._lock:
             seen = self._applied.setdefault(version, digest)
             while len(self._applied) > KEPT_DIGESTS:
@@ -223,6 +238,7 @@ class GraphFollower:
         with self._lock:
             self._refused += 1
             self._epoch = 0
+            self._unconfirmed = None
             self._claim = f"{_REFETCH}: {why}"
             changed = self._changed_locked()
         self._call(changed)
@@ -232,8 +248,12 @@ class GraphFollower:
     def _request_full(self) -> None:
         """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph. A call
         that is not answered within FETCH_RETRY_S (a request sent while the server restarted is lost) is given up
-        and sent again by the retry timer, until a graph arrives."""
+        and sent again by the retry timer, until a graph arrives. While a fetched graph waits for the server's
+        confirmation nothing is fetched again: once confirmed and taken, the copy asks for more if it still lacks
+        something (a gap after its version), and a graph that is not confirmed is fetched again anyway."""
         with self._lock:
+            if self._unconfirmed is not None:
+                return
             self._want_full = True
             if self._fetching is not None and time.monotonic() - self._fetching[1] < FETCH_RETRY_S:
                 return
@@ -253,9 +273,11 @@ class GraphFollower:
     def _retry_fetch(self) -> None:
         self._check_claims()
         with self._lock:
-            wanted = self._want_full
+            wanted, unconfirmed = self._want_full, self._unconfirmed is not None
         if wanted:
             self._request_full()
+        elif unconfirmed:
+            self._confirm()
         else:
             self._check_version()
 
@@ -313,16 +335,13 @@ class GraphFollower:
     def _rival_servers(self) -> str:
         """'' when at most one node claims to be the server; else who claims it (the problem's text)."""
         namespace = self._node.get_namespace()
-        service = absolute_name(self._node, "get_scene_graph")
         nodes = self._node.get_node_names_and_namespaces()
         named = sum(1 for name, ns in nodes if name == SERVER_NODE and ns == namespace)
         claims = [f"{named} nodes named {SERVER_NODE}"] if named > 1 else []
-        claims += sorted(
-            f"{ns.rstrip('/')}/{name} offers get_scene_graph"
-            for name, ns in nodes
-            if not (name == SERVER_NODE and ns == namespace)
-            and any(s == service for s, _ in self._node.get_service_names_and_types_by_node(name, ns))
-        )
+        server = f"{namespace.rstrip('/')}/{SERVER_NODE}"
+        claims += [
+            f"{name} offers get_scene_graph" for name in offerers(self._node, "get_scene_graph") if name != server
+        ]
         return f"{_RIVALS}: {'; '.join(claims)}" if claims else ""
 
     def _on_fetched(self, future: Future) -> None:
@@ -335,11 +354,60 @@ class GraphFollower:
             return
         if not self._sole_service():
             return  # the retry timer asks again; a copy from an impostor is never taken
-        with self._lock:
+        with self._lock:  # taken once the server confirms it served it: the node that answered may be another
             self._want_full = False
-            if self._claim.startswith(_REFETCH):
-                self._claim = ""
-        self._take_full(response.graph, "get_scene_graph")
+            self._unconfirmed = _Fetched(int(response.graph.version), graph_digest(response.graph), response.graph)
+        self._confirm()
+
+    def _confirm(self) -> None:
+        """Ask the server whether it answered a fetch with the graph fetched (its version and digest): the node
+        that answered may have left before `_sole_service` looked (docs/concepts/trust.md). One call in flight; one
+        unanswered for FETCH_RETRY_S is sent again by the retry timer."""
+        with self._lock:
+            pending = self._unconfirmed
+            if pending is None:
+                return
+            if self._confirming is not None and time.monotonic() - self._confirming[1] < FETCH_RETRY_S:
+                return
+            stale = self._confirming
+            self._confirming = None
+        if stale is not None:
+            self._fetch.remove_pending_request(stale[0])
+        if not self._fetch.service_is_ready():
+            return
+        request = GetSceneGraph.Request(
+            version_only=True, confirm_version=pending.version, confirm_digest=list(pending.digest)
+        )
+        future = self._fetch.call_async(request)
+        with self._lock:
+            self._confirming = (future, time.monotonic(), pending)
+        future.add_done_callback(guarded(self._node, "get_scene_graph confirmation", self._on_confirmed))
+
+    def _on_confirmed(self, future: Future) -> None:
+        with self._lock:
+            asked = None
+            if self._confirming is not None and self._confirming[0] is future:
+                asked = self._confirming[2]
+                self._confirming = None
+        answer = future.result()
+        if asked is None or answer is None or not answer.success or not self._sole_service():
+            return  # the retry timer asks again (or a newer fetch is being confirmed)
+        with self._lock:
+            if self._unconfirmed is not asked:
+                return
+            self._unconfirmed = None
+        if answer.confirmed and int(answer.graph.epoch) == int(asked.msg.epoch):
+            self._take_full(asked.msg, "get_scene_graph")
+            with self._lock:  # cleared after the take: the distrusted copy is never in sync in between
+                if self._claim.startswith(_REFETCH):
+                    self._claim = ""
+                changed = self._changed_locked()
+            self._call(changed)
+            return
+        self._distrust(
+            f"the scene graph fetched at version {asked.version} is not one {SERVER_NODE} served: another node "
+            "answered the fetch"
+        )
 
     def _sole_service(self) -> bool:
         """Only one node, the server, offers get_scene_graph (a peer that made the follower refetch by publishing on

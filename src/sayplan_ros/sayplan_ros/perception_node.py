@@ -40,6 +40,7 @@ from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
+from sayplan_ros.rivals import rival_servers
 from sayplan_ros.runner import run_nodes
 
 STAMP_TOLERANCE_NS = 20_000_000  # 20 ms
@@ -190,6 +191,11 @@ class PerceptionNode(Node):
             self.get_logger().warning("apply_graph_update is not available; update kept for the next frame")
             self._not_applied.append(update)
             return
+        rivals = rival_servers(self, "apply_graph_update")
+        if rivals:  # the map must not go to a node that is not the server (sayplan_ros/rivals.py)
+            self.get_logger().error(f"{rivals}: the update is not sent; kept for the next frame")
+            self._not_applied.append(update)
+            return
         future = self._updates.call_async(ApplyGraphUpdate.Request(update=update_to_msg(update)))
         self.updates_sent += 1
         future.add_done_callback(lambda done: self._on_applied(done, update))
@@ -197,9 +203,10 @@ class PerceptionNode(Node):
     def _on_applied(self, future: Future, update: GraphUpdate) -> None:
         exc = future.exception()
         answer = future.result() if exc is None else None
-        if answer is not None and answer.success:
+        rivals = rival_servers(self, "apply_graph_update") if answer is not None else ""
+        if answer is not None and answer.success and not rivals:
             return
-        why = answer.message if answer is not None else repr(exc)
+        why = rivals or (answer.message if answer is not None else repr(exc))
         self.get_logger().warning(
             f"graph update not applied ({why}); the next frame or finalize sends every placement again"
         )

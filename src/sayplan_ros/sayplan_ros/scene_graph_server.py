@@ -66,6 +66,7 @@ from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS, MARKERS_QOS
 from sayplan_ros.runner import run_nodes
+from sayplan_ros.served_graphs import DIGEST_BYTES, ServedGraphs, graph_digest
 
 
 class SceneGraphServer(Node):
@@ -80,6 +81,7 @@ class SceneGraphServer(Node):
         files = [f.strip() for f in options.action_set_files.split(",") if f.strip()]
         self._action_sets = self._register_action_sets(files)
         self._lock = threading.Lock()  # held while the graph changes; readers past it take a snapshot
+        self._served = ServedGraphs()  # digests of the whole graphs fetches were answered with
         self._snapshots = GraphSnapshots()
         allow_no_agent = options.allow_no_agent
         self._graph: SceneGraph = load_env(env, require_agent=not allow_no_agent)
@@ -239,6 +241,7 @@ class SceneGraphServer(Node):
         try:
             limits.check_count(len(request.node_ids), limits.MAX_UPDATE_ITEMS, "GetSceneGraph.node_ids")
             limits.check_ids(request.node_ids, "GetSceneGraph.node_ids")
+            limits.check_count(len(request.confirm_digest), DIGEST_BYTES, "GetSceneGraph.confirm_digest bytes")
         except limits.InputLimitError as exc:
             response.success, response.message = False, str(exc)
             return response
@@ -247,6 +250,9 @@ class SceneGraphServer(Node):
             if request.version_only:
                 response.graph.version, response.graph.epoch = version, self.epoch
                 response.success, response.message = True, f"version {version}"
+                if request.confirm_digest:
+                    digest = bytes(request.confirm_digest)
+                    response.confirmed = self._served.confirms(int(request.confirm_version), digest)
                 return response
             try:  # a subgraph is a new graph (O(what it holds)); the whole graph is a snapshot
                 view = self._graph.subgraph(request.node_ids) if request.node_ids else self._snapshot_locked()
@@ -256,6 +262,8 @@ class SceneGraphServer(Node):
         response.graph = graph_to_msg(view, version)
         response.graph.epoch = self.epoch
         response.graph.header.frame_id = self._frame_id
+        if not request.node_ids:  # a follower confirms a whole graph it fetched (sayplan_ros/served_graphs.py)
+            self._served.record(version, graph_digest(response.graph))
         response.success, response.message = True, f"{len(view)} nodes"
         return response
 
