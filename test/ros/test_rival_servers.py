@@ -71,3 +71,19 @@ def test_a_rival_server_is_named_and_no_task_runs_while_it_is_there(
     rogue.destroy_service(offered)
     ros.wait_for(lambda: rival_servers(executor, service) == "", timeout=GUARD_S, what="the rival gone")
     assert executor._diagnostics()[0].level.name != "ERROR"
+
+
+def test_plan_path_names_the_rival_that_keeps_the_graph_away(ros: Any) -> None:
+    """A peer offering get_scene_graph from the start: the path planner's copy never comes, and plan_path says why
+    (the rival, by name), not "no scene graph received yet"."""
+    from sayplan_interfaces.srv import GetSceneGraph, PlanPath
+    from sayplan_ros.path_planner_node import PathPlannerNode
+
+    rogue = ros.node("helper_rogue")
+    rogue.create_service(GetSceneGraph, "get_scene_graph", lambda _request, response: response)
+    ros.add(SceneGraphServer(context=ros.context))
+    planner = ros.add(PathPlannerNode(context=ros.context))
+    ros.wait_for(lambda: "helper_rogue" in planner.follower.problem(), timeout=GUARD_S, what="the rival seen")
+    paths = ros.node("operator").create_client(PlanPath, "plan_path")
+    answer = ros.call(paths, PlanPath.Request(start="kitchen", goal="nikos_office"))
+    assert not answer.success and "helper_rogue" in answer.message, answer.message

@@ -59,11 +59,11 @@ class PathPlannerNode(Node):
         except limits.InputLimitError as exc:
             response.success, response.message = False, str(exc)
             return response
+        if problem:  # first: a copy that never came may be held back by a rival server, which is the reason to give
+            response.success, response.message = False, f"the path planner's scene graph is out of sync: {problem}"
+            return response
         if graph is None:
             response.success, response.message = False, "no scene graph received yet on 'scene_graph'"
-            return response
-        if problem:
-            response.success, response.message = False, f"the path planner's scene graph is out of sync: {problem}"
             return response
         start = request.start or graph.agent_location()
         if not start:

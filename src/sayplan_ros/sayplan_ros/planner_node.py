@@ -230,11 +230,15 @@ class PlannerNode(ManagedNode):
         )
         if handle.is_cancel_requested:
             return plan_failure_to_msg(planner_name, goal.action_set, PlanCode.CANCELED, "canceled")
-        if graph is None:
-            return plan_failure_to_msg(
-                planner_name, goal.action_set, PlanCode.NO_SCENE_GRAPH, "no scene graph received yet on 'scene_graph'"
-            )
         problem = self.follower.problem()
+        if graph is None:
+            why = f"; the copy is out of sync: {problem}" if problem else ""
+            return plan_failure_to_msg(
+                planner_name,
+                goal.action_set,
+                PlanCode.NO_SCENE_GRAPH,
+                f"no scene graph received yet on 'scene_graph'{why}",
+            )
         if not problem and not self.follower.server_present():
             problem = "scene_graph_server is gone (nothing publishes its graph), so the copy may be stale"
         if problem:
