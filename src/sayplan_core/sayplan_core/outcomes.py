@@ -11,6 +11,12 @@ from __future__ import annotations
 
 from enum import Enum, IntEnum
 
+#: Terminal states of a ROS action goal, as action_msgs/GoalStatus numbers them: defined here once for the core,
+#: which imports no ROS package (nodes use GoalStatus itself; test_goal_status checks the two agree).
+STATUS_SUCCEEDED = 4
+STATUS_CANCELED = 5
+STATUS_ABORTED = 6
+
 
 class SkillCode(IntEnum):
     """Why a skill ended (SkillOutcome)."""

@@ -17,6 +17,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from action_msgs.msg import GoalStatus
 from builtin_interfaces.msg import Duration
 from rclpy.action import ActionClient
 from rclpy.node import Node
@@ -28,7 +29,7 @@ from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.primitives import Grasp, Outcome, Trajectory
 from sayplan_franka_omron.motions import gripper_outcome, gripper_width, trajectory_outcome
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, STATUS_CANCELED, ActionCall, LatestGoal, wait_for
+from sayplan_ros.navigation.action_call import CANCEL_GRACE_S, ActionCall, LatestGoal, wait_for
 
 Sleep = Callable[[float], Awaitable[None]]
 
@@ -299,13 +300,13 @@ class FrankaArm:
         if ended.lost:  # the server went away mid-goal: what the arm or gripper did is not known
             return Outcome(SkillCode.SERVER_UNAVAILABLE, f"{what}: {ended.problem}")
         if expired:
-            if ended.problem and ended.status == STATUS_CANCELED:  # the server never confirmed the cancel
+            if ended.problem and ended.status == GoalStatus.STATUS_CANCELED:  # the server never confirmed the cancel
                 return Outcome(SkillCode.ROBOT_FAULT, f"{what}: past its deadline, and {ended.problem}")
-            if ended.problem or ended.status == STATUS_CANCELED:
+            if ended.problem or ended.status == GoalStatus.STATUS_CANCELED:
                 return Outcome(SkillCode.TIMEOUT, f"{what} did not finish within {deadline_s:g} s: it was stopped")
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
-            if code is SkillCode.CANCELED and ended.status == STATUS_CANCELED:
+            if code is SkillCode.CANCELED and ended.status == GoalStatus.STATUS_CANCELED:
                 code = SkillCode.ROBOT_FAULT  # a cancel the server never confirmed: it may still move
             return Outcome(code, f"{what}: {ended.problem}")
         if ended.result is None:

@@ -54,7 +54,7 @@ import yaml
 
 from sayplan_core import files
 from sayplan_core.graph.model import SceneGraph
-from sayplan_core.outcomes import SkillCode
+from sayplan_core.outcomes import STATUS_CANCELED, STATUS_SUCCEEDED, SkillCode
 from sayplan_core.robots.primitives import JointPoint, Outcome, Trajectory
 
 #: Motions a node may have, in the order they are documented.
@@ -86,11 +86,6 @@ FJT_ERRORS: dict[int, tuple[str, SkillCode]] = {
     -4: ("PATH_TOLERANCE_VIOLATED", SkillCode.BLOCKED),
     -5: ("GOAL_TOLERANCE_VIOLATED", SkillCode.BLOCKED),
 }
-
-#: action_msgs/GoalStatus terminal states.
-STATUS_SUCCEEDED = 4
-STATUS_CANCELED = 5
-STATUS_ABORTED = 6
 
 
 class MotionError(ValueError):

@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 
-from sayplan_core.outcomes import SkillCode
+from sayplan_core.outcomes import STATUS_ABORTED, STATUS_CANCELED, STATUS_SUCCEEDED, SkillCode
 from sayplan_core.robots.primitives import Outcome
 
 _FAULT = SkillCode.ROBOT_FAULT
@@ -129,11 +129,6 @@ NAV2_ERROR_CODES: dict[int, tuple[str, SkillCode]] = {
     9102: ("NavigateThroughPoses.TF_ERROR", _FAULT),
     9103: ("NavigateThroughPoses.TIMEOUT", _FAULT),
 }
-
-#: Terminal states of an action goal, as action_msgs/GoalStatus numbers them.
-STATUS_SUCCEEDED = 4
-STATUS_CANCELED = 5
-STATUS_ABORTED = 6
 
 
 def error_name(error_code: int) -> str:

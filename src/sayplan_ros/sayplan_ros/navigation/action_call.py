@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.node import Node
 from rclpy.task import Future
@@ -29,12 +30,10 @@ DISCOVERY_POLL_S = 0.05
 #: How long a server may take to confirm a cancel before the goal is given up (a crashed server never will), when
 #: the caller sets no deadline of its own.
 CANCEL_GRACE_S = 5.0
-#: action_msgs/GoalStatus.STATUS_CANCELED
-STATUS_CANCELED = 5
-#: action_msgs/GoalStatus terminal values (SUCCEEDED, CANCELED, ABORTED): only a result with one of them ends a goal.
-#: A result with STATUS_UNKNOWN (0) comes from a server that does not know the goal (another server of the same
-#: action name, or one that restarted), never from the one that runs it: the robot may still be moving.
-TERMINAL_STATUSES = frozenset({4, 5, 6})
+#: The terminal statuses: only a result with one of them ends a goal. A result with STATUS_UNKNOWN (0) comes from a
+#: server that does not know the goal (another server of the same action name, or one that restarted), never from
+#: the one that runs it: the robot may still be moving.
+TERMINAL_STATUSES = frozenset({GoalStatus.STATUS_SUCCEEDED, GoalStatus.STATUS_CANCELED, GoalStatus.STATUS_ABORTED})
 
 
 async def wait_for(node: Node, future: Future, timeout_s: float, group: Any = None) -> bool:
@@ -157,7 +156,7 @@ class ActionCall:
                     left = cancel_sent_at + cancel_timeout_s - now
                     if left <= 0.0:
                         return CallResult(
-                            STATUS_CANCELED,
+                            GoalStatus.STATUS_CANCELED,
                             None,
                             f"the {self._what} server did not confirm the cancel within {cancel_timeout_s:g} s: "
                             "the robot may still be moving",

@@ -24,12 +24,12 @@ import math
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
 from rclpy.node import Node
 
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.nav2 import (
-    STATUS_CANCELED,
     nav2_outcome,
     progress,
     quaternion_to_yaw,
@@ -133,7 +133,7 @@ class Nav2Client:
         if ended.problem:
             code = SkillCode.CANCELED if call.cancel_requested else SkillCode.ROBOT_FAULT
             return Outcome(code, f"driving to {where}: {ended.problem}")
-        if ended.timed_out and ended.status == STATUS_CANCELED:
+        if ended.timed_out and ended.status == GoalStatus.STATUS_CANCELED:
             return Outcome(
                 SkillCode.TIMEOUT,
                 f"driving to {where} took longer than {leg_s:g} s (nav2_leg_timeout_s); Nav2 canceled the leg",
