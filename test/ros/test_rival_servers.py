@@ -87,3 +87,36 @@ def test_plan_path_names_the_rival_that_keeps_the_graph_away(ros: Any) -> None:
     paths = ros.node("operator").create_client(PlanPath, "plan_path")
     answer = ros.call(paths, PlanPath.Request(start="kitchen", goal="nikos_office"))
     assert not answer.success and "helper_rogue" in answer.message, answer.message
+
+
+def test_a_rival_plan_task_server_is_named_and_its_plan_never_runs(ros: Any) -> None:
+    """Found by a second hostile review: a node offering plan_task beside the planner answered a replan with a
+    verified plan of one `done()`, and the task ended "success" with the goal not met. Action servers follow the
+    same rule as the services: while two offer plan_task (or execute_skill), no goal is sent to either."""
+    from rclpy.action import ActionServer
+
+    from sayplan_interfaces.action import PlanTask
+
+    ros.add(SceneGraphServer(context=ros.context))
+    ros.add(SimSkillServer(context=ros.context))
+    executor = ros.add(ExecutorNode(context=ros.context))
+    answered: list[str] = []
+
+    def plan_done(handle: Any) -> Any:
+        answered.append(handle.request.instruction)
+        handle.succeed()
+        return PlanTask.Result()
+
+    for name in ("planner_stand_in", "helper_rogue"):
+        ActionServer(ros.node(name), PlanTask, "plan_task", plan_done)
+    ros.wait_for(lambda: "helper_rogue" in executor._diagnostics()[0].message, timeout=GUARD_S, what="the rival seen")
+    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
+    assert client.wait_for_server(timeout_sec=GUARD_S)
+    sent = client.send_goal_async(ExecuteTask.Goal(instruction="Find me a carrot."))
+    ros.wait_for(sent.done, timeout=GUARD_S, what="the goal's acceptance")
+    result = sent.result().get_result_async()
+    ros.wait_for(result.done, timeout=GUARD_S, what="the task's result")
+    outcome = result.result().result
+    assert outcome.error_code == int(TaskCode.SERVER_UNAVAILABLE), outcome.error_msg
+    assert "2 nodes offer '/plan_task'" in outcome.error_msg and "helper_rogue" in outcome.error_msg, outcome.error_msg
+    assert answered == []  # no goal went to either

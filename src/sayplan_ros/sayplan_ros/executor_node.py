@@ -54,7 +54,7 @@ from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
-from sayplan_ros.rivals import rival_servers
+from sayplan_ros.rivals import rival_action_servers, rival_servers
 from sayplan_ros.runner import RESULT_GRACE_S, result_sent, run_nodes
 from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
 from sayplan_ros.single_goal import SingleGoal
@@ -216,6 +216,7 @@ class ExecutorNode(Node):
         wait = self.options.action_server_wait_s
         if not client.wait_for_server(timeout_sec=wait):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"action server '{name}' is not available")
+        self._refuse_rivals(name, "goal is not sent", action=True)
         handle = wait_future(client.send_goal_async(goal, feedback_callback=feedback), wait, f"'{name}' (goal)")
         if not handle.accepted:
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"'{name}' rejected the goal (busy with another one?)")
@@ -227,7 +228,9 @@ class ExecutorNode(Node):
         watch = ServerWatch(self, name, name)
         timer = steady_timer(self, SERVER_CHECK_S, watch.check, self._group)
         try:
-            return wait_future(result, timeout, f"'{name}'", watch)
+            wrapped = wait_future(result, timeout, f"'{name}'", watch)
+            self._refuse_rivals(name, "result is not taken", action=True)
+            return wrapped
         except WaitError as exc:
             if exc.code is TaskCode.SERVER_UNAVAILABLE:  # nobody left to cancel or to answer
                 raise
@@ -246,15 +249,15 @@ class ExecutorNode(Node):
         wait = self.options.action_server_wait_s
         if not client.wait_for_service(timeout_sec=wait):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"service '{what}' is not available")
-        self._refuse_rivals(what, "sent")
+        self._refuse_rivals(what, "request is not sent")
         answer = wait_future(client.call_async(request), wait, f"'{what}'")
-        self._refuse_rivals(what, "taken")
+        self._refuse_rivals(what, "answer is not taken")
         return answer
 
-    def _refuse_rivals(self, service: str, what: str) -> None:
-        problem = rival_servers(self, service)
+    def _refuse_rivals(self, name: str, what: str, action: bool = False) -> None:
+        problem = rival_action_servers(self, name) if action else rival_servers(self, name)
         if problem:
-            message = f"{problem}: the '{service}' request is not {what} (only one server is trusted)"
+            message = f"{problem}: the '{name}' {what} (only one server is trusted)"
             self.get_logger().error(message)
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, message)
 
@@ -433,6 +436,7 @@ class ExecutorNode(Node):
         rivals = [
             problem for name in ("apply_graph_update", "describe_skills") if (problem := rival_servers(self, name))
         ]
+        rivals += [problem for name in ("plan_task", "execute_skill") if (problem := rival_action_servers(self, name))]
         missing = [name for name, up in servers.items() if not up]
         return [executor_status(run.instruction if run else "", missing, rivals)]
 

@@ -55,7 +55,7 @@ from sayplan_ros.goals import call_when
 from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
 from sayplan_ros.qos import GRAPH_UPDATES_QOS, LATCHED_STATE_QOS
-from sayplan_ros.rivals import offerers
+from sayplan_ros.rivals import offerers, server_count
 from sayplan_ros.served_graphs import graph_digest, message_digest
 
 KEPT_DIGESTS = 256  # update versions whose content is remembered, to tell a second, different one
@@ -339,9 +339,11 @@ class GraphFollower:
         named = sum(1 for name, ns in nodes if name == SERVER_NODE and ns == namespace)
         claims = [f"{named} nodes named {SERVER_NODE}"] if named > 1 else []
         server = f"{namespace.rstrip('/')}/{SERVER_NODE}"
-        claims += [
-            f"{name} offers get_scene_graph" for name in offerers(self._node, "get_scene_graph") if name != server
-        ]
+        listed = offerers(self._node, "get_scene_graph")
+        claims += [f"{name} offers get_scene_graph" for name in listed if name != server]
+        hidden = (server_count(self._node, "get_scene_graph") or 0) - len(listed)
+        if hidden > 0:  # a process can hide its nodes from the ROS graph, not the endpoints (sayplan_ros/rivals.py)
+            claims.append(f"{hidden} server(s) of get_scene_graph that no node lists")
         return f"{_RIVALS}: {'; '.join(claims)}" if claims else ""
 
     def _on_fetched(self, future: Future) -> None:
