@@ -26,6 +26,7 @@ from sayplan_core.envs import load_env
 from sayplan_interfaces.msg import ExecutionEvent, SkillReport
 from sayplan_ros.bag import (
     LATEST_BAG_VERSION,
+    MAX_STORAGE_FILES,
     RECORDED_TOPICS,
     project_typestore,
     read_messages,
@@ -154,6 +155,25 @@ def test_an_mcap_chunk_bomb_is_refused_by_its_declared_size(tmp_path: Path) -> N
     assert isinstance(error, ValueError) and "uncompressed; at most" in str(error), error
     assert peak < 8 * MIB, peak
     assert len(list(read_messages(bag, max_bytes=2 * BOMB_BYTES))) == 3  # compressed chunks are read
+
+
+def test_a_storage_file_listed_twice_or_too_many_files_are_refused(tmp_path: Path) -> None:
+    """Found by a second hostile review: an 89 KB zstd storage file listed 2,000 times was decompressed 2,000
+    times into temporary folders kept to the end (the bound was per file, so the disk was not bounded), and every
+    copy's messages were read again. A name listed twice is refused, and so are more than MAX_STORAGE_FILES."""
+    bag = tmp_path / "bag"
+    write_bag(bag, run_messages())
+    meta = bag / "metadata.yaml"
+    text = meta.read_text()
+    (line,) = [x for x in text.splitlines() if x.strip() == "- bag.mcap"]  # relative_file_paths' one entry
+    indent = line[: line.index("-")]
+    meta.write_text(text.replace(line, f"{line}\n{line}", 1))
+    with pytest.raises(ValueError, match=r"lists the storage file 'bag.mcap' more than once"):
+        list(read_messages(bag))
+    many = "\n".join(f"{indent}- part{i}.mcap" for i in range(MAX_STORAGE_FILES + 1))
+    meta.write_text(text.replace(line, many, 1))
+    with pytest.raises(ValueError, match=rf"lists {MAX_STORAGE_FILES + 1:,} storage files; at most"):
+        list(read_messages(bag))
 
 
 # ----------------------------------------------------------------------------- item 4: YAML aliases

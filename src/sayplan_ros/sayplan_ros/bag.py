@@ -365,6 +365,8 @@ def recover_bag(path: str | Path) -> str:
 
 #: The largest metadata.yaml read (a run's is a few kB).
 MAX_METADATA_BYTES = 1 << 20
+#: storage files a bag's metadata may list (rosbag2 splits a recording into files of a size or duration)
+MAX_STORAGE_FILES = 1024
 #: The most message bytes read from one bag, decompressed (sayplan_replay keeps a run's messages in memory); its
 #: storage files are bounded by storage_bound of it.
 MAX_READ_BYTES = 1 << 30
@@ -524,7 +526,15 @@ def read_messages(
     names = info.get("relative_file_paths")
     if not isinstance(names, list) or not names:
         raise ValueError(f"{bag}/metadata.yaml lists no storage file (relative_file_paths)")
+    if len(names) > MAX_STORAGE_FILES:
+        raise ValueError(
+            f"{bag}/metadata.yaml lists {len(names):,} storage files; at most {MAX_STORAGE_FILES:,} are read"
+        )
+    twice = next((name for i, name in enumerate(names) if name in names[:i]), None)
+    if twice is not None:  # each copy would be read (and decompressed) again
+        raise ValueError(f"{bag}/metadata.yaml lists the storage file {str(twice)[:200]!r} more than once")
     storages = [_Storage(bag, name, max_bytes) for name in names]
+    disk_left = storage_bound(max_bytes)  # what FILE decompression may write in all, over every storage file
     token = _CHUNK_LIMIT.set(storage_bound(max_bytes))
     read = 0
     try:
@@ -533,7 +543,8 @@ def read_messages(
                 path_ = storage.path
                 if mode == "file":
                     folder = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="sayplan_bag_")))
-                    path_ = _decompress_file(storage.path, folder, storage_bound(max_bytes), deadline)
+                    path_ = _decompress_file(storage.path, folder, disk_left, deadline)
+                    disk_left -= path_.stat().st_size
                 reader = _open_storage(storage, path_, str(kind), stack)
                 if kind == "mcap":
                     size = path_.stat().st_size
