@@ -61,7 +61,7 @@ def test_openai_vision_request_and_graph_update(httpserver: HTTPServer) -> None:
     added = {u.node.id: u for u in update.upsert}
     assert list(added) == ["coffee_mug_1"]  # 'orange' is already on the bench; 'coffee_mug' is another node's id
     mug = added["coffee_mug_1"]
-    assert (mug.parent, mug.relation, mug.node.states) == ("kitchen_bench", "ontop_of", ["dirty"])
+    assert (mug.parent, mug.relation, mug.node.states) == ("kitchen_bench", "ontop_of", ("dirty",))
     grown = apply_update(graph, update)
     assert grown.parent("coffee_mug_1") == "kitchen_bench"
 
