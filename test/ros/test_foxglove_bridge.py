@@ -315,3 +315,36 @@ def test_the_monitor_client_bench_runs_both_arms_and_the_drop_check(tmp_path: An
     )
     drop = re.search(r"(\d+) messages .* got (\d+) of them; the newest kept: yes; still connected: yes", text)
     assert drop and int(drop[2]) < int(drop[1]), text  # some were dropped, the newest kept, the viewer still there
+
+
+def test_a_viewer_that_subscribes_in_a_loop_costs_a_bounded_amount(ros: Any, monkeypatch: Any) -> None:
+    """Issue 41 review, finding 1: every subscribe was queued (never collapsed, never capped) and the whole scene
+    built again for each, even for subscriptions already dropped. Now a subscription waiting is noted once, one
+    dropped before it is served is not served, the waiting list is capped, and the scene is built once a batch."""
+    from sayplan_ros import foxglove_bridge
+
+    any_ports = [Parameter("port", value=0), Parameter("page_port", value=-1)]
+    bridge = FoxgloveBridge(context=ros.context, parameter_overrides=any_ports)  # not spun: the test serves joins
+    try:
+        for _ in range(1000):
+            bridge.viewer_joined(7, "/scene_graph")
+            bridge.viewer_joined(7, "/plan_events")
+        assert list(bridge._joined) == [(7, "/scene_graph"), (7, "/plan_events")]
+        bridge.viewer_left(7, "/plan_events")
+        assert list(bridge._joined) == [(7, "/scene_graph")]
+        for client in range(10_000):
+            bridge.viewer_joined(client, "/plan")
+        assert len(bridge._joined) == foxglove_bridge.MAX_PENDING_JOINS
+        server = next(s for s in bridge._diagnostics() if s.name == "foxglove server")
+        assert int(server.values["joins_refused"]) == 10_000 - foxglove_bridge.MAX_PENDING_JOINS + 1
+
+        built = []
+        real = foxglove_bridge.scene_update_msg
+        monkeypatch.setattr(foxglove_bridge, "scene_update_msg", lambda *a: built.append(1) or real(*a))
+        bridge._joined.clear()
+        for client in range(1, 6):
+            bridge.viewer_joined(client, "/scene_graph")
+        bridge._send_current()
+        assert len(built) == 1 and not bridge._joined  # one scene for the five viewers of the batch
+    finally:
+        bridge.destroy_node()

@@ -27,7 +27,9 @@ does, and only reads: nothing a viewer sends reaches the stack (no client
 publishing, parameters or services are offered). What a viewer costs the stack: each message is encoded once and
 put, without waiting, on each viewer's own queue (`client_backlog` messages, foxglove-sdk's `message_backlog_size`);
 a viewer that falls further behind loses its oldest messages, so a slow or stalled browser never slows a callback.
-Such a viewer's scene may then miss a change until it subscribes again (a reconnect does).
+Such a viewer's scene may then miss a change until it subscribes again (a reconnect does). What joining costs:
+a subscription waiting for the current state is noted once, one dropped before it is served is not served, at most
+MAX_PENDING_JOINS wait (more are refused and counted), and the current scene is built once for all of them.
 
 For people without Foxglove, the node also serves the monitor page (sayplan_core.viz.monitor_page) over HTTP on
 `host`:`page_port` (8766 by default; -1: none): a plain browser page that connects to this server as any viewer
@@ -93,6 +95,8 @@ _ENDED = (Stage.DONE, Stage.FAILED, Stage.CANCELED)
 #: events a viewer that subscribes to `/plan_events` gets first
 EVENT_HISTORY = 200
 FAULT_LATCH_CHECK = "fault latch"  # the status every skill server reports (sayplan_core.diagnostics)
+#: subscriptions waiting for the current state at most; more (a viewer subscribing in a loop) are not served
+MAX_PENDING_JOINS = 256
 
 
 def _schema(title: str, properties: dict[str, Any]) -> dict[str, Any]:
@@ -271,6 +275,9 @@ class _Listener(ServerListener):
     def on_subscribe(self, client: Client, channel: ChannelView) -> None:
         self._bridge.viewer_joined(client.id, channel.topic)
 
+    def on_unsubscribe(self, client: Client, channel: ChannelView) -> None:
+        self._bridge.viewer_left(client.id, channel.topic)
+
 
 class FoxgloveBridge(Node):
     def __init__(self, node_name: str = "foxglove_bridge", **kwargs: Any) -> None:
@@ -283,10 +290,11 @@ class FoxgloveBridge(Node):
         self._statuses: dict[str, dict[str, Any]] = {}
         self._faults: dict[str, str] = {}
         self._planning = PlanningLog()
-        self._joined: list[tuple[int, str]] = []  # (viewer, topic) waiting for the current state
+        #: (viewer, topic) waiting for the current state, once each, in order; at most MAX_PENDING_JOINS
+        self._joined: dict[tuple[int, str], None] = {}
         self._route = RouteTracker()
         self._step = -1  # the plan's step now (-1: nothing ahead)
-        self._sent = {"scene_updates": 0, "entities": 0}
+        self._sent = {"scene_updates": 0, "entities": 0, "joins_refused": 0}
         self._fox = foxglove.Context()  # this node's channels only (two bridges in one process stay apart)
         self._channels: dict[str, foxglove.Channel] = {
             topic: foxglove.Channel(topic, schema=schema, message_encoding="json", context=self._fox)
@@ -430,18 +438,34 @@ class FoxgloveBridge(Node):
 
     # ------------------------------------------------------------------ viewers that join
     def viewer_joined(self, client: int, topic: str) -> None:
-        """From foxglove-sdk's thread: note the viewer and wake the executor, which sends it the current state."""
+        """From foxglove-sdk's thread: note the viewer and wake the executor, which sends it the current state.
+
+        A subscription already waiting is noted once; beyond MAX_PENDING_JOINS waiting, one is refused (counted
+        in /diagnostics), so a viewer that subscribes in a loop costs the executor a bounded amount of work."""
         with self._lock:
-            self._joined.append((client, topic))
+            key = (client, topic)
+            if key in self._joined:
+                return
+            if len(self._joined) >= MAX_PENDING_JOINS:
+                self._sent["joins_refused"] += 1
+                return
+            self._joined[key] = None
         self._wake.trigger()
+
+    def viewer_left(self, client: int, topic: str) -> None:
+        """From foxglove-sdk's thread: a subscription dropped before it was served is not served."""
+        with self._lock:
+            self._joined.pop((client, topic), None)
 
     def _send_current(self) -> None:
         with self._lock:
-            joined, self._joined = self._joined, []
+            joined, self._joined = list(self._joined), {}
+            scene: SceneUpdate | None = None  # the current scene, built once for every viewer of this batch
             for client, topic in joined:
                 if topic == SCENE_TOPIC:
-                    update = scene_update_msg(self._scene.current(), self.options.frame_id)
-                    self._scene_channel.log(update, sink_id=client)
+                    if scene is None:
+                        scene = scene_update_msg(self._scene.current(), self.options.frame_id)
+                    self._scene_channel.log(scene, sink_id=client)
                 elif topic == PLAN_TOPIC and self._plan:
                     self._channels[topic].log(_encode(self._plan), sink_id=client)
                 elif topic == EVENTS_TOPIC:
