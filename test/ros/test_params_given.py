@@ -187,3 +187,18 @@ def test_the_launch_file_refuses_the_same_params_files(tmp_path: Path, text: str
         assert part in str(refused.value), (part, str(refused.value))
     good = params_file(tmp_path, "sim_skill_server:\n  ros__parameters:\n    skill_delay_s: 0.5\n", "good.yaml")
     assert launch_parameters(good)["sim_skill_server"]["skill_delay_s"] == 0.5
+
+
+def test_a_params_file_over_the_limit_is_refused_before_rcl_reads_it(ros: Any, tmp_path: Path) -> None:
+    """Found by a second hostile review: the 1 MB limit was checked after rcl had parsed the command line, which
+    reads every params file whole (a 100 MB file: 301 MB of memory, 3.8 s, then the refusal). Now the files' sizes
+    are checked first, so the refusal costs what a small bad file does; a node name rcl itself refuses (`plan*`)
+    ends in one line, not a traceback."""
+    user = params_file(tmp_path, f'planner:\n  ros__parameters:\n    model: "{"A" * 3_000_000}"\n')
+    done = run_stack(ros, *SHIPPED, "--params-file", str(user))
+    line = refusal(done)
+    assert f"cannot read params file {user}: over the 1 MB limit" in line, line[:500]
+    assert "parameters given" in line, line[:500]  # said by the size check, not by rcl's parse
+    glob = params_file(tmp_path, 'plan*:\n  ros__parameters:\n    temperature: "hot"\n', name="glob.yaml")
+    line = refusal(run_stack(ros, *SHIPPED, "--params-file", str(glob)))
+    assert line.startswith("sayplan_stack: refused the ROS arguments given") and "glob.yaml" in line, line

@@ -112,6 +112,19 @@ def ros_arguments(argv: Sequence[str]) -> list[tuple[str, str]]:
     return out
 
 
+def oversized(argv: Sequence[str]) -> str:
+    """Why the first params file of the command line cannot be read within its bound (not a regular file, over
+    MAX_PARAMS_FILE_BYTES), '' when every one can: checked before rcl parses the command line, which reads every
+    params file whole (a 100 MB one took 300 MB)."""
+    for kind, path in ros_arguments(argv):
+        if kind == "file":
+            try:
+                files.read_bytes(path, MAX_PARAMS_FILE_BYTES, "params file")
+            except files.FileReadError as exc:
+                return str(exc)
+    return ""
+
+
 def load(path: str) -> Any:
     """A params file's YAML, read with a bound (a regular file, MAX_PARAMS_FILE_BYTES, no aliases: files.load_yaml);
     ValueError naming it."""

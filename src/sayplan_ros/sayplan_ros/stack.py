@@ -26,7 +26,7 @@ from rclpy.node import Node
 from rclpy.parameter import Parameter
 from rclpy.utilities import remove_ros_args
 
-from sayplan_core.params_files import check_arguments, notes_lines
+from sayplan_core.params_files import check_arguments, notes_lines, oversized
 from sayplan_core.plugins import ROBOT_REGISTRY
 from sayplan_ros.runner import run_nodes
 
@@ -146,7 +146,18 @@ def main(args: list[str] | None = None) -> None:
         action="store_true",
         help="also start foxglove_bridge (port and host from its section of a params file)",
     )
-    options = parser.parse_args(remove_ros_args(argv)[1:])
+    refused = oversized(argv)  # before rcl, which reads every params file whole to parse the command line
+    if refused:
+        print(f"sayplan_stack: refused the parameters given: {refused}", file=sys.stderr)
+        sys.exit(2)
+    try:
+        plain = remove_ros_args(argv)
+    except (
+        RuntimeError
+    ) as exc:  # RCLError: rcl's own refusal of a --ros-args block (a node name it does not accept, say)
+        print(f"sayplan_stack: refused the ROS arguments given: {' '.join(str(exc).split())[:500]}", file=sys.stderr)
+        sys.exit(2)
+    options = parser.parse_args(plain[1:])
 
     def make_nodes() -> list[Node]:
         check_given(argv)
