@@ -5,13 +5,16 @@ What the page shows in a browser is checked by test/ros/test_monitor_page.py (he
 
 from __future__ import annotations
 
+import http.client
 import re
+import socket
+import time
 import urllib.error
 import urllib.request
 
 import pytest
 
-from sayplan_core.viz.monitor_page import PAGE_FILE, PageServer, page_html
+from sayplan_core.viz.monitor_page import MAX_CONNECTIONS, PAGE_FILE, PageServer, page_html
 
 WAIT_S = 60.0  # a hang guard only
 
@@ -40,3 +43,45 @@ def test_the_server_fills_in_the_websocket_port_and_serves_nothing_else() -> Non
         assert refused.value.code == 404
     finally:
         server.stop()
+
+
+def _idle(port: int) -> socket.socket:
+    """A connection that starts a request and never finishes it (slowloris)."""
+    sock = socket.create_connection(("127.0.0.1", port), timeout=WAIT_S)
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: a\r\n")
+    return sock
+
+
+def test_idle_connections_are_capped_and_timed_out() -> None:
+    """Issue 41 review, finding 2: a thread per connection, no timeout and no cap; 1,100 idle connections used up
+    the process's file handles and killed the WebSocket server. Now one beyond MAX_CONNECTIONS is closed at once,
+    and an idle one is closed after the server's timeout."""
+    server = PageServer("127.0.0.1", 0, ws_port=43210, timeout_s=WAIT_S)
+    held = [_idle(server.port) for _ in range(MAX_CONNECTIONS)]
+    try:
+        extra = _idle(server.port)
+        assert extra.recv(1) == b""  # closed unanswered (before: held open, the hang guard fires)
+        extra.close()
+        held.pop().close()  # a slot frees: the page is served again
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                with urllib.request.urlopen(server.url, timeout=WAIT_S) as answer:
+                    assert answer.read() == page_html(43210)
+                break
+            except (urllib.error.URLError, http.client.HTTPException, ConnectionError):
+                assert time.monotonic() < deadline, "the page was not served again after a slot freed"
+                time.sleep(0.05)
+    finally:
+        for sock in held:
+            sock.close()
+        server.stop()
+
+    quick = PageServer("127.0.0.1", 0, ws_port=43210, timeout_s=0.2)
+    try:
+        with _idle(quick.port) as sock:
+            assert sock.recv(1) == b""  # closed by the server's timeout, well before the hang guard
+        assert quick.serving()
+    finally:
+        quick.stop()
+    assert not quick.serving()

@@ -348,3 +348,27 @@ def test_a_viewer_that_subscribes_in_a_loop_costs_a_bounded_amount(ros: Any, mon
         assert len(built) == 1 and not bridge._joined  # one scene for the five viewers of the batch
     finally:
         bridge.destroy_node()
+
+
+def test_diagnostics_report_a_server_that_stopped_listening(ros: Any) -> None:
+    """Issue 41 review, finding 2: with the WebSocket server dead (file handles used up), /diagnostics still said
+    OK. Now the bridge checks that the WebSocket port accepts a connection and that the page server runs."""
+    any_ports = [Parameter("port", value=0), Parameter("page_port", value=0)]
+    bridge = FoxgloveBridge(context=ros.context, parameter_overrides=any_ports)  # not spun: diagnostics called here
+
+    def server_status() -> Status:
+        return next(s for s in bridge._diagnostics() if s.name == "foxglove server")
+
+    try:
+        assert server_status().level == Level.OK
+        assert bridge.page is not None
+        bridge.page.stop()
+        status = server_status()
+        assert status.level == Level.ERROR and f"monitor page server on port {bridge.page.port}" in status.message
+        bridge.server.stop()  # it stops listening soon after, not at once
+        deadline = time.monotonic() + WAIT_S
+        while "WebSocket server" not in (status := server_status()).message and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert status.level == Level.ERROR and f"WebSocket server on port {bridge.port}" in status.message
+    finally:
+        bridge.destroy_node()

@@ -39,6 +39,7 @@ does and shows the plan, the events, the latch, the diagnostics and the graph dr
 from __future__ import annotations
 
 import json
+import socket
 import threading
 from collections import deque
 from typing import Any
@@ -489,9 +490,18 @@ class FoxgloveBridge(Node):
         with self._lock:
             sent = dict(self._sent)
         values = {"url": f"ws://{self.options.host}:{self.port}", **{k: str(v) for k, v in sent.items()}}
+        problems = []
+        ws_problem = listening(self.options.host, self.port)
+        if ws_problem:
+            problems.append(f"the WebSocket server on port {self.port} does not answer ({ws_problem})")
         if self.page is not None:
             values["page"] = self.page.url
-        server = Status("foxglove server", Level.OK, f"serving on ws://{self.options.host}:{self.port}", values)
+            if not self.page.serving():
+                problems.append(f"the monitor page server on port {self.page.port} stopped")
+        if problems:
+            server = Status("foxglove server", Level.ERROR, "; ".join(problems), values)
+        else:
+            server = Status("foxglove server", Level.OK, f"serving on ws://{self.options.host}:{self.port}", values)
         return [follower_status(self.follower.version(), self.follower.problem(), 0, 0), server]
 
     def destroy_node(self) -> None:
@@ -499,6 +509,17 @@ class FoxgloveBridge(Node):
         if self.page is not None:
             self.page.stop()
         super().destroy_node()
+
+
+def listening(host: str, port: int, timeout_s: float = 1.0) -> str:
+    """Whether a TCP connection to `host`:`port` (this machine's loopback for a wildcard host) is accepted: "" if
+    so, else why not (a server that stopped listening, or a process out of file handles)."""
+    target = {"0.0.0.0": "127.0.0.1", "::": "::1", "": "127.0.0.1"}.get(host, host)
+    try:
+        with socket.create_connection((target, port), timeout=timeout_s):
+            return ""
+    except OSError as error:
+        return str(error) or type(error).__name__
 
 
 def _status_json(status: Status) -> dict[str, Any]:

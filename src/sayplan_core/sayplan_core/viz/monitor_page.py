@@ -6,6 +6,11 @@ draws the plan, the events, the fault latch, /diagnostics and the graph, with no
 browser is enough. The server exists so that the page knows which WebSocket port to use (it is written into the
 page) and a remote viewer needs no copy of the file; it serves that one page, read once, and nothing else, from its
 own thread, so a browser never touches the stack. Opened as a file, the page takes `?ws=ws://HOST:PORT` instead.
+
+What a browser (or anyone who can reach the port) costs: one thread per connection, at most MAX_CONNECTIONS at
+once (a connection beyond is closed at once, unanswered), each closed after TIMEOUT_S without a whole request or
+with a reader that stops reading, so idle connections (slowloris) can neither pile up threads and file handles nor
+starve the WebSocket server in the same process.
 """
 
 from __future__ import annotations
@@ -16,11 +21,16 @@ import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
+from typing import Any
 
 PAGE_FILE = Path(__file__).with_name("monitor.html")
 #: the tag the page reads its default WebSocket port from
 _PORT_TAG = re.compile(r'(<meta name="sayplan-ws-port" content=")\d+(">)')
 PAGE_PATHS = ("/", "/index.html", "/monitor.html")
+#: connections served at once at most; one more is closed unanswered
+MAX_CONNECTIONS = 32
+#: a connection that sends no whole request, or reads nothing, for this long is closed
+TIMEOUT_S = 10.0
 
 
 def page_html(ws_port: int) -> bytes:
@@ -33,16 +43,40 @@ def page_html(ws_port: int) -> bytes:
 
 class _Server(ThreadingHTTPServer):
     daemon_threads = True
+    request_queue_size = 2 * MAX_CONNECTIONS  # the listen backlog (5 by default: connections beyond waited seconds)
 
-    def __init__(self, host: str, port: int, page: bytes) -> None:
+    def __init__(self, host: str, port: int, page: bytes, timeout_s: float) -> None:
         if ":" in host:
             self.address_family = socket.AF_INET6
         self.page = page
+        self.timeout_s = timeout_s
+        self._slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
         super().__init__((host, port), _Handler)
+
+    def process_request(self, request: Any, client_address: Any) -> None:
+        """A thread for the connection if fewer than MAX_CONNECTIONS are served; else it is closed at once."""
+        if not self._slots.acquire(blocking=False):
+            self.shutdown_request(request)
+            return
+        try:
+            super().process_request(request, client_address)
+        except BaseException:
+            self._slots.release()
+            raise
+
+    def process_request_thread(self, request: Any, client_address: Any) -> None:
+        try:
+            super().process_request_thread(request, client_address)
+        finally:
+            self._slots.release()
 
 
 class _Handler(BaseHTTPRequestHandler):
     server: _Server
+
+    def setup(self) -> None:
+        super().setup()
+        self.connection.settimeout(self.server.timeout_s)  # a read or a write that waits longer ends the connection
 
     def do_GET(self) -> None:
         self._answer(body=True)
@@ -69,12 +103,16 @@ class _Handler(BaseHTTPRequestHandler):
 class PageServer:
     """Serves the page on `host`:`port` (0: any free port) from a thread of its own until `stop`."""
 
-    def __init__(self, host: str, port: int, ws_port: int) -> None:
-        self._server = _Server(host, port, page_html(ws_port))
+    def __init__(self, host: str, port: int, ws_port: int, timeout_s: float = TIMEOUT_S) -> None:
+        self._server = _Server(host, port, page_html(ws_port), timeout_s)
         self.host = host
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="monitor page", daemon=True)
         self._thread.start()
+
+    def serving(self) -> bool:
+        """Whether the thread that accepts connections still runs."""
+        return self._thread.is_alive()
 
     @property
     def url(self) -> str:
