@@ -2,7 +2,12 @@
 
     ros2 launch sayplan_ros sayplan.launch.py robot:=sim planner:=sayplan llm:=auto env:=office rviz:=true \
         params_file:=my_site.yaml namespace:=robot1 use_sim_time:=false log_level:=info \
-        foxglove:=true foxglove_port:=8765
+        foxglove:=true foxglove_port:=8765 foxglove_page_port:=
+
+`foxglove_bridge` (foxglove:=true) is optional: if it cannot start or stops (its port taken), launch logs one line
+and the stack runs on without it; every other node is required (its exit ends the launch). Its monitor page is on
+foxglove_page_port, by default foxglove_port + 1 (8766; any free port when foxglove_port is 0), so two stacks given
+two WebSocket ports get two page ports.
 
 The node list is `sayplan_ros.stack.stack_specs(robot)`, the same list `sayplan_stack`, `sayplan_demo` and the tests
 compose in one process. Parameters come, in order (later wins), from config/sayplan.yaml,
@@ -33,7 +38,7 @@ from sayplan_core import params_files
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
 from sayplan_ros.runner import SHUTDOWN_STOP_S, TEARDOWN_S
-from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
+from sayplan_ros.stack import FOXGLOVE, ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")
@@ -103,7 +108,9 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
     given: dict[str, dict[str, Any]] = {"scene_graph_server": {"env": value["env"]}, "planner": {"llm": value["llm"]}}
     foxglove = _flag(value.get("foxglove", FOXGLOVE_DEFAULTS["foxglove"]))
     if foxglove:
-        given["foxglove_bridge"] = {"port": _port(value.get("foxglove_port", FOXGLOVE_DEFAULTS["foxglove_port"]))}
+        port = _port(value.get("foxglove_port", FOXGLOVE_DEFAULTS["foxglove_port"]))
+        page_port = value.get("foxglove_page_port", FOXGLOVE_DEFAULTS["foxglove_page_port"])
+        given["foxglove_bridge"] = {"port": port, "page_port": _page_port(page_port, port)}
     if value["robot"] == "sim":
         given["sim_skill_server"] = {"env": value["env"]}
     given.update(composed_parameters(value["robot"]))  # the lifecycle manager's node list
@@ -119,11 +126,13 @@ def stack_parameters(value: dict[str, str], config: str) -> dict[str, dict[str, 
 
 
 class RequiredNodes:
-    """Ends the launch when a node of the stack ends while it runs, with one line saying which and why."""
+    """Ends the launch when a node of the stack ends while it runs, with one line saying which and why; an optional
+    node (foxglove_bridge) that ends gets that line only, and the stack runs on without it."""
 
     def __init__(self) -> None:
         self.last_error: dict[str, str] = {}
         self.nodes: list[Node] = []
+        self.optional: list[Node] = []
 
     def on_stderr(self, event: ProcessIO) -> None:
         """Keep the node's last line on stderr: a node that cannot start says why there (sayplan_ros.runner)."""
@@ -135,6 +144,14 @@ class RequiredNodes:
         self, event: ProcessExited, context: LaunchContext
     ) -> OpaqueFunction | EmitEvent | list[EmitEvent | OpaqueFunction] | None:
         if context.is_shutdown:  # stopping anyway (Ctrl-C, or another node failed first)
+            return None
+        if any(event.action is node for node in self.optional):
+            if event.returncode != 0:
+                why = self.last_error.get(event.process_name, "no error line")
+                launch.logging.get_logger("sayplan.launch").error(
+                    f"optional node {event.process_name} exited with code {event.returncode}: {why}; "
+                    "the stack runs on without it"
+                )
             return None
         if event.returncode == 0:
             # a clean stop is a node's answer to SIGINT/SIGTERM, and the others got the same signal (a terminal's
@@ -160,7 +177,7 @@ class RequiredNodes:
 
 
 #: the Foxglove bridge's launch arguments and their defaults
-FOXGLOVE_DEFAULTS = {"foxglove": "false", "foxglove_port": "8765"}
+FOXGLOVE_DEFAULTS = {"foxglove": "false", "foxglove_port": "8765", "foxglove_page_port": ""}
 
 
 def _flag(value: str) -> bool:
@@ -171,6 +188,15 @@ def _port(value: str) -> int:
     """foxglove_port: a TCP port (0: any free one); anything else is refused before a node starts."""
     if not value.isdigit() or not 0 <= int(value) <= 65535:
         raise RuntimeError(f"launch argument foxglove_port:={value} is not a port (0..65535)")
+    return int(value)
+
+
+def _page_port(value: str, port: int) -> int:
+    """foxglove_page_port: a TCP port, 0 (any free one) or -1 (no page); empty: foxglove_port + 1 (0 for 0)."""
+    if value == "":
+        return port + 1 if 0 < port < 65535 else 0
+    if not value.lstrip("-").isdigit() or not -1 <= int(value) <= 65535:
+        raise RuntimeError(f"launch argument foxglove_page_port:={value} is not a port (0..65535) or -1 (no page)")
     return int(value)
 
 
@@ -226,6 +252,8 @@ def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:
                 prefix=prefix,
             )
         )
+        if spec.name == FOXGLOVE.name:  # the live view: the stack runs on without it
+            required.optional.append(nodes[-1])
     required.nodes = list(nodes)
     handlers = [
         RegisterEventHandler(OnProcessIO(target_action=node, on_stderr=required.on_stderr)) for node in nodes
@@ -267,7 +295,13 @@ def generate_launch_description() -> LaunchDescription:
             DeclareLaunchArgument(
                 "foxglove_port",
                 default_value=FOXGLOVE_DEFAULTS["foxglove_port"],
-                description="port of foxglove_bridge (bound to 127.0.0.1)",
+                description="port of foxglove_bridge (bound to 127.0.0.1); optional: if it cannot start, the stack "
+                "runs on without it",
+            ),
+            DeclareLaunchArgument(
+                "foxglove_page_port",
+                default_value=FOXGLOVE_DEFAULTS["foxglove_page_port"],
+                description="port of the monitor page foxglove_bridge serves (empty: foxglove_port + 1; -1: none)",
             ),
             DeclareLaunchArgument(
                 "sigterm_timeout",

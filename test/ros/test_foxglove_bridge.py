@@ -231,6 +231,57 @@ def test_launch_arguments_add_the_bridge_with_its_port() -> None:
         launch["stack_parameters"]({**values, "foxglove_port": "70000"}, str(ROOT / "config"))
 
 
+def test_the_launched_bridge_is_optional_and_its_page_port_follows_its_port() -> None:
+    """Issue 41 review, finding 4: a bridge that could not start (its port taken) ended the launched stack, and
+    foxglove_port did not move the page's port (two stacks collided on 8766). Now the bridge's exit is one line and
+    the stack runs on; the page port is foxglove_port + 1 unless foxglove_page_port says otherwise."""
+    from test_launch import ROOT, load_launch_module
+
+    pytest.importorskip("launch_ros", reason="launch_ros is not importable")
+    from launch import LaunchContext
+    from launch.actions import RegisterEventHandler
+    from launch.event_handlers import OnProcessExit
+    from launch.events.process import ProcessExited
+    from launch_ros.actions import Node
+
+    from sayplan_ros.stack import stack_specs
+
+    launch = load_launch_module()
+    values = {"robot": "sim", "planner": "sayplan", "llm": "ollama", "env": "office", "params_file": "",
+              "namespace": "", "use_sim_time": "false", "log_level": "info", "rviz": "false",
+              "foxglove": "true", "foxglove_port": "9876"}  # fmt: skip
+
+    def page_port(**given: str) -> Any:
+        return launch["stack_parameters"]({**values, **given}, str(ROOT / "config"))["foxglove_bridge"]["page_port"]
+
+    assert page_port() == 9877
+    assert page_port(foxglove_port="9000") == 9001 and page_port(foxglove_port="0") == 0
+    assert page_port(foxglove_page_port="-1") == -1 and page_port(foxglove_page_port="8000") == 8000
+    with pytest.raises(RuntimeError, match="foxglove_page_port:=x is not a port"):
+        page_port(foxglove_page_port="x")
+
+    context = LaunchContext()
+    context.launch_configurations.update(values)
+    entities = launch["_nodes"](context)
+    nodes = [e for e in entities if isinstance(e, Node)]
+    names = [s.name for s in stack_specs("sim", foxglove=True)]
+    exits = [
+        e.event_handler
+        for e in entities
+        if isinstance(e, RegisterEventHandler) and isinstance(e.event_handler, OnProcessExit)
+    ]
+
+    def exited(name: str, code: int) -> Any:
+        node = nodes[names.index(name)]
+        event = ProcessExited(action=node, name=f"{name}-1", cmd=[], cwd=None, env=None, pid=1, returncode=code)
+        (handler,) = [h for h in exits if h.matches(event)]
+        return handler.handle(event, context)
+
+    assert exited("foxglove_bridge", 1) is None  # logged, nothing else: the stack runs on
+    assert exited("foxglove_bridge", 0) is None
+    assert exited("planner", 1)  # a required node's exit still ends the launch
+
+
 def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> None:
     """`sayplan_demo --foxglove 0` as a process: a viewer that connects while it runs gets the office as one entity
     per node, every step of the plan that ran (with its status), the task's end among the events, and for each
