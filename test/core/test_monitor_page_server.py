@@ -11,6 +11,7 @@ import socket
 import time
 import urllib.error
 import urllib.request
+from typing import Any
 
 import pytest
 
@@ -85,3 +86,21 @@ def test_idle_connections_are_capped_and_timed_out() -> None:
     finally:
         quick.stop()
     assert not quick.serving()
+
+
+def test_a_dropped_connection_is_one_debug_line(capsys: Any, caplog: Any) -> None:
+    """Issue 41 review, finding 5: every connection that went away mid-answer printed socketserver's traceback."""
+    import logging
+
+    server = PageServer("127.0.0.1", 0, ws_port=43210)
+    try:
+        with caplog.at_level(logging.DEBUG, logger="sayplan_core.viz.monitor_page"):
+            try:
+                raise ConnectionResetError(104, "Connection reset by peer")
+            except ConnectionResetError:
+                server._server.handle_error(None, ("127.0.0.1", 5555))
+        assert capsys.readouterr().err == ""  # before: a traceback between dashed lines
+        (record,) = caplog.records
+        assert record.levelno == logging.DEBUG and "Connection reset by peer" in record.getMessage()
+    finally:
+        server.stop()

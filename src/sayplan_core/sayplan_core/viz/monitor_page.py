@@ -15,14 +15,17 @@ starve the WebSocket server in the same process.
 
 from __future__ import annotations
 
+import logging
 import re
 import socket
+import sys
 import threading
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+_log = logging.getLogger(__name__)
 PAGE_FILE = Path(__file__).with_name("monitor.html")
 #: the tag the page reads its default WebSocket port from
 _PORT_TAG = re.compile(r'(<meta name="sayplan-ws-port" content=")\d+(">)')
@@ -63,6 +66,12 @@ class _Server(ThreadingHTTPServer):
         except BaseException:
             self._slots.release()
             raise
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A connection that failed (a browser that went away mid-answer, a timeout): one line at debug level, not
+        socketserver's traceback on stderr for each."""
+        error = sys.exc_info()[1]
+        _log.debug("monitor page: connection from %s ended: %r", client_address, error)
 
     def process_request_thread(self, request: Any, client_address: Any) -> None:
         try:
