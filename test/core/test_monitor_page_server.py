@@ -5,6 +5,7 @@ What the page shows in a browser is checked by test/ros/test_monitor_page.py (he
 
 from __future__ import annotations
 
+import errno
 import http.client
 import re
 import socket
@@ -104,3 +105,14 @@ def test_a_dropped_connection_is_one_debug_line(capsys: Any, caplog: Any) -> Non
         assert record.levelno == logging.DEBUG and "Connection reset by peer" in record.getMessage()
     finally:
         server.stop()
+
+
+def test_a_taken_port_is_named() -> None:
+    """Issue 41 review, finding 6: a taken page port said "[Errno 98] Address already in use", not which port."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match=rf"monitor page on 127\.0\.0\.1:{port} \(page_port.*in use") as refused:
+            PageServer("127.0.0.1", port, ws_port=43210)
+        assert refused.value.errno == errno.EADDRINUSE

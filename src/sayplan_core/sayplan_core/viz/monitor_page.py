@@ -113,7 +113,13 @@ class PageServer:
     """Serves the page on `host`:`port` (0: any free port) from a thread of its own until `stop`."""
 
     def __init__(self, host: str, port: int, ws_port: int, timeout_s: float = TIMEOUT_S) -> None:
-        self._server = _Server(host, port, page_html(ws_port), timeout_s)
+        try:
+            self._server = _Server(host, port, page_html(ws_port), timeout_s)
+        except OSError as error:  # say which port and what for: "[Errno 98] Address already in use" says neither
+            raise OSError(
+                error.errno,
+                f"cannot serve the monitor page on {host}:{port} (page_port; -1: no page): {error.strerror or error}",
+            ) from error
         self.host = host
         self.port: int = self._server.server_address[1]
         self._thread = threading.Thread(target=self._server.serve_forever, name="monitor page", daemon=True)
