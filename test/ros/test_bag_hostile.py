@@ -201,6 +201,22 @@ def test_a_fifo_storage_file_is_refused_at_once(tmp_path: Path) -> None:
     assert f"cannot read bag storage file {bag / 'bag.mcap'}: not a regular file" in done.stdout, done
 
 
+def test_the_players_read_a_bag_as_the_replay_does(tmp_path: Path, ros: Any) -> None:
+    """Found by a second hostile review: bag_player (and the perception stream player) read bags through rosbags'
+    folder reader, with none of the checks above. They now read through read_messages: a storage file linked to
+    /dev/zero is refused naming it, and a good bag still plays every message of its topics."""
+    from sayplan_ros.bag_player import RosbagPlayer
+
+    bag = tmp_path / "bag"
+    write_bag(bag, run_messages())
+    player = ros.add(RosbagPlayer(bag, context=ros.context))
+    assert player.play(rate=0) == len(run_messages())
+    (bag / "bag.mcap").unlink()
+    (bag / "bag.mcap").symlink_to("/dev/zero")
+    with pytest.raises(OSError, match=r"bag.mcap: it leads outside"):  # files.FileReadError, as the replay's
+        player.play(rate=0)
+
+
 @pytest.mark.parametrize(
     "case",
     ["storage -> /dev/zero", "storage -> /etc/passwd", "metadata names /etc/passwd", "metadata -> outside"],

@@ -37,7 +37,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -500,8 +500,10 @@ def read_messages(
     deadline: float | None = None,
     max_bytes: int = MAX_READ_BYTES,
     unread: dict[str, tuple[str, int]] | None = None,
+    raw_topics: Iterable[str] = (),
 ) -> Iterator[tuple[str, int, Any]]:
-    """(topic, timestamp, rclpy message) of the stack's topics (RECORDED_TOPICS), in recorded order per storage file.
+    """(topic, timestamp, rclpy message) of the stack's topics (RECORDED_TOPICS), in recorded order per storage file;
+    for `raw_topics` (a player's, any type) the serialized bytes instead of a message, read with the same bounds.
 
     Every file read is bounded and checked before it is opened: metadata.yaml (a regular file of at most
     MAX_METADATA_BYTES, no YAML aliases) and each storage file it names (a regular file of the bag folder, not a
@@ -512,6 +514,7 @@ def read_messages(
     publish are not decoded: `unread` gets topic -> (recorded type, messages), so the caller can say so.
     """
     bag = Path(path)
+    as_bytes = frozenset(raw_topics)
     info = _metadata(bag)
     kind = info.get("storage_identifier")
     if kind not in STORAGES:
@@ -581,6 +584,9 @@ def read_messages(
                     if deadline is not None and time.monotonic() > deadline:
                         raise ValueError(f"reading {bag} took longer than the time given ({read:,} bytes read)")
                     counts[connection.id] = counts.get(connection.id, 0) + 1
+                    if connection.topic in as_bytes:
+                        yield connection.topic, timestamp, bytes(data)
+                        continue
                     if connection.topic not in RECORDED_TOPICS:
                         if unread is not None:
                             _, seen = unread.get(connection.topic, (connection.msgtype, 0))

@@ -27,10 +27,9 @@ from rclpy.duration import Duration
 from rclpy.executors import ExternalShutdownException
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, LivelinessPolicy, QoSProfile, ReliabilityPolicy
-from rosbags.rosbag2 import Reader
 
 from sayplan_core import files
-from sayplan_ros.bag import MAX_METADATA_BYTES
+from sayplan_ros.bag import MAX_METADATA_BYTES, read_messages
 
 #: rmw_qos_profile_default.depth: the history `ros2 bag play` gives every publisher.
 PLAYER_DEPTH = 10
@@ -173,18 +172,17 @@ class RosbagPlayer(Node):
             raise ValueError("rate must be >= 0")
         start_wall, first_stamp = time.monotonic(), None
         count = 0
-        with Reader(self.bag) as reader:
-            connections = [c for c in reader.connections if c.topic in self.publishers_by_topic]
-            for connection, stamp, raw in reader.messages(connections=connections):
-                if self._stop.is_set():
-                    break
-                first_stamp = stamp if first_stamp is None else first_stamp
-                if rate > 0:
-                    due = start_wall + (stamp - first_stamp) / 1e9 / rate
-                    self._stop.wait(max(0.0, due - time.monotonic()))
-                self.publishers_by_topic[connection.topic].publish(bytes(raw))
-                self.published[connection.topic] += 1
-                count += 1
+        # read as the replay reads a run: every file checked and bounded (sayplan_ros.bag.read_messages)
+        for topic, stamp, raw in read_messages(self.bag, raw_topics=self.publishers_by_topic):
+            if self._stop.is_set():
+                break
+            first_stamp = stamp if first_stamp is None else first_stamp
+            if rate > 0:
+                due = start_wall + (stamp - first_stamp) / 1e9 / rate
+                self._stop.wait(max(0.0, due - time.monotonic()))
+            self.publishers_by_topic[topic].publish(raw)
+            self.published[topic] += 1
+            count += 1
         return count
 
     def stop(self) -> None:
@@ -211,7 +209,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     except ExternalShutdownException:  # SIGTERM: rclpy shut the context down
         return 0
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:  # a bag refused (sayplan_ros.bag.read_messages; FileReadError is an OSError)
         print(f"bag_player: {exc}", file=sys.stderr)
         return 2
     finally:

@@ -15,13 +15,13 @@ import numpy as np
 from geometry_msgs.msg import PoseStamped
 from rclpy.node import Node
 from rclpy.serialization import deserialize_message, serialize_message
-from rosbags.rosbag2 import Reader, StoragePlugin, Writer
+from rosbags.rosbag2 import StoragePlugin, Writer
 from sensor_msgs.msg import CameraInfo, Image
 
 from sayplan_core.perception.fusion import Frame
 from sayplan_core.perception.synthetic import SyntheticConfig, make_stream
 from sayplan_interfaces.msg import Detection2D, DetectionArray
-from sayplan_ros.bag import bag_version, offered_qos, project_typestore, type_name
+from sayplan_ros.bag import bag_version, offered_qos, project_typestore, read_messages, type_name
 from sayplan_ros.qos import EVENTS_QOS, SENSOR_QOS
 
 TOPICS: dict[str, type] = {
@@ -129,10 +129,8 @@ class BagPlayer(Node):
         """
         order = {"/camera/camera_info": 0, "/camera/depth": 1, "/camera/pose": 2, "/detections": 3}
         frames: dict[int, list[tuple[int, str, bytes]]] = {}
-        with Reader(path) as reader:
-            for connection, stamp, raw in reader.messages():
-                if connection.topic in TOPICS:
-                    frames.setdefault(stamp, []).append((order[connection.topic], connection.topic, bytes(raw)))
+        for topic, stamp, raw in read_messages(path, raw_topics=TOPICS):  # every file checked and bounded
+            frames.setdefault(stamp, []).append((order[topic], topic, raw))
         for index, stamp in enumerate(sorted(frames)):
             for _ in range(retries + 1):
                 for _, topic, raw in sorted(frames[stamp]):
