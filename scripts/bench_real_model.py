@@ -242,7 +242,10 @@ def matches_section(main: Config, main_rows: list[dict[str, Any]]) -> list[str]:
     text += family_table([r for r in main_rows if r["task"] in wanted])
     text += ["", "How each run ended:", "", *runs_table(rows)]
     if len(rows) < len(wanted):
-        text.append(f"\n{len(rows)} of {len(wanted)} tasks run so far; the command above resumes the rest.")
+        text.append(
+            f"\n{len(rows)} of {len(wanted)} tasks run so far; `scripts/ws_env.sh python scripts/bench_real_model.py "
+            f"run {config.name}` resumes the rest."
+        )
     return text
 
 
