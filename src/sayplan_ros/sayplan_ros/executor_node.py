@@ -54,7 +54,7 @@ from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.goals import CancelMarks, finish_goal
 from sayplan_ros.parameters import current_options, declare_options
 from sayplan_ros.qos import EVENTS_QOS, LATCHED_STATE_QOS
-from sayplan_ros.rivals import rival_action_servers, rival_servers
+from sayplan_ros.rivals import RIVAL_CHECK_S, RIVAL_GRACE_S, rival_action_servers, rival_servers
 from sayplan_ros.runner import RESULT_GRACE_S, result_sent, run_nodes
 from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
 from sayplan_ros.single_goal import SingleGoal
@@ -143,6 +143,7 @@ class ExecutorNode(Node):
         group = self._group = ReentrantCallbackGroup()
         self._plan_client = ActionClient(self, PlanTask, "plan_task", callback_group=group)
         self._skill_client = ActionClient(self, ExecuteSkill, "execute_skill", callback_group=group)
+        self._rival_pause = threading.Event()  # never set (see _refuse_rivals)
         self._update_client = self.create_client(ApplyGraphUpdate, "apply_graph_update", callback_group=group)
         self._describe_client = self.create_client(DescribeSkills, "describe_skills", callback_group=group)
         self._plan_pub = self.create_publisher(Plan, "active_plan", LATCHED_STATE_QOS)
@@ -255,7 +256,13 @@ class ExecutorNode(Node):
         return answer
 
     def _refuse_rivals(self, name: str, what: str, action: bool = False) -> None:
-        problem = rival_action_servers(self, name) if action else rival_servers(self, name)
+        """End the task when a second server of `name` is still listed RIVAL_GRACE_S after it was first seen (a
+        restarted server's old endpoints leave within that time). Runs in the goal's own thread, not a callback."""
+        deadline = time.monotonic() + RIVAL_GRACE_S
+        while (problem := rival_action_servers(self, name) if action else rival_servers(self, name)) and (
+            time.monotonic() < deadline
+        ):
+            self._rival_pause.wait(RIVAL_CHECK_S)  # never set: a bounded pause before counting again
         if problem:
             message = f"{problem}: the '{name}' {what} (only one server is trusted)"
             self.get_logger().error(message)

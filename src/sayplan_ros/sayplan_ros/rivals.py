@@ -15,6 +15,11 @@ from sayplan_ros.names import absolute_name
 
 #: rival names listed at most in a message
 SHOWN = 5
+#: how long a second server may be listed before it counts as a rival: a server just restarted in its process (its
+#: node destroyed and made again) is listed twice until DDS drops the old endpoints, usually within milliseconds
+RIVAL_GRACE_S = 2.0
+#: how often the servers are counted again within that grace
+RIVAL_CHECK_S = 0.05
 
 
 def offerers(node: Node, service: str) -> list[str]:
@@ -38,7 +43,7 @@ def server_count(node: Node, service: str) -> int | None:
 def rival_servers(node: Node, service: str, label: str = "") -> str:
     """'' while at most one server offers `service`; else the problem, naming the nodes that list it (bounded) and
     counting those no node lists. `label`: the name to show (an action's, for its send_goal service)."""
-    found = offerers(node, service)
+    found = sorted(set(offerers(node, service)))  # a node destroyed in this process may stay listed under its name
     total = max(len(found), server_count(node, service) or 0)
     if total <= 1:
         return ""
