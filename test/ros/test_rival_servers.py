@@ -28,6 +28,17 @@ pytestmark = pytest.mark.ros
 GUARD_S = 60.0
 
 
+def run_task(ros: Any) -> Any:
+    """One task sent to the executor as an operator would; its result."""
+    client = ActionClient(ros.node(f"operator_{len(ros._nodes)}"), ExecuteTask, "execute_task")
+    assert client.wait_for_server(timeout_sec=GUARD_S)
+    sent = client.send_goal_async(ExecuteTask.Goal(instruction="Find me a carrot."))
+    ros.wait_for(sent.done, timeout=GUARD_S, what="the goal's acceptance")
+    result = sent.result().get_result_async()
+    ros.wait_for(result.done, timeout=GUARD_S, what="the task's result")
+    return result.result().result
+
+
 def rogue_describe(_request: Any, response: Any) -> Any:
     response.robot, response.fault = "sim", "e-stop pressed (rogue)"
     return response
@@ -58,13 +69,7 @@ def test_a_rival_server_is_named_and_no_task_runs_while_it_is_there(
     assert status.level.name == "ERROR" and "helper_rogue" in status.message, status
 
     if service == "describe_skills":  # the first call of a task: refused before the planner is asked
-        client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
-        assert client.wait_for_server(timeout_sec=GUARD_S)
-        sent = client.send_goal_async(ExecuteTask.Goal(instruction="Find me a carrot."))
-        ros.wait_for(sent.done, timeout=GUARD_S, what="the goal's acceptance")
-        result = sent.result().get_result_async()
-        ros.wait_for(result.done, timeout=GUARD_S, what="the task's result")
-        outcome = result.result().result
+        outcome = run_task(ros)
         assert outcome.error_code == int(TaskCode.SERVER_UNAVAILABLE), outcome.error_msg
         assert "helper_rogue" in outcome.error_msg and "latched fault" not in outcome.error_msg, outcome.error_msg
 
@@ -110,13 +115,7 @@ def test_a_rival_plan_task_server_is_named_and_its_plan_never_runs(ros: Any) -> 
     for name in ("planner_stand_in", "helper_rogue"):
         ActionServer(ros.node(name), PlanTask, "plan_task", plan_done)
     ros.wait_for(lambda: "helper_rogue" in executor._diagnostics()[0].message, timeout=GUARD_S, what="the rival seen")
-    client = ActionClient(ros.node("operator"), ExecuteTask, "execute_task")
-    assert client.wait_for_server(timeout_sec=GUARD_S)
-    sent = client.send_goal_async(ExecuteTask.Goal(instruction="Find me a carrot."))
-    ros.wait_for(sent.done, timeout=GUARD_S, what="the goal's acceptance")
-    result = sent.result().get_result_async()
-    ros.wait_for(result.done, timeout=GUARD_S, what="the task's result")
-    outcome = result.result().result
+    outcome = run_task(ros)
     assert outcome.error_code == int(TaskCode.SERVER_UNAVAILABLE), outcome.error_msg
     assert "2 nodes offer '/plan_task'" in outcome.error_msg and "helper_rogue" in outcome.error_msg, outcome.error_msg
     assert answered == []  # no goal went to either
