@@ -328,6 +328,31 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
 
 
+def test_an_option_added_after_the_rows_were_written_resumes_at_its_default_and_is_refused_otherwise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Rows written before `sayplan.instruction_matches` existed do not name it; they ran as its default (off) does.
+    Once, an 18-task real-model run could not resume after the option was added."""
+    replay = tmp_path / "transcripts"
+    make_transcripts(replay)
+    out = tmp_path / "bench"
+    base = bench_args(replay, out, "office-ss-02", "sayplan")
+    assert cli_main(base) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["settings"]["sayplan.instruction_matches"] is False
+    for row in rows:  # as an older bench wrote them: the option did not exist
+        del row["settings"]["sayplan.instruction_matches"]
+    older = "".join(json.dumps(row) + "\n" for row in rows)
+    (out / "results.jsonl").write_text(older)
+    capsys.readouterr()
+    assert cli_main([*base, "--instruction-matches", "true"]) == 2
+    err = capsys.readouterr().err
+    assert "made with other settings (sayplan.instruction_matches: None there, True now)" in err, err
+    assert (out / "results.jsonl").read_text() == older
+    assert cli_main(base) == 0  # at its default: the rows ran as it does
+    assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
+
+
 def test_a_resume_that_is_not_replayed_as_the_first_runs_were_or_has_another_llm_timeout_is_refused(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

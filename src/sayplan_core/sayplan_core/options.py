@@ -84,6 +84,11 @@ def values_of(options: Any, prefix: str = "") -> dict[str, Any]:
     return {prefix + f.name: getattr(options, f.name) for f, _ in option_fields(type(options))}
 
 
+def defaults_of(cls: type, prefix: str = "") -> dict[str, Any]:
+    """The declared default of every option field of an options dataclass, named `<prefix><field>`."""
+    return {prefix + f.name: f.default for f, _ in option_fields(cls) if f.default is not dataclasses.MISSING}
+
+
 @dataclass(frozen=True)
 class NoOptions:
     """The options of a plugin that has none of its own."""

@@ -26,7 +26,7 @@ from sayplan_core.graph.model import SceneGraph
 from sayplan_core.llm.replay import RecordingBackend, ReplayBackend
 from sayplan_core.llm.session import CallStats
 from sayplan_core.llm.types import LlmBackend
-from sayplan_core.options import values_of
+from sayplan_core.options import defaults_of, values_of
 from sayplan_core.planners import PlannerOptions, PlanResult, make_planner
 from sayplan_core.planners.base import Progress
 from sayplan_core.sim.action_set import load_action_set
@@ -207,13 +207,18 @@ def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
     """The (planner, task) runs already done with these settings; refuses results made with other ones.
     A run whose row is an error is not done: its cause (a missing transcript, a broken graph) may be fixed now."""
     rows = _read_rows(config.out_dir)
-    other = [r for r in rows if r.get("settings") is None or _bearing(r["settings"], r) != _bearing(config.settings, r)]
+    added = _added_since(config)
+    other = [
+        r
+        for r in rows
+        if r.get("settings") is None or _bearing(r["settings"], r, added) != _bearing(config.settings, r, added)
+    ]
     if other:
         theirs = other[0].get("settings")
         described = (
             "no recorded settings (an older bench)"
             if theirs is None
-            else _describe(_bearing(theirs, other[0]), _bearing(config.settings, other[0]))
+            else _describe(_bearing(theirs, other[0], added), _bearing(config.settings, other[0], added))
         )
         raise BenchError(
             f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
@@ -251,11 +256,22 @@ def _replace_error_row(out_dir: Path, key: tuple[str, str], row: Mapping[str, An
     os.replace(tmp, path)
 
 
-def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
+def _added_since(config: BenchConfig) -> dict[str, Any]:
+    """The options set to their declared defaults now: an option added to the code after a row was written is
+    missing from the row's settings, and the row ran as its default does (an option is added off by default)."""
+    declared = defaults_of(type(config.options))
+    for name, planner_options in config.configs.items():
+        declared.update(defaults_of(type(planner_options), f"{name}."))
+    return {k: v for k, v in declared.items() if k in config.settings and config.settings[k] == v}
+
+
+def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a row's run depends on: the common ones and its own planner's options (`<planner>.<field>`);
-    the options of the other planners of a bench, added or dropped on a resume, do not change it."""
+    the options of the other planners of a bench, added or dropped on a resume, do not change it, nor does an
+    option the row does not name that is now at its default (`added`)."""
     own = f"{row.get('planner')}."
-    return {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
+    bearing = {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
+    return {k: v for k, v in bearing.items() if not (k in added and k not in row.get("settings", {}))}
 
 
 def _describe(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
