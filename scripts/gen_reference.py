@@ -23,6 +23,7 @@ from sayplan_core import outcomes
 from sayplan_core.cli import build_parser
 from sayplan_core.reference import GENERATED, PAGES
 from sayplan_core.sim.action_set import ActionSpec, Clause, builtin_action_sets, load_action_set
+from sayplan_core.sim.roles import ROLES
 
 ROOT = Path(__file__).resolve().parents[1]
 REFERENCE = ROOT / "docs" / "reference"
@@ -140,6 +141,37 @@ def action_sets_page() -> str:
         "the first that fails is the feedback. How the simulator uses them:",
         "[concepts/scene_graphs.md](../concepts/scene_graphs.md#simulator); where its rules differ from the papers'",
         "simulators: [concepts/simulator_differences.md](../concepts/simulator_differences.md).",
+        "",
+        "## Roles",
+        "",
+        "What an action does, whatever its verb (`sayplan_core/sim/roles.py`). Simulator feedback names the set's verb",
+        "for a role, and a robot runs an action by its role. The loader refuses a role whose effect the action lacks.",
+        "",
+        "| role | the effect it needs | meaning |",
+        "| --- | --- | --- |",
+        *(f"| {name} | `{role.effect_text()}` | {role.meaning} |" for name, role in ROLES.items()),
+        "",
+        "A new verb whose meaning is one of these is one entry in a set that extends a bundled one; a robot set drops",
+        "what the robot cannot do with `without`, and an entry under a base's name changes only the keys it gives:",
+        "",
+        "```yaml",
+        "name: my_robot",
+        "extends: sayplan",
+        "without: [turn_on, turn_off]",
+        "actions:",
+        "  grab:",
+        "    role: pick",
+        "    targets: [object]",
+        "    affordance: [pickup]",
+        "    description: Take an object from the accessed asset into the hand.",
+        "    preconditions: [not_held, hand_empty, in_agent_room, under_accessed, container_open]",
+        "    effects: [grasp]",
+        "  goto:",
+        "    description: Drive to a room or pose node.",
+        "```",
+        "",
+        "Robots read it through their `action_set` parameter; one whose set holds an action whose role it has no",
+        "program for stops at configure, naming the action.",
         "",
     ]
     for name in builtin_action_sets():

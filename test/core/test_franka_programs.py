@@ -118,15 +118,19 @@ def test_a_missing_motion_names_the_node_and_what_it_has() -> None:
 
 # ----------------------------------------------------------------------------- skills offered
 def test_the_catalog_holds_only_what_was_taught() -> None:
-    assert available_skills(MOTIONS) == ["goto", "done", *SKILL_MOTIONS]
-    assert available_skills(TaughtMotions()) == ["goto", "done"]
+    assert available_skills(MOTIONS, SAYPLAN) == SAYPLAN.names()
+    assert available_skills(TaughtMotions(), SAYPLAN) == ["goto", "done"]
     only_access = TaughtMotions.from_dict(_base())
-    assert available_skills(only_access) == ["goto", "done", "access"]
+    assert available_skills(only_access, SAYPLAN) == ["goto", "access", "done"]
+
+
+def role_of(step: PlanStep) -> str:
+    return SAYPLAN.role(step.action)
 
 
 # ----------------------------------------------------------------------------- programs
 def plan(action: str, target: str, state: RobotState, grip: GripperSettings = GRIP) -> list[Primitive]:
-    return plan_skill(PlanStep(action, target), OFFICE, MOTIONS, grip, state)
+    return plan_skill(PlanStep(action, target), role_of(PlanStep(action, target)), OFFICE, MOTIONS, grip, state)
 
 
 def run(program: list[Primitive], state: RobotState) -> None:
@@ -225,7 +229,9 @@ def test_the_gripper_is_not_homed_while_it_holds_something() -> None:
     graph = OFFICE.copy()
     graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
     state = RobotState("coffee_machine", motion_key("coffee_machine", "approach"))  # e.g. the node restarted
-    program = plan_skill(PlanStep("release", "coffee_mug"), graph, MOTIONS, GRIP, state)
+    program = plan_skill(
+        PlanStep("release", "coffee_mug"), role_of(PlanStep("release", "coffee_mug")), graph, MOTIONS, GRIP, state
+    )
     assert not any(isinstance(p, HomeGripper) for p in program)
     assert any(isinstance(p, HomeGripper) for p in plan("release", "coffee_mug", state))
 
@@ -250,7 +256,14 @@ def test_pickup_with_a_full_hand_is_refused() -> None:
     graph = OFFICE.copy()
     graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
     with pytest.raises(ProgramError, match="holds 'coffee_mug'") as caught:
-        plan_skill(PlanStep("pickup", "coffee_mug"), graph, MOTIONS, GRIP, RobotState())
+        plan_skill(
+            PlanStep("pickup", "coffee_mug"),
+            role_of(PlanStep("pickup", "coffee_mug")),
+            graph,
+            MOTIONS,
+            GRIP,
+            RobotState(),
+        )
     assert caught.value.code is SkillCode.SKILL_FAILED
 
 
@@ -328,7 +341,14 @@ def test_open_with_a_full_hand_is_refused() -> None:
     graph = OFFICE.copy()
     graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
     with pytest.raises(ProgramError, match="holds 'coffee_mug'") as caught:
-        plan_skill(PlanStep("open", "kitchen_cupboard"), graph, MOTIONS, GRIP, RobotState())
+        plan_skill(
+            PlanStep("open", "kitchen_cupboard"),
+            role_of(PlanStep("open", "kitchen_cupboard")),
+            graph,
+            MOTIONS,
+            GRIP,
+            RobotState(),
+        )
     assert caught.value.code is SkillCode.SKILL_FAILED
 
 
@@ -343,7 +363,7 @@ def test_a_failure_with_a_handle_in_the_fingers_owes_a_release() -> None:
             graph.set_parent("coffee_mug", graph.agent_id or "agent", "inside_hand")
         step = PlanStep(action, target)
         at = RobotState(**{**vars(state), "base_at": "nikos_desk"}) if action == "release" else state
-        program = plan_skill(step, graph, MOTIONS, GRIP, RobotState(**vars(at)))
+        program = plan_skill(step, role_of(step), graph, MOTIONS, GRIP, RobotState(**vars(at)))
         for failed in range(len(program)):
             clamped = False  # the oracle: walk the program as the fingers would
             for index, primitive in enumerate(program[: failed + 1]):
@@ -351,7 +371,7 @@ def test_a_failure_with_a_handle_in_the_fingers_owes_a_release() -> None:
                     clamped = True
                 elif isinstance(primitive, OpenGripper) and index < failed:
                     clamped = False
-            owed = release_owed(step, program, failed)
+            owed = release_owed(role_of(step), program, failed)
             assert (owed is not None) == clamped, (action, failed, names(program))
             if owed is not None:
                 assert owed.width == GRIP.open_width
@@ -363,10 +383,14 @@ def test_a_failure_with_a_handle_in_the_fingers_owes_a_release() -> None:
                     before = action != "pickup"
                 elif isinstance(primitive, OpenGripper):
                     before = False
-            assert (release_owed(step, program, failed, ran=False) is not None) == before, (action, failed)
+            assert (release_owed(role_of(step), program, failed, ran=False) is not None) == before, (action, failed)
     open_program = plan("open", "kitchen_cupboard", RobotState(**vars(state)))
-    assert release_owed(PlanStep("open", "kitchen_cupboard"), open_program, 5) is not None  # handle_open failed
-    assert release_owed(PlanStep("open", "kitchen_cupboard"), open_program, 5, ran=False) is not None  # canceled
+    assert (
+        release_owed(role_of(PlanStep("open", "kitchen_cupboard")), open_program, 5) is not None
+    )  # handle_open failed
+    assert (
+        release_owed(role_of(PlanStep("open", "kitchen_cupboard")), open_program, 5, ran=False) is not None
+    )  # canceled
 
 
 def test_the_change_a_skill_makes_is_kept_when_a_later_primitive_fails() -> None:
@@ -376,15 +400,17 @@ def test_the_change_a_skill_makes_is_kept_when_a_later_primitive_fails() -> None
     pickup = plan("pickup", "coffee_mug", RobotState(**vars(state)))
     grasp = next(i for i, p in enumerate(pickup) if isinstance(p, Grasp))
     step = PlanStep("pickup", "coffee_mug")
-    assert [effect_done(step, pickup, n) for n in range(len(pickup) + 1)] == [n > grasp for n in range(len(pickup) + 1)]
+    assert [effect_done(role_of(step), pickup, n) for n in range(len(pickup) + 1)] == [
+        n > grasp for n in range(len(pickup) + 1)
+    ]
     for action, target, motion in [("open", "kitchen_cupboard", "handle_open"), ("close", "kitchen_cupboard",
                                    "handle_close"), ("turn_on", "coffee_machine", "turn_on")]:  # fmt: skip
         program = plan(action, target, RobotState(**vars(state)))
         at = next(i for i, p in enumerate(program) if isinstance(p, Arm) and p.trajectory.name == motion)
-        done = [effect_done(PlanStep(action, target), program, n) for n in range(len(program) + 1)]
+        done = [effect_done(role_of(PlanStep(action, target)), program, n) for n in range(len(program) + 1)]
         assert done == [n > at for n in range(len(program) + 1)], action
     goto = plan("goto", "pose8", RobotState())
-    assert not any(effect_done(PlanStep("goto", "pose8"), goto, n) for n in range(len(goto) + 1))
+    assert not any(effect_done(role_of(PlanStep("goto", "pose8")), goto, n) for n in range(len(goto) + 1))
 
 
 SKILLS = [
@@ -463,7 +489,7 @@ def test_failures_and_cancels_never_leave_the_robot_driving_clamped_to_furniture
                 break
         if stop is None:
             continue
-        owed = release_owed(PlanStep(action, target), program, stop, ran)
+        owed = release_owed(role_of(PlanStep(action, target)), program, stop, ran)
         assert (owed is not None) == (clamped == "handle"), (action, stop, ran, names(program))
         if owed is not None:
             state.after(owed, release_ok)

@@ -407,10 +407,16 @@ def test_every_action_declares_the_affordance_its_target_needs() -> None:
 
     from sayplan_core.sim.action_set import builtin_action_sets
 
+    def raw(name: str) -> dict[str, Any]:
+        text = resources.files("sayplan_core.sim").joinpath("action_sets", f"{name}.yaml").read_text()
+        loaded: dict[str, Any] = yaml.safe_load(text)
+        return loaded
+
     for name in builtin_action_sets():
-        raw = yaml.safe_load(resources.files("sayplan_core.sim").joinpath("action_sets", f"{name}.yaml").read_text())
-        for action, spec in raw.get("actions", {}).items():  # a set that `extends` another inherits its actions
-            assert "affordance" in spec, f"{name}.{action} declares no affordance"
+        own = raw(name)
+        inherited = raw(own["extends"])["actions"] if "extends" in own else {}
+        for action, spec in own.get("actions", {}).items():  # an entry the base has changes only what it gives
+            assert action in inherited or "affordance" in spec, f"{name}.{action} declares no affordance"
     with pytest.raises(ActionSetError, match="action 'grab': missing 'affordance'"):
         action_set_from_dict({"actions": {"grab": {"targets": ["object"]}}})
 

@@ -22,7 +22,7 @@ from sayplan_core.sim.action_set import load_action_set
 from sayplan_core.sim.plan import PlanStep
 from sayplan_spot.programs import (
     GRIPPER_ATTRIBUTE,
-    SKILL_KINDS,
+    SPOT_ROLES,
     Approach,
     Articulate,
     Capture,
@@ -46,6 +46,7 @@ from sayplan_spot.programs import (
 ROOT = Path(__file__).resolve().parents[2]
 OFFICE = load_env("office")
 SPOT = load_action_set("spot")
+SPOT_LPG = load_action_set("spot_lookplangraph")
 OPTIONS = SpotOptions(standoff_m=0.8, place_height_m=0.8, image_source="hand_color_image")
 SITE = SpotSite.from_dict(
     {
@@ -144,7 +145,8 @@ def test_the_binding_rules_still_apply_inside_a_spot_site() -> None:
 # ----------------------------------------------------------------------------- programs
 def test_every_spot_action_has_a_program() -> None:
     for name in ("spot", "spot_lookplangraph"):
-        assert set(load_action_set(name).names()) <= set(SKILL_KINDS), name
+        actions = load_action_set(name)
+        assert {spec.role for spec in actions.actions.values()} <= set(SPOT_ROLES), name
 
 
 def test_spot_sets_are_subsets_of_the_sets_planners_write() -> None:
@@ -156,20 +158,20 @@ def test_spot_sets_are_subsets_of_the_sets_planners_write() -> None:
 
 
 def test_goto_uses_the_bound_waypoint_else_walks_to_the_graph_position() -> None:
-    assert compile_skill(step("goto", "kitchen"), OFFICE, SITE, None, OPTIONS).primitives == (
+    assert compile_skill(step("goto", "kitchen"), OFFICE, SITE, None, OPTIONS, SPOT).primitives == (
         Navigate("kitchen", "kitchen-door"),
     )
     position = OFFICE.nodes["pose8"].position
     assert position is not None
-    assert compile_skill(step("goto", "pose8"), OFFICE, SITE, None, OPTIONS).primitives == (
+    assert compile_skill(step("goto", "pose8"), OFFICE, SITE, None, OPTIONS, SPOT).primitives == (
         Walk("pose8", (position[0], position[1], 0.0)),
     )
 
 
 def test_access_stands_at_the_bound_pose_or_comes_up_to_the_asset() -> None:
-    desk = compile_skill(step("access", "nikos_desk"), OFFICE, SITE, None, OPTIONS).primitives
+    desk = compile_skill(step("access", "nikos_desk"), OFFICE, SITE, None, OPTIONS, SPOT).primitives
     assert desk == (Walk("nikos_desk", (41.0, 4.0, math.pi / 2)),)
-    bench = compile_skill(step("access", "kitchen_bench"), OFFICE, SITE, None, OPTIONS).primitives
+    bench = compile_skill(step("access", "kitchen_bench"), OFFICE, SITE, None, OPTIONS, SPOT).primitives
     assert bench == (Approach("kitchen_bench", (56.5, -5.0), 0.8),)
 
 
@@ -177,56 +179,56 @@ def test_pickup_grasps_at_the_object_and_names_its_world_object() -> None:
     """spot.objects binds an object to a live world object (an AprilTag id, or a world object's name); a node's
     `target` is a GraphNav waypoint, never a world object."""
     assert SITE.objects == {"coffee_mug": WorldObjectRef(fiducial=7), "orange": WorldObjectRef(name="orange_det")}
-    program = compile_skill(step("pickup", "coffee_mug"), OFFICE, SITE, "kitchen_cupboard", OPTIONS)
+    program = compile_skill(step("pickup", "coffee_mug"), OFFICE, SITE, "kitchen_cupboard", OPTIONS, SPOT)
     assert program.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), WorldObjectRef(fiducial=7)),)
-    orange = compile_skill(step("pickup", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS).primitives
+    orange = compile_skill(step("pickup", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS, SPOT).primitives
     assert orange == (Grasp("orange", (56.5, -5.0, 0.8), WorldObjectRef(name="orange_det")),)
-    banana = compile_skill(step("pickup", "banana1"), OFFICE, SITE, None, OPTIONS).primitives
+    banana = compile_skill(step("pickup", "banana1"), OFFICE, SITE, None, OPTIONS, SPOT).primitives
     assert len(banana) == 1 and isinstance(banana[0], Grasp) and banana[0].world_object is None
     waypoint_only = SpotSite.from_dict({"nodes": {"coffee_mug": {"target": "mug_tag"}}})
-    grasp = compile_skill(step("pickup", "coffee_mug"), OFFICE, waypoint_only, "kitchen_cupboard", OPTIONS)
+    grasp = compile_skill(step("pickup", "coffee_mug"), OFFICE, waypoint_only, "kitchen_cupboard", OPTIONS, SPOT)
     assert grasp.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), None),)
     assert WorldObjectRef(fiducial=7).describe() == "fiducial 7"
 
 
 def test_release_puts_down_at_the_accessed_asset() -> None:
-    at_fridge = compile_skill(step("release", "orange"), OFFICE, SITE, "fridge", OPTIONS).primitives
+    at_fridge = compile_skill(step("release", "orange"), OFFICE, SITE, "fridge", OPTIONS, SPOT).primitives
     assert at_fridge == (Place("fridge", (55.8, -3.5, 0.6)),)  # the site's place
-    at_bench = compile_skill(step("release", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS).primitives
+    at_bench = compile_skill(step("release", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS, SPOT).primitives
     assert at_bench == (Place("kitchen_bench", (56.5, -5.0, 0.8)),)  # position + place_height_m
     with pytest.raises(TargetError, match="needs an accessed asset"):
-        compile_skill(step("release", "orange"), OFFICE, SITE, None, OPTIONS)
+        compile_skill(step("release", "orange"), OFFICE, SITE, None, OPTIONS, SPOT)
 
 
 def test_open_walks_to_the_handle_and_pulls_it() -> None:
-    program = compile_skill(step("open", "kitchen_cupboard"), OFFICE, SITE, None, OPTIONS)
+    program = compile_skill(step("open", "kitchen_cupboard"), OFFICE, SITE, None, OPTIONS, SPOT)
     walk, pull = program.primitives
     handle = SITE.handles["kitchen_cupboard"]
     assert isinstance(walk, Walk) and walk.pose == pytest.approx((54.4, -3.3 + 0.8, -math.pi / 2))
     assert pull == Articulate("kitchen_cupboard", handle, True)
-    close = compile_skill(step("close", "kitchen_cupboard"), OFFICE, SITE, None, OPTIONS).primitives[1]
+    close = compile_skill(step("close", "kitchen_cupboard"), OFFICE, SITE, None, OPTIONS, SPOT).primitives[1]
     assert close == Articulate("kitchen_cupboard", handle, False)
     with pytest.raises(TargetError, match="needs the handle of fridge in the site file"):
-        compile_skill(step("open", "fridge"), OFFICE, SITE, None, OPTIONS)
+        compile_skill(step("open", "fridge"), OFFICE, SITE, None, OPTIONS, SPOT)
 
 
 def test_look_inside_comes_up_and_captures_the_hand_camera() -> None:
-    program = compile_skill(step("look_inside", "fridge"), OFFICE, SITE, None, OPTIONS)
+    program = compile_skill(step("look_inside", "fridge"), OFFICE, SITE, None, OPTIONS, SPOT_LPG)
     assert program.primitives[-1] == Capture("fridge", "hand_color_image", "inside_of")
     assert (
-        compile_skill(step("look_on", "kitchen_bench"), OFFICE, SITE, None, OPTIONS).primitives[-1].relation
+        compile_skill(step("look_on", "kitchen_bench"), OFFICE, SITE, None, OPTIONS, SPOT_LPG).primitives[-1].relation
         == "ontop_of"
     )  # type: ignore[union-attr]
 
 
 def test_steps_spot_cannot_ground_are_refused() -> None:
-    assert compile_skill(step("done"), OFFICE, SITE, None, OPTIONS).primitives == ()
+    assert compile_skill(step("done"), OFFICE, SITE, None, OPTIONS, SPOT).primitives == ()
     with pytest.raises(TargetError, match="no program for 'turn_on'"):
-        compile_skill(step("turn_on", "coffee_machine"), OFFICE, SITE, None, OPTIONS)
+        compile_skill(step("turn_on", "coffee_machine"), OFFICE, SITE, None, OPTIONS, SPOT)
     with pytest.raises(TargetError, match="'atlantis' is not in the scene graph"):
-        compile_skill(step("goto", "atlantis"), OFFICE, SITE, None, OPTIONS)
+        compile_skill(step("goto", "atlantis"), OFFICE, SITE, None, OPTIONS, SPOT)
     with pytest.raises(TargetError, match="agent' has no position"):
-        compile_skill(step("access", "agent"), OFFICE, SITE, None, OPTIONS)
+        compile_skill(step("access", "agent"), OFFICE, SITE, None, OPTIONS, SPOT)
 
 
 # ----------------------------------------------------------------------------- geometry
@@ -386,7 +388,7 @@ def test_a_stand_pose_entry_is_where_to_stand_not_where_to_grasp() -> None:
     mug = OFFICE.nodes["coffee_mug"].position
     assert mug is not None
     site = SpotSite.from_dict({"frame": "map", "nodes": {"coffee_mug": {"pose": [54.47, -2.8, -90]}}})
-    walk, grasp = compile_skill(step("pick_up", "coffee_mug"), OFFICE, site, None, OPTIONS).primitives
+    walk, grasp = compile_skill(step("pick_up", "coffee_mug"), OFFICE, site, None, OPTIONS, SPOT_LPG).primitives
     assert isinstance(walk, Walk) and walk.pose[:2] == (54.47, -2.8)
     assert isinstance(grasp, Grasp) and grasp.point == pytest.approx(mug)
 
@@ -458,7 +460,9 @@ def test_a_skill_that_grasps_is_refused_while_the_graph_has_something_in_the_han
         skill_update(OFFICE, step("pickup", "coffee_mug"), SPOT, SpotBelief("kitchen_cupboard"), SkillCode.NONE, None),
     )
     target = "kitchen_cupboard" if action in ("open", "close") else "clean_glass"
-    assert hand_refusal(step(action, target), OFFICE) == ""
-    refusal = hand_refusal(step(action, target), graph)
+    actions = SPOT_LPG if action == "pick_up" else SPOT
+    assert hand_refusal(step(action, target), OFFICE, actions) == ""
+    refusal = hand_refusal(step(action, target), graph, actions)
     assert "refused before the robot moved" in refusal and "already holds coffee_mug" in refusal
-    assert hand_refusal(step("goto", "kitchen"), graph) == hand_refusal(step("release", "coffee_mug"), graph) == ""
+    assert hand_refusal(step("goto", "kitchen"), graph, SPOT) == ""
+    assert hand_refusal(step("release", "coffee_mug"), graph, SPOT) == ""

@@ -16,6 +16,7 @@ from sayplan_core.plugins import RobotPlugin
 @dataclass(frozen=True)
 class FrankaOmronOptions(NavigationOptions):
     navigation_backend: str = option("arcl", "how the base is driven: arcl (Omron LD over ARCL, TCP) or nav2 (NavigateToPose)", choices=("arcl", "nav2"))
+    action_set: str = option("sayplan", "the action set plans are written in: sayplan, or a YAML file whose every action plays a role this robot runs (navigate, access, pick, place, open, close, switch_on, switch_off, finish)", names_file=True)
     motions_file: str = option("", "taught arm motions per asset (YAML); empty: the robot offers only goto and done", names_file=True)
     arcl_host: str = option("", "address of the Omron base's ARCL server (navigation_backend arcl)")
     arcl_port: int = option(7171, "ARCL TCP port", minimum=1, maximum=65535)

@@ -1,6 +1,7 @@
 """SayPlan's skills as programs of primitives for a mobile manipulator: a base, an arm with taught motions, a gripper.
 
-Each skill of the `sayplan` action set becomes a short list of primitives, built and
+Each skill becomes, by the role its action plays in the action set (sayplan_core.sim.roles; the verbs below are
+`sayplan`'s), a short list of primitives, built and
 checked before the robot moves (a motion that was never taught, a target the base cannot
 be sent to: a typed refusal naming the node). The robot's physical state (where the base
 and the arm are) is tracked so a skill does not repeat a motion already made:
@@ -29,24 +30,28 @@ from dataclasses import dataclass
 from sayplan_core.graph.model import NAV_TYPES, SceneGraph
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.primitives import Arm, Drive, Grasp, HomeGripper, OpenGripper, Primitive
+from sayplan_core.sim.action_set import ActionSet
 from sayplan_core.sim.plan import PlanStep
 from sayplan_franka_omron.motions import MAX_GRIPPER_WIDTH_M, MotionError, TaughtMotions
 
-#: Motions a skill needs at its node; a skill none of the taught nodes supports is left out of the catalog.
+#: Motions a role needs at its node; an action whose role none of the taught nodes supports is left out of the
+#: catalog.
 SKILL_MOTIONS: dict[str, tuple[str, ...]] = {
     "access": ("approach",),
-    "pickup": ("approach", "pre_grasp"),
-    "release": ("approach", "place"),
+    "pick": ("approach", "pre_grasp"),
+    "place": ("approach", "place"),
     "open": ("approach", "handle", "handle_open"),
     "close": ("approach", "handle_close"),
-    "turn_on": ("approach", "turn_on"),
-    "turn_off": ("approach", "turn_off"),
+    "switch_on": ("approach", "turn_on"),
+    "switch_off": ("approach", "turn_off"),
 }
-#: Skills that close the fingers on something, so the hand must be empty first (checked against the graph
+#: Roles that close the fingers on something, so the hand must be empty first (checked against the graph
 #: here, and against the fingers' read-back width by the node before anything moves).
-EMPTY_HAND_SKILLS = frozenset({"pickup", "open"})
-#: Skills that need no taught motion.
-BASE_SKILLS: tuple[str, ...] = ("goto", "done")
+EMPTY_HAND_ROLES = frozenset({"pick", "open"})
+#: Roles that need no taught motion.
+BASE_ROLES: tuple[str, ...] = ("navigate", "finish")
+#: Every role this robot has a program for.
+FRANKA_ROLES: tuple[str, ...] = (*BASE_ROLES, *SKILL_MOTIONS)
 #: Node types the arm works at (the base parks in front of them).
 WORKPLACE_TYPES = frozenset({"asset", "workspace"})
 
@@ -108,13 +113,16 @@ def motion_key(node: str, motion: str) -> str:
     return TRAVEL if motion == TRAVEL else f"{node}/{motion}"
 
 
-def available_skills(motions: TaughtMotions) -> list[str]:
-    """The skills this robot can offer with these motions: goto and done, and each manipulation skill
-    that at least one node has every motion for."""
-    out = list(BASE_SKILLS)
-    for skill, needed in SKILL_MOTIONS.items():
-        if any(all(m in taught for m in needed) for taught in motions.nodes.values()):
-            out.append(skill)
+def available_skills(motions: TaughtMotions, actions: ActionSet) -> list[str]:
+    """The actions this robot can offer with these motions, in the set's order: those that navigate or finish,
+    and each whose role at least one node has every motion for."""
+    out = []
+    for name, spec in actions.actions.items():
+        needed = SKILL_MOTIONS.get(spec.role)
+        if spec.role in BASE_ROLES or (
+            needed is not None and any(all(m in taught for m in needed) for taught in motions.nodes.values())
+        ):
+            out.append(name)
     return out
 
 
@@ -127,34 +135,35 @@ def workplace(graph: SceneGraph, node_id: str) -> str | None:
 
 
 def plan_skill(
-    step: PlanStep, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
+    step: PlanStep, role: str, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
 ) -> list[Primitive]:
-    """The primitives of one skill from the robot's current state; ProgramError before anything moves."""
-    action, target = step.action, step.target
-    if action == "done":
+    """The primitives of one skill, by the role its action plays, from the robot's current state; ProgramError
+    before anything moves."""
+    target = step.target
+    if role == "finish":
         return []
     if target not in graph.nodes:
         raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: '{target}' is not in the robot's scene graph")
     try:
-        program = _program(step, graph, motions, gripper, state)
+        program = _program(step, role, graph, motions, gripper, state)
     except MotionError as exc:
         raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: {exc}") from None
     return _with_homing(program, gripper, state, holding=graph.held_object() is not None)
 
 
 def _program(
-    step: PlanStep, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
+    step: PlanStep, role: str, graph: SceneGraph, motions: TaughtMotions, gripper: GripperSettings, state: RobotState
 ) -> list[Primitive]:
     action, target = step.action, step.target
-    if action == "goto":
+    if role == "navigate":
         if graph.nodes[target].type not in NAV_TYPES:
-            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: goto takes a room or pose node, not an asset")
+            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: {action} takes a room or pose node, not an asset")
         return [] if state.base_at == target else [*_travel(motions, state), Drive(target)]
-    if action == "access":
+    if role == "access":
         if graph.nodes[target].type not in WORKPLACE_TYPES:
-            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: access takes an asset")
+            raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: {action} takes an asset")
         return _at(target, motions, state)
-    if action == "pickup":
+    if role == "pick":
         held = graph.held_object()
         if held is not None:  # a second grasp would open the fingers on what they hold and drop it
             raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the gripper holds '{held}'; put it down first")
@@ -169,7 +178,7 @@ def _program(
             _grasp(target, motions, gripper),
             Arm(motions.motion(place, "approach")),
         ]
-    if action == "release":
+    if role == "place":
         place = state.accessed(graph)
         if place is None:
             raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the arm is at no asset to put it on; access one first")
@@ -179,11 +188,11 @@ def _program(
             OpenGripper(gripper.open_width, gripper.speed),
             Arm(motions.motion(place, "approach")),
         ]
-    if action in ("open", "close", "turn_on", "turn_off"):
+    if role in EFFECT_MOTIONS:
         place = workplace(graph, target)
         if place is None:
             raise ProgramError(SkillCode.INVALID_TARGET, f"{step}: '{target}' is on no asset the arm can reach")
-        if action == "open":
+        if role == "open":
             held = graph.held_object()
             if held is not None:
                 raise ProgramError(SkillCode.SKILL_FAILED, f"{step}: the gripper holds '{held}'; put it down first")
@@ -196,25 +205,25 @@ def _program(
                 OpenGripper(gripper.open_width, gripper.speed),
                 Arm(motions.motion(place, "approach")),
             ]
-        motion = "handle_close" if action == "close" else action
         return [
             *_at(place, motions, state),
-            Arm(motions.motion(target, motion)),
+            Arm(motions.motion(target, EFFECT_MOTIONS[role])),
             Arm(motions.motion(place, "approach")),
         ]
-    raise ProgramError(SkillCode.UNKNOWN_SKILL, f"{step}: this robot has no program for '{action}'")
+    why = f"role {role}" if role else "no role in its action set"
+    raise ProgramError(SkillCode.UNKNOWN_SKILL, f"{step}: this robot has no program for '{action}' ({why})")
 
 
-#: The motion that makes each arm skill's change to the world (the door pulled open, the switch pressed).
+#: The motion that makes each arm role's change to the world (the door pulled open, the switch pressed).
 EFFECT_MOTIONS: dict[str, str] = {
     "open": "handle_open",
     "close": "handle_close",
-    "turn_on": "turn_on",
-    "turn_off": "turn_off",
+    "switch_on": "turn_on",
+    "switch_off": "turn_off",
 }
 
 
-def release_owed(step: PlanStep, program: Sequence[Primitive], stopped: int, ran: bool = True) -> OpenGripper | None:
+def release_owed(role: str, program: Sequence[Primitive], stopped: int, ran: bool = True) -> OpenGripper | None:
     """The gripper opening owed when `program` stopped at primitive `stopped` with a handle in the fingers.
 
     `ran`: that primitive ran and failed (False: it never started, a cancel came before it); the ones before it
@@ -224,7 +233,7 @@ def release_owed(step: PlanStep, program: Sequence[Primitive], stopped: int, ran
     to carry, so nothing is owed there: opening the hand with the arm stopped mid-motion would drop the object
     somewhere unknown; the robot keeps it and says so (`effect_done`).
     """
-    if step.action == "pickup":
+    if role == "pick":
         return None
     clamped = False
     for index, primitive in enumerate(program[: stopped + 1] if ran else program[:stopped]):
@@ -237,17 +246,17 @@ def release_owed(step: PlanStep, program: Sequence[Primitive], stopped: int, ran
     return next((p for p in [*program[stopped:], *program] if isinstance(p, OpenGripper)), None)
 
 
-def effect_done(step: PlanStep, program: Sequence[Primitive], finished: int) -> bool:
+def effect_done(role: str, program: Sequence[Primitive], finished: int) -> bool:
     """Whether the skill's change to the world already happened when only `program[:finished]` finished: a pickup
     once its grasp held, a release once the fingers opened, open/close/turn_on/turn_off once their motion ran.
     A failure after that (the arm's retreat blocked) must still report the change: the robot holds the mug."""
     for index in range(min(finished, len(program)) - 1, -1, -1):
         primitive = program[index]
-        if step.action == "pickup" and isinstance(primitive, Grasp):
+        if role == "pick" and isinstance(primitive, Grasp):
             return True
-        if step.action == "release" and isinstance(primitive, OpenGripper):
+        if role == "place" and isinstance(primitive, OpenGripper):
             return True
-        if isinstance(primitive, Arm) and primitive.trajectory.name == EFFECT_MOTIONS.get(step.action):
+        if isinstance(primitive, Arm) and primitive.trajectory.name == EFFECT_MOTIONS.get(role):
             return True
     return False
 

@@ -61,7 +61,8 @@ from sayplan_franka_omron.arm import FrankaArm
 from sayplan_franka_omron.motions import TaughtMotions, hand_holds
 from sayplan_franka_omron.plugin import FrankaOmronOptions
 from sayplan_franka_omron.programs import (
-    EMPTY_HAND_SKILLS,
+    EMPTY_HAND_ROLES,
+    FRANKA_ROLES,
     GripperSettings,
     ProgramError,
     RobotState,
@@ -212,7 +213,10 @@ class FrankaOmronSkillServer(SkillServer):
         site_file, motions_file = options.site_file, options.motions_file
         self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
         self._motions = TaughtMotions.load(motions_file) if motions_file else TaughtMotions()
-        self._actions = load_action_set("sayplan")
+        self._actions = load_action_set(options.action_set)
+        missing = self._actions.without_program(FRANKA_ROLES)
+        if missing:
+            raise ValueError(f"{ROBOT} has no program for {', '.join(missing)} of the action set {options.action_set}")
         self._state = RobotState()
         self._checked_graph = False
         self._base = self._make_base(options)
@@ -232,7 +236,7 @@ class FrankaOmronSkillServer(SkillServer):
                 options.gripper_stop_service,
             )
             self._arm.cancel_timeout_s = options.arm_cancel_timeout_s
-        skills = available_skills(self._motions)
+        skills = available_skills(self._motions, self._actions)
         self.serve(SkillCatalog.of(ROBOT, [self._actions], skills))
         self.get_logger().info(
             f"{ROBOT}: base through {options.navigation_backend}, skills {', '.join(skills)}"
@@ -308,8 +312,9 @@ class FrankaOmronSkillServer(SkillServer):
             speed=options.gripper_speed,
             home_first=options.home_gripper,
         )
+        role = self._actions.role(step.action)
         try:
-            program = plan_skill(step, graph, self._motions, gripper, self._state)
+            program = plan_skill(step, role, graph, self._motions, gripper, self._state)
             targets = {p.node: base_target(graph, self._site, p.node) for p in program if isinstance(p, Drive)}
             for target in targets.values():
                 self.base.check(target)
@@ -321,12 +326,12 @@ class FrankaOmronSkillServer(SkillServer):
             stopped = await self.base.motors_problem()  # an e-stop between skills stops the arm too
             if stopped is not None:
                 return SkillResult(False, stopped.code, f"{step} refused before the robot moved: {stopped.message}")
-        if step.action in EMPTY_HAND_SKILLS and self._arm is not None:
+        if role in EMPTY_HAND_ROLES and self._arm is not None:
             refusal = await self._hand_must_be_empty(step, options)
             if refusal is not None:
                 return refusal
         result = await self._run_primitives(step, program, targets, graph, options, context)
-        if self._arm is None or step.action == "done":  # a goto too: a held object may slip on the way
+        if self._arm is None or role == "finish":  # a goto too: a held object may slip on the way
             return result
         return await self._read_hand_back(step, graph, result, options)
 
@@ -348,7 +353,7 @@ class FrankaOmronSkillServer(SkillServer):
             self._state.after(primitive, outcome.ok)
             if not outcome.ok:
                 return await self._stopped(step, program, index, True, outcome, graph, options)
-        location = step.target if step.action == "goto" else graph.agent_location()
+        location = step.target if self._actions.role(step.action) == "navigate" else graph.agent_location()
         return SkillResult(True, SkillCode.NONE, f"{step} done", self._effect_update(step, graph, location))
 
     async def _hand(self, options: FrankaOmronOptions) -> tuple[bool, float] | str:
@@ -418,7 +423,7 @@ class FrankaOmronSkillServer(SkillServer):
         if ran and isinstance(primitive, Drive):
             location = await self._where(graph) or location
         update = location_update(graph, location, ROBOT)
-        if effect_done(step, program, index):
+        if effect_done(self._actions.role(step.action), program, index):
             update = self._effect_update(step, graph, location)
         return SkillResult(False, outcome.code, f"{step}: {outcome.message}", update)
 
@@ -433,7 +438,7 @@ class FrankaOmronSkillServer(SkillServer):
     ) -> Outcome:
         """After a failure or cancel with a handle in the fingers, open them (a cancel cannot stop this); if they
         will not open, the robot is stuck to the furniture: a fault the planner cannot fix."""
-        owed = release_owed(step, program, index, ran)
+        owed = release_owed(self._actions.role(step.action), program, index, ran)
         if owed is None:
             return outcome
         released = await self._run_primitive(owed, {}, options, None)

@@ -24,7 +24,7 @@ class SpotRobotOptions:
     username_env: str = option("BOSDYN_CLIENT_USERNAME", "environment variable holding the robot user name (never logged)")
     password_env: str = option("BOSDYN_CLIENT_PASSWORD", "environment variable holding the robot password (never logged)")
     site_file: str = option("", "site file: scene-graph node -> GraphNav waypoint and/or map pose, plus handles and places (see the Spot guide in docs/)", names_file=True)
-    action_set: str = option("spot", "the action set plans are written in (spot_lookplangraph for the lookplangraph planner)", choices=("spot", "spot_lookplangraph"))
+    action_set: str = option("spot", "the action set plans are written in: spot, spot_lookplangraph (for the lookplangraph planner), or a YAML file whose every action plays a role Spot runs", names_file=True)
     take_lease: bool = option(False, "take the body lease even when another client (the tablet) holds it")
     power_off_on_exit: bool = option(True, "sit and power the motors off when the node stops")
     connect_timeout_s: float = option(30.0, "how long connecting, powering on and standing may take, seconds", minimum=1.0, maximum=600.0)

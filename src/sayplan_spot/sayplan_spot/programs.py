@@ -47,26 +47,36 @@ from sayplan_core.sim.world_state import WorldState
 Point = tuple[float, float, float]
 Pose2 = tuple[float, float, float]  # x, y (m), heading (rad) in the map frame
 
-#: What each action of the Spot action sets does on the robot.
-SKILL_KINDS: dict[str, str] = {
-    "goto": "goto", "go_to": "goto",
-    "access": "access",
-    "pickup": "pickup", "pick_up": "pick_up",
-    "release": "release", "put_on": "put", "put_inside": "put",
-    "open": "open", "close": "close",
-    "look_on": "look", "look_inside": "look",
-    "done": "done",
-}  # fmt: skip
+#: The roles (sayplan_core.sim.roles) Spot has a program for; an action runs by the role its set gives it.
+SPOT_ROLES = ("navigate", "access", "pick", "place", "put", "open", "close", "look", "finish")
 HANDLE_KINDS = ("hinge", "drawer")
-#: Skills that close the claw on something: refused before any motion unless the hand is empty.
-GRASPING_KINDS = frozenset({"pickup", "pick_up", "open", "close"})
+#: Roles whose program closes the claw on something: refused before any motion unless the hand is empty.
+GRASPING_ROLES = frozenset({"pick", "open", "close"})
 
 
-def hand_refusal(step: PlanStep, graph: SceneGraph) -> str:
+def spot_role(step: PlanStep, actions: ActionSet) -> str:
+    """The role `step` plays in `actions` if Spot has a program for it; TargetError naming why not."""
+    role = actions.role(step.action)
+    if role in SPOT_ROLES:
+        return role
+    if step.action not in actions:
+        raise TargetError(f"Spot has no program for '{step.action}': the {actions.name} action set has no such action")
+    if not role:
+        raise TargetError(f"Spot has no program for '{step.action}': it declares no role in {actions.name}")
+    raise TargetError(f"Spot has no program for '{step.action}' (role {role}; Spot runs {', '.join(SPOT_ROLES)})")
+
+
+def reaches_first(role: str, actions: ActionSet) -> bool:
+    """Whether a pick walks up to its object first: in a set with no access action (LookPlanGraph's) nothing
+    else brought the robot there."""
+    return role == "pick" and actions.verb("access") is None
+
+
+def hand_refusal(step: PlanStep, graph: SceneGraph, actions: ActionSet) -> str:
     """Why `step` may not start with what the scene graph says the hand holds ('' when it may): a skill that
     grasps needs an empty hand (a re-grasp would open the claw and drop what it holds)."""
     held = graph.held_object()
-    if SKILL_KINDS.get(step.action) not in GRASPING_KINDS or held is None:
+    if actions.role(step.action) not in GRASPING_ROLES or held is None:
         return ""
     return f"{step} refused before the robot moved: the hand already holds {held} (scene graph); put it down first"
 
@@ -288,13 +298,12 @@ class SpotProgram:
 
 
 def compile_skill(
-    step: PlanStep, graph: SceneGraph, site: SpotSite, accessed: str | None, options: SpotOptions
+    step: PlanStep, graph: SceneGraph, site: SpotSite, accessed: str | None, options: SpotOptions, actions: ActionSet
 ) -> SpotProgram:
-    """The primitives that carry out `step` on Spot; TargetError when the robot cannot be told where to go."""
-    kind = SKILL_KINDS.get(step.action)
-    if kind is None:
-        raise TargetError(f"Spot has no program for '{step.action}'")
-    if kind == "done":
+    """The primitives that carry out `step` on Spot, by the role its action plays in `actions`; TargetError when
+    the robot cannot be told where to go or has no program for the role."""
+    kind = spot_role(step, actions)
+    if kind == "finish":
         return SpotProgram(step, kind, ())
     if not step.target:
         raise TargetError(f"{step.action} needs a target node")
@@ -302,17 +311,16 @@ def compile_skill(
         raise TargetError(f"'{step.target}' is not in the scene graph")
     node = step.target
     prims: list[Primitive]
-    if kind == "goto":
+    if kind == "navigate":
         prims = [_go(graph, site, node)]
     elif kind == "access":
         prims = [_reach(graph, site, node, options)]
-    elif kind == "pickup":
-        prims = [_grasp(graph, site, node)]
-    elif kind == "pick_up":
-        prims = [_reach(graph, site, node, options), _grasp(graph, site, node)]
-    elif kind == "release":
+    elif kind == "pick":
+        grasp = _grasp(graph, site, node)
+        prims = [_reach(graph, site, node, options), grasp] if reaches_first(kind, actions) else [grasp]
+    elif kind == "place":
         if accessed is None or accessed not in graph.nodes:
-            raise TargetError(f"release({node}) needs an accessed asset to put it on; access one first")
+            raise TargetError(f"{step.action}({node}) needs an accessed asset to put it on; access one first")
         prims = [Place(accessed, _place_point(graph, site, accessed, options))]
     elif kind == "put":
         prims = [_reach(graph, site, node, options), Place(node, _place_point(graph, site, node, options))]
@@ -328,7 +336,7 @@ def compile_skill(
         )
         prims = [reach, Articulate(node, handle, kind == "open")]
     else:  # look
-        relation = "inside_of" if step.action == "look_inside" else "ontop_of"
+        relation = actions.actions[step.action].relation
         prims = [_reach(graph, site, node, options), Capture(node, options.image_source, relation)]
     return SpotProgram(step, kind, tuple(prims))
 
@@ -478,9 +486,9 @@ def skill_update(
     """
     state = WorldState.from_graph(graph)
     state.accessed = belief.accessed if belief.accessed in graph.nodes else None
-    kind = SKILL_KINDS.get(step.action, "")
+    kind = actions.role(step.action)
     location: str | None = None
-    if kind == "goto" and code is SkillCode.NONE:
+    if kind == "navigate" and code is SkillCode.NONE:
         location = step.target
     elif moved_off_course and pose is not None:
         location = waypoint_nodes.get(pose.waypoint) if waypoint_nodes else None
@@ -493,7 +501,7 @@ def skill_update(
         robot_at=None if pose is None else (pose.x, pose.y, 0.0),
         agent_position=None if pose is None else (pose.x, pose.y, pose.z),
         agent_attributes={} if pose is None else _pose_attributes(pose),
-        missing=missing and code is SkillCode.NOT_FOUND and kind in ("pickup", "pick_up"),
+        missing=missing and code is SkillCode.NOT_FOUND and kind == "pick",
         seen=(),  # what a look_ skill saw comes from the camera, not the graph
         report_agent=True,
         acted=hand_acted,
@@ -501,7 +509,7 @@ def skill_update(
     effect = step_update(state, step, actions, code is SkillCode.NONE, observed, check=False, source=source)
     if effect.applied:
         belief.accessed = state.accessed
-    elif kind not in ("pickup", "release"):  # the robot may have walked away from what it had accessed
+    elif kind != "place" and (kind != "pick" or reaches_first(kind, actions)):  # it may have walked away
         belief.accessed = None
     return effect.update
 

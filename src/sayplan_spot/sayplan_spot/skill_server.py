@@ -58,7 +58,8 @@ from sayplan_ros.runner import run_nodes
 from sayplan_ros.skill_server import SkillContext, SkillServer
 from sayplan_spot.plugin import SpotRobotOptions
 from sayplan_spot.programs import (
-    GRASPING_KINDS,
+    GRASPING_ROLES,
+    SPOT_ROLES,
     Articulate,
     Capture,
     Grasp,
@@ -152,6 +153,12 @@ class SpotSkillServer(SkillServer):
         site_file = opts.site_file
         self.site = SpotSite.load(site_file) if site_file else SpotSite()
         self.actions = load_action_set(opts.action_set)
+        missing = self.actions.without_program(SPOT_ROLES)
+        if missing:
+            raise ValueError(
+                f"robot spot has no program for {', '.join(missing)} of the action set {opts.action_set}: use "
+                "spot, spot_lookplangraph, or a set that extends one of them"
+            )
         self.belief = SpotBelief()
         self.vlm = self._vlm(opts)
         config = SpotConfig(
@@ -294,10 +301,10 @@ class SpotSkillServer(SkillServer):
             image_source=opts.image_source,
         )
         try:
-            program = compile_skill(step, graph, self.site, self.belief.accessed, options)
+            program = compile_skill(step, graph, self.site, self.belief.accessed, options, self.actions)
         except TargetError as exc:
             return SkillResult(False, SkillCode.INVALID_TARGET, f"{step}: {exc}")
-        full_hand = hand_refusal(step, graph)
+        full_hand = hand_refusal(step, graph, self.actions)
         if full_hand:
             return SkillResult(False, SkillCode.INVALID_TARGET, full_hand)
         self.get_logger().info(f"{step}: {program.describe()}")
@@ -360,7 +367,7 @@ class SpotSkillServer(SkillServer):
                 self.robot.ready(limits)  # never powers on or stands: motors off is not_powered
                 if not self.waypoint_to_node and self.site.binding.entries:
                     self._bind_waypoints()
-                if program.kind in GRASPING_KINDS and self.robot.read_gripper(f"before {step}"):
+                if program.kind in GRASPING_ROLES and self.robot.read_gripper(f"before {step}"):
                     raise SpotError(
                         SkillCode.ROBOT_FAULT,
                         "refused before the robot moved: the gripper holds something the scene graph says it "
@@ -388,7 +395,7 @@ class SpotSkillServer(SkillServer):
             if behind is not None:
                 code, message = behind.code, f"{step} failed: {behind.message} ({message})"
         pose = self.robot.pose() if self.robot.connected else None
-        off_course = program.kind == "goto" and code is not SkillCode.NONE
+        off_course = program.kind == "navigate" and code is not SkillCode.NONE
         # what the gripper holds after every skill that ran on the robot (it can also slip out on a walk); after a
         # grasp, put-down or handle pull a gripper that cannot be read is a robot fault: what it holds is unknown
         held: bool | None = None

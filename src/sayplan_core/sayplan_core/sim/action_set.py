@@ -8,7 +8,8 @@ Schema (every key but `actions` optional; `affordance` required on actions that 
                             # that is on): `error` refuses it with feedback, `noop` accepts it with a note
     actions:
       goto:
-        role: navigate      # feedback names this verb when the agent must move first (navigate / access / open)
+        role: navigate      # what it does (sim/roles.py): feedback names the set's verb for a role, robots run an
+                            # action by its role, and the loader checks the role against the effects
         targets: [room, pose]
         affordance: null    # what the target must afford: a name, a list of accepted names, or null for nothing
         preconditions: [reachable]
@@ -16,12 +17,11 @@ Schema (every key but `actions` optional; `affordance` required on actions that 
         description: "Move the agent to any room node or pose node."
         on_repeat: error    # overrides the set's policy for this action
 
-A set made of some of another set's actions (a robot without a toggle skill) is the
-other file with those actions deleted: roles travel with their actions.
+Three optional keys make a variant of a bundled set without copying it:
 
-Two optional keys make a variant of a bundled set without copying it:
-
-    extends: lookplangraph  # start from a bundled set's YAML; `actions` here add to or replace its actions
+    extends: lookplangraph  # start from a bundled set's YAML; an action here is added, or, under a name the
+                            # base has, changes only the keys it gives (a robot's own description)
+    without: [turn_on, turn_off]  # the base's actions this set lacks (a robot without a toggle skill)
     auto_insert: [navigate, open]  # when a step fails for want of a step of one of these roles (the agent is in
                                    # another room, the target's container is closed), verify_plan inserts that step
                                    # and reports it (VerificationResult.inserted), as the source simulators do
@@ -29,7 +29,7 @@ Two optional keys make a variant of a bundled set without copying it:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from importlib import resources
@@ -40,12 +40,13 @@ import yaml
 
 from sayplan_core import files
 from sayplan_core.graph.model import NODE_TYPES
-from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS, ROLES
+from sayplan_core.sim.predicates import EFFECTS, PRECONDITIONS
+from sayplan_core.sim.roles import RELATIONS, ROLES, roles_played
 
 REPEAT_POLICIES = ("error", "noop")
 _ACTION_KEYS = {"targets", "preconditions", "effects", "description", "optional_target", "affordance", "role"}
 _ACTION_KEYS |= {"on_repeat"}
-_SET_KEYS = {"name", "description", "actions", "on_repeat", "extends", "auto_insert"}
+_SET_KEYS = {"name", "description", "actions", "on_repeat", "extends", "without", "auto_insert"}
 #: How many sets an `extends` chain may pass through (a longer one is a loop or a mistake).
 MAX_EXTENDS_DEPTH = 4
 #: The largest action-set file read (a set is a page of YAML; anything bigger is a mistake).
@@ -79,6 +80,14 @@ class ActionSpec:
     def takes_target(self) -> bool:
         return bool(self.targets)
 
+    @property
+    def relation(self) -> str:
+        """Where a put or look acts on its target: `ontop_of` or `inside_of` (from its effect's argument)."""
+        for clause in self.effects:
+            if clause.name in ("place_held", "reveal") and clause.arg in RELATIONS:
+                return str(clause.arg)
+        return "ontop_of"
+
 
 @dataclass(frozen=True)
 class ActionSet:
@@ -95,8 +104,13 @@ class ActionSet:
     def names(self) -> list[str]:
         return list(self.actions)
 
+    def role(self, action: str) -> str:
+        """The role `action` plays ('' for an action the set lacks or one that declares none)."""
+        spec = self.actions.get(action)
+        return spec.role if spec is not None else ""
+
     def verb(self, role: str) -> str | None:
-        """The action playing `role` (navigate, access, open) in this set, if any."""
+        """The action playing `role` in this set, if any (the first, for a role several actions play)."""
         for spec in self.actions.values():
             if spec.role == role:
                 return spec.name
@@ -113,7 +127,16 @@ class ActionSet:
         return None
 
     def verbs(self) -> dict[str, str]:
-        return {spec.role: spec.name for spec in self.actions.values() if spec.role}
+        """The verb of each role the set plays (the first action, for a role several play)."""
+        out: dict[str, str] = {}
+        for spec in self.actions.values():
+            if spec.role:
+                out.setdefault(spec.role, spec.name)
+        return out
+
+    def without_program(self, roles: Collection[str]) -> list[str]:
+        """The actions a robot whose programs play `roles` cannot run, as `verb (role)`."""
+        return [f"{n} ({spec.role or 'no role'})" for n, spec in self.actions.items() if spec.role not in roles]
 
     def prompt_lines(self) -> list[str]:
         """One line per action for an LLM prompt: `pickup(<object>): ...`."""
@@ -175,16 +198,23 @@ def _action(name: Any, spec: Any, source: str, set_repeat: str) -> ActionSpec:
             "or null when any target will do)"
         )
     role = spec.get("role") or ""
-    if role and role not in ROLES:
-        raise ActionSetError(f"{where}: unknown role '{role}' (known: {', '.join(ROLES)})")
+    if role and (not isinstance(role, str) or role not in ROLES):
+        raise ActionSetError(f"{where}: unknown role {role!r} (known: {', '.join(ROLES)})")
     for key in ("preconditions", "effects"):
         if spec.get(key) is not None and not isinstance(spec.get(key), list):
             raise ActionSetError(f"{where}: {key} must be a list")
+    effects = tuple(_clause(c, EFFECTS, where) for c in spec.get("effects") or ())
+    if role and not ROLES[role].played_by((c.name, c.arg) for c in effects):
+        played = roles_played((c.name, c.arg) for c in effects)
+        raise ActionSetError(
+            f"{where}: role '{role}' needs the effect {ROLES[role].effect_text()}, which it lacks"
+            + (f" (its effects play {', '.join(played)})" if played else "")
+        )
     return ActionSpec(
         name=name,
         targets=targets,
         preconditions=tuple(_clause(c, PRECONDITIONS, where) for c in spec.get("preconditions") or ()),
-        effects=tuple(_clause(c, EFFECTS, where) for c in spec.get("effects") or ()),
+        effects=effects,
         description=str(spec.get("description", "")),
         optional_target=bool(spec.get("optional_target", False)),
         affordances=_str_list(spec.get("affordance"), where, "affordance"),
@@ -194,9 +224,12 @@ def _action(name: Any, spec: Any, source: str, set_repeat: str) -> ActionSpec:
 
 
 def _extended(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[str, Any]:
-    """`data` with its `extends` resolved: the bundled base's keys, then this file's (actions merged by name)."""
+    """`data` with its `extends` resolved: the bundled base's keys, then this file's; an action under a name the
+    base has changes only the keys it gives; `without` drops base actions."""
     base_name = data.get("extends")
     if base_name is None:
+        if "without" in data:
+            raise ActionSetError(f"{source}: 'without' drops actions of the set it extends; add 'extends'")
         return data
     if not isinstance(base_name, str) or base_name not in builtin_action_sets():
         raise ActionSetError(
@@ -210,9 +243,20 @@ def _extended(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[s
     own_actions = data.get("actions", {})
     if not isinstance(own_actions, Mapping):
         raise ActionSetError(f"{source}: 'actions' must be a mapping")
-    merged = {k: v for k, v in base.items() if k not in ("name", "auto_insert")}
-    merged.update({k: v for k, v in data.items() if k != "extends"})
-    merged["actions"] = {**base["actions"], **own_actions}
+    without = _str_list(data.get("without"), source, "without")
+    unknown = [name for name in without if name not in base["actions"]]
+    if unknown:
+        raise ActionSetError(f"{source}: without: {base_name} has no action {', '.join(unknown)}")
+    actions = {name: spec for name, spec in base["actions"].items() if name not in without}
+    for name, spec in own_actions.items():
+        old = actions.get(name)
+        if isinstance(old, Mapping) and isinstance(spec, Mapping):
+            actions[name] = {**old, **spec}
+        else:
+            actions[name] = spec
+    merged = {k: v for k, v in base.items() if k not in ("name", "auto_insert", "without")}
+    merged.update({k: v for k, v in data.items() if k not in ("extends", "without")})
+    merged["actions"] = actions
     return merged
 
 
@@ -220,8 +264,9 @@ def _auto_insert(raw: Any, actions: Mapping[str, ActionSpec], source: str) -> tu
     roles = _str_list(raw, source, "auto_insert")
     played = {spec.role for spec in actions.values() if spec.role}
     for role in roles:
-        if role not in ROLES:
-            raise ActionSetError(f"{source}: auto_insert: unknown role '{role}' (known: {', '.join(ROLES)})")
+        insertable = [name for name, known in ROLES.items() if known.unique]
+        if role not in insertable:
+            raise ActionSetError(f"{source}: auto_insert: '{role}' cannot be inserted (roles: {', '.join(insertable)})")
         if role not in played:
             raise ActionSetError(f"{source}: auto_insert: no action of this set plays the role '{role}'")
     return roles
@@ -244,10 +289,10 @@ def action_set_from_dict(data: Any, source: str = "<dict>") -> ActionSet:
         actions[str(name)] = _action(name, spec, source, set_repeat)
     roles: dict[str, str] = {}
     for spec in actions.values():
-        if spec.role and spec.role in roles:
+        if spec.role and ROLES[spec.role].unique and spec.role in roles:
             raise ActionSetError(f"{source}: role '{spec.role}' is played by both {roles[spec.role]} and {spec.name}")
         if spec.role:
-            roles[spec.role] = spec.name
+            roles.setdefault(spec.role, spec.name)
     return ActionSet(
         name=str(data.get("name", source)),
         actions=actions,

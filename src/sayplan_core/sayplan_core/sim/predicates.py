@@ -18,13 +18,6 @@ from typing import Any
 from sayplan_core.graph.model import ALLOWED_PARENTS, EXCLUSIVE_STATES, with_state
 from sayplan_core.sim.world_state import WorldState
 
-#: Roles an action may play in its set, so feedback can name the set's own verb for them.
-ROLES: dict[str, str] = {
-    "navigate": "moves the agent to a room or pose",
-    "access": "makes an asset's objects reachable (SayPlan's access)",
-    "open": "opens a closed node",
-}
-
 
 @dataclass(frozen=True)
 class Refusal:

@@ -1,0 +1,122 @@
+"""Roles in action sets: every bundled action declares what it does, a declared role is checked against the
+action's effects, and a robot's set is its base set with some actions left out (`extends` + `without`), an action
+under a base's name changing only the keys it gives."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+
+from sayplan_core.sim.action_set import ActionSetError, action_set_from_dict, builtin_action_sets, load_action_set
+from sayplan_core.sim.roles import RELATIONS, ROLES
+
+
+def effects_oracle(role: str, effects: list[tuple[str, Any]]) -> bool:
+    """The role table written out by hand from sim/predicates.py's effects (independent of Role.played_by)."""
+    wanted = {
+        "navigate": [("move_agent", None)],
+        "access": [("set_accessed", None)],
+        "open": [("set_state", "open")],
+        "close": [("set_state", "closed")],
+        "switch_on": [("set_state", "on")],
+        "switch_off": [("set_state", "off")],
+        "pick": [("grasp", None)],
+        "place": [("place_held", None)],
+        "put": [("place_held", "ontop_of"), ("place_held", "inside_of")],
+        "look": [("reveal", "ontop_of"), ("reveal", "inside_of")],
+        "finish": [("finish", None)],
+    }[role]
+    return any(effect in wanted for effect in effects)
+
+
+def test_every_bundled_action_declares_a_role_its_effects_play() -> None:
+    for name in builtin_action_sets():
+        for action, spec in load_action_set(name).actions.items():
+            effects = [(c.name, c.arg) for c in spec.effects]
+            assert spec.role, f"{name}.{action} declares no role"
+            assert effects_oracle(spec.role, effects), (name, action, spec.role, effects)
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_a_role_whose_effect_is_missing_is_refused_naming_it(role: str) -> None:
+    for effects in ([], [{"set_state": "on"}], ["grasp"], ["finish"], [{"reveal": "inside_of"}]):
+        data = {"name": "x", "actions": {"act": {"role": role, "targets": [], "effects": effects}}}
+        parsed = [(e, None) if isinstance(e, str) else next(iter(e.items())) for e in effects]
+        if effects_oracle(role, parsed):
+            assert action_set_from_dict(data).role("act") == role
+        else:
+            with pytest.raises(ActionSetError, match=f"action 'act': role '{role}' needs the effect"):
+                action_set_from_dict(data)
+
+
+def test_roles_that_feedback_names_are_played_once_others_by_many() -> None:
+    twice = {
+        "go": {"role": "navigate", "targets": ["room"], "affordance": None, "effects": ["move_agent"]},
+        "walk": {"role": "navigate", "targets": ["room"], "affordance": None, "effects": ["move_agent"]},
+    }
+    with pytest.raises(ActionSetError, match="role 'navigate' is played by both go and walk"):
+        action_set_from_dict({"name": "x", "actions": twice})
+    lpg = load_action_set("lookplangraph")
+    assert [a for a, spec in lpg.actions.items() if spec.role == "put"] == ["put_on", "put_inside"]
+    assert lpg.verb("put") == "put_on" and lpg.role("put_inside") == "put"
+    assert [lpg.actions[a].relation for a in ("put_on", "put_inside", "look_on", "look_inside")] == [
+        "ontop_of",
+        "inside_of",
+        "ontop_of",
+        "inside_of",
+    ]
+    assert set(RELATIONS) == {"ontop_of", "inside_of"}
+
+
+def test_the_spot_sets_are_their_bases_without_the_switches_and_with_spots_descriptions() -> None:
+    for robot, base in (("spot", "sayplan"), ("spot_lookplangraph", "lookplangraph")):
+        ours, theirs = load_action_set(robot), load_action_set(base)
+        assert ours.names() == [n for n in theirs.names() if n not in ("turn_on", "turn_off")]
+        assert (ours.on_repeat, ours.auto_insert) == (theirs.on_repeat, theirs.auto_insert)
+        for name in ours.names():
+            mine, base_spec = ours.actions[name], theirs.actions[name]
+            # everything but the description is the base's: the simulator checks Spot's plans as the planner's
+            assert dataclasses.replace(mine, description=base_spec.description) == base_spec, name
+
+
+def test_without_and_partial_entries_are_checked() -> None:
+    with pytest.raises(ActionSetError, match="without: sayplan has no action fly"):
+        action_set_from_dict({"name": "x", "extends": "sayplan", "without": ["fly"]})
+    with pytest.raises(ActionSetError, match="'without' drops actions of the set it extends; add 'extends'"):
+        action_set_from_dict({"name": "x", "without": ["goto"], "actions": {}})
+    with pytest.raises(ActionSetError, match="without must be a name or a list of names"):
+        action_set_from_dict({"name": "x", "extends": "sayplan", "without": [3]})
+    renamed = action_set_from_dict(
+        {"name": "x", "extends": "sayplan", "actions": {"goto": {"description": "Drive there."}}}
+    )
+    base = load_action_set("sayplan").actions["goto"]
+    assert renamed.actions["goto"] == dataclasses.replace(base, description="Drive there.")
+    # a partial entry under a new name is a whole action, checked as one
+    with pytest.raises(ActionSetError, match=r"action 'fly': .*role 'navigate' needs the effect move_agent"):
+        action_set_from_dict({"name": "x", "extends": "sayplan", "actions": {"fly": {"role": "navigate"}}})
+    with pytest.raises(ActionSetError, match=r"unknown role \['pick'\]"):
+        action_set_from_dict({"name": "x", "actions": {"a": {"role": ["pick"], "effects": ["grasp"]}}})
+
+
+def test_a_robot_names_the_actions_it_has_no_program_for() -> None:
+    sayplan = load_action_set("sayplan")
+    spot_roles = ("navigate", "access", "pick", "place", "put", "open", "close", "look", "finish")
+    assert sayplan.without_program(spot_roles) == ["turn_on (switch_on)", "turn_off (switch_off)"]
+    assert load_action_set("spot").without_program(spot_roles) == []
+    plain = action_set_from_dict({"name": "x", "actions": {"wave": {"targets": [], "effects": []}}})
+    assert plain.without_program(spot_roles) == ["wave (no role)"]
+
+
+def test_the_example_in_the_reference_loads_and_adds_one_verb() -> None:
+    import re
+    from pathlib import Path
+
+    import yaml
+
+    page = (Path(__file__).parents[2] / "docs" / "reference" / "action_sets.md").read_text(encoding="utf-8")
+    example = yaml.safe_load(re.search(r"```yaml\n(.*?)```", page, re.S).group(1))  # type: ignore[union-attr]
+    mine, base = action_set_from_dict(example), load_action_set("sayplan")
+    assert set(mine.names()) == set(base.names()) - {"turn_on", "turn_off"} | {"grab"}
+    assert mine.role("grab") == "pick" and mine.actions["goto"].description == "Drive to a room or pose node."
