@@ -120,14 +120,14 @@ def test_planning_failure_and_cancel() -> None:
     h = Harness(transcript(say("expand", "kitchen"), say("plan", plan=GOOD_PLAN)), SimulatedWorld(load_env("office")))
     ticks: list[int] = []
 
-    def cancelled() -> bool:
+    def canceled() -> bool:
         ticks.append(1)
         return len(ticks) > 4
 
-    result = h.run(cancelled=cancelled)
+    result = h.run(canceled=canceled)
     # checks: after planning, before and after each skill; the 5th (after the 2nd skill) cancels,
     # so the interrupted 2nd skill does not count as executed
-    assert result.cancelled and result.message == "canceled" and [str(s) for s in result.executed] == ["goto(pose8)"]
+    assert result.canceled and result.message == "canceled" and [str(s) for s in result.executed] == ["goto(pose8)"]
 
 
 def test_bad_injected_failures_are_rejected() -> None:

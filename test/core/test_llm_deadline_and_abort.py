@@ -20,7 +20,7 @@ from werkzeug import Request, Response
 from sayplan_core.llm.http import CallAbort, abortable
 from sayplan_core.llm.ollama_backend import OllamaBackend
 from sayplan_core.llm.openai_backend import OpenAIBackend
-from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession, PlanCancelledError
+from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession, PlanCanceledError
 from sayplan_core.llm.types import LlmTransientError
 from sayplan_core.retrieval.embedders import CachedEmbedder, EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 
@@ -105,7 +105,7 @@ def test_abort_ends_a_call_blocked_on_trickled_headers_within_a_second(trickler:
     ended_after = time.monotonic() - aborted_at
     assert not worker.is_alive()
     assert ended_after < 1.0, f"the call went on {ended_after:.1f} s after the abort"
-    assert isinstance(outcome[0], PlanCancelledError)
+    assert isinstance(outcome[0], PlanCanceledError)
 
 
 @pytest.mark.parametrize("protocol", ["openai", "ollama"])
@@ -138,7 +138,7 @@ def test_cancel_of_a_later_goal_on_a_reused_keep_alive_connection_ends_within_a_
         ended_after = time.monotonic() - aborted_at
         assert server.connections == 1, "the second goal did not reuse the first goal's connection"
         assert ended_after < 1.0, f"{protocol}: the call went on {ended_after:.1f} s after the abort"
-        assert isinstance(outcome[0], PlanCancelledError)
+        assert isinstance(outcome[0], PlanCanceledError)
     finally:
         server.close()
 

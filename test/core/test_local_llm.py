@@ -20,7 +20,7 @@ from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.llm import http
 from sayplan_core.llm.local_backend import LocalBackend, local_runtime_available
-from sayplan_core.llm.session import Budget, LlmSession, PlanCancelledError
+from sayplan_core.llm.session import Budget, LlmSession, PlanCanceledError
 from sayplan_core.llm.types import LlmRequest, LlmTransientError
 from sayplan_core.outcomes import PlanCode
 from sayplan_core.planners import PlannerOptions, make_planner
@@ -87,7 +87,7 @@ def test_a_cancel_from_another_thread_ends_the_call_and_the_model_answers_after(
     timer.start()
     start = time.monotonic()
     try:
-        with http.abortable(handle), pytest.raises(PlanCancelledError):
+        with http.abortable(handle), pytest.raises(PlanCanceledError):
             session.complete("search", ask(long_text(), None, max_tokens=2000))
     finally:
         timer.cancel()

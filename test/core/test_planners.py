@@ -207,7 +207,7 @@ def test_cancel_between_calls() -> None:
         return len(calls) > 1
 
     result = planner.plan(load_env("office"), INSTRUCTION, should_cancel=should_cancel)
-    assert result.cancelled and result.failure is PlanCode.CANCELED and len(result.calls) == 1
+    assert result.canceled and result.failure is PlanCode.CANCELED and len(result.calls) == 1
 
 
 def test_schema_enums_list_only_visible_nodes() -> None:

@@ -145,7 +145,7 @@ def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
     )
     ros.wait_for(lambda: len(feedback) >= 1, timeout=20.0, what="first search step")
     handle.cancel_goal_async()
-    ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
+    ros.wait_for(result_future.done, timeout=20.0, what="canceled result")
     assert result_future.result().status == GoalStatus.STATUS_CANCELED
     outcome = result_future.result().result.outcome
     assert outcome.error_code == PlanCode.CANCELED and outcome.error_msg == "canceled"
@@ -163,11 +163,11 @@ def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
     )
     ros.wait_for(lambda: any(f.event.stage == Stage.EXECUTING for f in feedback), timeout=30.0, what="execution")
     handle.cancel_goal_async()
-    ros.wait_for(result_future.done, timeout=20.0, what="cancelled result")
+    ros.wait_for(result_future.done, timeout=20.0, what="canceled result")
     outcome = result_future.result()
     assert outcome.status == GoalStatus.STATUS_CANCELED
     assert outcome.result.error_code == TaskCode.CANCELED and outcome.result.error_msg == "canceled"
-    # the running skill was cancelled: at most the first goto finished before the cancel reached it
+    # the running skill was canceled: at most the first goto finished before the cancel reached it
     assert len(outcome.result.executed) <= 1 and nodes["skills"].world.state.location in ("pose7", "pose8")
 
 

@@ -111,7 +111,7 @@ class _TaskRun:
     def saw(self, version: int) -> None:
         self.node.graph_version = max(self.node.graph_version, version)
 
-    def cancelled(self) -> bool:
+    def canceled(self) -> bool:
         """A cancel was requested, or the node is stopping (its own cancel request may still be on its way while
         the skill server, stopping too, already ended the skill or left)."""
         return bool(self.handle.is_cancel_requested) or self.node.stopping.is_set()
@@ -223,7 +223,7 @@ class ExecutorNode(Node):
             raise WaitError(TaskCode.SERVER_UNAVAILABLE, f"'{name}' rejected the goal (busy with another one?)")
         with run.lock:
             run.child = handle
-        if run.cancelled():  # a cancel that arrived while the goal was being sent
+        if run.canceled():  # a cancel that arrived while the goal was being sent
             handle.cancel_goal_async()
         result = handle.get_result_async()
         watch = ServerWatch(self, name, name)
@@ -414,14 +414,14 @@ class ExecutorNode(Node):
                 lambda _text, context: guarded(self._plan, run, catalog, context),
                 lambda step, action_set: guarded(self._run_skill, run, step, action_set),
                 run.emit,
-                run.cancelled,
+                run.canceled,
                 self.options.max_execution_replans,
                 check_plan=lambda plan: catalog.check_plan((s.action for s in plan.full_plan), plan.action_set),
             )
         except _StopError:
-            code = TaskCode.CANCELED if run.cancelled() else failure[0].code
-            message = "canceled" if run.cancelled() else str(failure[0])
-            stage = Stage.CANCELED if run.cancelled() else Stage.FAILED
+            code = TaskCode.CANCELED if run.canceled() else failure[0].code
+            message = "canceled" if run.canceled() else str(failure[0])
+            stage = Stage.CANCELED if run.canceled() else Stage.FAILED
             run.emit(StepReport(stage, 0, 0, None, Status.FAILED, run.replans, message, int(code)))
             return ExecuteTask.Result(error_code=int(code), error_msg=message)
         return ExecuteTask.Result(

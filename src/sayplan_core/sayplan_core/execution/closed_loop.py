@@ -45,7 +45,7 @@ class ExecutionResult:
     failures: list[str] = field(default_factory=list)
 
     @property
-    def cancelled(self) -> bool:
+    def canceled(self) -> bool:
         return self.code is TaskCode.CANCELED
 
 
@@ -78,7 +78,7 @@ def run_closed_loop(
     plan: PlanFn,
     run_skill: SkillFn,
     report: ReportFn = lambda _: None,
-    cancelled: Callable[[], bool] = lambda: False,
+    canceled: Callable[[], bool] = lambda: False,
     max_replans: int = 3,
     check_plan: Callable[[PlanResult], str | None] = lambda _plan: None,
 ) -> ExecutionResult:
@@ -95,7 +95,7 @@ def run_closed_loop(
         stage = Stage.REPLANNING if result.replans else Stage.PLANNING
         report(StepReport(stage, 0, 0, None, Status.PROGRESS, result.replans, context or "asking the planner"))
         outcome = plan(instruction, context)
-        if cancelled():
+        if canceled():
             return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
         if not outcome.success:
             if outcome.failure in _PLAN_STOPS:  # the planner was paused, or is not active: no plan failed
@@ -107,11 +107,11 @@ def run_closed_loop(
         steps = outcome.full_plan
         failed = False
         for index, step in enumerate(steps):
-            if cancelled():
+            if canceled():
                 return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
             report(StepReport(Stage.EXECUTING, index, len(steps), step, Status.RUNNING, result.replans))
             skill = run_skill(step, outcome.action_set)
-            if cancelled() or skill.code is SkillCode.CANCELED:
+            if canceled() or skill.code is SkillCode.CANCELED:
                 return end(TaskCode.CANCELED, "canceled", Stage.CANCELED)
             if skill.success:
                 result.executed.append(step)

@@ -5,7 +5,7 @@ byte every few seconds (of the headers or of the body) keeps a call alive for mi
 The transport here connects through a network backend whose every connect, read and
 write is bounded by what is left of the calling thread's deadline, so no transport
 behaviour can hold a call past it. The sockets of a call can also be shut down from
-another thread (`CallAbort.abort`), which ends a blocked read at once: a cancelled ROS
+another thread (`CallAbort.abort`), which ends a blocked read at once: a canceled ROS
 goal does not wait for a slow server.
 """
 

@@ -246,7 +246,7 @@ class LocalBackend:
 
 
 def _check_stop(where: str) -> None:
-    """Raise when the call's job was cancelled or its deadline passed (checked between small pieces of work)."""
+    """Raise when the call's job was canceled or its deadline passed (checked between small pieces of work)."""
     handle = http.current_abort()
     if handle is not None and handle.aborted:
         raise LlmTransientError("canceled", f"the call was canceled while {where}")

@@ -41,8 +41,8 @@ class BudgetExhaustedError(RuntimeError):
         self.backend_failure = backend_failure
 
 
-class PlanCancelledError(RuntimeError):
-    """The caller asked to stop (a ROS goal was cancelled, Ctrl-C)."""
+class PlanCanceledError(RuntimeError):
+    """The caller asked to stop (a ROS goal was canceled, Ctrl-C)."""
 
 
 @dataclass
@@ -100,7 +100,7 @@ class LlmSession:
     def _check_budget(self, last_feedback: str) -> None:
         handle = http.current_abort()
         if self.should_cancel() or (handle is not None and handle.aborted):
-            raise PlanCancelledError("cancelled")
+            raise PlanCanceledError("canceled")
         if len(self.calls) >= self.budget.max_calls:
             raise BudgetExhaustedError(f"call budget exhausted ({self.budget.max_calls} LLM calls)", last_feedback)
         if self.tokens_used >= self.budget.max_tokens:
@@ -136,7 +136,7 @@ class LlmSession:
             except LlmTransientError as exc:
                 handle = http.current_abort()
                 if handle is not None and handle.aborted:  # the abort ended this attempt: not a backend failure
-                    raise PlanCancelledError("cancelled") from exc
+                    raise PlanCanceledError("canceled") from exc
                 # a failed attempt used no tokens the server reported: it spends a call, not the token budget
                 self.calls.append(CallStats(stage, self.backend.info.model, 0, 0, 0.0, "transient_error", str(exc)))
                 last_feedback = f"LLM backend error: {exc}"

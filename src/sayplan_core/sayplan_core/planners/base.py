@@ -95,7 +95,7 @@ class PlanResult:
     progress: list[Progress] = field(default_factory=list)  # every step reported while planning, in order
 
     @property
-    def cancelled(self) -> bool:
+    def canceled(self) -> bool:
         return self.failure is PlanCode.CANCELED
 
     @property
@@ -213,7 +213,7 @@ class Planner(ABC):
 
         context: what went wrong so far (an execution failure), shown to the model as feedback.
         """
-        from sayplan_core.llm.session import BudgetExhaustedError, PlanCancelledError
+        from sayplan_core.llm.session import BudgetExhaustedError, PlanCanceledError
         from sayplan_core.llm.types import LlmFatalError
         from sayplan_core.retrieval.embedders import EmbeddingError
 
@@ -239,7 +239,7 @@ class Planner(ABC):
         except BudgetExhaustedError as exc:
             result.success, result.message = False, str(exc)
             result.failure = PlanCode.BACKEND_ERROR if exc.backend_failure else PlanCode.BUDGET_EXHAUSTED
-        except PlanCancelledError:
+        except PlanCanceledError:
             result.success, result.message, result.failure = False, "canceled", PlanCode.CANCELED
         except LlmFatalError as exc:
             result.success, result.message, result.failure = False, f"LLM backend error: {exc}", PlanCode.BACKEND_ERROR
