@@ -37,8 +37,9 @@ from launch_ros.actions import Node
 from sayplan_core import params_files
 from sayplan_core.llm.selection import BACKENDS
 from sayplan_core.planners import PLANNERS
+from sayplan_core.stack_nodes import FOXGLOVE
 from sayplan_ros.runner import SHUTDOWN_STOP_S, TEARDOWN_S
-from sayplan_ros.stack import FOXGLOVE, ROBOTS, composed_parameters, stack_specs
+from sayplan_ros.stack import ROBOTS, composed_parameters, stack_specs
 
 LLMS = tuple(b for b in BACKENDS if b != "replay")  # replay: set planner.replay_transcript in params_file
 LOG_LEVELS = ("debug", "info", "warn", "error", "fatal")

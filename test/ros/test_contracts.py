@@ -21,7 +21,7 @@ from sayplan_core.outcomes import PlanCode, PlanStage, SkillCode, Stage, Status,
 from sayplan_interfaces.action import ExecuteSkill, ExecuteTask
 from sayplan_interfaces.msg import ExecutionEvent, PlanOutcome, PlanProgress, PlanStep, SkillOutcome
 from sayplan_interfaces.srv import DescribeSkills
-from sayplan_ros.stack import ROBOTS, create_nodes
+from sayplan_ros.stack import ROBOTS, create_nodes, load_class
 
 pytestmark = pytest.mark.ros
 
@@ -97,7 +97,7 @@ def sim_stack(ros: Any, overrides: dict[str, list[Parameter]], replace: dict[str
 
 
 def test_a_skill_server_refuses_another_action_set_before_the_robot_moves(ros: Any) -> None:
-    skills = ros.add(ROBOTS["sim"].load()(context=ros.context))
+    skills = ros.add(load_class(ROBOTS["sim"])(context=ros.context))
     describe = ros.call(ros.node("probe").create_client(DescribeSkills, "describe_skills"), DescribeSkills.Request())
     assert describe.robot == "sim" and describe.default_action_set == "sayplan"
     assert {s.name for s in describe.action_sets} == {"sayplan"}

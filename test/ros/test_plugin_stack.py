@@ -150,10 +150,11 @@ def test_each_planner_s_options_are_parameters_under_its_id_with_their_declared_
 @pytest.mark.parametrize("cls", ["no_such_module:Node", "sayplan_ros.stack:NoSuchNode", "no_colon"])
 def test_a_node_class_that_cannot_be_imported_is_named_in_one_line(cls: str) -> None:
     """A robot plugin's node_class is imported only when the stack starts: the error names it and its node."""
-    from sayplan_ros.stack import NodeSpec
+    from sayplan_core.stack_nodes import StackNode
+    from sayplan_ros.stack import load_class
 
     with pytest.raises(ValueError) as raised:
-        NodeSpec("ghost_skill_server", "ghost", "ghost", cls, managed=True).load()
+        load_class(StackNode("ghost_skill_server", "ghost", "ghost", cls, None, managed=True))
     text = str(raised.value)
     assert f"ghost_skill_server: its node class {cls} cannot be imported" in text and "\n" not in text, text
 

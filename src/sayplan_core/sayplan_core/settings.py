@@ -18,21 +18,12 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from sayplan_core.closest import close_names
-from sayplan_core.node_options import (
-    BagRecorderOptions,
-    ExecutorOptions,
-    FoxgloveBridgeOptions,
-    LifecycleManagerOptions,
-    ManagedNodeOptions,
-    PathPlannerOptions,
-    PerceptionOptions,
-    PlannerNodeOptions,
-    SceneGraphServerOptions,
-)
+from sayplan_core.node_options import ManagedNodeOptions, PlannerNodeOptions
 from sayplan_core.options import PER_GOAL, STARTUP, Setting, Settings, build, settings_of, table
 from sayplan_core.planners import PLANNERS
 from sayplan_core.planners.base import PlannerOptions
 from sayplan_core.plugins import ROBOT_REGISTRY
+from sayplan_core.stack_nodes import BAG_RECORDER, CORE_NODES, FOXGLOVE, MANAGER, PERCEPTION, robot_node
 
 __all__ = [
     "PER_GOAL",
@@ -65,20 +56,18 @@ def robot_settings(robot: str) -> Settings:
 
 
 def node_settings(bundled_only: bool = False) -> dict[str, Settings]:
-    """Every node's settings, by node name (the keys of the config files); plugins as installed, or only our
-    own packages' with `bundled_only` (what the reference docs describe)."""
-    nodes = {
-        "scene_graph_server": settings_of(SceneGraphServerOptions, "scene_graph_server"),
-        "path_planner": settings_of(PathPlannerOptions, "path_planner"),
-        "planner": _managed(planner_settings(PLANNERS.bundled() if bundled_only else None)),
-        "executor": settings_of(ExecutorOptions, "executor"),
-        "perception": settings_of(PerceptionOptions, "perception"),
-    }
-    for name in ROBOT_REGISTRY.bundled() if bundled_only else ROBOT_REGISTRY:
-        nodes[ROBOT_REGISTRY[name].node_name] = _managed(robot_settings(name))
-    nodes["lifecycle_manager"] = settings_of(LifecycleManagerOptions, "lifecycle_manager")
-    nodes["bag_recorder"] = settings_of(BagRecorderOptions, "bag_recorder")
-    nodes["foxglove_bridge"] = settings_of(FoxgloveBridgeOptions, "foxglove_bridge")
+    """Every node's settings, by node name (the keys of the config files), from the stack's node table
+    (sayplan_core.stack_nodes); plugins as installed, or only our own packages' with `bundled_only` (what the
+    reference docs describe)."""
+    robots = [robot_node(name) for name in (ROBOT_REGISTRY.bundled() if bundled_only else ROBOT_REGISTRY)]
+    nodes: dict[str, Settings] = {}
+    for node in (*CORE_NODES, PERCEPTION, *robots, MANAGER, BAG_RECORDER, FOXGLOVE):
+        if node.options is None:  # the planner node: its own options, the planners' common ones, each planner's
+            nodes[node.name] = planner_settings(PLANNERS.bundled() if bundled_only else None)
+        else:
+            nodes[node.name] = settings_of(node.options, node.name)
+        if node.managed:
+            nodes[node.name] = _managed(nodes[node.name])
     return nodes
 
 

@@ -41,6 +41,7 @@ from sayplan_core.llm.selection import BACKENDS, LlmConfig, resolve_backend_name
 from sayplan_core.node_options import FoxgloveBridgeOptions
 from sayplan_core.outcomes import SkillCode, Stage, Status
 from sayplan_core.sim.goals import check_goals
+from sayplan_core.stack_nodes import FOXGLOVE
 from sayplan_interfaces.action import ExecuteTask
 from sayplan_interfaces.msg import ExecutionEvent, PlanReport
 from sayplan_ros.bag import STORAGES, BagRecorder
@@ -48,7 +49,7 @@ from sayplan_ros.lifecycle_manager import LifecycleManager
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.runner import stop_robots
 from sayplan_ros.scene_graph_server import SceneGraphServer
-from sayplan_ros.stack import FOXGLOVE, create_nodes
+from sayplan_ros.stack import create_nodes
 
 #: the Foxglove bridge's default port, which Foxglove and Lichtblick open by default
 FOXGLOVE_PORT: int = FoxgloveBridgeOptions().port

@@ -17,7 +17,6 @@ import argparse
 import importlib
 import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import rclpy.logging
@@ -28,45 +27,26 @@ from rclpy.utilities import remove_ros_args
 
 from sayplan_core.params_files import check_arguments, notes_lines, oversized
 from sayplan_core.plugins import ROBOT_REGISTRY
+from sayplan_core.stack_nodes import CORE_NODES, FOXGLOVE, MANAGER, StackNode, robot_node
 from sayplan_ros.runner import run_nodes
 
 
-@dataclass(frozen=True)
-class NodeSpec:
-    """One node of the stack: its ROS name, the package and executable that start it alone, and its class."""
-
-    name: str
-    package: str
-    executable: str
-    cls: str  # module:Class, imported only when the node is created (robot SDKs stay optional)
-    managed: bool = False  # a lifecycle node, brought up by the lifecycle manager
-
-    def load(self) -> Callable[..., Node]:
-        """The node's class; ValueError naming it and the node (a plugin's may be misspelled or not installed)."""
-        module, _, name = self.cls.partition(":")
-        try:
-            node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
-        except (ImportError, AttributeError, TypeError, ValueError) as exc:
-            raise ValueError(f"{self.name}: its node class {self.cls} cannot be imported: {exc}") from None
-        return node_class
+def load_class(spec: StackNode) -> Callable[..., Node]:
+    """The node's class; ValueError naming it and the node (a plugin's may be misspelled or not installed)."""
+    module, _, name = spec.cls.partition(":")
+    try:
+        node_class: Callable[..., Node] = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError, TypeError, ValueError) as exc:
+        raise ValueError(f"{spec.name}: its node class {spec.cls} cannot be imported: {exc}") from None
+    return node_class
 
 
-#: The nodes every robot runs, in start-up order.
-CORE_NODES: tuple[NodeSpec, ...] = (
-    NodeSpec("scene_graph_server", "sayplan_ros", "scene_graph_server", "sayplan_ros.scene_graph_server:SceneGraphServer"),
-    NodeSpec("path_planner", "sayplan_ros", "path_planner", "sayplan_ros.path_planner_node:PathPlannerNode"),
-    NodeSpec("planner", "sayplan_ros", "planner", "sayplan_ros.planner_node:PlannerNode", managed=True),
-    NodeSpec("executor", "sayplan_ros", "executor", "sayplan_ros.executor_node:ExecutorNode"),
-)  # fmt: skip
-
-
-class _Robots(Mapping[str, NodeSpec]):
+class _Robots(Mapping[str, StackNode]):
     """Each installed robot's skill server (serving `execute_skill` and `describe_skills`), by robot id: a view
     of the robot plugins (sayplan_core.plugins), so a robot package adds itself without an edit here."""
 
-    def __getitem__(self, name: str) -> NodeSpec:
-        plugin = ROBOT_REGISTRY[name]
-        return NodeSpec(plugin.node_name, plugin.package, plugin.executable, plugin.node_class, managed=True)
+    def __getitem__(self, name: str) -> StackNode:
+        return robot_node(name)
 
     def __iter__(self) -> Iterator[str]:
         return iter(ROBOT_REGISTRY)
@@ -75,19 +55,10 @@ class _Robots(Mapping[str, NodeSpec]):
         return len(ROBOT_REGISTRY)
 
 
-ROBOTS: Mapping[str, NodeSpec] = _Robots()
-
-#: Brings the managed nodes up (last in the list: every node it manages exists before it starts).
-MANAGER = NodeSpec(
-    "lifecycle_manager", "sayplan_ros", "lifecycle_manager", "sayplan_ros.lifecycle_manager:LifecycleManager"
-)
-
-#: Optional: the live view for Foxglove or Lichtblick (`foxglove:=true`, `sayplan_demo --foxglove`); a follower
-#: that only reads, so it starts before the manager like any other node and nothing waits for it.
-FOXGLOVE = NodeSpec("foxglove_bridge", "sayplan_ros", "foxglove_bridge", "sayplan_ros.foxglove_bridge:FoxgloveBridge")
+ROBOTS: Mapping[str, StackNode] = _Robots()
 
 
-def stack_specs(robot: str = "sim", foxglove: bool = False) -> list[NodeSpec]:
+def stack_specs(robot: str = "sim", foxglove: bool = False) -> list[StackNode]:
     if robot not in ROBOTS:
         raise ValueError(f"unknown robot '{robot}' (available: {', '.join(ROBOTS)})")
     spec = ROBOTS[robot]
@@ -123,7 +94,7 @@ def create_nodes(
     nodes: list[Node] = []
     try:
         for spec in stack_specs(robot, foxglove):
-            node_class = spec.load()
+            node_class = load_class(spec)
             params = [Parameter(k, value=v) for k, v in composed_parameters(robot).get(spec.name, {}).items()]
             params += list(overrides.get(spec.name, ()))
             # the spec's name, as launch's `name=`: a robot plugin's node_name, whatever its class's default
