@@ -11,9 +11,10 @@ caches later versions share.
 - Code that only reads runs on a snapshot: the simulator, `WorldState` (apply_to, refresh) and LookPlanGraph's
   memory graph (commit) leave it as it was.
 
-Documented limit kept as a strict xfail: a reader's edit of its snapshot's networkx graphs
-(`snapshot.nav.add_edge`) poisons the prompts of later versions and the navigation components shared under the
-navigation-layer stamp. `object.__setattr__` goes round the freeze too (not tested: deliberate).
+- A reader's networkx edit of its snapshot's layers (`snapshot.nav.add_edge`) is refused (networkx's freeze): behind
+  the stamps it would poison the prompts of later versions and the navigation components shared under the
+  navigation-layer stamp. Writing networkx's dicts directly (`snapshot.nav._adj`) or `object.__setattr__` on a node
+  goes round both freezes (not tested: deliberate).
 
 The oracles are the uncached writers (`check`, from test_prompt_cache.py) and the straightforward versions of
 every cache (`check_all`, from test_graph_caches.py).
@@ -27,6 +28,7 @@ import pickle
 import sys
 import threading
 
+import networkx as nx
 import pytest
 from test_graph_caches import check_all, check_components, oracle_text, start
 from test_prompt_cache import building, check, upsert
@@ -200,14 +202,31 @@ def test_an_in_place_list_edit_of_a_snapshot_node_stays_in_its_snapshot() -> Non
     assert to_prompt_text(later) == oracle_text(later, False)
 
 
-@pytest.mark.xfail(strict=True, reason="documented limit: a reader's edit of its snapshot's networkx graphs (behind "
-                   "the mutators) reaches the kept text and navigation components of later versions")  # fmt: skip
-def test_a_networkx_edit_of_a_snapshot_stays_in_its_snapshot() -> None:
+def test_a_networkx_edit_of_a_snapshot_is_refused_and_its_mutators_still_work() -> None:
+    """Was a documented limit (strict xfail): a reader's edit of its snapshot's networkx graphs (behind the
+    mutators) reached the kept text and navigation components of later versions. The layers are frozen now."""
     live = start()
     snapshots = GraphSnapshots()
     snapshot = snapshots.of(live, 1)
-    snapshot.nav.add_edge("lab", "yard")  # the reader's edit, before any text or component of this version
+    for edit in (
+        lambda: snapshot.nav.add_edge("lab", "yard"),
+        lambda: snapshot.nav.remove_node("lab"),
+        lambda: snapshot.tree.add_edge("lab", "mug"),
+        lambda: snapshot.tree.clear(),
+    ):
+        with pytest.raises(nx.NetworkXError, match="Frozen graph can't be modified"):
+            edit()
     to_prompt_text(snapshot)
+    snapshot.nav_component("lab")
+    later = later_version(live, snapshots)
+    assert to_prompt_text(later) == oracle_text(later, False)
+    check_components(later)
+    # a mutator on the snapshot itself still works (it stamps what it changes), and the live graph stays open
+    snapshot.connect("lab", "yard")
+    assert snapshot.nav.has_edge("lab", "yard") and not live.nav.has_edge("lab", "yard")
+    live.nav.add_edge("lab", "yard")
+    live.nav.remove_edge("lab", "yard")
+    check_all(snapshot)
     snapshot.nav_component("lab")
     later = later_version(live, snapshots)
     assert to_prompt_text(later) == oracle_text(later, False)

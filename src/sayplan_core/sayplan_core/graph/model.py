@@ -1,9 +1,8 @@
 """Hierarchical 3D scene graph on networkx (its nodes: graph/node.py).
 
-Two networkx graphs share one node table: a tree (parent -> child, with the child's
-relation to its parent) for floors, rooms, workspaces, assets and objects, and an
-undirected navigation graph joining rooms and pose nodes. Keeping them apart makes
-the hierarchy checks and the path planner each look at only the edges they need.
+Two networkx graphs share one node table: a tree (parent -> child, with the child's relation to its parent) for
+floors, rooms, workspaces, assets and objects, and an undirected navigation graph joining rooms and pose nodes.
+Kept apart, the hierarchy checks and the path planner each look at only the edges they need.
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from dataclasses import replace
 from typing import Any
 
 import networkx as nx
+from networkx.classes.function import frozen as _frozen
 
 from sayplan_core.graph.node import (
     ALLOWED_PARENTS,
@@ -302,9 +302,23 @@ class SceneGraph:
         return kids[0] if kids else None
 
     # ------------------------------------------------------------------ mutation
+    def close_layers(self) -> None:
+        """Refuse networkx edits of the layers of a graph readers share (`graph.nav.add_edge`): behind the stamps,
+        they would reach what is kept for later versions. The mutators reopen them in place and stamp."""
+        for layer in (self.tree, self.nav):
+            nx.freeze(layer)
+
+    def _open_layers(self) -> None:
+        for layer in (self.tree, self.nav):
+            if nx.is_frozen(layer):
+                for name in [name for name, value in vars(layer).items() if value is _frozen]:
+                    delattr(layer, name)
+                del layer.frozen
+
     def add_node(self, node: Node, parent: str | None = None, relation: str = "in") -> Node:
         if node.id in self.nodes:
             raise GraphError(f"duplicate node id '{node.id}'", node.id)
+        self._open_layers()
         self.nodes[node.id] = node
         self._by_type[node.type].add(node.id)
         self.tree.add_node(node.id)
@@ -324,6 +338,7 @@ class SceneGraph:
         if parent == node_id or parent in self.descendants(node_id):
             raise GraphError(f"moving '{node_id}' under '{parent}' would create a cycle in the hierarchy", node_id)
         old = self.parent(node_id)
+        self._open_layers()
         if old is not None:
             self.tree.remove_edge(old, node_id)
         self.tree.add_edge(parent, node_id, relation=relation)
@@ -341,6 +356,7 @@ class SceneGraph:
             del self._stamps[node_id]
         del self.nodes[node_id]
         self._by_type[node.type].discard(node_id)
+        self._open_layers()
         self.tree.remove_node(node_id)
         if node_id in self.nav:
             self.nav.remove_node(node_id)
@@ -367,6 +383,7 @@ class SceneGraph:
                     f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight!r:.80}", a
                 )
             attrs["weight"] = value
+        self._open_layers()
         self.nav.add_edge(a, b, **attrs)
         self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
@@ -374,6 +391,7 @@ class SceneGraph:
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
+        self._open_layers()
         self.nav.remove_edge(a, b)
         self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)

@@ -38,6 +38,7 @@ class GraphSnapshots:
             # snapshot: both may be tracked, so the prompt text of the next version redoes only what changed
             graph.track_changes()
             self._copy = graph.copy(tracked=True)
+            self._copy.close_layers()  # shared by readers: a networkx edit behind the stamps is refused
             self._source, self._version = weakref.ref(graph), version
             self.taken += 1
         return self._copy
