@@ -108,7 +108,7 @@ def measure(size: int, repeat: int, folder: Path, spark: SparkWorker) -> dict[st
         folder / f"g{size}.hydra.json",
         folder / f"g{size}.sparkdsg",
     )
-    save(graph, native)
+    save(graph, native, layout="rows")
     save(graph, columns, layout="columns")
     print(f"exporting {len(graph)} nodes to spark_dsg's formats ...", file=sys.stderr, flush=True)
     export_hydra(graph, hydra_json)

@@ -387,6 +387,33 @@ def test_the_cli_converts_a_rows_file_to_columns(tmp_path: Path) -> None:
     assert graph_to_dict(load(out), exact=True) == graph_to_dict(load(rows), exact=True)
 
 
+def test_the_default_layout_is_rows_for_a_small_graph_and_columns_for_a_large_one(tmp_path: Path) -> None:
+    """Without a flag a large building is written in the layout that loads fast; a small one stays readable."""
+    small = load_env("office")
+    large = SceneGraph("large")
+    large.add_node(Node("floor_0", "floor"))
+    large.add_node(Node("room_0", "room", position=(0.0, 0.0, 0.0)), "floor_0")
+    large.add_node(Node("desk", "asset", position=(1.0, 0.0, 0.5)), "room_0")
+    large.add_node(Node("agent", "agent", attributes={"location": "room_0"}))
+    while len(large.nodes) < native_format.COLUMNS_FROM_NODES:
+        large.add_node(Node(f"obj_{len(large.nodes)}", "object", position=(1.0, 0.0, 0.8)), "desk", "ontop_of")
+    assert len(small.nodes) < native_format.COLUMNS_FROM_NODES == len(large.nodes)
+    for graph, expected in ((small, None), (large, "columns")):
+        path = tmp_path / f"{graph.name}.json"
+        save(graph, path)
+        data = json.loads(path.read_text(encoding="utf-8"))
+        assert data.get("layout") == expected, graph.name
+        assert graph_to_dict(load(path), exact=True) == graph_to_dict(graph, exact=True)
+        save(graph, path, layout="rows")  # asked for, rows at any size
+        assert "layout" not in json.loads(path.read_text(encoding="utf-8"))
+        # the CLI's import writes the same default, and `env show --native` prints rows to be read
+        out = tmp_path / f"{graph.name}.imported.json"
+        assert cli_main(["env", "import", str(path), str(out)]) == 0
+        assert json.loads(out.read_text(encoding="utf-8")).get("layout") == expected
+    with pytest.raises(ValueError, match="unknown layout 'sideways' \\(use auto or rows or columns\\)"):
+        native_format.dumps(small, layout="sideways")
+
+
 # ----------------------------------------------------------------------------------------------------- hostile files
 def small_columns() -> dict[str, Any]:
     """floor_0 > room_0, room_1 (linked) > asset_0 > obj_0, obj_1; the agent in room_0 holding nothing."""

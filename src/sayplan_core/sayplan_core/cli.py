@@ -129,7 +129,7 @@ def cmd_env_show(args: argparse.Namespace) -> int:
     if args.collapsed:
         text = collapse(graph, with_poses=args.with_poses).text()
     elif args.native:
-        text = native_format.dumps(graph)
+        text = native_format.dumps(graph, layout="rows")  # shown to be read, at any size
     else:
         text = to_prompt_text(graph)
     payload = {"name": graph.name, "counts": counts, "nav_edges": graph.nav.number_of_edges()}
@@ -812,10 +812,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--layout",
-        choices=native_format.LAYOUTS,
-        default="rows",
-        help="of the native file written: rows (readable, the default) or columns (compact, loads in about 60%% of "
-        "the time: for large graphs; docs/concepts/graph_loading.md)",
+        choices=(native_format.AUTO, *native_format.LAYOUTS),
+        default=native_format.AUTO,
+        help="of the native file written: rows (readable), columns (compact, loads in about half the time; "
+        f"docs/concepts/graph_loading.md) or auto (the default: columns from {native_format.COLUMNS_FROM_NODES:,} "
+        "nodes on, rows below)",
     )
     p.set_defaults(func=cmd_env_import)
     p = env.add_parser("export", help="write a graph as a Hydra / Spark-DSG file (.json or binary .sparkdsg)")

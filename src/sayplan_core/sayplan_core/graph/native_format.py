@@ -40,9 +40,24 @@ from sayplan_core.graph.model import (
 FORMAT_NAME = "sayplan-3dsg"
 #: The version of a rows file; a columns file is version columns.VERSION and says "layout": "columns".
 FORMAT_VERSION = 1
-#: The layouts `save`/`dumps` write: rows (one object per node and edge, indented: the default, for people and
-#: diffs) and columns (one list per field, compact: loads in about 60% of the time; docs/concepts/graph_loading.md).
+#: The layouts `save`/`dumps` write: rows (one object per node and edge, indented, for people and diffs) and
+#: columns (one list per field, compact: loads in about half the time; docs/concepts/graph_loading.md).
 LAYOUTS = ("rows", columns.LAYOUT)
+#: The default: rows for a graph people may read and edit by hand, columns from this many nodes on (a building
+#: nobody reads node by node, where load time counts), so a large graph loads fast without a flag.
+AUTO = "auto"
+COLUMNS_FROM_NODES = 2_000
+
+
+def chosen_layout(graph: SceneGraph, layout: str = AUTO) -> str:
+    """The layout `layout` writes `graph` in: itself, or for AUTO the one the graph's size calls for."""
+    if layout == AUTO:
+        return columns.LAYOUT if len(graph.nodes) >= COLUMNS_FROM_NODES else "rows"
+    if layout not in LAYOUTS:
+        raise ValueError(f"unknown layout {layout!r} (use {' or '.join((AUTO, *LAYOUTS))})")
+    return layout
+
+
 #: The largest graph file read (a 100k-node building is about 20 MB); bigger files are refused before reading.
 MAX_FILE_BYTES = 256 * 1024 * 1024
 #: Files at least this big report progress while they load.
@@ -91,20 +106,19 @@ def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": graph.name, "nodes": nodes, "edges": edges}
 
 
-def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = "rows") -> str:
-    """The graph as native JSON; layout "columns" is written compact whatever `indent` says."""
+def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = AUTO) -> str:
+    """The graph as native JSON in `layout` (chosen_layout); columns are written compact whatever `indent` says."""
+    layout = chosen_layout(graph, layout)
     if layout == columns.LAYOUT:
         data = columns.to_columns(graph, {"format": FORMAT_NAME})
         try:
             return orjson.dumps(data).decode()
         except orjson.JSONEncodeError:  # an attribute holding an int beyond 64 bits, which json writes
             return json.dumps(data, separators=(",", ":"))
-    if layout != "rows":
-        raise ValueError(f"unknown layout {layout!r} (use {' or '.join(LAYOUTS)})")
     return json.dumps(graph_to_dict(graph), indent=indent, sort_keys=False)
 
 
-def save(graph: SceneGraph, path: str | Path, layout: str = "rows") -> None:
+def save(graph: SceneGraph, path: str | Path, layout: str = AUTO) -> None:
     Path(path).write_text(dumps(graph, layout=layout) + "\n", encoding="utf-8")
 
 
