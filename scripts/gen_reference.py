@@ -171,7 +171,11 @@ def action_sets_page() -> str:
         "```",
         "",
         "Robots read it through their `action_set` parameter; one whose set holds an action whose role it has no",
-        "program for stops at configure, naming the action.",
+        "program for stops at configure, naming the action. The loader refuses an action with no effect, a role",
+        "with any effect but its own, a blank key in an entry that changes a base action, and a name both dropped",
+        "and given. Not yet: the planners plan only in bundled sets, so a set of your own runs the steps sent to a",
+        "robot's `execute_skill` (a script, a test), and a task planned by the stack for it ends",
+        "`unsupported_action_set`.",
         "",
     ]
     for name in builtin_action_sets():

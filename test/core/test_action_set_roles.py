@@ -5,6 +5,7 @@ under a base's name changing only the keys it gives."""
 from __future__ import annotations
 
 import dataclasses
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -40,15 +41,28 @@ def test_every_bundled_action_declares_a_role_its_effects_play() -> None:
 
 
 @pytest.mark.parametrize("role", sorted(ROLES))
-def test_a_role_whose_effect_is_missing_is_refused_naming_it(role: str) -> None:
-    for effects in ([], [{"set_state": "on"}], ["grasp"], ["finish"], [{"reveal": "inside_of"}]):
+def test_a_role_is_taken_only_with_exactly_its_effect(role: str) -> None:
+    """A robot runs the role's program only, so every other effect would be a change the graph records and the
+    robot never makes (found by a hostile review: an access that also set the fridge open)."""
+    cases: list[list[Any]] = [
+        [{"set_state": "on"}],
+        ["grasp"],
+        ["finish"],
+        [{"reveal": "inside_of"}],
+        ["set_accessed"],
+        ["set_accessed", {"set_state": "open"}],
+        ["grasp", "finish"],
+    ]
+    for effects in cases:
         data = {"name": "x", "actions": {"act": {"role": role, "targets": [], "effects": effects}}}
         parsed = [(e, None) if isinstance(e, str) else next(iter(e.items())) for e in effects]
-        if effects_oracle(role, parsed):
+        if len(parsed) == 1 and effects_oracle(role, parsed):
             assert action_set_from_dict(data).role("act") == role
         else:
-            with pytest.raises(ActionSetError, match=f"action 'act': role '{role}' needs the effect"):
+            with pytest.raises(ActionSetError, match=f"action 'act': role '{role}' needs the one effect"):
                 action_set_from_dict(data)
+    with pytest.raises(ActionSetError, match="action 'act': no effects"):
+        action_set_from_dict({"name": "x", "actions": {"act": {"role": role, "targets": [], "effects": []}}})
 
 
 def test_roles_that_feedback_names_are_played_once_others_by_many() -> None:
@@ -94,8 +108,18 @@ def test_without_and_partial_entries_are_checked() -> None:
     base = load_action_set("sayplan").actions["goto"]
     assert renamed.actions["goto"] == dataclasses.replace(base, description="Drive there.")
     # a partial entry under a new name is a whole action, checked as one
-    with pytest.raises(ActionSetError, match=r"action 'fly': .*role 'navigate' needs the effect move_agent"):
+    with pytest.raises(ActionSetError, match=r"action 'fly': no effects \(an action that changes nothing"):
         action_set_from_dict({"name": "x", "extends": "sayplan", "actions": {"fly": {"role": "navigate"}}})
+    # found by a hostile review: a typo of a base name gave the LLM a verb that did nothing; a blank key dropped
+    # the base's preconditions; a name both dropped and given
+    with pytest.raises(ActionSetError, match=r"action 'pick_up': no effects"):
+        action_set_from_dict({"name": "x", "extends": "sayplan", "actions": {"pick_up": {"description": "Take."}}})
+    blank = {"name": "x", "extends": "spot", "actions": {"pickup": {"preconditions": None}}}
+    with pytest.raises(ActionSetError, match=r"action 'pickup': preconditions left blank \(give a list\)"):
+        action_set_from_dict(blank)
+    both = {"name": "x", "extends": "sayplan", "without": ["pickup"], "actions": {"pickup": {"description": "x"}}}
+    with pytest.raises(ActionSetError, match="pickup both dropped \\(without\\) and given \\(actions\\)"):
+        action_set_from_dict(both)
     with pytest.raises(ActionSetError, match=r"unknown role \['pick'\]"):
         action_set_from_dict({"name": "x", "actions": {"a": {"role": ["pick"], "effects": ["grasp"]}}})
 
@@ -105,8 +129,20 @@ def test_a_robot_names_the_actions_it_has_no_program_for() -> None:
     spot_roles = ("navigate", "access", "pick", "place", "put", "open", "close", "look", "finish")
     assert sayplan.without_program(spot_roles) == ["turn_on (switch_on)", "turn_off (switch_off)"]
     assert load_action_set("spot").without_program(spot_roles) == []
-    plain = action_set_from_dict({"name": "x", "actions": {"wave": {"targets": [], "effects": []}}})
+    plain = action_set_from_dict({"name": "x", "actions": {"wave": {"targets": [], "effects": ["finish"]}}})
     assert plain.without_program(spot_roles) == ["wave (no role)"]
+
+
+def test_an_action_set_file_changed_on_disk_is_read_again(tmp_path: Path) -> None:
+    """Found by a hostile review: the loader's cache kept a file's first contents, so a robot configured again
+    after its set was fixed still ran the old one."""
+    path = tmp_path / "mine.yaml"
+    path.write_text("name: mine\nextends: sayplan\nwithout: [turn_on]\n", encoding="utf-8")
+    assert "turn_on" not in load_action_set(str(path)).names()
+    assert load_action_set(str(path)) is load_action_set(str(path))  # unchanged: read once
+    path.write_text("name: mine\nextends: sayplan\nwithout: [turn_off, close]\n", encoding="utf-8")
+    names = load_action_set(str(path)).names()
+    assert "turn_on" in names and "turn_off" not in names and "close" not in names
 
 
 def test_the_example_in_the_reference_loads_and_adds_one_verb() -> None:

@@ -51,7 +51,6 @@ def test_devices_and_fifos_are_refused_at_once(tmp_path: Path, loader: str, kind
     FIFO; now each loader refuses in well under a second, naming the file."""
     suffix = LOADERS[loader][1]
     path = special(tmp_path, kind, suffix)
-    load_action_set.cache_clear()
     code = (
         "import sys; sys.path.insert(0, sys.argv[2]); from test_files import LOADERS\n"
         "load, _ = LOADERS[sys.argv[3]]\n"
@@ -118,7 +117,6 @@ def test_yaml_aliases_are_refused_by_every_loader(tmp_path: Path, loader: str) -
     load, suffix = YAML_LOADERS[loader]
     path = tmp_path / f"bomb{suffix}"
     path.write_text(ALIAS_BOMB, encoding="utf-8")
-    load_action_set.cache_clear()
     with pytest.raises(Exception) as caught:
         load(str(path))
     assert "YAML alias *a at line 2, column" in str(caught.value) and "refused" in str(caught.value), caught.value

@@ -10,6 +10,7 @@ refuses the stripped plan and names the first dropped step.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from functools import cache
 from pathlib import Path
@@ -24,7 +25,13 @@ from sayplan_core.graph.importers.sayplan_json import import_sayplan_json
 from sayplan_core.graph.model import Node, SceneGraph, with_state
 from sayplan_core.graph.native_format import graph_to_dict
 from sayplan_core.nav import PathPlanner
-from sayplan_core.sim.action_set import ActionSetError, action_set_from_dict, builtin_action_sets, load_action_set
+from sayplan_core.sim.action_set import (
+    ActionSetError,
+    Clause,
+    action_set_from_dict,
+    builtin_action_sets,
+    load_action_set,
+)
 from sayplan_core.sim.goals import check_goals
 from sayplan_core.sim.plan import PlanStep, parse_plan
 from sayplan_core.sim.simulator import check_step, verify_plan
@@ -102,23 +109,14 @@ def test_an_inserted_step_that_cannot_run_refuses_the_step_saying_why() -> None:
 
 
 def test_an_inserted_step_that_does_not_fix_the_step_is_not_repeated() -> None:
-    """A user's set whose open does not leave the node open (it opens, then closes it again): the fix is tried
-    once, then the step is refused."""
-    broken = action_set_from_dict(
-        {
-            "name": "broken_open",
-            "extends": "lookplangraph",
-            "auto_insert": ["open"],
-            "actions": {
-                "open": {
-                    "role": "open",
-                    "targets": ["asset", "object"],
-                    "affordance": "open",
-                    "preconditions": ["in_agent_room"],
-                    "effects": [{"set_state": "open"}, {"set_state": "closed"}],
-                }
-            },
-        }
+    """A set whose open does not leave the node open (it opens, then closes it again): the fix is tried once, then
+    the step is refused. The loader refuses such a set (a role takes exactly its effect), so it is built past it:
+    the simulator's own guard still holds."""
+    base = load_action_set("lookplangraph")
+    closes_again = (Clause("set_state", "open"), Clause("set_state", "closed"))
+    broken_open = dataclasses.replace(base.actions["open"], effects=closes_again)
+    broken = dataclasses.replace(
+        base, name="broken_open", auto_insert=("open",), actions={**base.actions, "open": broken_open}
     )
     result = verify_plan(office(), "go_to(kitchen) > pick_up(chicken_kebab) > done", broken)
     assert not result.success and result.feedback.endswith("; inserting open(fridge) did not help"), result.feedback

@@ -462,7 +462,12 @@ def test_a_set_without_a_navigation_verb_gives_no_hint() -> None:
     data = {
         "name": "arm_only",
         "actions": {
-            "grab": {"targets": ["object"], "affordance": "pickup", "preconditions": ["hand_empty", "in_agent_room"]},
+            "grab": {
+                "targets": ["object"],
+                "affordance": "pickup",
+                "preconditions": ["hand_empty", "in_agent_room"],
+                "effects": ["grasp"],
+            },
         },
     }
     result = verify_plan(world(), "grab(mug)", action_set_from_dict(data))

@@ -221,11 +221,50 @@ def test_a_networkx_edit_of_a_snapshot_is_refused_and_its_mutators_still_work() 
     later = later_version(live, snapshots)
     assert to_prompt_text(later) == oracle_text(later, False)
     check_components(later)
-    # a mutator on the snapshot itself still works (it stamps what it changes), and the live graph stays open
+    # a mutator on the snapshot itself still works (it stamps what it changes) and leaves the snapshot closed for
+    # the other readers; the live graph stays open
     snapshot.connect("lab", "yard")
+    snapshot.set_parent("box", "bench", "ontop_of")
+    snapshot.set_states("fridge", ["open"])
     assert snapshot.nav.has_edge("lab", "yard") and not live.nav.has_edge("lab", "yard")
+    with pytest.raises(nx.NetworkXError, match="Frozen graph"):
+        snapshot.nav.add_edge("hall", "yard")
     live.nav.add_edge("lab", "yard")
     live.nav.remove_edge("lab", "yard")
+    check_all(snapshot)
+
+
+def test_a_write_to_a_snapshots_node_table_is_refused_and_later_versions_stay_right() -> None:
+    """Found by a hostile review: assigning, deleting or popping a snapshot's node went round the mutators, and a
+    pop crashed the prompt text of this and later versions (KeyError)."""
+    live = start()
+    snapshots = GraphSnapshots()
+    snapshot = snapshots.of(live, 1)
+    box = snapshot.nodes["box"]
+    for edit in (
+        lambda: snapshot.nodes.__setitem__("box", dataclasses.replace(box, states=("eaten",))),
+        lambda: snapshot.nodes.pop("box"),
+        lambda: snapshot.nodes.__delitem__("box"),
+        lambda: snapshot.nodes.update({"box": box}),
+        lambda: snapshot.nodes.setdefault("ghost", box),
+        lambda: snapshot.nodes.clear(),
+        lambda: snapshot.nodes.popitem(),
+    ):
+        with pytest.raises(GraphError, match="change it only through its mutators"):
+            edit()
+    assert snapshot.nodes["box"] is box and len(snapshot.nodes) == len(live.nodes)
+    to_prompt_text(snapshot)
+    later = later_version(live, snapshots)
+    assert to_prompt_text(later) == oracle_text(later, False)
+    for private in (copy.deepcopy(snapshot), pickle.loads(pickle.dumps(snapshot))):  # a reader's own: open
+        private.nav.add_edge("hall", "yard")
+        private.nodes["box"] = dataclasses.replace(box, states=("eaten",))
+        assert type(private.nodes) is dict and not nx.is_frozen(private.tree)
+        leaf = next(
+            n for n in sorted(snapshot.nodes) if snapshot.nodes[n].type == "object" and not snapshot.children(n)
+        )
+    snapshot.remove_node(leaf)  # the mutator may, and stamps it
+    assert leaf not in snapshot.nodes and leaf in live.nodes
     check_all(snapshot)
     snapshot.nav_component("lab")
     later = later_version(live, snapshots)

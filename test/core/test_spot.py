@@ -184,7 +184,8 @@ def test_pickup_grasps_at_the_object_and_names_its_world_object() -> None:
     orange = compile_skill(step("pickup", "orange"), OFFICE, SITE, "kitchen_bench", OPTIONS, SPOT).primitives
     assert orange == (Grasp("orange", (56.5, -5.0, 0.8), WorldObjectRef(name="orange_det")),)
     banana = compile_skill(step("pickup", "banana1"), OFFICE, SITE, None, OPTIONS, SPOT).primitives
-    assert len(banana) == 1 and isinstance(banana[0], Grasp) and banana[0].world_object is None
+    # nothing accessed: it walks up to the banana first (what grasps is the step, not the set's verbs)
+    assert len(banana) == 2 and isinstance(banana[1], Grasp) and banana[1].world_object is None
     waypoint_only = SpotSite.from_dict({"nodes": {"coffee_mug": {"target": "mug_tag"}}})
     grasp = compile_skill(step("pickup", "coffee_mug"), OFFICE, waypoint_only, "kitchen_cupboard", OPTIONS, SPOT)
     assert grasp.primitives == (Grasp("coffee_mug", (54.468, -3.597, 0.8), None),)
@@ -380,6 +381,19 @@ def test_the_gripper_state_at_the_end_overrides_the_plan_model() -> None:
         placed_at=desk, held=True,
     )  # fmt: skip
     assert held_by_agent(apply_update(graph, stalled), "coffee_mug")
+
+
+def test_a_pick_walks_up_unless_the_robot_stands_at_the_objects_support() -> None:
+    """Found by a hostile review: whether Spot walked up before a grasp followed from the set having an access
+    verb, so adding one to spot_lookplangraph made every pick_up grasp from wherever the robot stood."""
+    support = OFFICE.parent("orange")
+    assert support is not None
+    for actions, verb in ((SPOT, "pickup"), (SPOT_LPG, "pick_up")):
+        walk_first = compile_skill(step(verb, "orange"), OFFICE, SITE, None, OPTIONS, actions).primitives
+        elsewhere = compile_skill(step(verb, "orange"), OFFICE, SITE, "nikos_desk", OPTIONS, actions).primitives
+        at_support = compile_skill(step(verb, "orange"), OFFICE, SITE, support, OPTIONS, actions).primitives
+        assert [type(p).__name__ for p in walk_first] == [type(p).__name__ for p in elsewhere] == ["Approach", "Grasp"]
+        assert [type(p).__name__ for p in at_support] == ["Grasp"], verb
 
 
 def test_a_stand_pose_entry_is_where_to_stand_not_where_to_grasp() -> None:

@@ -92,7 +92,7 @@ class SimSkillServer(SkillServer):
             site_file = options.site_file
             self._site = SiteBinding.load(site_file) if site_file else SiteBinding()
             self._nav = Nav2Client(self, options.nav2_action, self._site.frame, options.nav2_behavior_tree, self._group)
-            moves = [n for n, a in self.world.actions.actions.items() if a.role == "navigate"]
+            moves = [n for n, a in self.world.actions.actions.items() if any(c.name == "move_agent" for c in a.effects)]
             self._moves = frozenset(moves)
         self.serve(SkillCatalog.of("sim", [self.world.actions], skills), options.result_timeout_s)
         note = f", {len(failures)} injected failure(s)" if failures else ""

@@ -66,10 +66,10 @@ def spot_role(step: PlanStep, actions: ActionSet) -> str:
     raise TargetError(f"Spot has no program for '{step.action}' (role {role}; Spot runs {', '.join(SPOT_ROLES)})")
 
 
-def reaches_first(role: str, actions: ActionSet) -> bool:
-    """Whether a pick walks up to its object first: in a set with no access action (LookPlanGraph's) nothing
-    else brought the robot there."""
-    return role == "pick" and actions.verb("access") is None
+def grasps_where_it_stands(graph: SceneGraph, node: str, accessed: str | None) -> bool:
+    """Whether a pick grasps from where the robot stands: only when it stands at (has accessed) the asset the object
+    is on or in, whatever the set's verbs; else it walks up to the object first (LookPlanGraph's pick_up)."""
+    return accessed is not None and node in graph.nodes and accessed in graph.ancestors(node)
 
 
 def hand_refusal(step: PlanStep, graph: SceneGraph, actions: ActionSet) -> str:
@@ -317,7 +317,9 @@ def compile_skill(
         prims = [_reach(graph, site, node, options)]
     elif kind == "pick":
         grasp = _grasp(graph, site, node)
-        prims = [_reach(graph, site, node, options), grasp] if reaches_first(kind, actions) else [grasp]
+        prims = (
+            [grasp] if grasps_where_it_stands(graph, node, accessed) else [_reach(graph, site, node, options), grasp]
+        )
     elif kind == "place":
         if accessed is None or accessed not in graph.nodes:
             raise TargetError(f"{step.action}({node}) needs an accessed asset to put it on; access one first")
@@ -485,7 +487,7 @@ def skill_update(
     pickup's `not_found` a reason to remove the object (one the robot merely does not see right now is kept).
     """
     state = WorldState.from_graph(graph)
-    state.accessed = belief.accessed if belief.accessed in graph.nodes else None
+    state.accessed = accessed_before = belief.accessed if belief.accessed in graph.nodes else None
     kind = actions.role(step.action)
     location: str | None = None
     if kind == "navigate" and code is SkillCode.NONE:
@@ -509,7 +511,8 @@ def skill_update(
     effect = step_update(state, step, actions, code is SkillCode.NONE, observed, check=False, source=source)
     if effect.applied:
         belief.accessed = state.accessed
-    elif kind != "place" and (kind != "pick" or reaches_first(kind, actions)):  # it may have walked away
+    elif kind != "place" and not (kind == "pick" and grasps_where_it_stands(graph, step.target, accessed_before)):
+        # it may have walked away from what it had accessed
         belief.accessed = None
     return effect.update
 

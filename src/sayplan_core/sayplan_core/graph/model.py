@@ -16,8 +16,8 @@ from dataclasses import replace
 from typing import Any
 
 import networkx as nx
-from networkx.classes.function import frozen as _frozen
 
+from sayplan_core.graph import shared
 from sayplan_core.graph.node import (
     ALLOWED_PARENTS,
     CONTAINMENT_RELATIONS,
@@ -150,9 +150,11 @@ class SceneGraph:
         return self.copy()
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickled or deep-copied: untracked, as copy() is."""
+        """Pickled or deep-copied: untracked and open, as copy() is."""
         state = dict(self.__dict__)
         state.update(_stamps=None, _history=None, _log=[], _log_at=None)
+        if nx.is_frozen(self.tree):  # a closed snapshot's layers (graph/shared.py)
+            state.update(tree=_copy_tree(self.tree), nav=_copy_nav(self.nav))
         return state
 
     def _touch(self, *node_ids: str | None) -> None:
@@ -303,28 +305,20 @@ class SceneGraph:
 
     # ------------------------------------------------------------------ mutation
     def close_layers(self) -> None:
-        """Refuse networkx edits of the layers of a graph readers share (`graph.nav.add_edge`): behind the stamps,
-        they would reach what is kept for later versions. The mutators reopen them in place and stamp."""
-        for layer in (self.tree, self.nav):
-            nx.freeze(layer)
-
-    def _open_layers(self) -> None:
-        for layer in (self.tree, self.nav):
-            if nx.is_frozen(layer):
-                for name in [name for name, value in vars(layer).items() if value is _frozen]:
-                    delattr(layer, name)
-                del layer.frozen
+        """Refuse edits that go round the mutators, for a graph readers share (graph/shared.py)."""
+        self.nodes = shared.ClosedNodes(self.nodes)
+        shared.freeze(self.tree, self.nav)
 
     def add_node(self, node: Node, parent: str | None = None, relation: str = "in") -> Node:
         if node.id in self.nodes:
             raise GraphError(f"duplicate node id '{node.id}'", node.id)
-        self._open_layers()
-        self.nodes[node.id] = node
+        shared.put(self.nodes, node.id, node)
         self._by_type[node.type].add(node.id)
-        self.tree.add_node(node.id)
-        if node.type in NAV_TYPES:
-            self.nav.add_node(node.id)
-            self._components, self._nav_version = None, next(_STAMPS)
+        with shared.opened(self.tree, self.nav):
+            self.tree.add_node(node.id)
+            if node.type in NAV_TYPES:
+                self.nav.add_node(node.id)
+                self._components, self._nav_version = None, next(_STAMPS)
         self._touch(node.id)
         if parent is not None:
             self.set_parent(node.id, parent, relation)
@@ -338,10 +332,10 @@ class SceneGraph:
         if parent == node_id or parent in self.descendants(node_id):
             raise GraphError(f"moving '{node_id}' under '{parent}' would create a cycle in the hierarchy", node_id)
         old = self.parent(node_id)
-        self._open_layers()
-        if old is not None:
-            self.tree.remove_edge(old, node_id)
-        self.tree.add_edge(parent, node_id, relation=relation)
+        with shared.opened(self.tree, self.nav):
+            if old is not None:
+                self.tree.remove_edge(old, node_id)
+            self.tree.add_edge(parent, node_id, relation=relation)
         self._touch(node_id, old, parent)
 
     def remove_node(self, node_id: str) -> None:
@@ -354,13 +348,13 @@ class SceneGraph:
         if self._stamps is not None:
             self._touch(node_id, self.parent(node_id), *self.neighbours(node_id))
             del self._stamps[node_id]
-        del self.nodes[node_id]
+        shared.drop(self.nodes, node_id)
         self._by_type[node.type].discard(node_id)
-        self._open_layers()
-        self.tree.remove_node(node_id)
-        if node_id in self.nav:
-            self.nav.remove_node(node_id)
-            self._components, self._nav_version = None, next(_STAMPS)
+        with shared.opened(self.tree, self.nav):
+            self.tree.remove_node(node_id)
+            if node_id in self.nav:
+                self.nav.remove_node(node_id)
+                self._components, self._nav_version = None, next(_STAMPS)
 
     def connect(self, a: str, b: str, weight: float | None = None) -> None:
         for end in (a, b):
@@ -383,21 +377,21 @@ class SceneGraph:
                     f"navigation edge {a}<->{b}: weight must be a finite number >= 0, got {weight!r:.80}", a
                 )
             attrs["weight"] = value
-        self._open_layers()
-        self.nav.add_edge(a, b, **attrs)
+        with shared.opened(self.tree, self.nav):
+            self.nav.add_edge(a, b, **attrs)
         self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def disconnect(self, a: str, b: str) -> None:
         if not self.nav.has_edge(a, b):
             raise GraphError(f"no navigation edge {a}<->{b}", a)
-        self._open_layers()
-        self.nav.remove_edge(a, b)
+        with shared.opened(self.tree, self.nav):
+            self.nav.remove_edge(a, b)
         self._components, self._nav_version = None, next(_STAMPS)
         self._touch(a, b)
 
     def set_states(self, node_id: str, states: Iterable[str]) -> None:
-        self.nodes[node_id] = self.node(node_id).with_states(states)
+        shared.put(self.nodes, node_id, self.node(node_id).with_states(states))
         self._touch(node_id)
 
     def set_attributes(self, node_id: str, values: Mapping[str, Any]) -> None:
@@ -410,7 +404,7 @@ class SceneGraph:
         old = self.node(node.id)
         if old.type != node.type:
             raise GraphError(f"node '{node.id}' cannot change type from {old.type} to {node.type}", node.id)
-        self.nodes[node.id] = node
+        shared.put(self.nodes, node.id, node)
         self._touch(node.id)
 
     def copy(self, tracked: bool = False) -> SceneGraph:

@@ -203,17 +203,23 @@ def _action(name: Any, spec: Any, source: str, set_repeat: str) -> ActionSpec:
     for key in ("preconditions", "effects"):
         if spec.get(key) is not None and not isinstance(spec.get(key), list):
             raise ActionSetError(f"{where}: {key} must be a list")
+    preconditions = tuple(_clause(c, PRECONDITIONS, where) for c in spec.get("preconditions") or ())
     effects = tuple(_clause(c, EFFECTS, where) for c in spec.get("effects") or ())
-    if role and not ROLES[role].played_by((c.name, c.arg) for c in effects):
+    if not effects:
+        raise ActionSetError(f"{where}: no effects (an action that changes nothing; a name the base set lacks?)")
+    if role and not (len(effects) == 1 and ROLES[role].played_by((c.name, c.arg) for c in effects)):
+        # a robot runs the role's program only: any other effect would be a change the graph records and the
+        # robot never makes (a fridge 'opened' by an access)
         played = roles_played((c.name, c.arg) for c in effects)
         raise ActionSetError(
-            f"{where}: role '{role}' needs the effect {ROLES[role].effect_text()}, which it lacks"
-            + (f" (its effects play {', '.join(played)})" if played else "")
+            f"{where}: role '{role}' needs the one effect {ROLES[role].effect_text()}, got "
+            + (", ".join(c.name if c.arg is None else f"{c.name}: {c.arg}" for c in effects))
+            + (f" (they play {', '.join(played)})" if played else "")
         )
     return ActionSpec(
         name=name,
         targets=targets,
-        preconditions=tuple(_clause(c, PRECONDITIONS, where) for c in spec.get("preconditions") or ()),
+        preconditions=preconditions,
         effects=effects,
         description=str(spec.get("description", "")),
         optional_target=bool(spec.get("optional_target", False)),
@@ -247,10 +253,16 @@ def _extended(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[s
     unknown = [name for name in without if name not in base["actions"]]
     if unknown:
         raise ActionSetError(f"{source}: without: {base_name} has no action {', '.join(unknown)}")
+    both = sorted(set(without) & set(map(str, own_actions)))
+    if both:
+        raise ActionSetError(f"{source}: {', '.join(both)} both dropped (without) and given (actions)")
     actions = {name: spec for name, spec in base["actions"].items() if name not in without}
     for name, spec in own_actions.items():
         old = actions.get(name)
         if isinstance(old, Mapping) and isinstance(spec, Mapping):
+            blank = sorted(str(key) for key, value in spec.items() if value is None and key != "affordance")
+            if blank:  # YAML's `preconditions:` with nothing after it would drop the base's checks
+                raise ActionSetError(f"{source}: action '{name}': {', '.join(blank)} left blank (give a list)")
             actions[name] = {**old, **spec}
         else:
             actions[name] = spec
@@ -316,25 +328,40 @@ def _bundled_data(name: str) -> Any:
         raise ActionSetError(f"{name}.yaml: invalid YAML: {exc}") from exc
 
 
-@lru_cache(maxsize=16)
 def load_action_set(name_or_path: str) -> ActionSet:
-    """A bundled set by name (sayplan, lookplangraph) or a YAML file path."""
+    """A bundled set by name (sayplan, lookplangraph) or a YAML file path (read again once it changed: a node
+    configured again after its file was fixed gets the fixed set)."""
     if not isinstance(name_or_path, str):
         raise TypeError(f"an action set is named by a string, got {type(name_or_path).__name__}")
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml"):
         try:
-            text = files.read_text(path, MAX_FILE_BYTES, "action set")
-        except files.FileReadError as exc:
-            raise ActionSetError(str(exc)) from exc
-        source = str(path)
-        try:
-            data = files.load_yaml(text)
-        except yaml.YAMLError as exc:
-            raise ActionSetError(f"{source}: invalid YAML: {exc}") from exc
-        return action_set_from_dict(data, source)
+            stat = path.stat()
+        except OSError:
+            stat = None  # read_text says why, in its words
+        return _load_file(name_or_path, None if stat is None else (stat.st_mtime_ns, stat.st_size, stat.st_ino))
     if "/" in name_or_path or name_or_path not in builtin_action_sets():
         raise ActionSetError(
             f"unknown action set '{name_or_path}' (bundled: {', '.join(builtin_action_sets())}, or a .yaml path)"
         )
-    return action_set_from_dict(_bundled_data(name_or_path), f"{name_or_path}.yaml")
+    return _load_bundled(name_or_path)
+
+
+@lru_cache(maxsize=16)
+def _load_bundled(name: str) -> ActionSet:
+    return action_set_from_dict(_bundled_data(name), f"{name}.yaml")
+
+
+@lru_cache(maxsize=16)
+def _load_file(name: str, version: tuple[int, int, int] | None) -> ActionSet:
+    """`version` (mtime, size, inode) is only the cache key."""
+    path = Path(name)
+    try:
+        text = files.read_text(path, MAX_FILE_BYTES, "action set")
+    except files.FileReadError as exc:
+        raise ActionSetError(str(exc)) from exc
+    try:
+        data = files.load_yaml(text)
+    except yaml.YAMLError as exc:
+        raise ActionSetError(f"{name}: invalid YAML: {exc}") from exc
+    return action_set_from_dict(data, name)
