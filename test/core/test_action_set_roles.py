@@ -115,7 +115,7 @@ def test_without_and_partial_entries_are_checked() -> None:
     with pytest.raises(ActionSetError, match=r"action 'pick_up': no effects"):
         action_set_from_dict({"name": "x", "extends": "sayplan", "actions": {"pick_up": {"description": "Take."}}})
     blank = {"name": "x", "extends": "spot", "actions": {"pickup": {"preconditions": None}}}
-    with pytest.raises(ActionSetError, match=r"action 'pickup': preconditions left blank \(give a list\)"):
+    with pytest.raises(ActionSetError, match=r"action 'pickup': preconditions left blank \(give a value\)"):
         action_set_from_dict(blank)
     both = {"name": "x", "extends": "sayplan", "without": ["pickup"], "actions": {"pickup": {"description": "x"}}}
     with pytest.raises(ActionSetError, match="pickup both dropped \\(without\\) and given \\(actions\\)"):

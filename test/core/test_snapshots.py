@@ -249,6 +249,7 @@ def test_a_write_to_a_snapshots_node_table_is_refused_and_later_versions_stay_ri
         lambda: snapshot.nodes.setdefault("ghost", box),
         lambda: snapshot.nodes.clear(),
         lambda: snapshot.nodes.popitem(),
+        lambda: snapshot.nodes.__ior__({"box": box}),  # `nodes |= {...}`: dict's own C code, refused too
     ):
         with pytest.raises(GraphError, match="change it only through its mutators"):
             edit()

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import load_tasks
+from sayplan_core.graph.model import Node
 from sayplan_core.graph.updates import apply_update
 from sayplan_core.outcomes import SkillCode
 from sayplan_core.robots.navigation import TargetError
@@ -394,6 +395,31 @@ def test_a_pick_walks_up_unless_the_robot_stands_at_the_objects_support() -> Non
         at_support = compile_skill(step(verb, "orange"), OFFICE, SITE, support, OPTIONS, actions).primitives
         assert [type(p).__name__ for p in walk_first] == [type(p).__name__ for p in elsewhere] == ["Approach", "Grasp"]
         assert [type(p).__name__ for p in at_support] == ["Grasp"], verb
+
+
+def test_a_pick_that_walked_leaves_what_was_accessed_and_the_support_is_the_nearest_asset() -> None:
+    """Found by a second review: after a pick that walked up to its object, the belief still said the robot stood
+    at the accessed asset, so a release put the object down there from metres away; and an object inside a fridge
+    on a bench was grasped from the bench's standoff (any ancestor counted, not the support under_accessed means)."""
+    graph = OFFICE.copy()
+    graph.add_node(Node("sock", "object", position=(50.0, -1.0, 0.1), affordances=("pickup",)), "kitchen")
+    belief = SpotBelief("kitchen_bench")
+    walk = compile_skill(step("pickup", "sock"), graph, SITE, belief.accessed, OPTIONS, SPOT)
+    assert [type(p).__name__ for p in walk.primitives] == ["Approach", "Grasp"]
+    skill_update(graph, step("pickup", "sock"), SPOT, belief, SkillCode.NONE, None)
+    assert belief.accessed is None  # it walked: the bench is no longer where it stands
+    with pytest.raises(TargetError, match="needs an accessed asset"):
+        compile_skill(step("release", "sock"), graph, SITE, belief.accessed, OPTIONS, SPOT)
+    # grasping where it stands keeps the accessed asset (SayPlan's access then pickup)
+    support = OFFICE.parent("orange")
+    belief = SpotBelief(support)
+    skill_update(OFFICE, step("pickup", "orange"), SPOT, belief, SkillCode.NONE, None)
+    assert belief.accessed == support
+    # the support is the nearest asset or workspace, not any ancestor: "accessed" the orange's room or floor, the
+    # robot still walks up
+    for above in OFFICE.ancestors(support or "")[:2]:
+        from_above = compile_skill(step("pickup", "orange"), OFFICE, SITE, above, OPTIONS, SPOT).primitives
+        assert [type(p).__name__ for p in from_above] == ["Approach", "Grasp"], above
 
 
 def test_a_stand_pose_entry_is_where_to_stand_not_where_to_grasp() -> None:

@@ -67,9 +67,13 @@ def spot_role(step: PlanStep, actions: ActionSet) -> str:
 
 
 def grasps_where_it_stands(graph: SceneGraph, node: str, accessed: str | None) -> bool:
-    """Whether a pick grasps from where the robot stands: only when it stands at (has accessed) the asset the object
-    is on or in, whatever the set's verbs; else it walks up to the object first (LookPlanGraph's pick_up)."""
-    return accessed is not None and node in graph.nodes and accessed in graph.ancestors(node)
+    """Whether a pick grasps from where the robot stands: only when it stands at (has accessed) the asset or
+    workspace the object rests on or in (the simulator's `under_accessed`), whatever the set's verbs; else it walks
+    up to the object first (LookPlanGraph's pick_up)."""
+    if accessed is None or node not in graph.nodes:
+        return False
+    support = next((a for a in graph.ancestors(node) if graph.nodes[a].type in ("asset", "workspace")), None)
+    return support == accessed
 
 
 def hand_refusal(step: PlanStep, graph: SceneGraph, actions: ActionSet) -> str:
@@ -509,10 +513,10 @@ def skill_update(
         acted=hand_acted,
     )
     effect = step_update(state, step, actions, code is SkillCode.NONE, observed, check=False, source=source)
+    walked_up = kind == "pick" and not grasps_where_it_stands(graph, step.target, accessed_before)
     if effect.applied:
-        belief.accessed = state.accessed
-    elif kind != "place" and not (kind == "pick" and grasps_where_it_stands(graph, step.target, accessed_before)):
-        # it may have walked away from what it had accessed
+        belief.accessed = None if walked_up else state.accessed  # a pick that walked left the accessed asset
+    elif kind not in ("place", "pick") or walked_up:  # it may have walked away from what it had accessed
         belief.accessed = None
     return effect.update
 

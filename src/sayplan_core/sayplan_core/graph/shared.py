@@ -3,8 +3,10 @@
 Such an edit is not stamped, so it would reach the prompt text and navigation components kept for later versions
 (graph/caches.py). A closed graph refuses writes to its node table (`graph.nodes[k] = ...`, `del`, `pop`) and
 networkx's edits of its layers (`graph.nav.add_edge`, networkx's `freeze`); its own mutators still work, through
-`put`/`drop` and `opened`. A pickle or deep copy of a closed graph is open, as copy() is. Writing networkx's dicts
-(`graph.tree.edges[a, b][...]`, `graph.nav._adj`) or `object.__setattr__` still goes round it.
+`put`/`drop` and `opened`. A pickle or deep copy of a closed graph is open, as copy() is. Still round it, on
+purpose or by reaching into internals: dict's own methods called on the table (`dict.update(graph.nodes, ...)`),
+assigning `graph.nodes`, networkx's dicts (`graph.tree.edges[a, b][...]`, `graph.nav._adj`), the type index's sets
+(`graph.type_index(t)`) and `object.__setattr__`.
 """
 
 from __future__ import annotations
@@ -29,7 +31,7 @@ class ClosedNodes(dict):  # type: ignore[type-arg]  # dict[str, Node]: reads as 
     def _refuse(self, *_: Any, **__: Any) -> NoReturn:
         raise GraphError("this graph is shared by readers (a snapshot): change it only through its mutators")
 
-    __setitem__ = __delitem__ = pop = popitem = clear = update = setdefault = _refuse
+    __setitem__ = __delitem__ = __ior__ = pop = popitem = clear = update = setdefault = _refuse
 
     def __reduce__(self) -> tuple[type, tuple[dict[Any, Any]]]:
         return dict, (dict(self),)

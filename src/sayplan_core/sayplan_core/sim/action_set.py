@@ -262,7 +262,7 @@ def _extended(data: Mapping[str, Any], source: str, depth: int = 0) -> Mapping[s
         if isinstance(old, Mapping) and isinstance(spec, Mapping):
             blank = sorted(str(key) for key, value in spec.items() if value is None and key != "affordance")
             if blank:  # YAML's `preconditions:` with nothing after it would drop the base's checks
-                raise ActionSetError(f"{source}: action '{name}': {', '.join(blank)} left blank (give a list)")
+                raise ActionSetError(f"{source}: action '{name}': {', '.join(blank)} left blank (give a value)")
             actions[name] = {**old, **spec}
         else:
             actions[name] = spec
@@ -339,7 +339,8 @@ def load_action_set(name_or_path: str) -> ActionSet:
             stat = path.stat()
         except OSError:
             stat = None  # read_text says why, in its words
-        return _load_file(name_or_path, None if stat is None else (stat.st_mtime_ns, stat.st_size, stat.st_ino))
+        version = None if stat is None else (stat.st_mtime_ns, stat.st_ctime_ns, stat.st_size, stat.st_ino)
+        return _load_file(name_or_path, version)
     if "/" in name_or_path or name_or_path not in builtin_action_sets():
         raise ActionSetError(
             f"unknown action set '{name_or_path}' (bundled: {', '.join(builtin_action_sets())}, or a .yaml path)"
@@ -353,8 +354,8 @@ def _load_bundled(name: str) -> ActionSet:
 
 
 @lru_cache(maxsize=16)
-def _load_file(name: str, version: tuple[int, int, int] | None) -> ActionSet:
-    """`version` (mtime, size, inode) is only the cache key."""
+def _load_file(name: str, version: tuple[int, int, int, int] | None) -> ActionSet:
+    """`version` (mtime, ctime, size, inode) is only the cache key."""
     path = Path(name)
     try:
         text = files.read_text(path, MAX_FILE_BYTES, "action set")
