@@ -163,7 +163,7 @@ def markdown(rows: list[dict[str, Any]], repeat: int) -> list[str]:
     out += [
         "",
         "Ours: `load(path)` (read, orjson parse, build, every check, the collector's first pass) of the file "
-        '`save(graph, path, layout="columns")` writes, and of the default rows file; spark_dsg: '
+        '`save(graph, path, layout="columns")` writes, and of the rows file; spark_dsg: '
         "`DynamicSceneGraph.load` in a child process (nodes it read: "
         + ", ".join(str(r["spark_nodes"]) for r in rows)
         + "). Item by item: the loader before issue 28 (json module, a check and a networkx call per item), "
