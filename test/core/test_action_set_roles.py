@@ -145,6 +145,18 @@ def test_an_action_set_file_changed_on_disk_is_read_again(tmp_path: Path) -> Non
     assert "turn_on" in names and "turn_off" not in names and "close" not in names
 
 
+def test_a_file_is_named_by_its_stem_and_never_by_a_bundled_sets_name(tmp_path: Path) -> None:
+    """A set goes by its name in messages (DescribeSkills, PlanTask) and in the graph server's table: a file without
+    one was named by its host path, and one named like a bundled set took its place there."""
+    path = tmp_path / "my_robot.yaml"
+    path.write_text("extends: sayplan\nwithout: [turn_on]\n", encoding="utf-8")
+    assert load_action_set(str(path)).name == "my_robot"
+    for bundled in builtin_action_sets():
+        path.write_text(f"name: {bundled}\nextends: sayplan\nwithout: [turn_off]\n", encoding="utf-8")
+        with pytest.raises(ActionSetError, match=f"name '{bundled}' is a bundled action set's"):
+            load_action_set(str(path))
+
+
 def test_the_example_in_the_reference_loads_and_adds_one_verb() -> None:
     import re
     from pathlib import Path

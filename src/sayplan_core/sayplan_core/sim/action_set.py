@@ -365,4 +365,9 @@ def _load_file(name: str, version: tuple[int, int, int, int] | None) -> ActionSe
         data = files.load_yaml(text)
     except yaml.YAMLError as exc:
         raise ActionSetError(f"{name}: invalid YAML: {exc}") from exc
+    if isinstance(data, Mapping):
+        if "name" not in data:  # named by the file's stem, not its host path (the name travels in messages)
+            data = {**data, "name": path.stem}
+        elif data["name"] in builtin_action_sets():  # it would pass for the bundled set where sets go by name
+            raise ActionSetError(f"{name}: name {data['name']!r} is a bundled action set's; give this set its own")
     return action_set_from_dict(data, name)
