@@ -266,13 +266,38 @@ def _special_tokens(llama_cpp: Any, llama: Any) -> re.Pattern[str] | None:
     return re.compile("|".join(re.escape(t) for t in sorted(texts, key=len, reverse=True)))
 
 
+#: Gemma's turn format, for a Gemma GGUF that carries no template (the gemma-270m pack is a conversion of the base
+#: model): Gemma has no system role, so the system text opens the first user turn, as Google's own template does
+_GEMMA_TURNS = (
+    "{{ bos_token }}{% set ns = namespace(system='') %}"
+    "{% for m in messages %}{% if m['role'] == 'system' %}{% set ns.system = ns.system + m['content'] + '\n\n' %}"
+    "{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
+    "{% if m['role'] == 'user' %}{{ ns.system }}{% set ns.system = '' %}{% endif %}"
+    "{{ m['content'] | trim }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
+)
+#: the template used when a GGUF has none, by its `general.architecture`
+BUILTIN_TEMPLATES = {"gemma": _GEMMA_TURNS, "gemma2": _GEMMA_TURNS, "gemma3": _GEMMA_TURNS}
+
+
 def _chat_formatter(llama_cpp: Any, llama: Any) -> Any:
-    """The model's own chat template (from the GGUF), as llama-cpp-python applies it in its chat API."""
+    """The model's own chat template (from the GGUF), as llama-cpp-python applies it in its chat API.
+
+    A GGUF without one gets its architecture's turn format if we know it; any other is refused: guessing a
+    format makes a model answer garbage that looks like a planning failure.
+    """
     chat_format = importlib.import_module("llama_cpp.llama_chat_format")
     metadata = llama.metadata
-    template = metadata.get("tokenizer.chat_template")
+    template = metadata.get("tokenizer.chat_template") or BUILTIN_TEMPLATES.get(
+        str(metadata.get("general.architecture", ""))
+    )
     if not template:
-        raise LlmFatalError("local model: the GGUF file has no chat template (tokenizer.chat_template)")
+        architecture = str(metadata.get("general.architecture", "?"))[:40]
+        raise LlmFatalError(
+            f"local model: the GGUF file has no chat template (tokenizer.chat_template) and its architecture "
+            f"{architecture!r} has no built-in one ({', '.join(sorted(BUILTIN_TEMPLATES))}); "
+            "use an instruct model's GGUF"
+        )
 
     def token_text(key: str) -> str:
         raw = metadata.get(key)
