@@ -21,7 +21,6 @@ docs/concepts/graph_loading.md for instruction counts, which do not.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import json
 import statistics
@@ -173,11 +172,7 @@ def markdown(rows: list[dict[str, Any]], repeat: int) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
-    parser.add_argument("--repeat", type=int, default=7)
-    parser.add_argument("--write", type=Path, help="also write the table to this Markdown file")
-    args = parser.parse_args(argv)
+    args = measured_doc.size_args(__doc__, argv)
     spark = SparkWorker()
     try:
         with tempfile.TemporaryDirectory() as folder:

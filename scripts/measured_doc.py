@@ -8,6 +8,7 @@ hour with the load near 0, while a tight arithmetic loop stayed within 10%. The 
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import os
 import random
@@ -65,3 +66,12 @@ def publish(path: Path | None, title: str, text: str) -> None:
     print(text)
     if path is not None:
         write(path, title, text)
+
+
+def size_args(doc: str, argv: list[str] | None, repeat: int = 7) -> argparse.Namespace:
+    """The options of a bench over generated buildings: --sizes (nodes), --repeat (runs per figure), --write."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument("--repeat", type=int, default=repeat)
+    parser.add_argument("--write", type=Path, help="also write the table to this Markdown file")
+    return parser.parse_args(argv)

@@ -1,11 +1,12 @@
 """Translation between sayplan_interfaces messages and sayplan_core objects: one hop each way, nothing else.
 
-Graphs arriving as messages go through the native loader's dict form, so a message
-gets exactly the validation a file gets.
+Graphs arriving as messages go through the native loader (its dict form, or the file text of a payload graph),
+so a message gets exactly the validation a file gets.
 """
 
 from __future__ import annotations
 
+import array
 import json
 import math
 from collections.abc import Iterable
@@ -19,7 +20,7 @@ from visualization_msgs.msg import Marker, MarkerArray
 
 from sayplan_core.execution.closed_loop import StepReport
 from sayplan_core.execution.skills import SkillResult
-from sayplan_core.graph import limits
+from sayplan_core.graph import columns, limits, native_format
 from sayplan_core.graph.model import NAV_RELATION, GraphError, Node, SceneGraph
 from sayplan_core.graph.native_format import FORMAT_NAME, FORMAT_VERSION, graph_from_dict
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert
@@ -51,8 +52,30 @@ def node_to_msg(node: Node, parent: str | None = None, relation: str | None = No
     return msg
 
 
-def graph_to_msg(graph: SceneGraph, version: int) -> SceneGraphMsg:
+#: the layouts a whole graph travels in as one payload (SceneGraph.layout, GetSceneGraph.layout); "" is the
+#: nodes-and-edges form
+PAYLOAD_LAYOUTS = (columns.LAYOUT,)
+#: what a graph follower asks for: read by the columns loader, the graph is built once
+WIRE_LAYOUT = columns.LAYOUT
+
+
+def check_layout(layout: str, where: str) -> None:
+    """A layout a message names: "" or one of PAYLOAD_LAYOUTS, else a one-line GraphError."""
+    if layout and layout not in PAYLOAD_LAYOUTS:
+        raise GraphError(
+            f"{where}: layout {layout!r:.40} is not one this build reads ('' for nodes and edges, or "
+            f"{', '.join(PAYLOAD_LAYOUTS)})"
+        )
+
+
+def graph_to_msg(graph: SceneGraph, version: int, layout: str = "") -> SceneGraphMsg:
+    """layout "": the graph as node and edge messages; one of PAYLOAD_LAYOUTS: as the native file's text."""
     msg = SceneGraphMsg(version=int(version), name=graph.name)
+    if layout:
+        check_layout(layout, "graph_to_msg")
+        msg.layout = layout
+        msg.payload = array.array("B", native_format.dumps(graph, layout=layout, exact=True).encode("utf-8"))
+        return msg
     msg.nodes = [
         node_to_msg(node, graph.parent(node_id), graph.relation(node_id)) for node_id, node in graph.nodes.items()
     ]
@@ -106,6 +129,8 @@ def msg_to_node(msg: SceneGraphNodeMsg) -> tuple[Node, str | None, str]:
 
 def msg_to_graph(msg: SceneGraphMsg, require_agent: bool = True) -> SceneGraph:
     """Build a graph from a message through the validating native loader (as a file would be)."""
+    if msg.layout or len(msg.payload):
+        return _payload_to_graph(msg, require_agent)
     edges: list[dict[str, Any]] = [
         {"source": n.id, "relation": n.relation or "in", "target": n.parent} for n in msg.nodes if n.parent
     ]
@@ -128,6 +153,25 @@ def msg_to_graph(msg: SceneGraphMsg, require_agent: bool = True) -> SceneGraph:
         "edges": edges,
     }
     return graph_from_dict(data, source="SceneGraph message", require_agent=require_agent)
+
+
+def _payload_to_graph(msg: SceneGraphMsg, require_agent: bool) -> SceneGraph:
+    where = "SceneGraph message"
+    check_layout(msg.layout, where)
+    if not msg.layout:
+        raise GraphError(f"{where}: a payload needs its layout ({', '.join(PAYLOAD_LAYOUTS)})")
+    if len(msg.nodes) or len(msg.edges):
+        raise GraphError(
+            f"{where}: a graph in a payload leaves nodes and edges empty (got {len(msg.nodes)} nodes and "
+            f"{len(msg.edges)} edges as well)"
+        )
+    size = len(msg.payload)
+    if size > native_format.MAX_FILE_BYTES:
+        raise GraphError(f"{where}: payload of {size:,} bytes (at most {native_format.MAX_FILE_BYTES:,})")
+    graph = native_format.loads(
+        bytes(msg.payload), source=f"{where} payload", require_agent=require_agent, layout=msg.layout
+    )
+    return graph
 
 
 def _weight(edge: SceneGraphEdge) -> float | None:

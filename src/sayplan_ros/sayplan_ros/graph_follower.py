@@ -50,7 +50,7 @@ from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import GetSceneGraph
 from sayplan_ros.clocks import steady_timer
-from sayplan_ros.conversions import msg_to_graph, msg_to_update
+from sayplan_ros.conversions import WIRE_LAYOUT, msg_to_graph, msg_to_update
 from sayplan_ros.goals import call_when
 from sayplan_ros.guard import guarded
 from sayplan_ros.names import absolute_name
@@ -264,7 +264,7 @@ class GraphFollower:
         if not self._fetch.service_is_ready():
             self._node.get_logger().error("get_scene_graph is not available; the scene graph copy stays out of sync")
             return
-        future = self._fetch.call_async(GetSceneGraph.Request())
+        future = self._fetch.call_async(GetSceneGraph.Request(layout=WIRE_LAYOUT))  # one payload, built once
         with self._lock:
             self._fetching = (future, time.monotonic())
             self._fetches += 1

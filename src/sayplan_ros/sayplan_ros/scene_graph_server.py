@@ -60,7 +60,7 @@ from sayplan_interfaces.msg import GraphUpdate as GraphUpdateMsg
 from sayplan_interfaces.msg import Plan
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
 from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph, GraphView, VerifyPlan
-from sayplan_ros.conversions import graph_to_msg, marker_changes_to_msg, msg_to_update, steps_from_msgs
+from sayplan_ros.conversions import check_layout, graph_to_msg, marker_changes_to_msg, msg_to_update, steps_from_msgs
 from sayplan_ros.diagnostics import DiagnosticsPublisher
 from sayplan_ros.guard import guarded, guarded_service
 from sayplan_ros.parameters import declare_options
@@ -242,7 +242,8 @@ class SceneGraphServer(Node):
             limits.check_count(len(request.node_ids), limits.MAX_UPDATE_ITEMS, "GetSceneGraph.node_ids")
             limits.check_ids(request.node_ids, "GetSceneGraph.node_ids")
             limits.check_count(len(request.confirm_digest), DIGEST_BYTES, "GetSceneGraph.confirm_digest bytes")
-        except limits.InputLimitError as exc:
+            check_layout(request.layout, "GetSceneGraph")
+        except (limits.InputLimitError, GraphError) as exc:
             response.success, response.message = False, str(exc)
             return response
         with self._lock:
@@ -259,7 +260,7 @@ class SceneGraphServer(Node):
             except GraphError as exc:
                 response.success, response.message = False, str(exc)
                 return response
-        response.graph = graph_to_msg(view, version)
+        response.graph = graph_to_msg(view, version, request.layout)
         response.graph.epoch = self.epoch
         response.graph.header.frame_id = self._frame_id
         if not request.node_ids:  # a follower confirms a whole graph it fetched (sayplan_ros/served_graphs.py)

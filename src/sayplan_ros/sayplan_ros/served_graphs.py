@@ -35,6 +35,8 @@ def _feed(digest: Any, value: Any) -> None:
             digest.update(b"{")
             _feed(digest, getattr(value, field))
         digest.update(b"}")
+    elif isinstance(value, array.array) and value.typecode == "B":  # a payload: its bytes at once, not item by item
+        digest.update(b"B%d:" % len(value) + value.tobytes())
     elif isinstance(value, (list, tuple, array.array)) or type(value).__module__ == "numpy":
         digest.update(b"[%d" % len(value))
         for item in value:

@@ -60,16 +60,23 @@ _LISTS = {list, type(None)}
 _FAR = 1e300
 
 
-def to_columns(graph: SceneGraph, header: Mapping[str, Any]) -> dict[str, Any]:
-    """The graph in the columns layout, nodes and edges in the rows layout's order, positions rounded alike."""
-    nodes = sorted(graph.nodes.values(), key=lambda n: (NODE_TYPES.index(n.type), n.id))
+def to_columns(graph: SceneGraph, header: Mapping[str, Any], exact: bool = False) -> dict[str, Any]:
+    """The graph in the columns layout. A file: nodes and edges in the rows layout's order, positions rounded
+    alike. exact (a graph sent whole to a copy of it): the graph's own order of nodes and edges, positions as they
+    are, so the copy reads back as the graph it copies, as the node-by-node message did."""
+    if exact:
+        nodes = list(graph.nodes.values())
+        tree = [(parent, child, data) for parent, child, data in graph.tree.edges(data=True)]
+        links = list(graph.nav.edges(data=True))
+    else:
+        nodes = sorted(graph.nodes.values(), key=lambda n: (NODE_TYPES.index(n.type), n.id))
+        tree = sorted(graph.tree.edges(data=True))
+        links = sorted((min(a, b), max(a, b), d) for a, b, d in graph.nav.edges(data=True))
     index = {node.id: i for i, node in enumerate(nodes)}
     positions: list[float] = []
     for node in nodes:
         if node.position is not None:
-            positions.extend(round(float(v), 4) for v in node.position)
-    tree = sorted(graph.tree.edges(data=True))
-    links = sorted((min(a, b), max(a, b), d) for a, b, d in graph.nav.edges(data=True))
+            positions.extend(float(v) if exact else round(float(v), 4) for v in node.position)
     return {
         **header,
         "version": VERSION,

@@ -106,11 +106,14 @@ def graph_to_dict(graph: SceneGraph, exact: bool = False) -> dict[str, Any]:
     return {"format": FORMAT_NAME, "version": FORMAT_VERSION, "name": graph.name, "nodes": nodes, "edges": edges}
 
 
-def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = AUTO) -> str:
-    """The graph as native JSON in `layout` (chosen_layout); columns are written compact whatever `indent` says."""
+def dumps(graph: SceneGraph, indent: int | None = 1, layout: str = AUTO, exact: bool = False) -> str:
+    """The graph as native JSON in `layout` (chosen_layout); columns are written compact whatever `indent` says.
+    exact: columns only, the graph's own order and unrounded positions (columns.to_columns)."""
     layout = chosen_layout(graph, layout)
+    if exact and layout != columns.LAYOUT:
+        raise ValueError("native_format.dumps: exact is for the columns layout")
     if layout == columns.LAYOUT:
-        data = columns.to_columns(graph, {"format": FORMAT_NAME})
+        data = columns.to_columns(graph, {"format": FORMAT_NAME}, exact)
         try:
             return orjson.dumps(data).decode()
         except orjson.JSONEncodeError:  # an attribute holding an int beyond 64 bits, which json writes
@@ -131,7 +134,7 @@ def read_text(path: str | Path, what: str = "scene graph file", limit: int = MAX
         raise GraphError(str(exc)) from exc
 
 
-def parse_json(text: str, source: str) -> Any:
+def parse_json(text: str | bytes, source: str) -> Any:
     """JSON with the decoder's errors (and inputs nested too deeply to parse) as one-line GraphErrors.
 
     orjson: it parses a 100k-node file in about half the time of the json module (docs/measured/graph_load.md).
@@ -156,8 +159,14 @@ def load(path: str | Path, require_agent: bool = True, progress: Progress | None
 
 
 def loads(
-    text: str, source: str = "<string>", require_agent: bool = True, progress: Progress | None = None
+    text: str | bytes,
+    source: str = "<string>",
+    require_agent: bool = True,
+    progress: Progress | None = None,
+    layout: str | None = None,
 ) -> SceneGraph:
+    """A native document (str, or bytes of UTF-8) as a graph. layout: the one the document must be in (a message
+    that names the layout of its payload), or None for any this build reads."""
     with gc_paused():
         start = time.perf_counter()
         data = parse_json(text, source)
@@ -166,7 +175,7 @@ def loads(
             count = len(listed) if isinstance(listed, list) else 0
             progress(f"{source}: parsed {count} nodes in {time.perf_counter() - start:.1f} s; building and checking")
             start = time.perf_counter()
-        graph = _graph_from_dict(data, source, require_agent, owned=True)
+        graph = _graph_from_dict(data, source, require_agent, owned=True, layout=layout)
         del data  # before the collector resumes, so its first pass does not walk the parsed document
         if progress is not None:
             progress(f"{source}: {len(graph)} nodes checked in {time.perf_counter() - start:.1f} s")
@@ -233,15 +242,21 @@ def graph_from_dict(data: Any, source: str = "<dict>", require_agent: bool = Tru
         return _graph_from_dict(data, source, require_agent, owned=False)
 
 
-def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool) -> SceneGraph:
-    """owned: `data` was parsed just now and nothing else holds its lists (a columns load may keep them)."""
+def _graph_from_dict(data: Any, source: str, require_agent: bool, owned: bool, layout: str | None = None) -> SceneGraph:
+    """owned: `data` was parsed just now and nothing else holds its lists (a columns load may keep them).
+    layout: the one `data` must be in (None: any)."""
     if not isinstance(data, Mapping):
         raise GraphError(f"{source}: a scene graph file must hold a JSON object")
     fmt = data.get("format", FORMAT_NAME)
     if fmt != FORMAT_NAME:
-        raise GraphError(f"{source}: format is '{fmt}', expected '{FORMAT_NAME}' (use an importer for other formats)")
+        raise GraphError(
+            f"{source}: format is {fmt!r:.40}, expected '{FORMAT_NAME}' (use an importer for other formats)"
+        )
     version = data.get("version", FORMAT_VERSION)
-    layout = data.get("layout", "rows" if version == FORMAT_VERSION else columns.LAYOUT)
+    found = data.get("layout", "rows" if version == FORMAT_VERSION else columns.LAYOUT)
+    if layout is not None and found != layout:
+        raise GraphError(f"{source}: the document is in layout {found!r:.40}, where {layout!r:.40} was named")
+    layout = found
     if (version, layout) == (columns.VERSION, columns.LAYOUT):
         links = data.get("links")
         _check_size(data.get("ids"), len(links) // 2 if isinstance(links, list) else 0, source)
