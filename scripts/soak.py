@@ -23,14 +23,13 @@ from typing import Any
 import rclpy
 from rclpy.action import ActionClient
 from rclpy.context import Context
-from rclpy.executors import MultiThreadedExecutor
 from rclpy.parameter import Parameter
+from stack_in_process import running_stack
 
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 from sayplan_ros.demo import bundled_transcript
-from sayplan_ros.stack import create_nodes
 
 
 def process_state() -> dict[str, float]:
@@ -65,7 +64,6 @@ def main() -> int:
         parser.error("--skills must be at least 200 (first and last 100 are compared)")
     context = Context()
     rclpy.init(context=context, domain_id=args.domain or 1 + os.getpid() % 100)
-    executor = MultiThreadedExecutor(num_threads=4, context=context)
     with tempfile.TemporaryDirectory(prefix="sayplan-soak-") as journal:
         overrides = {
             "scene_graph_server": [Parameter("journal_dir", value=journal)],
@@ -73,45 +71,42 @@ def main() -> int:
             # never asked (no task is planned), but the planner activates only with an LLM that answers
             "planner": [Parameter("replay_transcript", value=str(bundled_transcript()))],
         }
-        nodes = create_nodes(context, "sim", overrides)
-        operator = rclpy.create_node("soak_operator", context=context)
-        for node in [*nodes, operator]:
-            executor.add_node(node)
-        spinner = threading.Thread(target=executor.spin, daemon=True)
-        spinner.start()
         try:
-            skills = ActionClient(operator, ExecuteSkill, "execute_skill")
-            updates = operator.create_client(ApplyGraphUpdate, "apply_graph_update")
-            if not skills.wait_for_server(timeout_sec=20.0) or not updates.wait_for_service(timeout_sec=20.0):
-                print("soak: the stack did not come up", file=sys.stderr)
-                return 2
-            version, durations = 1, []
-            before = process_state()
-            for index in range(args.skills):
-                if index == 100:  # after the warm-up (thread pools filled, caches built): what grows from here leaks
-                    before = process_state()
-                started = time.perf_counter()
-                goal = ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8" if index % 2 == 0 else "pose7"))
-                goal.graph_version = version
-                handle = wait(skills.send_goal_async(goal), 20.0, f"acceptance of skill {index}")
-                outcome = wait(handle.get_result_async(), 20.0, f"result of skill {index}").result.outcome
-                if not outcome.success:
-                    print(f"soak: skill {index} failed: {outcome.error_msg}", file=sys.stderr)
-                    return 1
-                answer = wait(updates.call_async(ApplyGraphUpdate.Request(update=outcome.graph_update)), 20.0, "update")
-                if not answer.success:
-                    print(f"soak: update {index} refused: {answer.message}", file=sys.stderr)
-                    return 1
-                version = int(answer.version)
-                durations.append(time.perf_counter() - started)
-                if (index + 1) % 200 == 0:
-                    print(f"soak: {index + 1}/{args.skills} skills", flush=True)
-            after = process_state()
+            with running_stack(context, overrides, "soak_operator") as (_, operator):
+                skills = ActionClient(operator, ExecuteSkill, "execute_skill")
+                updates = operator.create_client(ApplyGraphUpdate, "apply_graph_update")
+                if not skills.wait_for_server(timeout_sec=20.0) or not updates.wait_for_service(timeout_sec=20.0):
+                    print("soak: the stack did not come up", file=sys.stderr)
+                    return 2
+                version, durations = 1, []
+                before = process_state()
+                for index in range(args.skills):
+                    if (
+                        index == 100
+                    ):  # after the warm-up (thread pools filled, caches built): what grows from here leaks
+                        before = process_state()
+                    started = time.perf_counter()
+                    goal = ExecuteSkill.Goal(
+                        step=PlanStep(action="goto", target="pose8" if index % 2 == 0 else "pose7")
+                    )
+                    goal.graph_version = version
+                    handle = wait(skills.send_goal_async(goal), 20.0, f"acceptance of skill {index}")
+                    outcome = wait(handle.get_result_async(), 20.0, f"result of skill {index}").result.outcome
+                    if not outcome.success:
+                        print(f"soak: skill {index} failed: {outcome.error_msg}", file=sys.stderr)
+                        return 1
+                    answer = wait(
+                        updates.call_async(ApplyGraphUpdate.Request(update=outcome.graph_update)), 20.0, "update"
+                    )
+                    if not answer.success:
+                        print(f"soak: update {index} refused: {answer.message}", file=sys.stderr)
+                        return 1
+                    version = int(answer.version)
+                    durations.append(time.perf_counter() - started)
+                    if (index + 1) % 200 == 0:
+                        print(f"soak: {index + 1}/{args.skills} skills", flush=True)
+                after = process_state()
         finally:
-            executor.shutdown(timeout_sec=2.0)
-            spinner.join(timeout=5.0)
-            for node in [*nodes, operator]:
-                node.destroy_node()
             context.try_shutdown()
     first, last = statistics.median(durations[:100]) * 1000, statistics.median(durations[-100:]) * 1000
     lines = [

@@ -6,6 +6,7 @@ from __future__ import annotations
 import fcntl
 import os
 import random
+import subprocess
 import tempfile
 import time
 from pathlib import Path
@@ -50,3 +51,14 @@ def release_domain(fd: int) -> None:
     os.ftruncate(fd, 0)
     os.pwrite(fd, str(time.time()).encode("ascii"), 0)
     os.close(fd)
+
+
+def run_on_own_domain(command: list[str], timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """Run a script that takes `--domain N` (a bench, the soak) on a domain claimed for it; its output as text."""
+    domain, lock = claim_domain()
+    try:
+        return subprocess.run(
+            [*command, "--domain", str(domain)], cwd=cwd, capture_output=True, text=True, timeout=timeout, check=False
+        )
+    finally:
+        release_domain(lock)

@@ -106,3 +106,25 @@ def test_viewers_early_and_late_hold_the_full_drawing_after_incremental_updates(
     assert any(m.text == "second orange" for m in final)
     for viewer in (early, late, latched, history):
         ros.wait_for(lambda v=viewer: shown(v.markers()) == shown(final), what="the final graph's drawing")
+
+
+def test_a_viewer_that_comes_after_updates_made_while_nobody_looked_gets_the_live_graphs_drawing(ros: Any) -> None:
+    """With no viewer the server lets the drawing go (the start of a 10k-node stack went mostly to drawing it for
+    nobody); the first viewer gets the live graph drawn whole, then only what each update changes."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    graph = load_env("office")
+    client = ros.node("client").create_client(ApplyGraphUpdate, "apply_graph_update")
+    moved = node_to_msg(graph.nodes["orange"], "fridge", "inside_of")
+    for update in (GraphUpdate(upsert=[moved]), GraphUpdate(remove=["apple1"])):
+        answer = ros.call(client, ApplyGraphUpdate.Request(update=update))
+        assert answer.success, answer.message
+    viewer = watch(ros, "first_viewer", RVIZ_DEFAULT_QOS)
+    final = markers_to_msg(server.graph, [], "map", Time()).markers
+    ros.wait_for(lambda: shown(viewer.markers()) == shown(final), what="the live graph's drawing")
+    drawings = len(viewer.arrays)
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(remove=["orange"])))
+    assert answer.success, answer.message
+    ros.wait_for(lambda: len(viewer.arrays) > drawings, what="the next change")
+    assert all(len(a.markers) <= 8 for a in viewer.arrays[drawings:])  # a change, not a redraw
+    final = markers_to_msg(server.graph, [], "map", Time()).markers
+    ros.wait_for(lambda: shown(viewer.markers()) == shown(final), what="the drawing after the change")
