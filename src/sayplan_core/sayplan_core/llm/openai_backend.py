@@ -152,6 +152,8 @@ class OpenAIBackend:
 
 #: Deeper bodies go to the SDK's encoder (orjson refuses nesting past 255 levels).
 _MAX_ORJSON_DEPTH = 128
+#: items both encoders write alike, whatever their value (orjson refuses a lone surrogate: encoded_body says None)
+_PLAIN = frozenset({str, bool, type(None)})
 
 
 def encoded_body(body: dict[str, Any]) -> bytes | None:
@@ -181,6 +183,8 @@ def _orjson_safe(value: Any, depth: int) -> bool:
     if kind is dict:
         return all(type(key) is str and _orjson_safe(item, depth + 1) for key, item in value.items())
     if kind is list or kind is tuple:
+        if _PLAIN.issuperset(map(type, value)):  # an enum of 10k node ids: one pass in C, not 10k calls
+            return True
         return all(_orjson_safe(item, depth + 1) for item in value)
     return False
 
