@@ -154,21 +154,27 @@ ANSWER = {
 
 
 @pytest.mark.parametrize(
-    ("question", "schema"),
+    ("question", "schema", "nearest"),
     [
-        ("Where is a fridge usually kept? Reply in JSON.", SCHEMA),
-        ("What is 17 times 3? Reply in JSON.", SCHEMA),  # the model's first choice is a digit: refused
-        ("Find a carrot in the house. Answer with the next command and a plan, in JSON.", ANSWER),
-        ("Name three rooms of a house, one per line.", None),
+        ("Where is a fridge usually kept? Reply in JSON.", SCHEMA, 32),
+        ("What is 17 times 3? Reply in JSON.", SCHEMA, 32),  # the model's first choice is a digit: refused
+        ("What is 17 times 3? Reply in JSON.", SCHEMA, 1),  # refused, and no next best checked: all filtered
+        ("Find a carrot in the house. Answer with the next command and a plan, in JSON.", ANSWER, 32),
+        ("Name three rooms of a house, one per line.", None, 32),
     ],
 )
-def test_greedy_decoding_writes_what_llama_cpps_grammar_sampler_writes(question: str, schema: Any) -> None:
+def test_greedy_decoding_writes_what_llama_cpps_grammar_sampler_writes(
+    question: str, schema: Any, nearest: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The oracle is llama-cpp-python's own completion (a sampler chain that filters the whole vocabulary
     through the grammar at every step), from the same model state."""
     import llama_cpp
 
+    from sayplan_core.llm import greedy_decode as module
     from sayplan_core.llm import model_packs
     from sayplan_core.llm.greedy_decode import greedy_decode
+
+    monkeypatch.setattr(module, "NEAREST", nearest)
 
     llama = llama_cpp.Llama(model_path=str(model_packs.locate_model(PACK)), n_ctx=2048, verbose=False)
     prompt = f"<|im_start|>user\n{question}<|im_end|>\n<|im_start|>assistant\n"
@@ -184,4 +190,8 @@ def test_greedy_decoding_writes_what_llama_cpps_grammar_sampler_writes(question:
     if schema is not None and ours.finish == "stop":
         json.loads(ours.text)
     if "17 times" in question:
-        assert ours.full_filters > 0  # the path that filters the whole vocabulary ran
+        assert ours.refusals > 0  # the model's first choice was refused
+        if nearest == 1:
+            assert ours.full_filters > 0  # the path that filters the whole vocabulary ran
+    if schema is ANSWER:
+        assert ours.full_filters < ours.refusals  # a refused choice settled among the model's next best

@@ -4,7 +4,8 @@ llama.cpp's grammar sampler, applied as a sampler chain does, walks every one of
 tokens (151k for Qwen) through the grammar at every step: with the enum-heavy answer schemas
 that costs about as much as the model's forward pass on two cores. With greedy decoding only the
 best legal token matters, and the model's best token is legal most of the time, so it is checked
-alone first; only when the grammar refuses it is the whole vocabulary filtered. The answer is the
+alone first; when the grammar refuses it, its next best are checked one by one, and only when none
+of them is allowed is the whole vocabulary filtered. The answer is the
 same token for token as the sampler chain's greedy answer (the best token that the grammar
 allows), which the tests check against llama-cpp-python's own completion.
 """
@@ -20,6 +21,8 @@ import numpy as np
 
 from sayplan_core.llm.types import LlmFatalError
 
+#: the model's best tokens checked one by one when its first choice is refused, before the whole vocabulary
+NEAREST = 32
 #: the layout of llama.cpp's llama_token_data: id, logit, p
 _TOKEN_DATA = np.dtype([("id", "<i4"), ("logit", "<f4"), ("p", "<f4")], align=True)
 
@@ -31,7 +34,8 @@ class Decoded:
     text: str
     tokens: int  # tokens written, the end-of-generation token not counted
     finish: str  # "stop" (end of generation or a stop string) or "length"
-    full_filters: int  # steps where the model's first choice was refused and the whole vocabulary was filtered
+    refusals: int  # steps where the grammar refused the model's first choice
+    full_filters: int  # of those, steps where none of its NEAREST best was allowed: the whole vocabulary filtered
 
 
 class _Grammar:
@@ -47,6 +51,7 @@ class _Grammar:
         self._one = np.zeros(1, dtype=_TOKEN_DATA)
         self._all = np.zeros(n_vocab, dtype=_TOKEN_DATA)
         self._all["id"] = np.arange(n_vocab, dtype=np.int32)
+        self.full_filters = 0
 
     def _apply(self, rows: np.ndarray) -> None:
         data = rows.ctypes.data_as(ctypes.POINTER(self._lib.llama_token_data))
@@ -59,6 +64,22 @@ class _Grammar:
         return bool(np.isfinite(self._one[0]["logit"]))
 
     def best_allowed(self, logits: np.ndarray) -> int:
+        """The best token the grammar allows: the first allowed of the model's NEAREST best, checked one by one in
+        order (logit down, id up, as argmax breaks ties), else the whole vocabulary filtered. The first allowed of
+        the nearest is the best of all, unless its logit ties one left outside them: then the whole vocabulary
+        decides. A base model's refused tokens (Gemma's vocabulary has 262k) cost a few checks, not a full pass."""
+        nearest = np.argpartition(-logits, NEAREST)[:NEAREST] if len(logits) > NEAREST else np.arange(len(logits))
+        ordered = sorted(nearest.tolist(), key=lambda t: (-float(logits[t]), t))
+        floor = float(logits[ordered[-1]])
+        for token in ordered:
+            if self.allows(token):
+                if float(logits[token]) > floor or len(ordered) == len(logits):
+                    return int(token)
+                break
+        return self._filter_all(logits)
+
+    def _filter_all(self, logits: np.ndarray) -> int:
+        self.full_filters += 1
         self._all["logit"] = logits
         self._apply(self._all)
         best = int(np.argmax(self._all["logit"]))
@@ -113,10 +134,11 @@ def greedy_decode(
             decoded = text.decode("utf-8", errors="ignore")
             cut = min((decoded.find(s) for s in stops if s and s in decoded), default=-1)
             if cut >= 0:
-                return Decoded(decoded[:cut], len(written), "stop", refused)
+                return Decoded(decoded[:cut], len(written), "stop", refused, rules.full_filters if rules else 0)
             if len(written) < max_tokens:
                 llama.eval([token])
     finally:
         if rules is not None:
             rules.close()
-    return Decoded(text.decode("utf-8", errors="ignore"), len(written), finish, refused)
+    filtered = rules.full_filters if rules is not None else 0
+    return Decoded(text.decode("utf-8", errors="ignore"), len(written), finish, refused, filtered)
