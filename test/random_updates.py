@@ -27,7 +27,9 @@ def updates(draw: st.DrawFn) -> GraphUpdate:
         name = f"mug_{draw(st.integers(0, 5))}"
         position = draw(st.tuples(*[st.floats(-50, 50, allow_nan=False)] * 3))
         attributes = draw(
-            st.dictionaries(st.sampled_from(["colour", "n"]), st.one_of(st.text(max_size=5), st.integers()))
+            st.dictionaries(
+                st.sampled_from(["colour", "n"]), st.one_of(st.text(max_size=5), st.integers(-(2**63), 2**64 - 1))
+            )
         )
         node = Node(name, "object", attributes=attributes, position=position)
         return GraphUpdate([NodeUpsert(node, draw(st.sampled_from(ASSETS)), "ontop_of")], source="test")

@@ -58,28 +58,41 @@ def _prompt(model: _Model, messages: list[dict[str, str]]) -> str:
     return str(_chat_formatter(llama_cpp, model)(messages=messages).prompt)
 
 
-@pytest.mark.parametrize("architecture", ["gemma3", "gemma2", "gemma"])
-def test_a_gemma_gguf_without_a_template_reads_gemmas_turns_with_the_system_text_in_the_first_user_turn(
-    architecture: str,
-) -> None:
-    messages = [
-        {"role": "system", "content": "You plan for a robot."},
-        {"role": "user", "content": "Find a carrot."},
-        {"role": "assistant", "content": '{"command": "expand"}'},
-        {"role": "user", "content": "The kitchen is expanded."},
-    ]
-    expected = (
+def _turns(*turns: tuple[str, str]) -> list[dict[str, str]]:
+    return [{"role": role, "content": content} for role, content in turns]
+
+
+#: conversations and the prompt Google's Gemma format gives them, written from its description
+CONVERSATIONS = {
+    "system text in the first user turn": (
+        _turns(
+            ("system", "You plan for a robot."),
+            ("user", "Find a carrot."),
+            ("assistant", '{"command": "expand"}'),
+            ("user", "The kitchen is expanded."),
+        ),
         "<bos><start_of_turn>user\nYou plan for a robot.\n\nFind a carrot.<end_of_turn>\n"
         '<start_of_turn>model\n{"command": "expand"}<end_of_turn>\n'
         "<start_of_turn>user\nThe kitchen is expanded.<end_of_turn>\n"
-        "<start_of_turn>model\n"
-    )
+        "<start_of_turn>model\n",
+    ),
+    "no system message": (
+        _turns(("user", "Hello")),
+        "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n",
+    ),
+    "system text with no user turn after it: a user turn of its own, not dropped": (
+        _turns(("user", "Find a carrot."), ("assistant", "{}"), ("system", "Answer in JSON.")),
+        "<bos><start_of_turn>user\nFind a carrot.<end_of_turn>\n<start_of_turn>model\n{}<end_of_turn>\n"
+        "<start_of_turn>user\nAnswer in JSON.<end_of_turn>\n<start_of_turn>model\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONVERSATIONS))
+@pytest.mark.parametrize("architecture", ["gemma3", "gemma2", "gemma"])
+def test_a_gemma_gguf_without_a_template_reads_gemmas_turns(architecture: str, case: str) -> None:
+    messages, expected = CONVERSATIONS[case]
     assert _prompt(_gguf(architecture), messages) == expected
-
-
-def test_a_conversation_without_a_system_message_opens_with_the_user_turn() -> None:
-    prompt = _prompt(_gguf("gemma3"), [{"role": "user", "content": "Hello"}])
-    assert prompt == "<bos><start_of_turn>user\nHello<end_of_turn>\n<start_of_turn>model\n"
 
 
 def test_the_ggufs_own_template_wins_over_the_built_in_one() -> None:

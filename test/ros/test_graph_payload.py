@@ -20,6 +20,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
+from diagnostic_msgs.msg import KeyValue
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from random_updates import exact, updates
@@ -29,10 +30,10 @@ from sayplan_core.envs import load_env
 from sayplan_core.graph import graph_from_dict, native_format
 from sayplan_core.graph.model import GraphError, SceneGraph
 from sayplan_core.graph.updates import apply_update
+from sayplan_interfaces.msg import GraphUpdate, SceneGraphNode
 from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
-from sayplan_interfaces.msg import SceneGraphNode
-from sayplan_interfaces.srv import GetSceneGraph
-from sayplan_ros.conversions import WIRE_LAYOUT, graph_to_msg, msg_to_graph
+from sayplan_interfaces.srv import ApplyGraphUpdate, GetSceneGraph
+from sayplan_ros.conversions import WIRE_LAYOUT, graph_to_msg, msg_to_graph, node_to_msg
 from sayplan_ros.graph_follower import GraphFollower
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
@@ -184,3 +185,29 @@ def test_a_followers_copy_fetched_as_a_payload_equals_the_servers_graph(ros: Any
     graph, version = follower.latest()
     assert version == server.version and graph is not None and exact(graph) == exact(server.graph)
     assert follower.stats()["fetches"] >= 1 and not follower.problem()
+
+
+@pytest.mark.ros
+@pytest.mark.parametrize(
+    "value", ['"\\ud800"', '{"\\udc00": 1}', "1000000000000000000000000000001", "-9223372036854775809"]
+)
+def test_an_update_no_payload_could_carry_is_refused_and_a_late_follower_still_syncs(ros: Any, value: str) -> None:
+    """A lone surrogate (a JSON escape) or an integer past 64 bits was accepted into the graph; every later payload
+    fetch then failed for good (orjson refuses the surrogate) or read 1e30 where the server held the integer."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    graph = server.graph
+    moved = node_to_msg(graph.nodes["apple1"], graph.parent("apple1"), graph.relation("apple1"))
+    moved.attributes = [*moved.attributes, KeyValue(key="label", value=value)]
+    client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
+    answer = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(upsert=[moved])))
+    assert not answer.success and ("lone surrogate" in answer.message or "64-bit range" in answer.message), (
+        answer.message
+    )
+    assert server.version == 1
+    fine = node_to_msg(graph.nodes["apple1"], graph.parent("apple1"), graph.relation("apple1"))
+    fine.attributes = [*fine.attributes, KeyValue(key="label", value='"a label"')]
+    assert ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(upsert=[fine]))).success
+    late = GraphFollower(ros.node("late_follower"))
+    ros.wait_for(lambda: late.graph_at(2) is not None, timeout=60.0, what="the late follower's copy")
+    copy, _ = late.latest()
+    assert copy is not None and exact(copy) == exact(server.graph)

@@ -7,11 +7,11 @@ only if `full_graph_every` is set, every that many updates; a follower that join
 it from `get_scene_graph`, so by default no full graph is broadcast after the first.
 
 RViz markers go on `scene_graph_markers` (reliable, latched with a history: MARKERS_QOS): the whole drawing
-(DELETEALL first) at start-up and whenever a new subscriber matches, and after each update or plan change only
+(DELETEALL first) whenever a new subscriber matches, and after each update or plan change only
 the markers it changed (ADD by the node's stable id, DELETE for what went; sayplan_core.viz.markers.MarkerCache),
 so an update costs what it touched here too. RViz keeps markers by (namespace, id), so a viewer that has the
 whole drawing and every change since shows the graph; one that joins late gets the whole drawing when it matches
-(the latched changes it may get first are cleared by it). Services:
+(the latched changes it may get first are cleared by it). While nobody subscribes, nothing is drawn. Services:
 `get_scene_graph`, `apply_graph_update` (atomic, validated like a loaded file; a
 refused update keeps the graph), `verify_plan` (registered action sets only) and
 `graph_view` (collapse / expand / contract).
@@ -181,7 +181,8 @@ class SceneGraphServer(Node):
         cached = self._wire_payload
         if cached is None or cached[0] != version:
             cached = (version, graph_to_msg(graph, version, WIRE_LAYOUT).payload)
-            self._wire_payload = cached
+            if self._wire_payload is None or self._wire_payload[0] < version:  # a slow fetch keeps a newer one
+                self._wire_payload = cached
         msg = SceneGraphMsg(version=int(version), name=graph.name, layout=WIRE_LAYOUT)
         msg.payload = cached[1]
         return msg
@@ -191,11 +192,11 @@ class SceneGraphServer(Node):
         self._drawn = False
         self._publish_markers(self._markers.current)
 
-    def _publish_markers(self, change: Callable[[], MarkerChanges]) -> None:
+    def _publish_markers(self, change: Callable[[], MarkerChanges], viewers: bool = False) -> None:
         """Bring the drawing up to date with `change` and send what changed, while anyone views it. With no
         viewer the drawing is let go, and drawn whole again when one comes: at 10k nodes, drawing the start-up
-        graph and building its messages was most of the stack's start, for nobody."""
-        if self._marker_pub.get_subscription_count() == 0:
+        graph and building its messages was most of the stack's start, for nobody. viewers: one just matched."""
+        if not viewers and self._marker_pub.get_subscription_count() == 0:
             self._drawn = False
             return
         changes = change() if self._drawn else self._markers.redraw(self._graph, self._plan_nodes)
@@ -209,24 +210,30 @@ class SceneGraphServer(Node):
         try:
             events = PublisherEventCallbacks(matched=guarded(self, "marker subscriber matched", self._on_marker_match))
         except TypeError:  # Humble: no matched event; a cheap timer watches the subscriber count instead
-            self._viewers = 0
-            self.create_timer(1.0, guarded(self, "marker subscriber count", self._watch_viewers))
+            self._viewers: set[bytes] = set()
+            self.create_timer(1.0, guarded(self, "marker subscribers", self._watch_viewers))
             return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS)
         return self.create_publisher(MarkerArray, "scene_graph_markers", MARKERS_QOS, event_callbacks=events)
 
     def _on_marker_match(self, info: Any) -> None:  # QoSPublisherMatchedInfo
-        if info.current_count_change > 0:  # a new viewer: it has at most the latched last change
+        # total, not current: a viewer that leaves as another comes nets a current change of 0
+        if info.total_count_change > 0:  # a new viewer: it has at most the latched last change
             self._redraw_for_viewer()
 
     def _watch_viewers(self) -> None:
-        count = self._marker_pub.get_subscription_count()
-        if count > self._viewers:
+        """Humble: a subscriber endpoint not seen at the last look is a new viewer (a count misses one that
+        replaced another between two looks)."""
+        topic = self._marker_pub.topic_name
+        seen = {bytes(info.endpoint_gid) for info in self.get_subscriptions_info_by_topic(topic)}
+        if seen - self._viewers:
             self._redraw_for_viewer()
-        self._viewers = count
+        self._viewers = seen
 
     def _redraw_for_viewer(self) -> None:
+        """The whole drawing for a viewer that just matched, whatever the subscriber count says yet (it comes
+        from another discovery path than the matched event)."""
         with self._lock:
-            self._publish_markers(self._markers.current)
+            self._publish_markers(self._markers.current, viewers=True)
 
     def _on_plan(self, msg: Plan) -> None:
         """Highlight the remaining navigation of the active plan (only the plan's line is redrawn)."""

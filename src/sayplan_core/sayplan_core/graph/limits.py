@@ -101,8 +101,26 @@ def check_json_text(text: str, what: str, max_chars: int, max_depth: int = MAX_J
             depth -= 1
 
 
+#: the integers a graph may hold: what every JSON reader of the native format (orjson) reads back exactly
+MIN_JSON_INT, MAX_JSON_INT = -(2**63), 2**64 - 1
+
+
+def _unicode(text: str) -> bool:
+    """Whether `text` is encodable text: a lone surrogate (a JSON "\ud800" escape) is not, and no UTF-8 writer
+    (a file, a payload, a ROS string) can carry it."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS) -> None:
-    """A parsed value holds only JSON types, finite numbers, and stays within the depth and item limits.
+    """A parsed value holds only JSON types, finite numbers, integers within 64 bits and text without lone
+    surrogates, and stays within the depth and item limits: so it is written and read back exactly, by a file,
+    a journal or a payload.
 
     Iterative: a value built in code (not parsed) may be nested arbitrarily deep.
     """
@@ -119,6 +137,8 @@ def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max
             for key, inner in current.items():
                 if not isinstance(key, str):
                     raise InputLimitError(f"{what} has a key that is not a string ({type(key).__name__})")
+                if not _unicode(key):
+                    raise InputLimitError(f"{what} has a key holding a lone surrogate (not text UTF-8 can carry)")
                 stack.append((inner, depth + 1))
         elif isinstance(current, (list, tuple)):
             if depth > max_depth:
@@ -127,5 +147,11 @@ def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max
         elif isinstance(current, float):
             if not math.isfinite(current):
                 raise InputLimitError(f"{what} holds a number that is not finite ({current})")
-        elif current is not None and not isinstance(current, (str, int, bool)):
+        elif isinstance(current, str):
+            if not _unicode(current):
+                raise InputLimitError(f"{what} holds a string with a lone surrogate (not text UTF-8 can carry)")
+        elif isinstance(current, int) and not isinstance(current, bool):
+            if not MIN_JSON_INT <= current <= MAX_JSON_INT:
+                raise InputLimitError(f"{what} holds an integer outside the 64-bit range ({current.bit_length()} bits)")
+        elif current is not None and not isinstance(current, bool):
             raise InputLimitError(f"{what} holds a {type(current).__name__}, not a JSON value")

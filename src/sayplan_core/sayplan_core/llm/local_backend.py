@@ -267,13 +267,15 @@ def _special_tokens(llama_cpp: Any, llama: Any) -> re.Pattern[str] | None:
 
 
 #: Gemma's turn format, for a Gemma GGUF that carries no template (the gemma-270m pack is a conversion of the base
-#: model): Gemma has no system role, so the system text opens the first user turn, as Google's own template does
+#: model): Gemma has no system role, so the system text opens the next user turn, as Google's own template does
+#: (system text with no user turn after it is a user turn of its own, never dropped)
 _GEMMA_TURNS = (
     "{{ bos_token }}{% set ns = namespace(system='') %}"
     "{% for m in messages %}{% if m['role'] == 'system' %}{% set ns.system = ns.system + m['content'] + '\n\n' %}"
     "{% else %}<start_of_turn>{{ 'model' if m['role'] == 'assistant' else 'user' }}\n"
     "{% if m['role'] == 'user' %}{{ ns.system }}{% set ns.system = '' %}{% endif %}"
     "{{ m['content'] | trim }}<end_of_turn>\n{% endif %}{% endfor %}"
+    "{% if ns.system %}<start_of_turn>user\n{{ ns.system | trim }}<end_of_turn>\n{% endif %}"
     "{% if add_generation_prompt %}<start_of_turn>model\n{% endif %}"
 )
 #: the template used when a GGUF has none, by its `general.architecture`
