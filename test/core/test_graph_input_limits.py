@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError, graph_to_dict, limits
-from sayplan_core.graph.model import Node
+from sayplan_core.graph.model import Node, SceneGraph
 from sayplan_core.graph.native_format import loads
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_update
 
@@ -122,3 +122,33 @@ def test_random_valid_and_hostile_updates_refused_ones_change_nothing(data: st.D
     for update in accepted:
         replay = apply_update(replay, update)
     assert graph_to_dict(live) == graph_to_dict(replay)
+
+
+LONE = "\ud800"  # what a JSON "\ud800" escape (or a YAML one) reads as: text no UTF-8 writer can carry
+
+
+@pytest.mark.parametrize(
+    "build",
+    [
+        lambda: SceneGraph(f"office{LONE}"),
+        lambda: Node(f"cup{LONE}", "object"),
+        lambda: Node("cup", "object", name=f"a cup{LONE}"),
+        lambda: Node("cup", "object", states=[f"dirty{LONE}"]),
+        lambda: Node("cup", "object", attributes={f"colour{LONE}": "red"}),
+        lambda: Node("cup", "object", attributes={"colour": f"red{LONE}"}),
+        lambda: Node("cup", "object", attributes={"tags": [{f"k{LONE}": 1}]}),
+        lambda: Node("cup", "object", attributes={"count": 2**64}),
+        lambda: Node("cup", "object", attributes={"count": -(2**63) - 1}),
+    ],
+    ids=["graph name", "id", "name", "state", "attribute name", "value", "nested key", "2**64", "-2**63-1"],
+)
+def test_text_or_a_number_no_file_payload_or_journal_could_carry_back_is_refused_in_one_line(build: Any) -> None:
+    with pytest.raises(GraphError) as caught:
+        build()
+    text = str(caught.value)
+    assert ("lone surrogate" in text or "64-bit range" in text) and "\n" not in text
+
+
+def test_the_64_bit_bounds_themselves_are_held() -> None:
+    node = Node("cup", "object", attributes={"low": -(2**63), "high": 2**64 - 1, "text": "é ☕"})
+    assert node.attributes["high"] == 2**64 - 1

@@ -226,6 +226,8 @@ class SceneGraphServer(Node):
         topic = self._marker_pub.topic_name
         seen = {bytes(info.endpoint_gid) for info in self.get_subscriptions_info_by_topic(topic)}
         if seen - self._viewers:
+            if self._marker_pub.get_subscription_count() < len(seen):
+                return  # listed before the publisher matched it: a drawing now would reach nobody; look again
             self._redraw_for_viewer()
         self._viewers = seen
 

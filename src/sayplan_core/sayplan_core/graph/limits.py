@@ -55,9 +55,25 @@ class InputLimitError(ValueError):
     """An input over one of the limits above; the message names the field and the limit."""
 
 
+def unicode_text(text: str) -> bool:
+    """Whether `text` is encodable text: a lone surrogate (a JSON "\\ud800" escape) is not, and no UTF-8 writer
+    (a file, a payload, a ROS string) can carry it."""
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_chars(text: str, limit: int, what: str) -> None:
+    """Within `limit` characters, and text UTF-8 can carry (no lone surrogate: a file, a payload or a journal
+    holding one could not be read back)."""
     if len(text) > limit:
         raise InputLimitError(f"{what} is {len(text)} characters long, over the limit of {limit}")
+    if not unicode_text(text):
+        raise InputLimitError(f"{what} holds a lone surrogate (not text UTF-8 can carry)")
 
 
 def check_ids(ids: list[str] | tuple[str, ...], what: str, limit: int = MAX_ID_CHARS) -> None:
@@ -105,18 +121,6 @@ def check_json_text(text: str, what: str, max_chars: int, max_depth: int = MAX_J
 MIN_JSON_INT, MAX_JSON_INT = -(2**63), 2**64 - 1
 
 
-def _unicode(text: str) -> bool:
-    """Whether `text` is encodable text: a lone surrogate (a JSON "\ud800" escape) is not, and no UTF-8 writer
-    (a file, a payload, a ROS string) can carry it."""
-    if text.isascii():
-        return True
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
 def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max_items: int = MAX_JSON_ITEMS) -> None:
     """A parsed value holds only JSON types, finite numbers, integers within 64 bits and text without lone
     surrogates, and stays within the depth and item limits: so it is written and read back exactly, by a file,
@@ -137,7 +141,7 @@ def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max
             for key, inner in current.items():
                 if not isinstance(key, str):
                     raise InputLimitError(f"{what} has a key that is not a string ({type(key).__name__})")
-                if not _unicode(key):
+                if not unicode_text(key):
                     raise InputLimitError(f"{what} has a key holding a lone surrogate (not text UTF-8 can carry)")
                 stack.append((inner, depth + 1))
         elif isinstance(current, (list, tuple)):
@@ -148,7 +152,7 @@ def check_json_value(value: Any, what: str, max_depth: int = MAX_JSON_DEPTH, max
             if not math.isfinite(current):
                 raise InputLimitError(f"{what} holds a number that is not finite ({current})")
         elif isinstance(current, str):
-            if not _unicode(current):
+            if not unicode_text(current):
                 raise InputLimitError(f"{what} holds a string with a lone surrogate (not text UTF-8 can carry)")
         elif isinstance(current, int) and not isinstance(current, bool):
             if not MIN_JSON_INT <= current <= MAX_JSON_INT:

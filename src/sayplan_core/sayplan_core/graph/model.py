@@ -17,7 +17,7 @@ from typing import Any
 
 import networkx as nx
 
-from sayplan_core.graph import shared
+from sayplan_core.graph import limits, shared
 from sayplan_core.graph.node import (
     ALLOWED_PARENTS,
     CONTAINMENT_RELATIONS,
@@ -104,6 +104,8 @@ class SceneGraph:
     """A 3DSG: node table, hierarchy tree and navigation graph."""
 
     def __init__(self, name: str = "") -> None:
+        if not limits.unicode_text(name):  # no file, payload or journal could carry it back
+            raise GraphError(f"graph name {name!r:.80} holds a lone surrogate (not text UTF-8 can carry)")
         self.name = name
         self.nodes: dict[str, Node] = {}
         self.tree: nx.DiGraph = nx.DiGraph()

@@ -144,7 +144,7 @@ def parse_json(text: str | bytes, source: str) -> Any:
     except orjson.JSONDecodeError as exc:
         if "depth" in exc.msg:
             raise GraphError(f"{source}: JSON nested too deeply to be a scene graph") from None
-        if "UTF-8" in exc.msg:  # orjson says "str is not valid UTF-8: surrogates not allowed" of any bad byte
+        if "not valid UTF-8" in exc.msg:  # orjson says "str is not valid UTF-8: surrogates not allowed" of any bad byte
             raise GraphError(f"{source}: not UTF-8 text") from None
         raise GraphError(f"{source}: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from exc
 

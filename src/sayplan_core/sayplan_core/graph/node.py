@@ -156,6 +156,8 @@ class Node:
             raise GraphError(f"node id must be a non-empty string, got {self.id!r:.80}")
         if len(self.id) > limits.MAX_ID_CHARS:
             raise GraphError(f"node id '{self.id[:40]}...' is over {limits.MAX_ID_CHARS} characters", self.id[:40])
+        if not limits.unicode_text(self.id):
+            raise GraphError(f"node id {self.id!r:.80} holds a lone surrogate (not text UTF-8 can carry)")
         if self.type not in NODE_TYPES:
             raise GraphError(
                 f"node '{self.id}' has unknown type '{self.type}' (expected one of {', '.join(NODE_TYPES)})",

@@ -13,6 +13,7 @@ allows), which the tests check against llama-cpp-python's own completion.
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -68,14 +69,16 @@ class _Grammar:
         order (logit down, id up, as argmax breaks ties), else the whole vocabulary filtered. The first allowed of
         the nearest is the best of all, unless its logit ties one left outside them: then the whole vocabulary
         decides. A base model's refused tokens (Gemma's vocabulary has 262k) cost a few checks, not a full pass."""
-        nearest = np.argpartition(-logits, NEAREST)[:NEAREST] if len(logits) > NEAREST else np.arange(len(logits))
+        count = max(NEAREST, 1)
+        nearest = np.argpartition(-logits, count)[:count] if len(logits) > count else np.arange(len(logits))
         ordered = sorted(nearest.tolist(), key=lambda t: (-float(logits[t]), t))
         floor = float(logits[ordered[-1]])
         for token in ordered:
             if self.allows(token):
-                if float(logits[token]) > floor or len(ordered) == len(logits):
+                logit = float(logits[token])
+                if math.isfinite(logit) and (logit > floor or len(ordered) == len(logits)):
                     return int(token)
-                break
+                break  # at the floor (a tie may lie outside), or not a number: the whole vocabulary decides
         return self._filter_all(logits)
 
     def _filter_all(self, logits: np.ndarray) -> int:
