@@ -156,7 +156,7 @@ def test_an_update_of_the_old_start_is_not_patched_into_a_new_starts_copy(monkey
     follower._applied = {}
     fetches: list[int] = []
     monkeypatch.setattr(follower, "_trusted", lambda topic: True)
-    monkeypatch.setattr(follower, "_request_full", lambda: fetches.append(1))
+    monkeypatch.setattr(follower, "_request_full", lambda unless_epoch=None: not fetches.append(1))
     monkeypatch.setattr(gf, "msg_to_graph", lambda msg, require_agent: msg.graph)
     follower._take_full(types.SimpleNamespace(version=1, epoch=11, graph=two_rooms()), "scene_graph")  # type: ignore[arg-type]
 

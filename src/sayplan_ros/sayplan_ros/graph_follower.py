@@ -128,7 +128,11 @@ class GraphFollower:
         info has no publisher id), and a rogue that published under the server's name and left at once was
         taken for the server, for good (its version made every real update look old)."""
         self._trusted("scene_graph")  # says who else publishes there, once
-        self._request_full()
+        with self._lock:  # a hint of what the copy holds already (a late hint after the first fetch) asks nothing
+            held = self._replica.graph is not None and self._epoch == int(msg.epoch)
+            held = held and self._replica.version >= int(msg.version) and not self._claim and not self._replica.problem
+        if not held:
+            self._request_full()
 
     def _trusted(self, topic: str) -> bool:
         """Only the server node publishes on `topic` (see the module docstring); else log who else does."""
@@ -183,8 +187,8 @@ class GraphFollower:
         if fetch:
             self._request_full()
 
-    def _on_update(self, msg: GraphUpdateMsg) -> None:
-        if not self._trusted("scene_graph_updates"):
+    def _on_update(self, msg: GraphUpdateMsg, again: bool = False) -> None:
+        if not again and not self._trusted("scene_graph_updates"):
             self._request_full()
             return
         with self._lock:
@@ -206,11 +210,16 @@ class GraphFollower:
                     ready = self._changed_locked()
         if other_epoch:  # from another start of the server than the copy's: fetch its graph, do not patch
             with self._lock:
+                first = self._epoch == 0
+            # unless a fetched graph of that start was confirmed and taken since the message was read: then it is
+            # patched in, or found held already, as if it came now (a second fetch raced the first one's take)
+            if not self._request_full(unless_epoch=int(msg.epoch)) and not again:
+                self._on_update(msg, again=True)
+                return
+            with self._lock:
                 self._refused += 1
-            self._node.get_logger().warning(
-                f"scene graph update {msg.version} is from another start of scene_graph_server; fetching its graph"
-            )
-            self._request_full()
+            start = "before the first scene graph" if first else "from another start of scene_graph_server"
+            self._node.get_logger().warning(f"scene graph update {msg.version} is {start}; fetching its graph")
             return
         self._call(ready)
         if fetch:
@@ -245,30 +254,35 @@ class GraphFollower:
         self._node.get_logger().error(f"{why}; fetching the scene graph again")
         self._request_full()
 
-    def _request_full(self) -> None:
+    def _request_full(self, unless_epoch: int | None = None) -> bool:
         """One get_scene_graph call in flight at a time; its answer is taken like a latched full graph. A call
         that is not answered within FETCH_RETRY_S (a request sent while the server restarted is lost) is given up
         and sent again by the retry timer, until a graph arrives. While a fetched graph waits for the server's
         confirmation nothing is fetched again: once confirmed and taken, the copy asks for more if it still lacks
-        something (a gap after its version), and a graph that is not confirmed is fetched again anyway."""
+        something (a gap after its version), and a graph that is not confirmed is fetched again anyway.
+        unless_epoch: nothing is asked if the copy is of that server start now (checked in the same lock as the
+        rest); returns False then, True otherwise (a fetch sent, in flight or waiting for its confirmation)."""
         with self._lock:
+            if unless_epoch is not None and unless_epoch == self._epoch:
+                return False
             if self._unconfirmed is not None:
-                return
+                return True
             self._want_full = True
             if self._fetching is not None and time.monotonic() - self._fetching[1] < FETCH_RETRY_S:
-                return
+                return True
             stale = self._fetching
             self._fetching = None
         if stale is not None:
             self._fetch.remove_pending_request(stale[0])
         if not self._fetch.service_is_ready():
             self._node.get_logger().error("get_scene_graph is not available; the scene graph copy stays out of sync")
-            return
+            return True
         future = self._fetch.call_async(GetSceneGraph.Request(layout=WIRE_LAYOUT))  # one payload, built once
         with self._lock:
             self._fetching = (future, time.monotonic())
             self._fetches += 1
         future.add_done_callback(guarded(self._node, "get_scene_graph answer", self._on_fetched))
+        return True
 
     def _retry_fetch(self) -> None:
         self._check_claims()
