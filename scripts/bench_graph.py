@@ -21,7 +21,7 @@ from typing import Any
 
 import measured_doc
 
-from sayplan_core.cli import token_table
+from sayplan_core.cli.env_commands import token_table
 from sayplan_core.envs import load_env
 from sayplan_core.envs.generator import generate_building, spec_for_size
 from sayplan_core.graph.model import SceneGraph

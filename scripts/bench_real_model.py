@@ -30,8 +30,7 @@ import measured_doc
 
 from sayplan_core.bench.report import FAILURE_CLASSES, failure_class, summarise
 from sayplan_core.bench.runner import load_results
-from sayplan_core.cli import sample_per_family
-from sayplan_core.envs.tasks import load_tasks
+from sayplan_core.envs.tasks import load_tasks, sample_per_family
 from sayplan_core.llm import model_packs
 from sayplan_core.planners import PlannerOptions
 

@@ -98,7 +98,7 @@ def cli_page() -> str:
     saved = os.environ.get("COLUMNS")
     os.environ["COLUMNS"] = HELP_COLUMNS
     try:
-        helps = [(p.prog, p.format_help().rstrip()) for p in _parsers(build_parser())]
+        helps = [(p.prog, p.format_help().rstrip()) for p in _parsers(build_parser(declared=True))]
     finally:
         if saved is None:
             del os.environ["COLUMNS"]

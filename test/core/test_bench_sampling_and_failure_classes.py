@@ -20,8 +20,8 @@ from transcripts import BAD_PLAN, FAST, GOOD_PLAN, INSTRUCTION, error, say, tran
 from sayplan_core.bench.report import FAILURE_CLASSES, failure_class, failure_table, summarise
 from sayplan_core.bench.runner import call_row
 from sayplan_core.cli import main as cli_main
-from sayplan_core.cli import sample_per_family
 from sayplan_core.envs import load_env
+from sayplan_core.envs.tasks import sample_per_family
 from sayplan_core.llm.session import Budget, CallStats
 from sayplan_core.planners import PlannerOptions, make_planner
 

@@ -216,6 +216,23 @@ def _leaf_parsers(parser: argparse.ArgumentParser, path: tuple[str, ...] = ()) -
     return found
 
 
+def test_a_command_declared_when_chosen_takes_and_shows_what_the_whole_tree_declares(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`sayplan X --help` declares X's flags only once X is chosen: its help is the one the whole tree (as the
+    reference page reads it) shows for X, for every command and group."""
+    from sayplan_core.cli import build_parser
+
+    parsers = _leaf_parsers(build_parser(declared=True))
+    assert len(parsers) >= 12
+    for path, parser in parsers:
+        with pytest.raises(SystemExit) as done:
+            main([*path, "--help"])
+        out, err = capsys.readouterr()
+        assert done.value.code == 0 and err == "", path
+        assert out == parser.format_help(), f"sayplan {' '.join(path)} --help differs from the declared tree's"
+
+
 def test_version_is_the_installed_distributions_and_matches_package_xml(capsys: pytest.CaptureFixture[str]) -> None:
     import subprocess
     import sys
@@ -260,7 +277,7 @@ def test_json_after_the_subcommand_is_the_same_as_before(
 def test_every_command_takes_the_global_flags() -> None:
     from sayplan_core.cli import build_parser
 
-    parsers = _leaf_parsers(build_parser())
+    parsers = _leaf_parsers(build_parser(declared=True))
     assert len(parsers) >= 12  # the top level, env and llm groups, and every command
     for path, parser in parsers:
         flags = {flag for action in parser._actions for flag in action.option_strings}

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from bench_runs import write_bench
 
-from sayplan_core.cli import token_table
+from sayplan_core.cli.env_commands import token_table
 from sayplan_core.envs import load_env
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -94,7 +94,7 @@ def test_cli_flags_are_the_planner_settings() -> None:
     from sayplan_core.planners import PLANNERS
     from sayplan_core.settings import planner_settings
 
-    parser = build_parser()
+    parser = build_parser(declared=True)
     plan = next(a for a in parser._subparsers._group_actions if a.dest == "command").choices["plan"]
     flags = {a.option_strings[0]: (a.dest, a.default) for a in plan._actions if a.option_strings}
     table = planner_settings()

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from sayplan_core.cli import EXIT_TASKS_SKIPPED
 from sayplan_core.cli import main as cli_main
+from sayplan_core.cli.common import EXIT_TASKS_SKIPPED
 from sayplan_core.envs import load_env
 from sayplan_core.envs.tasks import load_tasks
 from sayplan_core.graph import GraphError, load

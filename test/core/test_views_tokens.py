@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sayplan_core.cli import token_table
+from sayplan_core.cli.env_commands import token_table
 from sayplan_core.envs import load_env
 from sayplan_core.graph import GraphError, tokens
 from sayplan_core.graph.text import to_prompt_text

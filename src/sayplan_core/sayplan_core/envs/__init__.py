@@ -1,4 +1,8 @@
-"""Bundled environments (office, home), their task sets, and a generator of large buildings."""
+"""Bundled environments (office, home), their task sets, and a generator of large buildings.
+
+Importing this package is light (`sayplan env list` reads only the names): the graph model and the readers load
+with the first graph.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +10,10 @@ import re
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import yaml
-
-from sayplan_core import files
-from sayplan_core.envs.authoring import env_from_authoring
-from sayplan_core.graph import native_format
-from sayplan_core.graph.model import GraphError, SceneGraph
-from sayplan_core.graph.native_format import read_text
+if TYPE_CHECKING:
+    from sayplan_core.graph.model import SceneGraph
 
 BUNDLED_ENVS: tuple[str, ...] = ("office", "home")
 
@@ -31,6 +31,14 @@ def load_env(
     --agent-at) is refused with a message naming the option, unless require_agent is False (a map
     perception is building). progress: stage lines for big native files.
     """
+    import yaml
+
+    from sayplan_core import files
+    from sayplan_core.envs.authoring import env_from_authoring
+    from sayplan_core.graph import native_format
+    from sayplan_core.graph.model import GraphError
+    from sayplan_core.graph.native_format import read_text
+
     if name_or_path in BUNDLED_ENVS:
         resource = resources.files("sayplan_core.envs").joinpath("data", f"{name_or_path}.yaml")
         data = yaml.safe_load(resource.read_text(encoding="utf-8"))

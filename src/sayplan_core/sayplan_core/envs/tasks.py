@@ -10,7 +10,7 @@ writes it), or is null with a `note` saying why.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -317,3 +317,19 @@ def check_task_nodes(graph: SceneGraph, task: Task) -> list[str]:
         named.extend(task.search.nodes())
     named.extend(str(c.get("node")) for c in task.setup)
     return sorted({n for n in named if n not in graph})
+
+
+def sample_per_family(tasks: Sequence[Any], count: int, seed: int) -> list[Any]:
+    """`count` tasks of each family (all of a smaller one), drawn with `random.Random(seed)` from each family's
+    tasks in file order, then kept in file order: the same seed draws the same subset on every machine."""
+    import random
+
+    families: dict[str, list[Any]] = {}
+    for task in tasks:
+        families.setdefault(task.family, []).append(task)
+    rng = random.Random(seed)
+    chosen: set[int] = set()
+    for family in sorted(families):
+        members = families[family]
+        chosen.update(id(t) for t in (members if len(members) <= count else rng.sample(members, count)))
+    return [t for t in tasks if id(t) in chosen]
