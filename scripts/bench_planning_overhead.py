@@ -346,6 +346,7 @@ def overhead_rows(
     sizes: list[int], latency: float, repeats: int, base: str, only: list[str], profile: cProfile.Profile | None = None
 ) -> list[str]:
     tables: dict[str, list[str]] = {phase: [] for phase, _ in PHASES}
+    warm_cpu: dict[str, dict[int, float]] = {}  # planner -> rooms -> median planner CPU s of the warm plans
     backend = OpenAIBackend("scripted", base_url=f"{base}/v1", timeout_s=max(60.0, latency * 10))
     warmed = False
     for rooms in sizes:
@@ -373,6 +374,7 @@ def overhead_rows(
                     post_script(base, answers)
                     runs[phase].append(plan_once(planner, backend, snapshots.of(live, version), instruction, profile))
             tokens = prompt_tokens(base)
+            warm_cpu.setdefault(planner, {})[rooms] = statistics.median(r.cpu_s for r in runs["warm"])
             offset = 0
             for phase, _ in PHASES:
                 tables[phase].append(_row(planner, rooms, len(loaded.nodes), runs[phase], tokens[offset:], latency))
@@ -388,6 +390,7 @@ def overhead_rows(
             *tables[phase],
             "",
         ]
+    lines += growth_rows(warm_cpu)
     lines += [
         "Every plan runs on a snapshot of a live graph, as a planner node's graph follower hands it (the snapshot's "
         "copy is the follower's cost, not the planner's). Cold: the live graph was just loaded, so nothing derived "
@@ -415,6 +418,42 @@ def _row(planner: str, rooms: int, nodes: int, runs: list[Run], tokens: list[int
         f"| {max(tokens[:calls], default=0)} | {wall:.2f} | {non_llm:.3f} | {100 * non_llm / wall:.2f}% "
         f"| {cpu:.3f} | {100 * cpu / (cpu + latency * calls):.2f}% |"
     )
+
+
+#: issue 42: a planner's CPU per plan on the live graph grows at most this much from the smallest building to the
+#: largest (SayPlan's growth)
+GROWTH_TARGET = 3.0
+
+
+def growth_rows(warm_cpu: dict[str, dict[int, float]]) -> list[str]:
+    """Per planner, the warm plans' CPU on the smallest and the largest building and their ratio (unrounded
+    medians), against GROWTH_TARGET."""
+    rows = []
+    for planner, by_size in warm_cpu.items():
+        if len(by_size) < 2:
+            continue
+        small, large = min(by_size), max(by_size)
+        ratio = by_size[large] / by_size[small]
+        verdict = "yes" if ratio <= GROWTH_TARGET else "no"
+        rows.append(
+            f"| {planner} | {small} | {1000 * by_size[small]:.1f} | {large} | {1000 * by_size[large]:.1f} "
+            f"| {ratio:.2f}x | {verdict} |"
+        )
+    if not rows:
+        return []
+    return [
+        f"## Growth: planner CPU per plan on the live graph, smallest to largest building (target <= "
+        f"{GROWTH_TARGET:g}x)",
+        "",
+        "| planner | rooms | CPU ms | rooms | CPU ms | growth | within target |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        *rows,
+        "",
+        "The warm plans' medians, unrounded before the ratio. The task's rooms are on the first and the last floor, "
+        "so the plan itself grows with the building (a walk through every floor and back): part of the growth is "
+        "the plan's, not the building's.",
+        "",
+    ]
 
 
 def token_rows(sizes: list[int]) -> list[str]:

@@ -14,6 +14,7 @@ import random
 import shutil
 from collections import Counter
 from dataclasses import replace
+from functools import partial
 from itertools import pairwise
 from typing import Any
 
@@ -356,3 +357,62 @@ def test_plan_formula_plans_a_given_formula_optimally_without_an_llm(env: str) -
 def test_plan_formula_refuses_an_unknown_id_with_the_closest_ones() -> None:
     with pytest.raises(FormulaError, match=r"'kitchn' is not the id of .* \(did you mean kitchen"):
         plan_formula(ENVS["office"], '["EVENTUALLY", "enter(kitchn)"]')
+
+
+def _heuristic_at(search: ProductSearch, index: dict[str, int], loc: Loc, q: int) -> float:
+    return search.heuristic(index[loc[1] if isinstance(loc, tuple) else loc], q)
+
+
+@pytest.mark.parametrize("env", ["office with extents", "home, objects lying in their rooms", "generated seed 1"])
+def test_the_heuristic_never_overestimates_the_oracles_cost_to_accept_and_is_consistent(env: str) -> None:
+    """h(x, q) against the brute-force product graph: at most the cheapest way from (x, q) to acceptance (reverse
+    Dijkstra from every accepting state), and at most a move's cost plus h where the move leads (so the first
+    accepting state A* pops is optimal)."""
+    graph = ENVS[env]
+    rng = random.Random(f"ltl-heuristic-{env}")
+    checked = 0
+    for shape, template in SHAPES.items():
+        formula = parse_prefix(fill(template, graph, rng))
+        try:
+            dfa = build_dfa(formula)
+        except FormulaError:
+            continue
+        reach, start = rng.choice([0.5, 1.0, 2.0]), rng.choice(sorted(graph.nav.nodes))
+        oracle = Oracle(graph, formula.atoms(), reach)
+        search = ProductSearch(graph, dfa, reach_distance=reach)
+        try:
+            search.search(start)  # prepares the heuristic for this start
+        except NoSatisfyingPathError:
+            continue
+        product = nx.DiGraph()
+        for x, y, data in oracle.g.edges(data=True):
+            for q in dfa.states:
+                product.add_edge((x, q), (y, dfa.step(q, oracle.labels[y])), cost=data["cost"])
+                product.add_edge((y, q), (x, dfa.step(q, oracle.labels[x])), cost=data["cost"])
+        goals = [state for state in product if state[1] in dfa.accepting]
+        to_go = nx.multi_source_dijkstra_path_length(product.reverse(copy=False), goals, weight="cost")
+        index = search.domain.index
+        h = partial(_heuristic_at, search, index)
+        for (x, q), cost in to_go.items():
+            assert h(x, q) <= cost + 1e-6, f"{env}, {shape}: h{(x, q)} = {h(x, q)} > {cost}"
+        for (x, q), (y, q2), data in product.edges(data=True):
+            if q in dfa.live_states and q2 in dfa.live_states and h(y, q2) < math.inf:
+                assert h(x, q) <= data["cost"] + h(y, q2) + 1e-6, f"{env}, {shape}: {(x, q)} -> {(y, q2)}"
+        checked += 1
+    assert checked >= 4
+
+
+def test_a_mission_to_the_top_floor_and_back_expands_about_its_path() -> None:
+    """The straight-line bound ignores the stairs: on a five-floor building A* expanded several times the path's
+    length (15x at ten floors). The distance over the moves expands little more than the path."""
+    graph = generate_building(BuildingSpec(floors=5, rooms_per_floor=12, seed=3))
+    floors = sorted(graph.ids_of_type("floor"))
+    top = next(r for r in graph.ids_of_type("room") if graph.enclosing(r, "floor") == floors[-1])
+    bottom = next(r for r in graph.ids_of_type("room") if graph.enclosing(r, "floor") == floors[0])
+    start = graph.agent_location()
+    assert start is not None
+    formula = parse_prefix(f"F & {top} F {bottom}")
+    path = ProductSearch(graph, build_dfa(formula)).search(start)
+    blind = ProductSearch(graph, build_dfa(formula), use_heuristic=False).search(start)
+    assert path.cost == pytest.approx(blind.cost)
+    assert path.expansions <= 2 * len(path.nodes), (path.expansions, len(path.nodes), blind.expansions)

@@ -7,6 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from sayplan_core.envs.generator import BuildingSpec, generate_building
 from sayplan_core.graph.text import to_prompt_text
 from sayplan_core.graph.tokens import count_tokens
@@ -15,9 +17,9 @@ from sayplan_core.graph.views import collapse
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def run_small(planners: str, *more: str) -> str:
+def run_small(planners: str, *more: str, sizes: tuple[str, ...] = ("10",)) -> str:
     """The bench on the 10-room building, one run, a 20 ms scripted model; what it printed."""
-    command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", "10"]
+    command = [sys.executable, "scripts/bench_planning_overhead.py", "--latency", "0.02", "--sizes", *sizes]
     command += ["--repeats", "1", "--planners", planners, *more]
     done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -34,6 +36,20 @@ def test_a_small_run_plans_through_the_scripted_server_and_writes_its_table(tmp_
         cells = [c.strip() for c in rows[(planner, "10")].split("|")[1:-1]]
         assert cells[3] == "yes" and int(cells[4]) >= 2 and int(cells[5]) > 0, cells  # verified, calls, tokens
     assert "not scripted" in rows[("embodiedrag", "10")]  # said, not dropped
+
+
+def test_the_growth_table_is_each_planners_ratio_from_the_smallest_to_the_largest_building() -> None:
+    """Issue 42's target 5 as the bench states it: a row per planner run on two sizes, the ratio of the two CPU
+    figures it shows (within their rounding; the ratio is of the unrounded medians), against the target."""
+    stdout = run_small("ltl", sizes=("10", "20"))
+    rows = [line.split("|")[1:-1] for line in stdout.splitlines() if line.startswith("| ltl | 10 | ")]
+    growth = [[cell.strip() for cell in row] for row in rows if len(row) == 7]
+    assert len(growth) == 1, stdout
+    _, small, small_ms, large, large_ms, ratio, verdict = growth[0]
+    assert (small, large) == ("10", "20")
+    value = float(ratio.removesuffix("x"))
+    assert value == pytest.approx(float(large_ms) / float(small_ms), rel=0.2, abs=0.06)
+    assert verdict == ("yes" if value <= 3.0 else "no")
 
 
 def test_the_committed_token_table_matches_the_views_today() -> None:

@@ -37,7 +37,7 @@ from hypothesis import strategies as st
 from sayplan_core.graph import text
 from sayplan_core.graph.model import PLACEMENTS, GraphError, Node, SceneGraph
 from sayplan_core.graph.snapshots import GraphSnapshots
-from sayplan_core.graph.text import graph_records, sorted_ids, to_prompt_text
+from sayplan_core.graph.text import _TextFragments, graph_records, sorted_ids, to_prompt_text
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.ltl.domain import SearchDomain
 from sayplan_core.planners import answers, llm_as_planner
@@ -166,6 +166,16 @@ def step(data: st.DataObject, graph: SceneGraph, count: int) -> SceneGraph | Non
 @settings(max_examples=120, deadline=None, derandomize=True)
 @given(st.data())
 def test_cached_text_is_the_fresh_text_after_any_mutations(data: st.DataObject) -> None:
+    """With blocks of one to three records as well, so a record's change patches one block of many."""
+    default = _TextFragments.BLOCK
+    _TextFragments.BLOCK = data.draw(st.sampled_from([1, 2, 3, default]))  # read when the caches are made
+    try:
+        mutate_and_compare(data)
+    finally:
+        _TextFragments.BLOCK = default
+
+
+def mutate_and_compare(data: st.DataObject) -> None:
     live = start()
     live.track_changes()
     graphs = [live]  # every graph sharing the live graph's caches, the older snapshots included

@@ -432,6 +432,11 @@ class _TextFragments(NodeFragments):
         self.joined: dict[str, str] = dict.fromkeys(NODE_TYPES, "")  # per type: '"room":[...]' ('' when none)
         self.joined_revision: dict[str, int] = {}
         self.joined_links = ""
+        # per type, its records joined in blocks of BLOCK in `order`, and each id's place there: a record that
+        # changed while the type's order did not re-joins its block, not the type's 5,000 records
+        self.blocks: dict[str, list[str]] = {}
+        self.places: dict[str, dict[str, int]] = {}
+        self.block = self.BLOCK  # fixed for the cache's life: `places` are counted in it
 
     def drop(self, node_id: str) -> None:
         self.records.pop(node_id, None)
@@ -464,12 +469,15 @@ class _TextFragments(NodeFragments):
                 self.records = records = {node_id: record(node_id) for node_id in nodes}
                 self.links = links = {n: self.links_of(writer, n) for t in _LINKED for n in self.order[t]}
                 dirty, links_dirty = set(NODE_TYPES), True
+                self.blocks.clear()  # every record is new: no block is kept
+            rewritten: dict[str, set[str]] = {}  # type -> ids whose record changed
             for node_id in changed if len(changed) < len(nodes) else ():
                 node_type = nodes[node_id].type
                 text = record(node_id)
                 if records.get(node_id) != text:  # restamped for its children only: the same record
                     records[node_id] = text
                     dirty.add(node_type)
+                    rewritten.setdefault(node_type, set()).add(node_id)
                 if node_type not in _LINKED_SET:
                     links.pop(node_id, None)
                     continue
@@ -479,9 +487,7 @@ class _TextFragments(NodeFragments):
                     links_dirty = True
             self.stored(graph, changed)
             for node_type in dirty:  # each type's records joined once per change of that type
-                ids = self.order[node_type]
-                self.joined[node_type] = f'"{node_type}":[{",".join([records[n] for n in ids])}]' if ids else ""
-                self.joined_revision[node_type] = self.revision[node_type]
+                self._join(node_type, rewritten.get(node_type, set()))
             if links_dirty:
                 revision = tuple(self.revision[t] for t in _LINKED)
                 if self.linked_revision != revision:
@@ -502,6 +508,25 @@ class _TextFragments(NodeFragments):
                 agent_link = _dumps(f"{location}<->{agent}")
                 edges = f"{edges},{agent_link}" if edges else agent_link
             return f'{{"nodes":{{{",".join(groups)}}},"links":[{edges}]}}'
+
+    #: records per block of `blocks` (a new cache's; tests make it small to cross block edges)
+    BLOCK = 128
+
+    def _join(self, node_type: str, rewritten: set[str]) -> None:
+        """'"<type>":[<records>]' in `order`: the blocks holding a rewritten record re-joined when the type's order
+        is the one the blocks were made for, every block otherwise."""
+        ids, records, size = self.order[node_type], self.records, self.block
+        blocks, places = self.blocks.get(node_type), self.places.get(node_type)
+        kept = self.joined_revision.get(node_type) == self.revision[node_type]
+        if not kept or blocks is None or places is None or not rewritten <= places.keys():
+            blocks = [",".join([records[n] for n in ids[i : i + size]]) for i in range(0, len(ids), size)]
+            places = {node_id: i // size for i, node_id in enumerate(ids)}
+            self.blocks[node_type], self.places[node_type] = blocks, places
+        else:
+            for block in {places[n] for n in rewritten}:
+                blocks[block] = ",".join([records[n] for n in ids[block * size : (block + 1) * size]])
+        self.joined[node_type] = f'"{node_type}":[{",".join(blocks)}]' if ids else ""
+        self.joined_revision[node_type] = self.revision[node_type]
 
 
 class ShownRecords:

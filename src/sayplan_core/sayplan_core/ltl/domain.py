@@ -125,8 +125,11 @@ class Location:
     position: tuple[float, float, float] | None
 
 
-#: The navigation part of a domain: locations, their index, the moves from each (shared: never changed in place).
-Navigation = tuple[tuple[Location, ...], dict[str, int], tuple[list[tuple[int, float]], ...]]
+#: Every move as three arrays, (from, to, cost), each edge both ways: what a search over the moves reads at once.
+EdgeArrays = tuple[np.ndarray, np.ndarray, np.ndarray]
+#: The navigation part of a domain: locations, their index, the moves from each, and the same moves as arrays
+#: (shared: never changed in place).
+Navigation = tuple[tuple[Location, ...], dict[str, int], tuple[list[tuple[int, float]], ...], EdgeArrays]
 
 
 def _nav_location(reader: GraphReader, node_id: str) -> Location:
@@ -156,10 +159,19 @@ def _navigation(graph: SceneGraph) -> Navigation:
     locations = tuple(_nav_location(reader, n) for n in ids)
     index = {loc.name: i for i, loc in enumerate(locations)}
     moves: list[list[tuple[int, float]]] = [[] for _ in locations]
+    ends: tuple[list[int], list[int], list[float]] = ([], [], [])
     for a, b, cost in nav_edge_costs(graph):
-        moves[index[a]].append((index[b], cost))
-        moves[index[b]].append((index[a], cost))
-    navigation = (locations, index, tuple(moves))
+        i, j = index[a], index[b]
+        moves[i].append((j, cost))
+        moves[j].append((i, cost))
+        ends[0].append(i)
+        ends[1].append(j)
+        ends[2].append(cost)
+    froms, tos, costs = np.array(ends[0], dtype=np.intp), np.array(ends[1], dtype=np.intp), np.array(ends[2])
+    arrays = (np.concatenate([froms, tos]), np.concatenate([tos, froms]), np.concatenate([costs, costs]))
+    for array in arrays:
+        array.flags.writeable = False
+    navigation = (locations, index, tuple(moves), arrays)
     if key is not None:
         _NAVIGATION.of(graph).value = (key, navigation)  # one tuple: readers on other threads see all or none
     return navigation
@@ -183,10 +195,11 @@ class SearchDomain:
                     f"'{atom}' is {a_or_an(node.type)}; "
                     "propositions name rooms, poses, floors, assets, objects or workspaces"
                 )
-        locations, index, moves = _navigation(graph)
+        locations, index, moves, self._nav_edges = _navigation(graph)
         self.locations: list[Location] = list(locations)
         self.index = dict(index)
         self.moves: list[list[tuple[int, float]]] = list(moves)  # shared lists: _add_stop replaces, never appends
+        self._stop_edges: list[tuple[int, int, float]] = []  # the moves _add_stop adds, each once
         self._held = graph.held_object()
         self._by_room: dict[str, list[int]] = {}
         for target in sorted(a for a in self.atoms if graph.nodes[a].type in REACH_TYPES and a != self._held):
@@ -243,7 +256,17 @@ class SearchDomain:
             cost = self._straight(stop, self.locations[j])
             self.moves[i].append((j, cost))
             self.moves[j] = [*self.moves[j], (i, cost)]  # a new list: the navigation part's lists are shared
+            self._stop_edges.append((i, j, cost))
         self._by_room.setdefault(room, []).append(i)
+
+    def edge_arrays(self) -> EdgeArrays:
+        """`moves` as (from, to, cost) arrays, each move both ways: the navigation part's kept with it, the stops'
+        added."""
+        froms, tos, costs = self._nav_edges
+        if not self._stop_edges:
+            return froms, tos, costs
+        a, b, c = (np.array(column) for column in zip(*self._stop_edges, strict=True))
+        return np.concatenate([froms, a, b]), np.concatenate([tos, b, a]), np.concatenate([costs, c, c])
 
     def explain_unreachable(self, atom: str) -> str:
         """Why `atom` holds at no location (call only for such an atom)."""
@@ -287,11 +310,16 @@ class SearchDomain:
 
     # ------------------------------------------------------------------ labels
     def _label_all(self) -> list[frozenset[str]]:
-        labels: list[set[str]] = [set() for _ in self.locations]
+        """Each location's label; the many where no atom holds share one empty set (a label per location was
+        most of a domain's allocations on a big building)."""
+        found: dict[int, set[str]] = {}
         for atom in self.atoms:
             for i in self.where(atom):
-                labels[i].add(atom)
-        return [frozenset(label) for label in labels]
+                found.setdefault(i, set()).add(atom)
+        labels: list[frozenset[str]] = [frozenset()] * len(self.locations)
+        for i, atoms in found.items():
+            labels[i] = frozenset(atoms)
+        return labels
 
     def where(self, atom: str) -> list[int]:
         """The locations at which `atom` holds."""

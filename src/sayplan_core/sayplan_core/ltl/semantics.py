@@ -51,10 +51,14 @@ def _table(formula: Formula, trace: Sequence[Letter], memo: dict[int, list[bool]
         out = [sub[0][i] == sub[1][i] for i in positions]
     elif op == "X":
         out = [i < n - 1 and sub[0][i + 1] for i in positions]
-    elif op == "F":
-        out = [any(sub[0][j] for j in range(i, n)) for i in positions]
-    elif op == "G":
-        out = [all(sub[0][j] for j in range(i, n)) for i in positions]
+    elif op == "F":  # some j >= i: i itself, or some j >= i + 1 (read once from the end, not once per i)
+        out, later = [False] * n, False
+        for i in reversed(positions):
+            later = out[i] = sub[0][i] or later
+    elif op == "G":  # every j >= i: i itself, and every j >= i + 1
+        out, later = [True] * n, True
+        for i in reversed(positions):
+            later = out[i] = sub[0][i] and later
     elif op == "U":
         out = [_until(sub[0], sub[1], i) for i in positions]
     elif op == "R":

@@ -98,12 +98,12 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
     if lacking is not None:
         return StepOutcome(False, f"cannot {step}: {lacking}", "affordance")
     repeated = _repeated_state(state, step.target, spec) if spec.on_repeat == "noop" else None
-    verbs = actions.verbs()
     for clause in spec.preconditions:
         if repeated is not None and _guards_state(clause, repeated):
             continue
         reason = PRECONDITIONS[clause.name](state, step.target, clause.arg)
         if reason is not None:
+            verbs = actions.verbs()  # only a refusal reads them: a long plan's feasible steps need none
             text = reason.text(verbs) if isinstance(reason, Refusal) else str(reason)
             return StepOutcome(False, f"cannot {step}: {text}", clause.name, fix=_fix(state, reason, verbs))
     for clause in spec.effects:
@@ -112,6 +112,7 @@ def check_step(state: WorldState, step: PlanStep, actions: ActionSet) -> StepOut
         guard = EFFECT_GUARDS.get(clause.name)
         refused = guard(state, step.target, clause.arg) if guard is not None else None
         if refused is not None:
+            verbs = actions.verbs()
             text = refused.text(verbs) if isinstance(refused, Refusal) else refused
             return StepOutcome(False, f"cannot {step}: {text}", clause.name, fix=_fix(state, refused, verbs))
     if repeated is not None:
