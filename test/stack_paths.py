@@ -10,3 +10,13 @@ BIN = ROOT / "install" / "sayplan_ros" / "lib" / "sayplan_ros"
 #: The demo task's recorded LLM answers, replayed so the stack plans without a remote model.
 TRANSCRIPT = ROOT / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
 INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
+#: The stack's Fast DDS profile: a participant killed with SIGKILL is dropped by its peers after 4 s, not Fast DDS's
+#: default 20 s (config/dds/fastdds_liveness.xml says why). A test that kills a process of the stack gives it this.
+LIVENESS_PROFILE = ROOT / "config" / "dds" / "fastdds_liveness.xml"
+
+
+def process_env(domain_id: int) -> dict[str, str]:
+    """The environment of a stack process a test starts on its own DDS domain, with the stack's liveness profile."""
+    import os
+
+    return {**os.environ, "ROS_DOMAIN_ID": str(domain_id), "FASTRTPS_DEFAULT_PROFILES_FILE": str(LIVENESS_PROFILE)}

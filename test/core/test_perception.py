@@ -20,7 +20,7 @@ from sayplan_core.perception.geometry import (
     voxel_downsample,
 )
 from sayplan_core.perception.structure import SceneGraphMapper, StructureConfig, infer_structure
-from sayplan_core.perception.synthetic import ROOM_REGIONS, SyntheticConfig, make_stream
+from sayplan_core.perception.synthetic import ROOM_REGIONS, SyntheticConfig, SyntheticStream, make_stream
 
 K = CameraIntrinsics.from_fov(64, 48, 90.0)
 
@@ -135,8 +135,21 @@ def test_relations_from_geometry() -> None:
 
 
 @pytest.fixture(scope="module")
-def perceived() -> tuple[SceneGraph, list[int], object]:
+def stream3() -> SyntheticStream:
+    """The seed-3 stream, made once for the module (about 4 s each time). Its arrays are read-only: a mapper
+    that wrote into a frame would fail here, not change what the next test reads."""
     stream = make_stream(SyntheticConfig(seed=3))
+    for frame in stream.frames:
+        arrays = [frame.depth, frame.pose]
+        arrays += [a for d in frame.detections for a in (d.mask, d.feature) if a is not None]
+        for array in arrays:
+            array.flags.writeable = False
+    return stream
+
+
+@pytest.fixture(scope="module")
+def perceived(stream3: SyntheticStream) -> tuple[SceneGraph, list[int], object]:
+    stream = stream3
     graph = SceneGraph("perceived")
     graph.add_node(Node("floor1", "floor"))
     mapper = SceneGraphMapper(config=StructureConfig(room_regions=ROOM_REGIONS))
@@ -169,20 +182,19 @@ def test_synthetic_stream_builds_the_ground_truth_graph(perceived: tuple[SceneGr
     assert sizes[0] < sizes[-1]  # the graph grew while the stream played
 
 
-def test_synthetic_stream_is_deterministic() -> None:
-    a, b = make_stream(SyntheticConfig(seed=5)), make_stream(SyntheticConfig(seed=5))
+def test_synthetic_stream_is_deterministic(stream3: SyntheticStream) -> None:
+    a, b = stream3, make_stream(SyntheticConfig(seed=3))
     assert len(a.frames) == len(b.frames) == 15
     assert all(np.array_equal(x.depth, y.depth) for x, y in zip(a.frames, b.frames, strict=True))
     assert [len(f.detections) for f in a.frames] == [len(f.detections) for f in b.frames]
 
 
-def _replay(lags: list[int], dropped: frozenset[int] = frozenset()) -> SceneGraph:
-    """Play the seed-3 stream, then finalize twice, into a 'server' graph; the mapper sees an older version.
+def _replay(stream: SyntheticStream, lags: list[int], dropped: frozenset[int] = frozenset()) -> SceneGraph:
+    """Play the stream, then finalize twice, into a 'server' graph; the mapper sees an older version.
 
     `lags[i]` is how many applied updates step i's view is behind (a follower that has not caught up
     yet); the updates whose step is in `dropped` never reach the server, and the mapper is told so.
     """
-    stream = make_stream(SyntheticConfig(seed=3))
     start = SceneGraph("perceived")
     start.add_node(Node("floor1", "floor"))
     versions = [start]
@@ -202,26 +214,26 @@ def _shape(graph: SceneGraph) -> set[tuple[str, str, str | None]]:
 
 
 @pytest.fixture(scope="module")
-def current_shape() -> set[tuple[str, str, str | None]]:
-    shape = _shape(_replay([0]))
-    assert len(shape) == len(make_stream(SyntheticConfig(seed=3)).ground_truth())
+def current_shape(stream3: SyntheticStream) -> set[tuple[str, str, str | None]]:
+    shape = _shape(_replay(stream3, [0]))
+    assert len(shape) == len(stream3.ground_truth())
     return shape
 
 
 @pytest.mark.parametrize("lags", [[1], [3], [1, 0, 2]])
 def test_a_lagging_view_of_the_graph_gives_the_same_graph(
-    lags: list[int], current_shape: set[tuple[str, str, str | None]]
+    lags: list[int], current_shape: set[tuple[str, str, str | None]], stream3: SyntheticStream
 ) -> None:
     """The live graph reaches perception later than perception's own updates reach the server.
 
     Found in CI: an object merged away before its upsert came back was never removed (14 nodes for 13).
     """
-    assert _shape(_replay(lags)) == current_shape
+    assert _shape(_replay(stream3, lags)) == current_shape
 
 
 @pytest.mark.parametrize("dropped", [frozenset({2}), frozenset({5, 6}), frozenset({1, 7, 15})])
 def test_updates_that_never_reached_the_graph_are_sent_again(
-    dropped: frozenset[int], current_shape: set[tuple[str, str, str | None]]
+    dropped: frozenset[int], current_shape: set[tuple[str, str, str | None]], stream3: SyntheticStream
 ) -> None:
     """A refused or undelivered update (step 15 is the first finalize) is made good by the next one."""
-    assert _shape(_replay([1], dropped)) == current_shape
+    assert _shape(_replay(stream3, [1], dropped)) == current_shape

@@ -4,7 +4,6 @@ The planner runs as its own process and is killed with SIGKILL (no goodbye on DD
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import socket
@@ -20,6 +19,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from rclpy.action import ActionClient
 from rclpy.parameter import Parameter
+from stack_paths import process_env
 from transcripts import GOOD_PLAN, INSTRUCTION, say, write_transcript
 
 from sayplan_core.outcomes import TaskCode
@@ -31,7 +31,6 @@ from sayplan_ros.sim_skill_server import SimSkillServer
 pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
 PLANNER = shutil.which("planner")
-LIVENESS_PROFILE = ROOT / "config" / "dds" / "fastdds_liveness.xml"
 
 
 @pytest.fixture
@@ -45,7 +44,7 @@ def silent_llm() -> Iterator[tuple[socket.socket, int]]:
 
 def start_planner(ros: Any, *params: str) -> subprocess.Popen[str]:
     assert PLANNER is not None
-    env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id), "FASTRTPS_DEFAULT_PROFILES_FILE": str(LIVENESS_PROFILE)}
+    env = process_env(ros.domain_id)
     env["SAYPLAN_TEST_KEY"] = "sk-test"
     args = [PLANNER, "--ros-args", "-p", "api_key_env:=SAYPLAN_TEST_KEY", "-p", "autostart:=true"]  # alone
     for param in params:

@@ -46,6 +46,9 @@ from sayplan_ros.stack import create_nodes
 
 pytestmark = pytest.mark.ros
 
+#: a failed start-up here has no monitor to tell: no 3 s wait for one to be matched
+QUIET_FAILURE = Parameter("monitor_wait_s", value=0.0)
+
 LABELS = {
     State.PRIMARY_STATE_UNCONFIGURED: "unconfigured",
     State.PRIMARY_STATE_INACTIVE: "inactive",
@@ -203,7 +206,7 @@ def test_planner_refuses_to_activate_without_a_reachable_llm(ros: Any, dead_port
 
 
 def manager(ros: Any, names: list[str], autostart: bool = True) -> LifecycleManager:
-    params = [Parameter("node_names", value=names), Parameter("autostart", value=autostart)]
+    params = [Parameter("node_names", value=names), QUIET_FAILURE, Parameter("autostart", value=autostart)]
     params.append(Parameter("node_wait_s", value=10.0))
     return ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
 
@@ -248,7 +251,7 @@ def test_manager_takes_the_stack_down_when_a_node_fails_to_activate(ros: Any, de
 
 
 def test_manager_names_a_node_that_is_not_there(ros: Any) -> None:
-    params = [Parameter("node_names", value=["nobody"]), Parameter("node_wait_s", value=0.5)]
+    params = [Parameter("node_names", value=["nobody"]), QUIET_FAILURE, Parameter("node_wait_s", value=0.5)]
     boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
     assert boss.started.wait(20.0)
     ok, line = boss.startup_result
@@ -406,7 +409,7 @@ def drop_first_responses(service: Any, count: int) -> list[int]:
 def test_manager_asks_again_when_a_get_state_answer_is_lost(ros: Any) -> None:
     sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
     dropped = drop_first_responses(sim._service_get_state, 1)
-    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("node_wait_s", value=8.0)]
+    params = [Parameter("node_names", value=["sim_skill_server"]), QUIET_FAILURE, Parameter("node_wait_s", value=8.0)]
     boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
     assert boss.started.wait(40.0)
     ok, line = boss.startup_result
@@ -418,7 +421,7 @@ def test_manager_asks_again_when_a_get_state_answer_is_lost(ros: Any) -> None:
 def test_manager_still_gives_up_on_a_node_that_never_answers(ros: Any) -> None:
     sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
     dropped = drop_first_responses(sim._service_get_state, 10**6)
-    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("node_wait_s", value=3.0)]
+    params = [Parameter("node_names", value=["sim_skill_server"]), QUIET_FAILURE, Parameter("node_wait_s", value=3.0)]
     boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
     assert boss.started.wait(40.0)
     ok, line = boss.startup_result
@@ -430,7 +433,11 @@ def test_manager_still_gives_up_on_a_node_that_never_answers(ros: Any) -> None:
 def test_manager_sees_a_transition_taken_when_its_answer_is_lost(ros: Any) -> None:
     sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
     dropped = drop_first_responses(sim._service_change_state, 1)  # the configure's answer
-    params = [Parameter("node_names", value=["sim_skill_server"]), Parameter("transition_timeout_s", value=20.0)]
+    params = [
+        Parameter("node_names", value=["sim_skill_server"]),
+        QUIET_FAILURE,
+        Parameter("transition_timeout_s", value=20.0),
+    ]
     boss = ros.add(LifecycleManager(context=ros.context, parameter_overrides=params))
     assert boss.started.wait(60.0)
     ok, line = boss.startup_result

@@ -36,12 +36,16 @@ from sayplan_ros.sim_skill_server import SimSkillServer
 
 pytestmark = pytest.mark.ros
 
+#: a failed start-up here has no monitor to tell: no 3 s wait for one to be matched
+QUIET_FAILURE = Parameter("monitor_wait_s", value=0.0)
+
 Request = ManageLifecycleNodes.Request
 
 
 def manager(ros: Any, names: list[str], autostart: bool = True, timeout_s: float = 30.0) -> LifecycleManager:
     params = [
         Parameter("node_names", value=names),
+        QUIET_FAILURE,
         Parameter("autostart", value=autostart),
         Parameter("node_wait_s", value=10.0),
         Parameter("transition_timeout_s", value=timeout_s),
@@ -233,6 +237,7 @@ def test_destroying_the_manager_while_it_waits_for_a_settling_node_ends_its_wait
         configure_from_a_shell(ros, stuck)
         params = [
             Parameter("node_names", value=["stuck_node"]),
+            QUIET_FAILURE,
             Parameter("node_wait_s", value=10.0),
             Parameter("transition_timeout_s", value=60.0),
         ]
@@ -255,7 +260,7 @@ def test_destroying_the_manager_while_it_waits_for_a_missing_node_still_ends_the
     """The worker is inside wait_for_service (the node is not there yet, node_wait_s 10 s) when the manager is
     destroyed: its clients go away under it. Whatever that raises, the autostart must end (`started` set, a line
     saying why): demo.py's main thread waits on `started`."""
-    params = [Parameter("node_names", value=["never_there"]), Parameter("node_wait_s", value=10.0)]
+    params = [Parameter("node_names", value=["never_there"]), QUIET_FAILURE, Parameter("node_wait_s", value=10.0)]
     boss = LifecycleManager(context=ros.context, parameter_overrides=params)
     ros.executor.add_node(boss)
     time.sleep(1.5)  # the autostart is waiting for never_there's services by now
@@ -289,6 +294,7 @@ def test_a_node_that_goes_silent_while_it_is_waited_for_fails_the_startup_naming
         configure_from_a_shell(ros, stuck)
         params = [
             Parameter("node_names", value=["stuck_node"]),
+            QUIET_FAILURE,
             Parameter("node_wait_s", value=2.0),
             Parameter("transition_timeout_s", value=60.0),
         ]

@@ -22,6 +22,8 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
+from stack_paths import process_env
+
 from sayplan_core.envs import load_env
 from sayplan_interfaces.msg import GraphUpdate
 from sayplan_interfaces.srv import ApplyGraphUpdate, PlanPath
@@ -48,7 +50,7 @@ ROGUE = textwrap.dedent(
 
 
 def start_rogue(ros: Any) -> subprocess.Popen[str]:
-    env = {**os.environ, "ROS_DOMAIN_ID": str(ros.domain_id)}
+    env = process_env(ros.domain_id)  # its peers forget the killed rogue after 4 s, not 20
     proc = subprocess.Popen(
         [sys.executable, "-c", ROGUE], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
     )

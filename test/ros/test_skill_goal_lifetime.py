@@ -1,5 +1,6 @@
-"""The simulated skill server over a long run: hundreds of skills leave no timer behind (each skill's one-shot
-timer is destroyed), and a finished goal is forgotten after `result_timeout_s`. How the time per skill changes
+"""The simulated skill server over a long run: skill after skill leaves no timer behind (each skill's one-shot
+timer is destroyed: one left over per skill would show after the first), and a finished goal is forgotten after
+`result_timeout_s`. How the time per skill changes
 over such a run is measured by scripts/bench_skill_time.py, not asserted here: it depends on the machine's load."""
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ def send(ros: Any, client: ActionClient, goal: Any) -> tuple[Any, Any]:
     return handle, handle.get_result_async()
 
 
-def test_hundreds_of_skills_leave_no_timer_behind(ros: Any) -> None:
+def test_skill_after_skill_leaves_no_timer_behind(ros: Any) -> None:
     skills = ros.add(SimSkillServer(context=ros.context, parameter_overrides=[Parameter("skill_delay_s", value=0.004)]))
     client = ActionClient(ros.node("operator"), ExecuteSkill, "execute_skill")
     timers_before = len(list(skills.timers))
-    for index in range(300):
+    for index in range(40):
         _, result = send(
             ros, client, ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8" if index % 2 else "pose7"))
         )
@@ -56,8 +57,15 @@ def test_finished_skill_goals_expire(ros: Any) -> None:
     handle, result = send(ros, client, ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(result.done, what="the skill")
     assert result.result().status == GoalStatus.STATUS_SUCCEEDED
-    time.sleep(2.5)  # the server forgets a finished goal after result_timeout_s
-    again = handle.get_result_async()
-    ros.wait_for(again.done, what="the result asked again")
-    assert again.result().status == GoalStatus.STATUS_UNKNOWN
+    done_at = time.monotonic()
+    statuses = []
+    while time.monotonic() - done_at < 30.0:  # the server forgets a finished goal after result_timeout_s
+        again = handle.get_result_async()
+        ros.wait_for(again.done, what="the result asked again")
+        statuses.append(again.result().status)
+        if statuses[-1] == GoalStatus.STATUS_UNKNOWN:
+            break
+        time.sleep(0.1)
+    assert statuses[-1] == GoalStatus.STATUS_UNKNOWN, statuses
+    assert set(statuses[:-1]) <= {GoalStatus.STATUS_SUCCEEDED}, statuses  # until then, its result
     assert skills.world.state.location == "pose8"

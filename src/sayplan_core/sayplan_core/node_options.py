@@ -308,6 +308,14 @@ class LifecycleManagerOptions:
     transition_timeout_s: float = option(
         120.0, "how long one node may take for one transition, seconds", minimum=0.1, maximum=3600.0
     )
+    monitor_wait_s: float = option(
+        3.0,
+        "after a failed start-up, how long to wait for a /diagnostics subscriber (a monitor) to be matched so it "
+        "hears why before the program ends, seconds (a stack that fails at once can end before discovery matched "
+        "a monitor that is already running)",
+        minimum=0.0,
+        maximum=60.0,
+    )
 
 
 @dataclass(frozen=True)

@@ -54,11 +54,9 @@ from sayplan_ros.runner import run_nodes
 
 #: How long the manager waits for the answer to a question that changes nothing before asking again, seconds.
 QUERY_RESEND_S = 2.0
-#: How long a failed start-up waits for its ERROR on /diagnostics to reach every subscriber, seconds.
+#: How long a failed start-up waits for its ERROR on /diagnostics to reach every subscriber, seconds (and before
+#: that, for a subscriber to be matched at all: the `monitor_wait_s` parameter).
 ACKED_WAIT_S = 1.0
-#: ... and how long it may wait for a /diagnostics subscriber to be matched at all before that (a stack that fails
-#: at once can end before discovery matched a monitor that is already running)
-MATCHED_WAIT_S = 3.0
 
 #: What each command does to one node, by the node's primary state: the transitions to send, in order.
 _Table = dict[int, tuple[str, ...]]
@@ -144,6 +142,7 @@ class LifecycleManager(Node):
             raise ValueError(f"node_names lists a node twice: {', '.join(names)}")
         self._node_wait = options.node_wait_s
         self._transition_timeout = options.transition_timeout_s
+        self._monitor_wait = options.monitor_wait_s
         self._group = ReentrantCallbackGroup()
         self._nodes = [
             _Client(
@@ -239,7 +238,7 @@ class LifecycleManager(Node):
             if command == "autostart":
                 if not ok and not self._closing.is_set():
                     try:  # on /diagnostics before the program ends; the program ends either way
-                        self.diagnostics_publisher.publish_now(ACKED_WAIT_S, MATCHED_WAIT_S)
+                        self.diagnostics_publisher.publish_now(ACKED_WAIT_S, self._monitor_wait)
                     except Exception as exc:  # an rmw without acknowledgements, a context shutting down
                         self.get_logger().warning(f"the failed start-up could not be published: {exc!r}")
                 self.startup_result = (ok, message)
