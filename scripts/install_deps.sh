@@ -41,7 +41,7 @@ ROSDEP_KEYS=(
   action_msgs ament_cmake ament_index_python builtin_interfaces control_msgs diagnostic_msgs geometry_msgs
   launch launch_ros launch_testing launch_testing_ros lifecycle_msgs nav2_msgs rcl_interfaces rclpy
   rosidl_default_generators rosidl_default_runtime rviz2 sensor_msgs std_msgs std_srvs trajectory_msgs
-  visualization_msgs
+  unique_identifier_msgs visualization_msgs
   python3-networkx python3-numpy python3-pytest python3-scipy python3-sklearn python3-yaml
 )
 # Debian packages with no rosdep key in the manifests: MONA (the ltl planner's automata) and pip itself.

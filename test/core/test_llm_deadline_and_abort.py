@@ -24,6 +24,9 @@ from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession, P
 from sayplan_core.llm.types import LlmTransientError
 from sayplan_core.retrieval.embedders import CachedEmbedder, EmbeddingError, OllamaEmbedder, OpenAIEmbedder
 
+#: run alone (make pytest's serial phase): it bounds calls by their deadlines in wall-clock seconds
+pytestmark = pytest.mark.serial
+
 BODY_TRICKLE_S = 0.25  # one body byte this often: each read succeeds long before the per-read timeout
 
 

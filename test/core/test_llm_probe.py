@@ -26,6 +26,9 @@ from sayplan_core.llm.ollama_backend import OllamaBackend, ollama_host
 from sayplan_core.llm.selection import LlmConfig, LlmProbe, probe_llm
 from sayplan_core.llm.types import LlmFatalError
 
+#: run alone (make pytest's serial phase): it bounds probes and refusals in wall-clock seconds
+pytestmark = pytest.mark.serial
+
 KEY_ENV = "SAYPLAN_TEST_PROBE_KEY"  # never set outside these tests
 
 

@@ -24,11 +24,15 @@ from test_llm_backends import REQUEST, no_sleep_session
 from werkzeug import Response
 
 from sayplan_core import cli
+from sayplan_core.cli.common import EXIT_USAGE
 from sayplan_core.llm import http
 from sayplan_core.llm.ollama_backend import OllamaBackend
 from sayplan_core.llm.openai_backend import OpenAIBackend
 from sayplan_core.llm.session import Budget, BudgetExhaustedError, LlmSession
 from sayplan_core.llm.types import LlmBackend
+
+#: run alone (make pytest's serial phase): it bounds a call with retries by its deadline in wall-clock seconds
+pytestmark = pytest.mark.serial
 
 ANSWER = '{"node": "kitchen"}'
 BODIES = {"ollama": ollama_reply(ANSWER), "openai": completion(ANSWER)}
@@ -207,7 +211,7 @@ def test_the_cli_says_which_host_failed_and_how(servers: list[FlakyServer], caps
     argv = ["plan", "--env", "office", "--instruction", "find a mug", "--llm", "ollama", "--base-url", server.url]
     code = cli.main([*argv, "--retries", "2", "--timeout", "5"])
     errors = [line for line in capsys.readouterr().err.splitlines() if "error" in line]
-    assert code == cli.EXIT_USAGE
+    assert code == EXIT_USAGE
     assert len(errors) == 1 and errors[0].startswith("sayplan: error: LLM backend kept failing (connection) after 3")
     assert f"ollama at {server.url} reset the connection" in errors[0]
     assert server.connections == 3

@@ -18,6 +18,9 @@ import pytest
 
 from sayplan_core.viz.monitor_page import MAX_CONNECTIONS, PAGE_FILE, PageServer, page_html
 
+#: run alone (make pytest's serial phase): it waits on wall-clock deadlines for the page server's slots
+pytestmark = pytest.mark.serial
+
 WAIT_S = 60.0  # a hang guard only
 
 

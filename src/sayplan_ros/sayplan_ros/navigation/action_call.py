@@ -13,14 +13,17 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
+import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from action_msgs.msg import GoalStatus
 from rclpy.action import ActionClient
+from rclpy.action.client import ClientGoalHandle
 from rclpy.node import Node
 from rclpy.task import Future
+from unique_identifier_msgs.msg import UUID
 
 from sayplan_ros.clocks import steady_timer
 from sayplan_ros.server_watch import SERVER_CHECK_S, ServerWatch
@@ -97,6 +100,9 @@ class ActionCall:
         self._group = group
         self._lock = threading.Lock()
         self._handle: Any = None
+        #: the goal's id, chosen here before it is sent: a node going away before the acceptance arrives can still
+        #: name the goal in a cancel
+        self._goal_id: UUID | None = None
         self._cancel = False
         self._cancel_sent_at: float | None = None
         #: Set once this goal cannot move the robot: never sent, refused, or a result with a terminal status arrived.
@@ -126,8 +132,12 @@ class ActionCall:
                 waited += DISCOVERY_POLL_S
             if self.cancel_requested:
                 return CallResult(0, None, "canceled before the goal was sent")
+            with self._lock:
+                self._goal_id = UUID(uuid=list(uuid.uuid4().bytes))
             sent = self._client.send_goal_async(
-                goal, feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None
+                goal,
+                feedback_callback=(lambda msg: feedback(msg.feedback)) if feedback else None,
+                goal_uuid=self._goal_id,
             )
             sent_goal = True
             if not await wait_for(self._node, sent, server_wait_s, self._group):
@@ -241,6 +251,16 @@ class ActionCall:
         if ask:  # the last result answer was not the goal's end: ask the servers again, so the right one can say
             self._ask_result(handle)
 
+    def cancel_unanswered(self) -> None:
+        """For a node going away: a goal sent whose acceptance has not arrived (it never will once the node is
+        gone) is canceled by its id now, instead of when the acceptance would have come. Never waits. Best effort:
+        a cancel that reaches the server before the goal is accepted there names a goal it does not know yet."""
+        with self._lock:
+            goal_id = self._goal_id if self._handle is None and not self._ended.is_set() else None
+        if goal_id is not None:
+            accepted = self._client._action_type.Impl.SendGoalService.Response(accepted=True)
+            ClientGoalHandle(self._client, goal_id, accepted).cancel_goal_async()
+
     def stop_and_wait(self, timeout_s: float) -> bool:
         """Cancel the goal and wait (a plain thread, never an executor callback: the executor completes the result)
         at most `timeout_s` for it to end; True when it cannot move the robot any more."""
@@ -279,3 +299,4 @@ class LatestGoal:
         if call is not None and call.moving:
             with contextlib.suppress(Exception):
                 call.cancel()
+                call.cancel_unanswered()
