@@ -2,13 +2,23 @@
 # `make pytest`: the test suite in two phases, each with its own summary and time per directory.
 #   1. parallel: the tests that neither start ROS nodes nor bound anything in wall-clock seconds, on
 #      PYTEST_WORKERS processes (pytest-xdist, a file's tests together: module fixtures are made once);
-#   2. serial: the ROS tests (markers `ros`) and the ones marked `serial`, one at a time, as before.
-# Arguments go to both phases (a path or -k that selects nothing in one phase is not an error).
+#   2. serial: the ROS tests (markers `ros`, and every other test under test/ros) and the ones marked `serial`,
+#      one at a time, as before.
+# Arguments go to both phases (a path or -k that selects nothing in one phase is not an error; in both, it is:
+# exit 5). Each phase selects by marker itself, so -m is refused: run `python -m pytest -m ...` for that.
 # PYTEST_WORKERS=0 runs the first phase in one process too.
 set -u
 workers="${PYTEST_WORKERS:-2}"
-status=0
+for arg in "$@"; do
+    case "$arg" in
+        -m | -m* | --markexpr*)
+            echo "pytest_phases: -m is not taken (each phase selects by marker); run python -m pytest -m ... instead" >&2
+            exit 4
+            ;;
+    esac
+done
 
+codes=()
 phase() {
     local name=$1
     shift
@@ -16,9 +26,7 @@ phase() {
     python -m pytest "$@"
     local code=$?
     echo "pytest phase '${name}': $((SECONDS - began)) s wall, exit ${code}"
-    if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then  # 5: this phase selected no test
-        status=$code
-    fi
+    codes+=("$code")
 }
 
 if [ "$workers" -gt 0 ]; then
@@ -26,5 +34,16 @@ if [ "$workers" -gt 0 ]; then
 else
     phase "parallel, in one process" -m "not ros and not serial" "$@"
 fi
+case "${codes[0]}" in
+    2 | 3 | 4) exit "${codes[0]}" ;;  # interrupted, an internal error or a usage error: no second phase
+esac
 phase serial -m "ros or serial" "$@"
-exit "$status"
+for code in "${codes[@]}"; do  # the first failure's code; 5 (no test selected) only when neither phase ran one
+    if [ "$code" -ne 0 ] && [ "$code" -ne 5 ]; then
+        exit "$code"
+    fi
+done
+if [ "${codes[0]}" -eq 5 ] && [ "${codes[1]}" -eq 5 ]; then
+    exit 5
+fi
+exit 0

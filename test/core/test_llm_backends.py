@@ -140,6 +140,7 @@ def test_ollama_503_is_transient_and_404_fatal(httpserver: HTTPServer) -> None:
         backend.complete(REQUEST)
 
 
+@pytest.mark.serial  # a port found free must stay free until the call: no other process may open one meanwhile
 def test_ollama_server_down_is_a_connection_error() -> None:
     backend = OllamaBackend("x", base_url=f"http://127.0.0.1:{free_port()}", timeout_s=2)
     with pytest.raises(LlmTransientError) as info:

@@ -205,6 +205,7 @@ def test_dtypes_and_memory_layouts_of_the_image_give_the_same_answer(seed: int) 
     assert np.array_equal(kept(metres, mask, K, 2, 8.0), kept(metres.astype(np.float32), mask, K, 2, 8.0))
 
 
+@pytest.mark.serial  # a bound in wall-clock seconds: run alone
 def test_a_small_window_in_a_very_large_image_reads_only_around_it() -> None:
     """A 100-megapixel image (a zero-stride, read-only broadcast: no memory, no copy possible in time) with a rod's
     window in a corner: the same answer as the rod in a 640x480 image, and no pass over the whole image."""

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -52,7 +54,9 @@ class RosHarness:
                     return
                 if type(exc).__name__ == "RCLError" and "is invalid" in str(exc):
                     # a message for a node a test destroyed mid-work (what some tests check) was ready when it
-                    # went: the harness's other nodes keep spinning, as they would in their own processes
+                    # went: the harness's other nodes keep spinning, as they would in their own processes; said
+                    # on stderr (shown with a failure), never silent
+                    print(f"ros harness: went on past an entity of a destroyed node: {exc}", file=sys.stderr)
                     continue
                 raise
 
@@ -127,10 +131,14 @@ def ros() -> Iterator[RosHarness]:
         release_domain(lock)
 
 
+@pytest.hookimpl(tryfirst=True)  # before -m deselects by these markers
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """DDS integration tests get one rerun, never silent: test/rerun_report.py prints the first failure of every
     rerun as it happens and counts the tests that passed only on a rerun in the summary, so a flake is seen and
     can be traced to its root (as the Nav2 clear_fault test's was: the fake navigator's feedback overflowed)."""
+    here = Path(__file__).parent
     for item in items:
         if item.get_closest_marker("ros") is not None:
             item.add_marker(pytest.mark.flaky(reruns=1, reruns_delay=1))
+        elif here in item.path.parents:  # a test here that starts nodes another way (launch, processes): run alone
+            item.add_marker(pytest.mark.serial)

@@ -25,7 +25,8 @@ Declare = Callable[[argparse.ArgumentParser], None]
 
 class OneLineParser(argparse.ArgumentParser):
     """Usage errors as one line and exit 2, like every other error of the command. The flags `declare` adds are
-    added on first use: when the parser parses (through `LazySubcommands`) or shows its help."""
+    added on first use: when the parser parses (itself, or through `LazySubcommands` as a subcommand) or shows its
+    help."""
 
     def __init__(self, *args: Any, declare: Declare | None = None, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -37,6 +38,9 @@ class OneLineParser(argparse.ArgumentParser):
         if declare is not None:
             declare(self)
         return self
+
+    def parse_known_args(self, *args: Any, **kwargs: Any) -> Any:  # a subparser used on its own declares too
+        return super(OneLineParser, self.declared()).parse_known_args(*args, **kwargs)
 
     def format_help(self) -> str:
         return super(OneLineParser, self.declared()).format_help()

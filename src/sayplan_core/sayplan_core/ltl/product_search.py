@@ -122,6 +122,8 @@ class ProductSearch:
         size = len(self.domain.locations)
         froms, tos, costs = self.domain.edge_arrays()
         graph = csr_array((costs, (froms, tos)), shape=(size, size))  # an explicit 0.0 stays a move of cost 0
+        if graph.nnz != len(costs):  # a pair listed twice would have its costs summed: an overestimate
+            raise RuntimeError("internal error: the search domain lists a move twice")
 
         def distance(targets: tuple[int, ...]) -> np.ndarray:
             found: np.ndarray = dijkstra(graph, directed=True, indices=list(targets), min_only=True)

@@ -299,4 +299,5 @@ class LatestGoal:
         if call is not None and call.moving:
             with contextlib.suppress(Exception):
                 call.cancel()
+            with contextlib.suppress(Exception):  # even when the cancel above raised
                 call.cancel_unanswered()
