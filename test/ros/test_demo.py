@@ -81,3 +81,25 @@ def test_two_demos_on_one_machine_do_not_see_each_other(tmp_path: Path) -> None:
 
 def yaml_storage(bag: Path) -> str:
     return str(yaml.safe_load((bag / "metadata.yaml").read_text())["rosbag2_bagfile_information"]["storage_identifier"])
+
+
+def test_the_demo_bench_writes_the_run_it_saw(tmp_path: Path) -> None:
+    """scripts/bench_demo_local.py (docs/measured/demo_local.md), checked with the bundled transcript in seconds: the
+    file holds the demo's summary, the step it ended at, every line it printed, and its LLM exchanges."""
+    script = Path(__file__).resolve().parents[2] / "scripts" / "bench_demo_local.py"
+    doc = tmp_path / "demo.md"
+    done = subprocess.run(
+        ["python", str(script), "--llm", "replay", "--write", str(doc)], capture_output=True, text=True, timeout=240
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    printed = done.stdout.splitlines()
+    assert printed[-1] == f"wrote {doc}"
+    text = doc.read_text()
+    summary = next(line for line in printed if line.startswith("summary: "))
+    assert summary.startswith("summary: success") and f"- {summary}\n" in text
+    events = [line for line in printed if line.startswith("[")]
+    assert f"- ended at: `{events[-1]}`" in text and events[-1].startswith("[      done] task done in")
+    block = text.split("```\n")[1].rstrip("\n").splitlines()
+    assert block == printed[:-1]  # every line the demo printed, in order
+    assert "Exit code 0 " in text
+    assert sorted(p.name for p in (tmp_path / "demo" / "llm").iterdir()), "no LLM exchange was kept"
