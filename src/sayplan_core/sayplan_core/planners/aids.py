@@ -9,7 +9,8 @@ the bench can switch it off and measure its effect:
   allows: expand a node that would show something new, contract an expanded one;
 - no repeats (`no_repeat`): a prompt is never sent twice; a state seen before, or
   a plan that failed before, gets a note that says what was answered there and why it
-  did not help;
+  did not help (SayPlan, SayPlan Lite, and LookPlanGraph, whose one-move answers
+  repeat a look that found nothing new);
 - names in the feedback (`reveal_names`): an expansion's feedback lists what it
   showed, not only how many nodes;
 - a search example (`search_example`): the system prompt also shows a search task
@@ -30,10 +31,12 @@ import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
+from sayplan_core.options import option
 from sayplan_core.planners.answers import Command
-from sayplan_core.sim.plan import format_plan
+from sayplan_core.sim.plan import PlanStep, format_plan
 
 #: the nodes an expansion's feedback names at most (a room of a large building shows hundreds)
 REVEALED_NAMES = 24
@@ -117,8 +120,20 @@ def matches_feedback(graph: SceneGraph, matches: list[str], finish: str = "stop 
     )
 
 
-def describe(command: Command) -> str:
-    """A command in a few words, for a note that recalls it."""
+def no_repeat_option() -> Any:
+    """The `no_repeat` option, declared alike by every planner that has it (one CLI flag sets it for each)."""
+    return option(
+        True,
+        "never send the same prompt twice: a state seen before, or a plan that failed before, gets a note saying "
+        "what was answered there (an aid for small models)",
+        per_goal=True,
+    )
+
+
+def describe(command: Command | PlanStep) -> str:
+    """An answer in a few words, for a note that recalls it: a command, or one move (LookPlanGraph)."""
+    if isinstance(command, PlanStep):
+        return str(command)
     if command.name == "plan":
         return f"plan {format_plan(command.plan)}" if command.plan else "an empty plan"
     return f"{command.name}({command.node})" if command.node else command.name
@@ -149,7 +164,7 @@ class RepeatGuard:
             "get the task done: choose something else (if everything the instruction needs is visible, plan)."
         )
 
-    def answered(self, prompt: str, command: Command) -> None:
+    def answered(self, prompt: str, command: Command | PlanStep) -> None:
         if self.on:
             self._answers.setdefault(_digest(prompt), []).append(describe(command))
 

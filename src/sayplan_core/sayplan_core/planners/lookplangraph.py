@@ -11,6 +11,7 @@ prompt shows only the agent's room and the nodes it has touched (their filtering
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Any
 
 from sayplan_core.graph.model import SceneGraph
@@ -18,6 +19,7 @@ from sayplan_core.graph.text import ShownRecords, graph_records
 from sayplan_core.graph.updates import GraphUpdate, NodeUpsert, apply_in_place
 from sayplan_core.outcomes import PlanStage
 from sayplan_core.planners import prompts
+from sayplan_core.planners.aids import RepeatGuard, no_repeat_option, with_note
 from sayplan_core.planners.answers import _enum, _node, _obj, parse_one_action
 from sayplan_core.planners.base import PlanJob, Planner, Progress
 from sayplan_core.sim.action_set import ActionSet, load_action_set
@@ -115,10 +117,19 @@ class ShownMemory:
         return ids, self.shown.text(ids)
 
 
+@dataclass(frozen=True)
+class LookPlanGraphOptions:
+    #: a 1.5B model at temperature 0 looked on the same asset until its calls ran out: the same state, the same
+    #: prompt, the same answer (docs/measured/real_model.md)
+    no_repeat: bool = no_repeat_option()
+
+
 class LookPlanGraphPlanner(Planner):
     name = "lookplangraph"
     summary = "LookPlanGraph: one action at a time on a memory graph that grows by looking"
+    Options = LookPlanGraphOptions
     action_sets = ("lookplangraph",)
+    config: LookPlanGraphOptions
     max_retries = 5  # infeasible proposals per step (the paper's limit)
 
     def _run(self, job: PlanJob) -> None:
@@ -131,6 +142,7 @@ class LookPlanGraphPlanner(Planner):
         feedback = job.context
         retries = 0
         shown = ShownMemory(state)
+        repeats = RepeatGuard(self.config.no_repeat)
         for step in range(MAX_STEPS):
             ids, text = shown.step(touched)
             schema = _obj(
@@ -145,13 +157,16 @@ class LookPlanGraphPlanner(Planner):
                 }
             )
             user = prompts.dynamic(instruction, text, [], feedback)
+            note = repeats.note(user)
+            sent = prompts.dynamic(instruction, text, [], with_note(feedback, note)) if note else user
             move = session.ask(
                 "replan" if retries else "plan",
-                [{"role": "system", "content": system}, {"role": "user", "content": user}],
+                [{"role": "system", "content": system}, {"role": "user", "content": sent}],
                 schema,
                 lambda data: self._parse(state.graph, actions, data),
                 "next_move",
             )
+            repeats.answered(user, move)
             outcome = apply_step(state, move, actions)
             result.explored_nodes = sorted(set(result.explored_nodes) | set(state.revealed))
             result.observed_nodes = sorted(state.graph.nodes)

@@ -26,6 +26,7 @@ from sayplan_core.planners.aids import (
     expansion_feedback,
     instruction_matches,
     matches_feedback,
+    no_repeat_option,
     repeated_plan_feedback,
     with_note,
 )
@@ -89,12 +90,7 @@ class SayPlanOptions:
         "contract an expanded one (an aid for small models; see planners/aids.py)",
         per_goal=True,
     )
-    no_repeat: bool = option(
-        True,
-        "never send the same prompt twice: a state seen before, or a plan that failed before, gets a note saying "
-        "what was answered there (an aid for small models)",
-        per_goal=True,
-    )
+    no_repeat: bool = no_repeat_option()
     reveal_names: bool = option(
         False,
         "the feedback after an expansion names the nodes it showed, not only how many (an aid for small models)",
