@@ -104,6 +104,8 @@ CONFIGS = (
     Config("sayplan_lite_qwen-1.5b", "sayplan_lite", "qwen-1.5b", AIDS_ON, "planner: SayPlan Lite"),
     Config("llm_as_planner_qwen-1.5b", "llm_as_planner", "qwen-1.5b", (), "planner: LLM-As-Planner"),
     Config("lookplangraph_qwen-1.5b", "lookplangraph", "qwen-1.5b", (), "planner: LookPlanGraph"),
+    Config("lookplangraph_qwen-1.5b_no-repeat-guard", "lookplangraph", "qwen-1.5b", ("--no-repeat", "false"),
+           "planner: LookPlanGraph without its one aid, no repeats"),
     Config("sayplan_qwen-1.5b_matches", "sayplan", "qwen-1.5b", (*AIDS_ON, "--instruction-matches", "true"),
            "every aid and what the instruction names", tasks="search"),
 )  # fmt: skip
