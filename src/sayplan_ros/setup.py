@@ -17,6 +17,7 @@ setup(
         ("share/" + package_name + "/config", glob("config/*.yaml") + glob("config/*.rviz") + glob("config/*.json")),
         ("share/" + package_name + "/config/robots", glob("config/robots/*.yaml")),
         ("share/" + package_name + "/config/planners", glob("config/planners/*.yaml")),
+        ("share/" + package_name + "/config/dds", glob("config/dds/*.xml")),
         ("share/" + package_name + "/transcripts", glob("transcripts/*.json")),
     ],
     install_requires=["setuptools"],

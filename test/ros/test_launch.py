@@ -90,6 +90,42 @@ def test_the_launch_file_starts_exactly_the_composed_stack(robot: str, tmp_path:
 
 
 @needs_launch
+@pytest.mark.parametrize(
+    "users", [{}, {"FASTDDS_DEFAULT_PROFILES_FILE": "/etc/site_dds.xml"}, {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}]
+)
+def test_every_node_gets_the_liveness_profile_unless_the_user_chose_dds_settings(
+    users: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A node killed with SIGKILL is noticed in 4 s only if every process runs with config/dds/fastdds_liveness.xml:
+    the launch file gives it to each node, installed, unless the user names a profiles file or another RMW."""
+    from launch import LaunchContext
+    from launch_ros.actions import Node
+
+    for name in ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE", "RMW_IMPLEMENTATION"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in users.items():
+        monkeypatch.setenv(name, value)
+    context = LaunchContext()
+    context.launch_configurations.update(
+        {"robot": "sim", "planner": "sayplan", "llm": "ollama", "env": "office", "params_file": "",
+         "namespace": "", "use_sim_time": "false", "log_level": "info", "rviz": "false"}
+    )  # fmt: skip
+    nodes = [n for n in load_launch_module()["_nodes"](context) if isinstance(n, Node)]
+    assert nodes
+    for node in nodes:
+        env = {
+            "".join(s.perform(context) for s in key): "".join(s.perform(context) for s in value)
+            for key, value in node.additional_env or []
+        }
+        if users:
+            assert env == {}, (node.node_executable, env)
+            continue
+        assert set(env) == {"FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE"}
+        (profile,) = set(env.values())
+        assert Path(profile).read_bytes() == (ROOT / "config" / "dds" / "fastdds_liveness.xml").read_bytes()
+
+
+@needs_launch
 def test_the_launch_file_runs_the_stack_for_real() -> None:
     """launch_testing starts sayplan.launch.py robot:=sim as processes and runs execute_task to success over DDS."""
     domain, lock = claim_domain()  # as every ROS test does: no other run shares the domain
