@@ -69,9 +69,7 @@ def test_a_planner_whose_server_is_gone_says_so_instead_of_planning(ros: Any) ->
     server = ros.add(SceneGraphServer(context=ros.context))
     planner = planner_node(ros)
     ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
-    ros.executor.remove_node(server)
-    ros._nodes.remove(server)
-    server.destroy_node()
+    ros.destroy(server)
     ros.wait_for(lambda: not planner.follower.server_present(), what="the server to leave the graph")
     client = ActionClient(ros.node("operator"), PlanTask, "plan_task")
     assert client.wait_for_server(timeout_sec=10.0)
@@ -107,9 +105,7 @@ def test_the_executor_follows_a_server_that_started_again_from_version_1(ros: An
 
     assert task().success
     assert executor.graph_version > 10
-    ros.executor.remove_node(server)
-    ros._nodes.remove(server)
-    server.destroy_node()
+    ros.destroy(server)
     again = ros.add(SceneGraphServer(context=ros.context))
     second = task()  # the transcript has no answer left: planning fails, but not for a version the server never had
     assert second.error_code == TaskCode.PLANNING_FAILED and "out of sync" not in second.error_msg, second.error_msg

@@ -245,8 +245,7 @@ def test_destroying_the_manager_while_it_waits_for_a_settling_node_ends_its_wait
         ros.executor.add_node(boss)
         ros.wait_for(lambda: boss._worker.is_alive() and not boss.started.is_set(), what="the manager's worker")
         time.sleep(1.5)  # the autostart is polling the busy node by now
-        ros.executor.remove_node(boss)
-        boss.destroy_node()
+        ros.destroy(boss)
         # the worker sees the manager close within one resend period and ends its wait
         ros.wait_for(boss.started.is_set, timeout=5.0, what="the autostart to end")
         ok, line = boss.startup_result
@@ -265,8 +264,7 @@ def test_destroying_the_manager_while_it_waits_for_a_missing_node_still_ends_the
     ros.executor.add_node(boss)
     time.sleep(1.5)  # the autostart is waiting for never_there's services by now
     assert not boss.started.is_set()
-    ros.executor.remove_node(boss)
-    boss.destroy_node()
+    ros.destroy(boss)
     ros.wait_for(boss.started.is_set, timeout=15.0, what="the autostart to end after the manager was destroyed")
     ok, line = boss.startup_result
     assert not ok and line != "not started", line

@@ -206,14 +206,14 @@ def test_cancel_mid_navigation_cancels_the_nav2_goal(ros: Any) -> None:
     assert nav2.canceled == 1 and sim.world.state.location == "pose7"
 
 
+@pytest.mark.serial  # alone: a 0.3 s driver wait
 def test_an_inactive_or_missing_navigator_is_a_robot_fault(ros: Any) -> None:
     sim, nav2 = start_sim(ros, driver_wait_s=0.3)
     nav2.active = False
     _, outcome = run(ros, "goto", "pose8")
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "rejected" in outcome.error_msg
     assert "latched" in outcome.error_msg and sim.clear_fault_service in outcome.error_msg
-    nav2.destroy_node()
-    ros._nodes.remove(nav2)
+    ros.destroy(nav2)
     ros.wait_for(lambda: not sim._nav.server_ready(), what="the navigator to be gone")
     _, outcome = run(ros, "goto", "pose8")  # latched: refused before anything is asked of the navigator
     assert SkillCode(outcome.error_code) is SkillCode.FAULT_LATCHED and "rejected" in outcome.error_msg
@@ -303,6 +303,7 @@ def test_a_leg_past_its_deadline_is_canceled_and_times_out(ros: Any) -> None:
     assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+@pytest.mark.serial  # alone: a 0.5 s cancel timeout
 def test_a_cancel_nav2_never_confirms_is_a_latched_fault(ros: Any) -> None:
     """The leg's deadline passes, the cancel is accepted but the goal never ends: after nav2_cancel_timeout_s the
     skill ends robot_fault and is latched; clear_fault refuses while that goal may still drive the base, and clears
@@ -402,12 +403,11 @@ def test_a_destroyed_client_cancels_its_leg(ros: Any) -> None:
     assert client.wait_for_server(timeout_sec=10.0)
     client.send_goal_async(ExecuteSkill.Goal(step=PlanStep(action="goto", target="pose8")))
     ros.wait_for(lambda: bool(nav2.goals), what="the leg to start")
-    ros._nodes.remove(sim)
-    ros.executor.remove_node(sim)
-    sim.destroy_node()
+    ros.destroy(sim)
     ros.wait_for(lambda: nav2.canceled == 1, timeout=5.0, what="the navigator to see the cancel")
 
 
+@pytest.mark.serial  # alone: bounds waits in seconds
 def test_waits_run_on_the_steady_clock_with_sim_time_and_no_clock(ros: Any) -> None:
     """Issue 24 review #8: with use_sim_time and nothing on /clock, ROS time stands still; `wait_for` and `sleep`
     (every action call's and the Franka arm's waits) still end on time."""

@@ -180,6 +180,4 @@ def test_nothing_moves_while_a_fault_is_latched(
         assert outcome.success and len(nav2.goals) == goals + 1, outcome.error_msg
         assert sim.world.state.location == place
     finally:
-        ros._nodes.remove(sim)
-        ros.executor.remove_node(sim)
-        sim.destroy_node()
+        ros.destroy(sim)
