@@ -20,7 +20,7 @@ from sayplan_interfaces.msg import ExecutionEvent
 from sayplan_ros.bag import FLUSH_S, read_messages, recover_bag
 from sayplan_ros.qos import EVENTS_QOS
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: kills and signals a recorder process, runs the demo
 
 RECORDER = """
 import sys, rclpy

@@ -12,7 +12,7 @@ import yaml
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: runs the demo's whole stack
 
 
 def demo_events(out: Path) -> list[str]:

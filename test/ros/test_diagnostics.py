@@ -124,6 +124,7 @@ def test_a_check_that_raises_is_an_error_status_and_the_node_lives(ros: Any, mon
     monitor.wait(ros, "buggy: link", lambda s: s.level is Level.OK, "the next, working check")
 
 
+@pytest.mark.serial  # alone: bounds the publisher in seconds
 def test_a_slow_probe_never_holds_the_publisher(ros: Any, monitor: Monitor) -> None:
     """A probe that takes 3 s (an LLM server that does not answer) runs on its own thread: the node keeps
     publishing at its period, STALE 'not probed yet' until the probe ends, then the probe's result with its age."""
@@ -364,6 +365,7 @@ def test_perception_reports_its_fusion_and_its_graph_copy(ros: Any, monitor: Mon
     assert copy.level is Level.OK, copy
 
 
+@pytest.mark.serial  # alone: starts the stack
 def test_a_stack_whose_llm_is_dead_says_why_on_diagnostics_before_it_exits(ros: Any, monitor: Monitor) -> None:
     """Found as a new user: a dead LLM at start-up showed no ERROR on /diagnostics before the stack exited 2
     (only stderr said why); the lifecycle manager published nothing at all."""

@@ -28,7 +28,7 @@ from sayplan_ros.executor_node import ExecutorNode
 from sayplan_ros.scene_graph_server import SceneGraphServer
 from sayplan_ros.sim_skill_server import SimSkillServer
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: SIGKILLs the planner; bounds the notice in seconds
 ROOT = Path(__file__).resolve().parents[2]
 PLANNER = shutil.which("planner")
 

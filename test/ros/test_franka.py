@@ -358,6 +358,7 @@ def test_a_step_waits_for_the_graph_version_it_follows(make_robot: MakeRobot, ro
     assert "open" in {n.id: list(n.states) for n in outcome.graph_update.upsert}["kitchen_cupboard"]
 
 
+@pytest.mark.serial  # alone: bounds the wait in seconds
 def test_a_cancel_ends_the_wait_for_a_graph_version_at_once(make_robot: MakeRobot, ros: Any) -> None:
     """A step waiting for a version its copy does not hold yet is woken by the goal's stop (not by a deadline or a
     look every few milliseconds): the cancel ends it CANCELED long before graph_wait_s, and nothing moved."""

@@ -174,6 +174,7 @@ def test_an_unrequested_stopped_ends_the_drive_as_a_fault(make_robot: MakeRobot,
     assert SkillCode(outcome.error_code) is SkillCode.ROBOT_FAULT and "did not ask" in outcome.error_msg
 
 
+@pytest.mark.serial  # alone: a 0.6 s watchdog races the base
 def test_the_watchdog_ends_a_drive_whose_base_went_silent(make_robot: MakeRobot, ros: Any) -> None:
     robot = make_robot(arcl_status_period_s=0.1, arcl_silence_s=0.6)
     assert robot.arcl is not None
@@ -235,6 +236,7 @@ def test_a_nav2_leg_past_its_deadline_is_canceled(make_robot: MakeRobot, ros: An
     assert robot.nav2.canceled == 1
 
 
+@pytest.mark.serial  # alone: 0.5 s gripper deadlines
 def test_an_arm_motion_and_a_grasp_past_their_deadlines_are_canceled(make_robot: MakeRobot, ros: Any) -> None:
     robot = make_robot(arm_timeout_s=0.3, gripper_timeout_s=0.5)
     robot.arm.script("succeed", "hold")  # travel, then the approach never ends

@@ -34,7 +34,7 @@ from fakes.server_process import ServerProcess  # noqa: E402
 from sayplan_core.outcomes import SkillCode  # noqa: E402
 from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: SIGKILLs a server: the 4 s DDS lease races the test
 #: The arm's and gripper's own deadlines: far beyond the hang guard, so only the server watch ends the goal.
 DEADLINE_S = 300.0
 HANG_GUARD_S = 120.0

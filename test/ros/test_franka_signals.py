@@ -30,7 +30,7 @@ from sayplan_interfaces.action import ExecuteSkill  # noqa: E402
 from sayplan_interfaces.msg import PlanStep  # noqa: E402
 from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: real signals; the stop is bounded in seconds
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTABLE = ROOT / "install" / "sayplan_franka_omron" / "lib" / "sayplan_franka_omron" / "franka_omron_skill_server"
 needs_install = pytest.mark.skipif(

@@ -12,7 +12,7 @@ import pytest
 
 from sayplan_ros.goals import StopEvent, Wakeup
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: bounds waits in seconds
 #: A transcript the planner's activation probe accepts (no call of it is made here).
 TRANSCRIPT = Path(__file__).resolve().parents[2] / "src" / "sayplan_ros" / "transcripts" / "demo_office_lh05.json"
 

@@ -141,6 +141,7 @@ def test_skill_server_transitions_over_dds(ros: Any) -> None:
     assert life.state() == "active"
 
 
+@pytest.mark.serial  # alone: bounds the stop in seconds
 def test_deactivate_mid_skill_stops_the_robot_and_the_skill_ends_paused(ros: Any) -> None:
     sim = sim_server(ros, skill_delay_s=20.0)
     life = Lifecycle(ros, "sim_skill_server")
@@ -418,6 +419,7 @@ def test_manager_asks_again_when_a_get_state_answer_is_lost(ros: Any) -> None:
     assert sim.lifecycle_state() == State.PRIMARY_STATE_ACTIVE and boss.exit_reason is None
 
 
+@pytest.mark.serial  # alone: a resend must land within a 3 s wait
 def test_manager_still_gives_up_on_a_node_that_never_answers(ros: Any) -> None:
     sim = ros.add(SimSkillServer(context=ros.context), bring_up=False)
     dropped = drop_first_responses(sim._service_get_state, 10**6)

@@ -35,7 +35,7 @@ from sayplan_core.outcomes import SkillCode  # noqa: E402
 from sayplan_ros.scene_graph_server import SceneGraphServer  # noqa: E402
 from sayplan_ros.sim_skill_server import SimSkillServer  # noqa: E402
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: SIGKILLs the navigator: the 4 s DDS lease races the test
 #: The leg's own deadline: far beyond the hang guard, so a goto that ends before it was ended by the server watch.
 LEG_DEADLINE_S = 300.0
 HANG_GUARD_S = 120.0

@@ -31,7 +31,7 @@ from sayplan_interfaces.action import PlanTask
 from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: bounds goals in seconds
 
 
 class _Models(BaseHTTPRequestHandler):

@@ -22,7 +22,7 @@ from test_bag import demo_run, run_in_own_domain  # noqa: F401  (demo_run: the r
 from sayplan_core.execution.run_diff import RunSummary, diff_runs, injected_failures, merge_transcripts
 from sayplan_ros.bag import read_messages
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: runs the demo and the replay; an exit bounded in seconds
 
 
 def replay(run: Path, out: Path, *extra: str) -> subprocess.CompletedProcess[str]:

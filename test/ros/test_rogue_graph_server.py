@@ -74,6 +74,7 @@ def in_step(follower: Any, server: SceneGraphServer) -> bool:
     return follower.problem() == "" and follower.epoch() == server.epoch and follower.version() == server.version
 
 
+@pytest.mark.serial  # alone: a process killed: the 4 s DDS lease races the test
 def test_a_rogue_with_the_servers_name_is_refused_and_the_copy_comes_back_from_the_server(ros: Any) -> None:
     server = ros.add(SceneGraphServer(context=ros.context))
     planner = ros.add(PathPlannerNode(context=ros.context))

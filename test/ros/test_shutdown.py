@@ -40,7 +40,7 @@ from sayplan_interfaces.msg import ExecutionEvent
 from sayplan_ros.qos import EVENTS_QOS
 from sayplan_ros.stack import stack_specs
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: real signals to whole stacks; exits bounded in seconds
 #: A guard against a hang, not a speed target: each program bounds its own stop (runner.SHUTDOWN_STOP_S for the
 #: robots, runner.TEARDOWN_S for the rest), and how fast that is on this machine is measured by
 #: scripts/bench_stop_time.py (docs/measured/stop_time.md), not asserted by a test a loaded machine could fail.

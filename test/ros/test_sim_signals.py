@@ -27,7 +27,7 @@ from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.runner import EXIT_SECOND_SIGNAL, EXIT_STOP_UNCONFIRMED
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: real signals; exits bounded in seconds
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTABLE = ROOT / "install" / "sayplan_ros" / "lib" / "sayplan_ros" / "sim_skill_server"
 needs_install = pytest.mark.skipif(not EXECUTABLE.exists(), reason=f"{EXECUTABLE} is not built: run colcon_build.sh")

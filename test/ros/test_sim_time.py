@@ -20,7 +20,7 @@ from sayplan_interfaces.msg import PlanStep
 from sayplan_ros.clocks import CLOCK_CHECK_S
 from sayplan_ros.sim_skill_server import SimSkillServer
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: bounds a wait and a timer in seconds
 
 
 def test_a_skill_server_with_sim_time_and_no_clock_still_keeps_time(

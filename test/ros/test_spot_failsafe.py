@@ -47,7 +47,7 @@ from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import PlanStep
 from sayplan_interfaces.srv import ApplyGraphUpdate
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: a clear's robot check races the fake robot's timers
 OFFICE = office()
 #: Motion the robot may only make at the operator's request (the node starting, ~/stand_up).
 POWER_UP = {"power_on", "stand"}

@@ -34,7 +34,7 @@ from rclpy.action import ActionClient
 from sayplan_interfaces.action import ExecuteSkill
 from sayplan_interfaces.msg import PlanStep
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: real signals; exits bounded in seconds
 ROOT = Path(__file__).resolve().parents[2]
 EXECUTABLE = ROOT / "install" / "sayplan_spot" / "lib" / "sayplan_spot" / "spot_skill_server"
 OFFICE = office()

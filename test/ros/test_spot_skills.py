@@ -92,6 +92,7 @@ def nearest_place(x: float, y: float) -> str:
 
 
 # ----------------------------------------------------------------------------- the session
+@pytest.mark.serial  # alone: counts 0.1 s lease retains
 def test_connecting_follows_the_spot_sequence_and_stopping_sits_powers_off_and_returns_the_lease(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
@@ -317,6 +318,7 @@ def test_goto_navigates_to_the_waypoint_bound_to_the_node(ros: Any, spot: FakeSp
     assert (agent.position.x, agent.position.y) == pytest.approx(kitchen[:2])
 
 
+@pytest.mark.serial  # alone: bounds re-sends in seconds
 def test_navigation_is_re_issued_in_short_commands_so_the_robot_stops_without_the_client(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
@@ -402,6 +404,7 @@ def test_navigation_failures_have_their_codes(
     assert outcome.error_code == code and words in outcome.error_msg, outcome.error_msg
 
 
+@pytest.mark.serial  # alone: bounds the stop in seconds
 def test_cancel_mid_navigation_stops_the_robot(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     spot.world.speed_mps = 2.0  # 25 m to the kitchen: about 12 s
     with spot_skill_server(ros, spot, tmp_path):
@@ -763,6 +766,7 @@ def arm_commands(spot: FakeSpot) -> list[str]:
     return out
 
 
+@pytest.mark.serial  # alone: a cancel inside a 1 s move
 @pytest.mark.parametrize("when", ["moving", "stowing"])
 def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
     ros: Any, spot: FakeSpot, tmp_path: Path, when: str
@@ -798,6 +802,7 @@ def test_a_canceled_release_folds_the_arm_and_reports_where_the_mug_is(
         assert (mug.position.x, mug.position.y, mug.position.z) == pytest.approx(DESK_PLACE)
 
 
+@pytest.mark.serial  # alone: a cancel inside a 0.5 s move
 def test_a_pickup_canceled_after_the_grasp_held_reports_the_mug_in_the_hand(
     ros: Any, spot: FakeSpot, tmp_path: Path
 ) -> None:
@@ -863,6 +868,7 @@ def test_look_on_sends_the_gripper_image_to_the_vlm_and_adds_what_it_names(
     assert (banana.parent, banana.relation, banana.type) == ("kitchen_bench", "ontop_of", "object")
 
 
+@pytest.mark.serial  # alone: bounds the cancel in seconds
 def test_a_cancel_during_the_vlm_call_returns_without_waiting_for_the_vlm(
     ros: Any, spot: FakeSpot, tmp_path: Path, httpserver: Any
 ) -> None:

@@ -254,6 +254,7 @@ def test_goal_without_any_scene_graph_is_aborted_after_the_wait(ros: Any, tmp_pa
     assert outcome.error_msg == "no scene graph received yet on 'scene_graph'"
 
 
+@pytest.mark.serial  # alone: bounds the wait in seconds
 def test_a_plan_waits_for_the_graph_version_its_goal_names(ros: Any, tmp_path: Path) -> None:
     """A replan right after a skill must see that skill's update: the goal names the version it produced, and
     the planner waits for its copy to hold it (here the backend then fails, which shows planning went on)."""

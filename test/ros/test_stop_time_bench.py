@@ -15,7 +15,7 @@ from launch_support import needs_launch
 
 from sayplan_ros.stack import stack_specs
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: bounds stops in seconds
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "scripts" / "bench_stop_time.py"
 

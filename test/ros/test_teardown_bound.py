@@ -20,7 +20,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from sayplan_ros.runner import EXIT_CONFIG
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: bounds teardowns in seconds
 ROOT = Path(__file__).resolve().parents[2]
 #: a hang guard only: the program's own bound is the runner's stop and teardown budgets (a few seconds)
 GUARD_S = 60.0
