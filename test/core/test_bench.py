@@ -328,10 +328,10 @@ def test_resume_with_other_settings_is_refused(tmp_path: Path, capsys: pytest.Ca
     assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
 
 
-def test_an_option_added_after_the_rows_were_written_resumes_at_its_default_and_is_refused_otherwise(
+def test_an_option_added_after_the_rows_were_written_resumes_off_and_is_refused_on(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Rows written before `sayplan.instruction_matches` existed do not name it; they ran as its default (off) does.
+    """Rows written before `sayplan.instruction_matches` existed do not name it; they ran as it off does.
     Once, an 18-task real-model run could not resume after the option was added."""
     replay = tmp_path / "transcripts"
     make_transcripts(replay)
@@ -347,10 +347,37 @@ def test_an_option_added_after_the_rows_were_written_resumes_at_its_default_and_
     capsys.readouterr()
     assert cli_main([*base, "--instruction-matches", "true"]) == 2
     err = capsys.readouterr().err
-    assert "made with other settings (sayplan.instruction_matches: None there, True now)" in err, err
+    assert "made with other settings (sayplan.instruction_matches: False there, True now)" in err, err
     assert (out / "results.jsonl").read_text() == older
     assert cli_main(base) == 0  # at its default: the rows ran as it does
     assert "sayplan office-ss-02: done earlier, skipped" in capsys.readouterr().out
+
+
+def test_rows_from_before_an_option_added_on_by_default_are_not_taken_as_run_with_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """`lookplangraph.no_repeat` came on by default: rows written before it ran without the aid. Taking a missing
+    option at today's default would have resumed them as runs with it, and one report would mix both."""
+    replay = tmp_path / "transcripts"
+    replay.mkdir()
+    done = json.dumps({"chain_of_thought": "", "next_move": {"function_name": "done", "function_target": ""}})
+    write_transcript(replay / "lookplangraph__office-sp-05.json", done)
+    out = tmp_path / "bench"
+    base = bench_args(replay, out, "office-sp-05", "lookplangraph")
+    assert cli_main(base) == 0
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
+    assert rows[0]["settings"]["lookplangraph.no_repeat"] is True
+    for row in rows:  # as the bench wrote them before the aid existed
+        del row["settings"]["lookplangraph.no_repeat"]
+    older = "".join(json.dumps(row) + "\n" for row in rows)
+    (out / "results.jsonl").write_text(older)
+    capsys.readouterr()
+    assert cli_main(base) == 2  # at the default, on: not what the rows ran
+    err = capsys.readouterr().err
+    assert "made with other settings (lookplangraph.no_repeat: False there, True now)" in err, err
+    assert (out / "results.jsonl").read_text() == older
+    assert cli_main([*base, "--no-repeat", "false"]) == 0  # off: what they ran
+    assert "done earlier, skipped" in capsys.readouterr().out
 
 
 def test_a_resume_that_is_not_replayed_as_the_first_runs_were_or_has_another_llm_timeout_is_refused(

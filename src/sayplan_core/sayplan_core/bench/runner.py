@@ -207,18 +207,18 @@ def check_resume(config: BenchConfig) -> set[tuple[str, str]]:
     """The (planner, task) runs already done with these settings; refuses results made with other ones.
     A run whose row is an error is not done: its cause (a missing transcript, a broken graph) may be fixed now."""
     rows = _read_rows(config.out_dir)
-    added = _added_since(config)
+    off = _off_values(config)
     other = [
         r
         for r in rows
-        if r.get("settings") is None or _bearing(r["settings"], r, added) != _bearing(config.settings, r, added)
+        if r.get("settings") is None or _bearing(_as_run(r["settings"], off), r) != _bearing(config.settings, r)
     ]
     if other:
         theirs = other[0].get("settings")
         described = (
             "no recorded settings (an older bench)"
             if theirs is None
-            else _describe(_bearing(theirs, other[0], added), _bearing(config.settings, other[0], added))
+            else _describe(_bearing(_as_run(theirs, off), other[0]), _bearing(config.settings, other[0]))
         )
         raise BenchError(
             f"{config.out_dir / RESULTS_FILE} holds {len(other)} run(s) made with other settings ({described}); "
@@ -256,22 +256,27 @@ def _replace_error_row(out_dir: Path, key: tuple[str, str], row: Mapping[str, An
     os.replace(tmp, path)
 
 
-def _added_since(config: BenchConfig) -> dict[str, Any]:
-    """The options set to their declared defaults now: an option added to the code after a row was written is
-    missing from the row's settings, and the row ran as its default does (an option is added off by default)."""
+def _off_values(config: BenchConfig) -> dict[str, Any]:
+    """Every option's off value (False, 0, "", ()), by its setting name. A row written before an option existed
+    does not name it, and ran as the option off does: a new behaviour comes as an option whose off value is the old
+    one (the small-model aids, planners/aids.py). So a row is taken as run with it off, whatever the default is now:
+    an option added on (LookPlanGraph's `no_repeat`) does not let rows run without it pass for rows run with it."""
     declared = defaults_of(type(config.options))
     for name, planner_options in config.configs.items():
         declared.update(defaults_of(type(planner_options), f"{name}."))
-    return {k: v for k, v in declared.items() if k in config.settings and config.settings[k] == v}
+    return {k: type(v)() for k, v in declared.items() if isinstance(v, (bool, int, float, str, tuple))}
 
 
-def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any], added: Mapping[str, Any]) -> dict[str, Any]:
+def _as_run(settings: Mapping[str, Any], off: Mapping[str, Any]) -> dict[str, Any]:
+    """A row's settings with the options it does not name at their off values (`_off_values`)."""
+    return {**{k: v for k, v in off.items() if k not in settings}, **settings}
+
+
+def _bearing(settings: Mapping[str, Any], row: Mapping[str, Any]) -> dict[str, Any]:
     """The settings a row's run depends on: the common ones and its own planner's options (`<planner>.<field>`);
-    the options of the other planners of a bench, added or dropped on a resume, do not change it, nor does an
-    option the row does not name that is now at its default (`added`)."""
+    the options of the other planners of a bench, added or dropped on a resume, do not change it."""
     own = f"{row.get('planner')}."
-    bearing = {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
-    return {k: v for k, v in bearing.items() if not (k in added and k not in row.get("settings", {}))}
+    return {k: v for k, v in settings.items() if "." not in k or k.startswith(own)}
 
 
 def _describe(theirs: Mapping[str, Any], ours: Mapping[str, Any]) -> str:
