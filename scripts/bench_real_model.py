@@ -69,6 +69,14 @@ PAPER_PLANNING = {
 }
 
 
+def with_flags(flags: tuple[str, ...], *changes: str) -> tuple[str, ...]:
+    """`flags` (pairs of flag and value) with each flag of `changes` (pairs too) set to its new value in place, so a
+    command names each flag once."""
+    pairs = dict(zip(flags[::2], flags[1::2], strict=True))
+    pairs.update(zip(changes[::2], changes[1::2], strict=True))
+    return tuple(x for pair in pairs.items() for x in pair)
+
+
 @dataclass(frozen=True)
 class Config:
     name: str
@@ -89,16 +97,18 @@ class Config:
 CONFIGS = (
     Config("sayplan_qwen-1.5b", "sayplan", "qwen-1.5b", AIDS_ON, "SayPlan, every aid on", tasks="main"),
     Config("sayplan_qwen-1.5b_no-aids", "sayplan", "qwen-1.5b", AIDS_OFF, "ablation: no aid"),
-    Config("sayplan_qwen-1.5b_no-legal", "sayplan", "qwen-1.5b", (*AIDS_ON, "--legal-commands", "false"),
+    Config("sayplan_qwen-1.5b_no-legal", "sayplan", "qwen-1.5b", with_flags(AIDS_ON, "--legal-commands", "false"),
            "ablation: every aid but legal commands"),
-    Config("sayplan_qwen-1.5b_no-repeat-guard", "sayplan", "qwen-1.5b", (*AIDS_ON, "--no-repeat", "false"),
+    Config("sayplan_qwen-1.5b_no-repeat-guard", "sayplan", "qwen-1.5b", with_flags(AIDS_ON, "--no-repeat", "false"),
            "ablation: every aid but no repeats"),
-    Config("sayplan_qwen-1.5b_no-names", "sayplan", "qwen-1.5b", (*AIDS_ON, "--reveal-names", "false"),
+    Config("sayplan_qwen-1.5b_no-names", "sayplan", "qwen-1.5b", with_flags(AIDS_ON, "--reveal-names", "false"),
            "ablation: every aid but names in the feedback"),
-    Config("sayplan_qwen-1.5b_no-search-example", "sayplan", "qwen-1.5b", (*AIDS_ON, "--search-example", "false"),
+    Config("sayplan_qwen-1.5b_no-search-example", "sayplan", "qwen-1.5b",
+           with_flags(AIDS_ON, "--search-example", "false"),
            "ablation: every aid but the search example"),
     Config("sayplan_qwen-1.5b_no-length-limits", "sayplan", "qwen-1.5b",
-           (*AIDS_ON, "--thought-chars", "0", "--plan-steps", "0"), "ablation: every aid but the length limits"),
+           with_flags(AIDS_ON, "--thought-chars", "0", "--plan-steps", "0"),
+           "ablation: every aid but the length limits"),
     Config("sayplan_qwen-0.5b", "sayplan", "qwen-0.5b", AIDS_ON, "model: Qwen2.5-Coder 0.5B"),
     Config("sayplan_gemma-270m", "sayplan", "gemma-270m", AIDS_ON, "model: Gemma 3 270M"),
     Config("sayplan_lite_qwen-1.5b", "sayplan_lite", "qwen-1.5b", AIDS_ON, "planner: SayPlan Lite"),
@@ -106,7 +116,7 @@ CONFIGS = (
     Config("lookplangraph_qwen-1.5b", "lookplangraph", "qwen-1.5b", (), "planner: LookPlanGraph"),
     Config("lookplangraph_qwen-1.5b_no-repeat-guard", "lookplangraph", "qwen-1.5b", ("--no-repeat", "false"),
            "planner: LookPlanGraph without its one aid, no repeats"),
-    Config("sayplan_qwen-1.5b_matches", "sayplan", "qwen-1.5b", (*AIDS_ON, "--instruction-matches", "true"),
+    Config("sayplan_qwen-1.5b_matches", "sayplan", "qwen-1.5b", with_flags(AIDS_ON, "--instruction-matches", "true"),
            "every aid and what the instruction names", tasks="search"),
 )  # fmt: skip
 GROUPS = {group: tuple(c.name for c in CONFIGS if c.tasks == group) for group in ("main", "subset", "search")}

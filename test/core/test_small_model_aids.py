@@ -260,6 +260,7 @@ def test_without_the_aid_lookplangraph_looks_at_the_same_table_until_its_calls_r
     make_planner("lookplangraph", model, options, LookPlanGraphOptions(no_repeat=True)).plan(truth, INSTRUCTION)
     assert len(model.prompts) == len(set(model.prompts)) == 8
     assert "you saw this same state" in model.prompts[-1] and "look_on(fruit_bowl_table)" in model.prompts[-1]
+    assert "call done" in model.prompts[-1] and "plan)" not in model.prompts[-1]  # its own words: it has no plan verb
 
 
 def test_without_the_aid_a_deterministic_model_repeats_itself() -> None:

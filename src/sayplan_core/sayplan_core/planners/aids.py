@@ -124,8 +124,8 @@ def no_repeat_option() -> Any:
     """The `no_repeat` option, declared alike by every planner that has it (one CLI flag sets it for each)."""
     return option(
         True,
-        "never send the same prompt twice: a state seen before, or a plan that failed before, gets a note saying "
-        "what was answered there (an aid for small models)",
+        "never send the same prompt twice: a state the model was shown before gets a note saying what it answered "
+        "there, and a plan that failed before says so (an aid for small models)",
         per_goal=True,
     )
 
@@ -147,6 +147,8 @@ class RepeatGuard:
     """
 
     on: bool = True
+    #: the note's last advice: what ends the task in this planner's words
+    finish: str = "if everything the instruction needs is visible, plan"
     _answers: dict[str, list[str]] = field(default_factory=dict)
     _failed: set[tuple[str, ...]] = field(default_factory=set)
 
@@ -161,7 +163,7 @@ class RepeatGuard:
         recalled = "; ".join(earlier[-_RECALLED:])
         return (
             f"Note: you saw this same state {len(earlier)} time(s) before and answered: {recalled}. That did not "
-            "get the task done: choose something else (if everything the instruction needs is visible, plan)."
+            f"get the task done: choose something else ({self.finish})."
         )
 
     def answered(self, prompt: str, command: Command | PlanStep) -> None:

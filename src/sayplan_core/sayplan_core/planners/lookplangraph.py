@@ -142,7 +142,7 @@ class LookPlanGraphPlanner(Planner):
         feedback = job.context
         retries = 0
         shown = ShownMemory(state)
-        repeats = RepeatGuard(self.config.no_repeat)
+        repeats = RepeatGuard(self.config.no_repeat, finish="if the instruction is carried out, call done")
         for step in range(MAX_STEPS):
             ids, text = shown.step(touched)
             schema = _obj(
