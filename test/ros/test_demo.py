@@ -5,6 +5,7 @@ once on one machine do not see each other (each its own output folder and bag)."
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -89,17 +90,21 @@ def test_the_demo_bench_writes_the_run_it_saw(tmp_path: Path) -> None:
     script = Path(__file__).resolve().parents[2] / "scripts" / "bench_demo_local.py"
     doc = tmp_path / "demo.md"
     done = subprocess.run(
-        ["python", str(script), "--llm", "replay", "--write", str(doc)], capture_output=True, text=True, timeout=240
+        [sys.executable, str(script), "--llm", "replay", "--write", str(doc)],
+        capture_output=True,
+        text=True,
+        timeout=240,
     )
     assert done.returncode == 0, done.stdout + done.stderr
     printed = done.stdout.splitlines()
     assert printed[-1] == f"wrote {doc}"
     text = doc.read_text()
+    assert "A check of this script, not a measurement" in text and "with the embedded model" not in text
     summary = next(line for line in printed if line.startswith("summary: "))
     assert summary.startswith("summary: success") and f"- {summary}\n" in text
     events = [line for line in printed if line.startswith("[")]
     assert f"- ended at: `{events[-1]}`" in text and events[-1].startswith("[      done] task done in")
     block = text.split("```\n")[1].rstrip("\n").splitlines()
     assert block == printed[:-1]  # every line the demo printed, in order
-    assert "Exit code 0 " in text
-    assert sorted(p.name for p in (tmp_path / "demo" / "llm").iterdir()), "no LLM exchange was kept"
+    assert "Exit code 0: the task succeeded" in text
+    assert sorted(p.name for p in (tmp_path / "demo_llm").iterdir()), "no LLM exchange was kept"
