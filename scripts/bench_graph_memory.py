@@ -2,7 +2,7 @@
 """Memory per node of a held scene graph: the server's loaded graph, a follower's copy, a snapshot of it.
 
     scripts/ws_env.sh python scripts/bench_graph_memory.py --write docs/measured/graph_memory.md
-    scripts/ws_env.sh python scripts/bench_graph_memory.py [--sizes 10000 100000]
+    scripts/ws_env.sh python scripts/bench_graph_memory.py [--sizes 10000 100000] [--where 20000]
 
 For each generated building the parent writes its inputs once: the native file (columns layout, as the server
 loads it) and the CDR bytes of the get_scene_graph answer a follower takes (one columns payload). Each figure then
@@ -13,7 +13,8 @@ the input's own size (read in the first note, freed before the second), over the
 per version, `GraphSnapshots.of`), and as yardsticks the same nodes and edges in a plain networkx DiGraph with
 the same attributes as dicts, and the rows file's text parsed by `json.loads`. Issue 42's target: a follower's copy
 <= 0.5 KB/node at 100k nodes. RSS counts whole pages and the allocator's free lists, so a figure is good to a few
-percent; it does not move with the machine's load.
+percent; it does not move with the machine's load. `--where` adds where a follower's bytes go, line by line
+(tracemalloc in one more child), the map for cutting them.
 """
 
 from __future__ import annotations
@@ -81,6 +82,79 @@ def child(role: str, folder: Path) -> dict[str, float]:
     return {"bytes": float(grown), "nodes": float(nodes)}
 
 
+#: the allocation sites the breakdown lists, largest first
+SITES_SHOWN = 12
+
+
+def traced_follower(folder: Path) -> dict[str, Any]:
+    """Where a follower's bytes go: tracemalloc over deserialize + `msg_to_graph`, the blocks still held once the
+    message is dropped, by the line that allocated them (bytes per node). Python's own allocations only: the
+    message's C buffers are freed by then."""
+    import linecache
+    import tracemalloc
+
+    from rclpy.serialization import deserialize_message
+
+    from sayplan_interfaces.msg import SceneGraph as SceneGraphMsg
+    from sayplan_ros.conversions import msg_to_graph
+
+    data = (folder / "answer.cdr").read_bytes()
+    tracemalloc.start()
+    msg = deserialize_message(data, SceneGraphMsg)
+    graph = msg_to_graph(msg, require_agent=False)
+    del msg, data
+    gc.collect()
+    imports = [tracemalloc.Filter(False, f"<frozen importlib._{part}>") for part in ("bootstrap", "bootstrap_external")]
+    stats = tracemalloc.take_snapshot().filter_traces(imports).statistics("lineno")  # modules loaded on the way
+    tracemalloc.stop()
+    nodes = len(graph)
+    sites = []
+    for stat in stats[:SITES_SHOWN]:
+        frame = stat.traceback[0]
+        where = frame.filename.split("/site-packages/")[-1].split("/sayplan_core/")[-1].split("/sayplan_ros/")[-1]
+        code = linecache.getline(frame.filename, frame.lineno).strip()
+        sites.append({"site": f"{where}:{frame.lineno}", "code": code, "per_node": stat.size / nodes})
+    return {"nodes": nodes, "total": sum(stat.size for stat in stats) / nodes, "sites": sites}
+
+
+def breakdown(size: int) -> list[str]:
+    """The traced follower at `size` nodes, as a Markdown section."""
+    from sayplan_core.envs.generator import generate_building, spec_for_size
+    from sayplan_ros.conversions import WIRE_LAYOUT, graph_to_msg
+
+    with tempfile.TemporaryDirectory(prefix="sayplan-memory-") as name:
+        folder = Path(name)
+        from rclpy.serialization import serialize_message
+
+        graph = generate_building(spec_for_size(size, seed=1))
+        (folder / "answer.cdr").write_bytes(serialize_message(graph_to_msg(graph, 1, WIRE_LAYOUT)))
+        del graph
+        print(f"  {size} nodes: follower, traced ...", file=sys.stderr, flush=True)
+        done = subprocess.run(
+            [sys.executable, __file__, "--child", "traced", "--folder", str(folder)],
+            capture_output=True,
+            text=True,
+            timeout=900,
+            check=False,
+        )
+    if done.returncode != 0:
+        raise SystemExit(f"bench_graph_memory: the traced child failed: {done.stderr[-2000:]}")
+    traced = json.loads(done.stdout.strip().splitlines()[-1])
+    lines = [
+        "",
+        f"## Where a follower's bytes go ({traced['nodes']} nodes, tracemalloc, bytes per node by allocating line)",
+        "",
+        f"Python allocations held: {traced['total']:.0f} B/node (RSS above also counts the allocator's pages).",
+        "",
+        "| B/node | where | line |",
+        "|---|---|---|",
+    ]
+    for site in traced["sites"]:
+        code = site["code"].replace("|", "\\|")
+        lines.append(f"| {site['per_node']:.0f} | {site['site']} | `{code}` |")
+    return lines
+
+
 def run_child(role: str, folder: Path) -> dict[str, float]:
     done = subprocess.run(
         [sys.executable, __file__, "--child", role, "--folder", str(folder)],
@@ -144,11 +218,19 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000])
     parser.add_argument("--write", type=Path, help="also write the table to this Markdown file")
+    parser.add_argument(
+        "--where",
+        type=int,
+        default=20_000,
+        metavar="NODES",
+        help="also list where a follower's bytes go at this size (tracemalloc; 0: not)",
+    )
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--folder", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.child:
-        print(json.dumps(child(args.child, args.folder)))
+        found = traced_follower(args.folder) if args.child == "traced" else child(args.child, args.folder)
+        print(json.dumps(found))
         return 0
     import measured_doc
 
@@ -156,7 +238,8 @@ def main(argv: list[str] | None = None) -> int:
     for size in args.sizes:
         with tempfile.TemporaryDirectory(prefix="sayplan-memory-") as folder:
             rows.append(measure(size, Path(folder)))
-    measured_doc.publish(args.write, "Graph memory: bytes per node held", "\n".join(markdown(rows)))
+    text = markdown(rows) + (breakdown(args.where) if args.where > 0 else [])
+    measured_doc.publish(args.write, "Graph memory: bytes per node held", "\n".join(text))
     return 0
 
 
