@@ -135,3 +135,25 @@ def test_a_follower_given_a_bad_update_says_so_and_repairs_itself(ros: Any) -> N
     graph, version = planner.follower.latest()
     assert version == 1 and graph is not None and "pose7" in graph and "orange" in graph
     assert planner.follower.problem() == "" and server.version == 1
+
+
+def test_a_follower_left_behind_by_a_lost_update_fetches_the_graph(ros: Any) -> None:
+    """Found running the ROS tests on two processes: an update dropped while a fetched graph waited for the
+    server's confirmation left a follower one version behind for good, saying nothing (the server ahead looked like
+    updates on their way, and no later update came to show the gap). The update is lost on the wire here (the
+    server publishes it where no follower listens); the follower must see at its next checks that it stayed
+    behind, and fetch."""
+    server = ros.add(SceneGraphServer(context=ros.context))
+    planner = planner_node(ros)
+    ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
+    heard = server._updates
+    server._updates = server.create_publisher(GraphUpdate, "scene_graph_updates_lost", GRAPH_UPDATES_QOS)
+    try:
+        client = ros.node("peer").create_client(ApplyGraphUpdate, "apply_graph_update")
+        applied = ros.call(client, ApplyGraphUpdate.Request(update=GraphUpdate(source="peer", remove=["apple1"])))
+        assert applied.success and server.version == 2, applied.message
+    finally:
+        server._updates = heard
+    ros.wait_for(lambda: planner.graph_version == 2, timeout=30.0, what="the follower to fetch the version it lost")
+    graph, _ = planner.follower.latest()
+    assert graph is not None and "apple1" not in graph.nodes and planner.follower.problem() == ""

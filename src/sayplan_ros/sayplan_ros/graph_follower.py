@@ -98,6 +98,7 @@ class GraphFollower:
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
         self._checking: Future | None = None  # the version_only call in flight
+        self._behind_at: int | None = None  # the copy's version when the last check found the server ahead of it
         self._unconfirmed: _Fetched | None = None  # a fetched graph the server has not confirmed yet (not taken)
         self._confirming: tuple[Future, float, _Fetched] | None = None  # the confirm call in flight
         self._applied: dict[int, bytes] = {}  # digest of the update applied under each recent version
@@ -316,8 +317,21 @@ class GraphFollower:
             return
         with self._lock:
             held, epoch = self._replica.version, self._epoch
-        if int(answer.graph.epoch) == epoch and int(answer.graph.version) >= held:
-            return  # the server's own copy, or one it has moved past (its updates are on their way)
+        served = int(answer.graph.version)
+        if int(answer.graph.epoch) == epoch and served >= held:
+            # the server's own copy, or one it has moved past: its updates are on their way, unless the copy was
+            # already this far behind at the check before (an update dropped while a fetched graph waited for its
+            # confirmation left a copy behind for good, with no update to come that would show the gap)
+            with self._lock:
+                lost = served > held and self._behind_at == held
+                self._behind_at = held if served > held else None
+            if lost:
+                self._node.get_logger().warning(
+                    f"the scene graph copy stayed at version {held} for {FETCH_RETRY_S:g} s while the server is at "
+                    f"{served}: an update was lost; fetching the full scene graph"
+                )
+                self._request_full()
+            return
         self._distrust(
             f"the scene graph copy (version {held}) is not the server's (version {int(answer.graph.version)}, "
             f"{'the same' if int(answer.graph.epoch) == epoch else 'another'} start)"
