@@ -196,7 +196,6 @@ def main(argv: list[str] | None = None) -> int:
         if runs:
             shutil.copytree(runs[-1], kept)
         write(target, args.llm, args.model, described, run, kept if runs else None)
-    print(f"wrote {target}")
     if not measured:
         print(f"bench_demo_local: exit {run.code}: no run of the task; {doc} is left as it was", file=sys.stderr)
         return 1
