@@ -114,7 +114,7 @@ def _ticks(lines: list[str], least: int) -> str:
 def fenced(lines: list[str]) -> list[str]:
     """A Markdown code block that no run of backticks in `lines` can end early."""
     fence = _ticks(lines, 3)
-    return [fence, *lines, fence]
+    return [f"{fence}text", *lines, fence]
 
 
 def code_span(text: str) -> str:

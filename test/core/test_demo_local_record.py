@@ -58,7 +58,7 @@ def test_a_run_of_the_task_is_written_whatever_its_outcome(tmp_path: Path, code:
     assert f"Exit code {code}: the task " in text and "- summary: FAILED | out of LLM calls" in text
     assert f"- ended at: ```` {EVENTS[1]} ````" in text  # the demo's last event, not the node's [WARN] line after
     lines = text.splitlines()
-    start = lines.index("````")  # a longer fence than the ``` in the output
+    start = lines.index("````text")  # a longer fence than the ``` in the output
     assert lines[start + 1 : lines.index("````", start + 1)] == [
         *EVENTS,
         "summary: FAILED | out of LLM calls | goal NOT met",

@@ -104,7 +104,7 @@ def test_the_demo_bench_writes_the_run_it_saw(tmp_path: Path) -> None:
     assert summary.startswith("summary: success") and f"- {summary}\n" in text
     events = [line for line in printed if line.startswith("[")]
     assert f"- ended at: `{events[-1]}`" in text and events[-1].startswith("[      done] task done in")
-    block = text.split("```\n")[1].rstrip("\n").splitlines()
+    block = text.split("```text\n")[1].split("```\n")[0].rstrip("\n").splitlines()
     assert block == printed  # every line the demo printed, in order
     assert "Exit code 0: the task succeeded" in text
     assert sorted(p.name for p in (tmp_path / "demo_llm").iterdir()), "no LLM exchange was kept"
