@@ -69,8 +69,8 @@ monitor: $(MONITOR_STAMP)
 test-overlay: build
 	bash scripts/build_test_overlay.sh
 
-## The tests in two phases (scripts/pytest_phases.sh): the plain ones on PYTEST_WORKERS processes, then the ROS and
-## wall-clock ones alone.
+## The tests in two phases (scripts/pytest_phases.sh): most on PYTEST_WORKERS processes, ROS ones included, then the
+## ones marked serial (wall-clock bounds, timers and leases raced, signals) alone.
 PYTEST_WORKERS ?= 2
 pytest: build test-overlay test-llm monitor
 	SAYPLAN_TEST_OVERLAY=1 PYTEST_WORKERS=$(PYTEST_WORKERS) $(WS) bash scripts/pytest_phases.sh $(PYTEST_ARGS)

@@ -38,7 +38,7 @@ from sayplan_ros.planner_node import PlannerNode
 from sayplan_ros.qos import LATCHED_STATE_QOS
 from sayplan_ros.scene_graph_server import SceneGraphServer
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: its module fixture runs the whole demo
+pytestmark = pytest.mark.ros
 
 
 def run_in_own_domain(command: list[str], timeout: float) -> subprocess.CompletedProcess[str]:

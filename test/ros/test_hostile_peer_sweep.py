@@ -80,7 +80,7 @@ from sayplan_ros.conversions import msg_to_graph, msg_to_update, update_to_msg
 from sayplan_ros.qos import GRAPH_UPDATES_QOS
 from sayplan_ros.stack import managed_names, stack_specs
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: starts the stack; a CPU-heavy sweep
+pytestmark = pytest.mark.ros
 needs_install = pytest.mark.skipif(
     not (BIN / "sayplan_stack").exists(), reason=f"{BIN}/sayplan_stack is not built: run scripts/colcon_build.sh"
 )

@@ -80,7 +80,6 @@ def run_task(ros: Any, proc: Any, planner: str, skill_server: str = "dummy_skill
     return result.result().result
 
 
-@pytest.mark.serial  # alone: starts the stack
 def test_a_task_runs_through_a_plugin_planner_and_a_plugin_robot(ros: Any, stack: Any) -> None:
     result = run_task(ros, stack, "dummy")
     log = Path(stack.log_path).read_text(errors="replace")
@@ -93,7 +92,6 @@ def test_a_task_runs_through_a_plugin_planner_and_a_plugin_robot(ros: Any, stack
     assert "dummy robot says hello" in log  # the plugin robot's own option, read at configure
 
 
-@pytest.mark.serial  # alone: starts the stack
 def test_the_stack_names_a_robot_s_node_as_its_plugin_does(ros: Any, tmp_path: Path) -> None:
     """A plugin's `node_name` is the node's ROS name (launch's `name=`), whatever its class's default: once,
     `sayplan_stack` kept the class's name and the lifecycle manager gave up on the plugin's after 30 s."""
@@ -108,7 +106,6 @@ def test_the_stack_names_a_robot_s_node_as_its_plugin_does(ros: Any, tmp_path: P
         assert result.success, f"{result.error_msg}\n{Path(proc.log_path).read_text(errors='replace')}"
 
 
-@pytest.mark.serial  # alone: starts the stack
 def test_a_planner_the_node_does_not_offer_ends_the_task_with_the_typed_code(ros: Any, stack: Any) -> None:
     result = run_task(ros, stack, "not_installed")
     assert not result.success and result.error_code == TaskCode.PLANNING_FAILED
@@ -162,7 +159,6 @@ def test_a_node_class_that_cannot_be_imported_is_named_in_one_line(cls: str) -> 
     assert f"ghost_skill_server: its node class {cls} cannot be imported" in text and "\n" not in text, text
 
 
-@pytest.mark.serial  # alone: starts the stack
 def test_a_robot_whose_node_name_is_a_core_node_s_is_refused_in_one_line(ros: Any, tmp_path: Path) -> None:
     """Two nodes named `planner` in one stack would share parameters and lifecycle services."""
     if not (BIN / "sayplan_stack").exists():

@@ -59,7 +59,6 @@ def test_every_rviz_topic_is_relative() -> None:
         assert name and not name.startswith(("/", "~")), f"{display}: topic {name!r} ignores namespace:="
 
 
-@pytest.mark.serial  # alone: starts the stack
 @needs_stack
 def test_the_stack_under_a_namespace_publishes_every_rviz_topic(ros: Any, tmp_path: Path) -> None:
     assert STACK is not None

@@ -13,7 +13,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from ros_domains import claim_domain, release_domain
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: 200 skills through the whole stack
+pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
 
 

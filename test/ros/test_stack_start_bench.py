@@ -14,7 +14,7 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from ros_domains import run_on_own_domain
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: starts the real stack twice
+pytestmark = pytest.mark.ros
 ROOT = Path(__file__).resolve().parents[2]
 
 
