@@ -141,11 +141,12 @@ def test_a_follower_left_behind_by_a_lost_update_fetches_the_graph(ros: Any) -> 
     """Found running the ROS tests on two processes: an update dropped while a fetched graph waited for the
     server's confirmation left a follower one version behind for good, saying nothing (the server ahead looked like
     updates on their way, and no later update came to show the gap). The update is lost on the wire here (the
-    server publishes it where no follower listens); the follower must see at its next checks that it stayed
-    behind, and fetch."""
+    server publishes it where no follower listens); the follower must see at its checks that it stayed behind
+    (LOST_UPDATE_S after a check that found the server past it), and fetch once."""
     server = ros.add(SceneGraphServer(context=ros.context))
     planner = planner_node(ros)
     ros.wait_for(lambda: planner.graph_version == 1, what="the graph")
+    fetches = planner.follower.stats()["fetches"]
     heard = server._updates
     server._updates = server.create_publisher(GraphUpdate, "scene_graph_updates_lost", GRAPH_UPDATES_QOS)
     try:
@@ -157,3 +158,4 @@ def test_a_follower_left_behind_by_a_lost_update_fetches_the_graph(ros: Any) -> 
     ros.wait_for(lambda: planner.graph_version == 2, timeout=30.0, what="the follower to fetch the version it lost")
     graph, _ = planner.follower.latest()
     assert graph is not None and "apple1" not in graph.nodes and planner.follower.problem() == ""
+    assert planner.follower.stats()["fetches"] == fetches + 1  # one fetch, not one per check

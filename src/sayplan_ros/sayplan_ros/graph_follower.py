@@ -60,6 +60,9 @@ from sayplan_ros.served_graphs import graph_digest, message_digest
 
 KEPT_DIGESTS = 256  # update versions whose content is remembered, to tell a second, different one
 FETCH_RETRY_S = 2.0  # a get_scene_graph call unanswered this long is sent again (until a graph arrives)
+#: a copy behind the server this long on the follower's clock, at the same version, with the server already ahead
+#: of it at the first sighting, lost an update: it is fetched (reliable DDS repairs a lost sample within ~3 s)
+LOST_UPDATE_S = 5.0
 SERVER_NODE = "scene_graph_server"  # the only node whose full graphs and updates a follower takes from a topic
 
 
@@ -97,8 +100,9 @@ class GraphFollower:
         self._fetches = 0
         self._fetching: tuple[Future, float] | None = None  # the get_scene_graph call in flight, and when it was sent
         self._want_full = False  # a full graph is wanted until one is fetched
-        self._checking: Future | None = None  # the version_only call in flight
-        self._behind_at: int | None = None  # the copy's version when the last check found the server ahead of it
+        self._checking: tuple[Future, float] | None = None  # the version_only call in flight, and when it was sent
+        #: (epoch, the copy's version, the server's, when) at the first check that found the server ahead of it
+        self._behind: tuple[int, int, int, float] | None = None
         self._unconfirmed: _Fetched | None = None  # a fetched graph the server has not confirmed yet (not taken)
         self._confirming: tuple[Future, float, _Fetched] | None = None  # the confirm call in flight
         self._applied: dict[int, bytes] = {}  # digest of the update applied under each recent version
@@ -300,35 +304,51 @@ class GraphFollower:
         """Ask the server for its version and epoch alone (no nodes): a copy of another start, or ahead of the
         server, did not come from it, and is fetched again."""
         with self._lock:
-            if self._replica.graph is None or self._checking is not None:
+            if self._replica.graph is None:
                 return
+            if self._checking is not None and time.monotonic() - self._checking[1] < FETCH_RETRY_S:
+                return
+            stale = self._checking  # unanswered (a server that went mid-call): given up, or checks stop for good
+            self._checking = None
+        if stale is not None:
+            self._fetch.remove_pending_request(stale[0])
         if not self._fetch.service_is_ready():
             return
         future = self._fetch.call_async(GetSceneGraph.Request(version_only=True))
         with self._lock:
-            self._checking = future
+            self._checking = (future, time.monotonic())
         future.add_done_callback(guarded(self._node, "get_scene_graph version", self._on_version))
 
     def _on_version(self, future: Future) -> None:
         with self._lock:
-            self._checking = None
+            if self._checking is not None and self._checking[0] is future:
+                self._checking = None
         answer = future.result()
         if answer is None or not answer.success or not self._sole_service():
             return
+        served = int(answer.graph.version)
         with self._lock:
             held, epoch = self._replica.version, self._epoch
-        served = int(answer.graph.version)
-        if int(answer.graph.epoch) == epoch and served >= held:
-            # the server's own copy, or one it has moved past: its updates are on their way, unless the copy was
-            # already this far behind at the check before (an update dropped while a fetched graph waited for its
-            # confirmation left a copy behind for good, with no update to come that would show the gap)
-            with self._lock:
-                lost = served > held and self._behind_at == held
-                self._behind_at = held if served > held else None
+            ours = int(answer.graph.epoch) == epoch and served >= held
+            lost = False
+            if ours and served > held:
+                # behind: its updates are on their way, unless the copy is still at this version LOST_UPDATE_S
+                # after a check that already found the server past it (an update dropped while a fetched graph
+                # waited for its confirmation left a copy behind for good, with no update to come to show a gap)
+                first = self._behind
+                if first is None or first[:2] != (epoch, held):
+                    self._behind = (epoch, held, served, time.monotonic())
+                else:
+                    lost = time.monotonic() - first[3] >= LOST_UPDATE_S and held < first[2]
+            else:
+                self._behind = None
+            if lost:
+                self._behind = None
+        if ours:
             if lost:
                 self._node.get_logger().warning(
-                    f"the scene graph copy stayed at version {held} for {FETCH_RETRY_S:g} s while the server is at "
-                    f"{served}: an update was lost; fetching the full scene graph"
+                    f"the scene graph copy stayed at version {held} for {LOST_UPDATE_S:g} s while the server was "
+                    f"past it (now at {served}): an update was lost; fetching the full scene graph"
                 )
                 self._request_full()
             return
