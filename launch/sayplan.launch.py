@@ -235,9 +235,15 @@ def liveness_env(config: str) -> dict[str, str]:
     profiles file (theirs wins: the lease is set there) or runs another RMW (Cyclone DDS has its own setting)."""
     if any(os.environ.get(name) for name in PROFILE_VARIABLES):
         return {}
-    if not os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):
+    if not (os.environ.get("RMW_IMPLEMENTATION") or "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):  # "": default
         return {}
-    return dict.fromkeys(PROFILE_VARIABLES, os.path.join(config, "dds", "fastdds_liveness.xml"))
+    profile = os.path.join(config, "dds", "fastdds_liveness.xml")
+    if not os.path.isfile(profile):  # an install from before the file was installed: every node would log an error
+        launch.logging.get_logger("sayplan.launch").warning(
+            f"{profile} is missing (rebuild the workspace): a killed node is noticed after Fast DDS's 20 s lease"
+        )
+        return {}
+    return dict.fromkeys(PROFILE_VARIABLES, profile)
 
 
 def _nodes(context: LaunchContext) -> list[Node | RegisterEventHandler]:

@@ -10,10 +10,20 @@
 # PYTEST_WORKERS=0 runs the first phase in one process too.
 set -u
 workers="${PYTEST_WORKERS:-2}"
+case "$workers" in
+    '' | *[!0-9]*)
+        echo "pytest_phases: PYTEST_WORKERS must be a number of processes (0: one), got '${workers}'" >&2
+        exit 4
+        ;;
+esac
 for arg in "$@"; do
     case "$arg" in
-        -m | -m* | --markexpr*)
+        -m | -m*)
             echo "pytest_phases: -m is not taken (each phase selects by marker); run python -m pytest -m ... instead" >&2
+            exit 4
+            ;;
+        -n | -n* | --numprocesses* | --dist* | no:xdist)
+            echo "pytest_phases: ${arg} is not taken (the phases choose their processes: PYTEST_WORKERS)" >&2
             exit 4
             ;;
     esac

@@ -13,10 +13,13 @@ INSTRUCTION = "Make Niko a coffee and place the mug on his desk."
 #: The stack's Fast DDS profile: a participant killed with SIGKILL is dropped by its peers after 4 s, not Fast DDS's
 #: default 20 s (config/dds/fastdds_liveness.xml says why). A test that kills a process of the stack gives it this.
 LIVENESS_PROFILE = ROOT / "config" / "dds" / "fastdds_liveness.xml"
+#: where Fast DDS reads a profiles file's path from (as launch/sayplan.launch.py sets them)
+PROFILE_VARIABLES = ("FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE")
 
 
 def process_env(domain_id: int) -> dict[str, str]:
     """The environment of a stack process a test starts on its own DDS domain, with the stack's liveness profile."""
     import os
 
-    return {**os.environ, "ROS_DOMAIN_ID": str(domain_id), "FASTRTPS_DEFAULT_PROFILES_FILE": str(LIVENESS_PROFILE)}
+    profile = dict.fromkeys(PROFILE_VARIABLES, str(LIVENESS_PROFILE))  # Fast DDS 2 reads the first, 3 the second
+    return {**os.environ, "ROS_DOMAIN_ID": str(domain_id), **profile}

@@ -30,7 +30,6 @@ from pathlib import Path
 from typing import Any
 
 TEST_DIR = Path(__file__).resolve().parents[1]
-LIVENESS_PROFILE = TEST_DIR.parent / "config" / "dds" / "fastdds_liveness.xml"
 KINDS = ("nav2", "gripper", "arm")
 #: The actions each fake serves, by their full names.
 ACTIONS = {
@@ -46,10 +45,12 @@ class ServerProcess:
     def __init__(self, kind: str, domain_id: int, timeout_s: float = 120.0) -> None:
         assert kind in KINDS, kind
         self.kind = kind
+        from stack_paths import LIVENESS_PROFILE, PROFILE_VARIABLES  # the test's side only (the child runs this file)
+
         env = {
             **os.environ,
             "ROS_DOMAIN_ID": str(domain_id),
-            "FASTRTPS_DEFAULT_PROFILES_FILE": str(LIVENESS_PROFILE),
+            **dict.fromkeys(PROFILE_VARIABLES, str(LIVENESS_PROFILE)),
             "ROS_PYTHON_CHECK_FIELDS": "1",
         }
         self.process = subprocess.Popen(

@@ -365,6 +365,7 @@ def test_perception_reports_its_fusion_and_its_graph_copy(ros: Any, monitor: Mon
     assert copy.level is Level.OK, copy
 
 
+@pytest.mark.serial  # alone: the monitor's discovery races the stack's 3 s and 1 s waits
 def test_a_stack_whose_llm_is_dead_says_why_on_diagnostics_before_it_exits(ros: Any, monitor: Monitor) -> None:
     """Found as a new user: a dead LLM at start-up showed no ERROR on /diagnostics before the stack exited 2
     (only stderr said why); the lifecycle manager published nothing at all."""

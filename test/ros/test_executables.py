@@ -16,7 +16,10 @@ pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests 
 
 from sayplan_interfaces.srv import PlanPath
 
-pytestmark = pytest.mark.ros
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.serial,
+]  # alone: a stack's start bounded by a 5 s loop; SIGINT exits bounded in seconds
 ROOT = Path(__file__).resolve().parents[2]
 STACK = shutil.which("sayplan_stack")
 needs_stack = pytest.mark.skipif(STACK is None, reason="sayplan_stack is not on PATH: run through `make test`")

@@ -282,7 +282,7 @@ def test_the_launched_bridge_is_optional_and_its_page_port_follows_its_port() ->
     assert exited("planner", 1)  # a required node's exit still ends the launch
 
 
-@pytest.mark.serial  # alone: runs the demo
+@pytest.mark.serial  # alone: a viewer must connect while the demo's run still goes
 def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> None:
     """`sayplan_demo --foxglove 0` as a process: a viewer that connects while it runs gets the office as one entity
     per node, every step of the plan that ran (with its status), the task's end among the events, and for each
@@ -338,7 +338,7 @@ def test_sayplan_demo_with_foxglove_serves_the_run(ros: Any, tmp_path: Any) -> N
     print(f"\nsayplan_demo --foxglove: the plan's last step seen {seen - started:.1f} s after start", file=sys.stderr)
 
 
-@pytest.mark.serial  # alone: runs the demo twice
+@pytest.mark.serial  # alone: two demo runs timed against each other
 def test_the_monitor_client_bench_runs_both_arms_and_the_drop_check(tmp_path: Any) -> None:
     """scripts/bench_monitor_client.py, one round: both arms run the demo to success, the stalled viewer subscribed
     to every channel, and the drop check shows foxglove-sdk's per-viewer queue dropping, never the newest, without

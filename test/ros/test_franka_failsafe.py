@@ -26,7 +26,10 @@ from test_franka import MakeRobot, make_robot  # noqa: E402, F401  (the one robo
 
 from sayplan_core.outcomes import SkillCode  # noqa: E402
 
-pytestmark = pytest.mark.ros
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.serial,
+]  # alone: stops bounded in 3-5 s, 0.5-0.6 s watchdogs, a stray navigator's 1 s sleep raced
 
 
 def motion(robot: FakeRobot) -> tuple[int, int, int, int]:

@@ -80,7 +80,10 @@ from sayplan_ros.conversions import msg_to_graph, msg_to_update, update_to_msg
 from sayplan_ros.qos import GRAPH_UPDATES_QOS
 from sayplan_ros.stack import managed_names, stack_specs
 
-pytestmark = pytest.mark.ros
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.serial,
+]  # alone: a CPU-heavy sweep on a whole stack: it would stretch the bounds of the tests beside it
 needs_install = pytest.mark.skipif(
     not (BIN / "sayplan_stack").exists(), reason=f"{BIN}/sayplan_stack is not built: run scripts/colcon_build.sh"
 )

@@ -91,10 +91,18 @@ def test_the_launch_file_starts_exactly_the_composed_stack(robot: str, tmp_path:
 
 @needs_launch
 @pytest.mark.parametrize(
-    "users", [{}, {"FASTDDS_DEFAULT_PROFILES_FILE": "/etc/site_dds.xml"}, {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}]
+    ("users", "gets"),
+    [
+        ({}, True),
+        ({"RMW_IMPLEMENTATION": ""}, True),  # empty: the default RMW, Fast DDS
+        ({"RMW_IMPLEMENTATION": "rmw_fastrtps_dynamic_cpp"}, True),
+        ({"FASTDDS_DEFAULT_PROFILES_FILE": "/etc/site_dds.xml"}, False),
+        ({"FASTRTPS_DEFAULT_PROFILES_FILE": "/etc/site_dds.xml"}, False),
+        ({"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"}, False),
+    ],
 )
 def test_every_node_gets_the_liveness_profile_unless_the_user_chose_dds_settings(
-    users: dict[str, str], monkeypatch: pytest.MonkeyPatch
+    users: dict[str, str], gets: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A node killed with SIGKILL is noticed in 4 s only if every process runs with config/dds/fastdds_liveness.xml:
     the launch file gives it to each node, installed, unless the user names a profiles file or another RMW."""
@@ -117,7 +125,7 @@ def test_every_node_gets_the_liveness_profile_unless_the_user_chose_dds_settings
             "".join(s.perform(context) for s in key): "".join(s.perform(context) for s in value)
             for key, value in node.additional_env or []
         }
-        if users:
+        if not gets:
             assert env == {}, (node.node_executable, env)
             continue
         assert set(env) == {"FASTRTPS_DEFAULT_PROFILES_FILE", "FASTDDS_DEFAULT_PROFILES_FILE"}

@@ -43,7 +43,12 @@ from sayplan_interfaces.action import ExecuteTask
 from sayplan_interfaces.srv import DescribeSkills
 from sayplan_ros.stack import stack_specs
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial, needs_launch, needs_install]  # alone: whole stacks
+pytestmark = [
+    pytest.mark.ros,
+    pytest.mark.serial,
+    needs_launch,
+    needs_install,
+]  # alone: Ctrl-C to whole stacks, exits bounded
 #: A start-up that fails ends the launch within this (imports and DDS set-up on a loaded machine included).
 FAILED_LAUNCH_S = 90.0
 #: The planner activates only with an LLM it can reach: the bundled transcript stands in for one.

@@ -35,7 +35,7 @@ from websockets.sync.client import ClientConnection, connect
 
 from sayplan_core.envs import load_env
 
-pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: the demo and a headless Chromium
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: a headless Chromium must see the demo's run while it goes
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOT = ROOT / "docs" / "howto" / "img" / "monitor_page.png"

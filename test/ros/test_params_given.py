@@ -25,7 +25,7 @@ import pytest
 
 pytest.importorskip("rclpy", reason="rclpy is not importable: run the ROS tests through `make test`")
 
-pytestmark = pytest.mark.ros
+pytestmark = [pytest.mark.ros, pytest.mark.serial]  # alone: SIGINT to the stack, its exit bounded in seconds
 ROOT = Path(__file__).resolve().parents[2]
 STACK = shutil.which("sayplan_stack")
 needs_stack = pytest.mark.skipif(STACK is None, reason="sayplan_stack is not on PATH: run through `make test`")

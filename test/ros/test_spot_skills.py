@@ -184,6 +184,7 @@ def test_a_lease_held_by_another_client_refuses_activation_until_it_is_released(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+@pytest.mark.serial  # alone: a lease taken inside a 1 s phase
 @pytest.mark.parametrize("take_lease", [False, True])
 def test_a_lease_taken_during_navigation_ends_the_skill_with_lease_lost(
     ros: Any, spot: FakeSpot, tmp_path: Path, take_lease: bool
@@ -591,6 +592,7 @@ def test_a_failed_grasp_is_grasp_failed_stows_the_arm_and_the_next_try_works(
         assert status == GoalStatus.STATUS_SUCCEEDED, outcome.error_msg
 
 
+@pytest.mark.serial  # alone: a cancel inside a 1 s grasp phase
 def test_cancel_mid_pickup_stops_the_grasp_and_stows_the_arm(ros: Any, spot: FakeSpot, tmp_path: Path) -> None:
     with spot_skill_server(ros, spot, tmp_path):
         skills = client(ros)

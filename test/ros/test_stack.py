@@ -118,6 +118,7 @@ def test_graph_view_service(ros: Any) -> None:
     assert not answer.success and "not visible yet" in answer.message
 
 
+@pytest.mark.serial  # alone: the cancel must land within about 1.2 s of planning
 def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
     def slow(_: Request) -> Response:
         time.sleep(0.3)
@@ -151,6 +152,7 @@ def test_cancel_mid_plan(ros: Any, httpserver: HTTPServer) -> None:
     assert outcome.error_code == PlanCode.CANCELED and outcome.error_msg == "canceled"
 
 
+@pytest.mark.serial  # alone: a cancel inside a 1 s skill
 def test_cancel_mid_execution_stops_the_skill(ros: Any, tmp_path: Path) -> None:
     t = write_transcript(
         tmp_path / "t.json", say("expand", "kitchen"), say("expand", "nikos_office"), say("plan", plan=GOOD_PLAN)
