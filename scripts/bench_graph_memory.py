@@ -130,16 +130,7 @@ def breakdown(size: int) -> list[str]:
         (folder / "answer.cdr").write_bytes(serialize_message(graph_to_msg(graph, 1, WIRE_LAYOUT)))
         del graph
         print(f"  {size} nodes: follower, traced ...", file=sys.stderr, flush=True)
-        done = subprocess.run(
-            [sys.executable, __file__, "--child", "traced", "--folder", str(folder)],
-            capture_output=True,
-            text=True,
-            timeout=900,
-            check=False,
-        )
-    if done.returncode != 0:
-        raise SystemExit(f"bench_graph_memory: the traced child failed: {done.stderr[-2000:]}")
-    traced = json.loads(done.stdout.strip().splitlines()[-1])
+        traced: dict[str, Any] = run_child("traced", folder)
     lines = [
         "",
         f"## Where a follower's bytes go ({traced['nodes']} nodes, tracemalloc, bytes per node by allocating line)",
@@ -155,7 +146,8 @@ def breakdown(size: int) -> list[str]:
     return lines
 
 
-def run_child(role: str, folder: Path) -> dict[str, float]:
+def run_child(role: str, folder: Path) -> Any:
+    """What the `role` child printed last, as JSON (a role's figures, or the traced breakdown)."""
     done = subprocess.run(
         [sys.executable, __file__, "--child", role, "--folder", str(folder)],
         capture_output=True,
@@ -165,8 +157,7 @@ def run_child(role: str, folder: Path) -> dict[str, float]:
     )
     if done.returncode != 0:
         raise SystemExit(f"bench_graph_memory: the {role} child failed: {done.stderr[-2000:]}")
-    result: dict[str, float] = json.loads(done.stdout.strip().splitlines()[-1])
-    return result
+    return json.loads(done.stdout.strip().splitlines()[-1])
 
 
 def measure(size: int, folder: Path) -> dict[str, Any]:
